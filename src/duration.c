@@ -11,7 +11,7 @@ static const struct {
 	const char *unit;
 	uint64_t ms;
 } duration_units[] = {
-	{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+    {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
 };
 
 #define DURATION_MAX_MS (100ULL * 365 * 86400000ULL)
@@ -29,7 +29,7 @@ duration_parse(const char *text, uint64_t *ms, char **cause)
 		p++;
 	if (*p == '\0') {
 		*cause = xstrdup("empty duration: write a number and a unit, e.g. \"10s\" "
-				 "(units: ms, s, m, h, d)");
+		                 "(units: ms, s, m, h, d)");
 		return -1;
 	}
 	while (*p != '\0' && !isspace((unsigned char)*p)) {
@@ -42,9 +42,9 @@ duration_parse(const char *text, uint64_t *ms, char **cause)
 		}
 		if (digits == 0) {
 			xasprintf(cause,
-				  "bad duration \"%s\": write a number and a unit, e.g. \"10s\" "
-				  "(units: ms, s, m, h, d)",
-				  text);
+			          "bad duration \"%s\": write a number and a unit, e.g. \"10s\" "
+			          "(units: ms, s, m, h, d)",
+			          text);
 			return -1;
 		}
 		for (i = 0; i < sizeof duration_units / sizeof duration_units[0]; i++) {
@@ -56,14 +56,15 @@ duration_parse(const char *text, uint64_t *ms, char **cause)
 		if (i == sizeof duration_units / sizeof duration_units[0]) {
 			if (*p == '\0' || isspace((unsigned char)*p))
 				xasprintf(cause,
-					  "duration \"%s\" has no unit: add one, e.g. \"%llus\" "
-					  "(units: ms, s, m, h, d)",
-					  text, (unsigned long long)n);
+				          "duration \"%s\" has no unit: add one, e.g. \"%llus\" "
+				          "(units: ms, s, m, h, d)",
+				          text, (unsigned long long)n);
 			else
-				xasprintf(cause,
-					  "duration \"%s\" has an unknown unit: use ms, s, m, h or d, "
-					  "e.g. \"10s\"",
-					  text);
+				xasprintf(
+				    cause,
+				    "duration \"%s\" has an unknown unit: use ms, s, m, h or d, "
+				    "e.g. \"10s\"",
+				    text);
 			return -1;
 		}
 		total += n * duration_units[i].ms;
@@ -75,7 +76,7 @@ duration_parse(const char *text, uint64_t *ms, char **cause)
 		p++;
 	if (*p != '\0') {
 		xasprintf(cause, "bad duration \"%s\": write it without spaces, e.g. \"1h30m\"",
-			  text);
+		          text);
 		return -1;
 	}
 	*ms = total;
@@ -108,6 +109,6 @@ duration_format(uint64_t ms, char *buf, size_t len)
 		n = ms / duration_units[i].ms;
 		ms -= n * duration_units[i].ms;
 		off += (size_t)snprintf(buf + off, len - off, "%llu%s", (unsigned long long)n,
-					duration_units[i].unit);
+		                        duration_units[i].unit);
 	}
 }

@@ -15,11 +15,11 @@ static const char *log_process = "main";
 
 static const char *log_level_names[] = {"fatal", "warn", "info", "debug"};
 
-/* Set the verbosity (0 info, 1 or more debug) and the role shown in each line. */
+/* Set the verbosity (-1 warnings only, 0 info, 1 or more debug) and the role in each line. */
 void
 log_init(int verbose, const char *process)
 {
-	log_level = verbose > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+	log_level = verbose > 0 ? LOG_LEVEL_DEBUG : verbose < 0 ? LOG_LEVEL_WARN : LOG_LEVEL_INFO;
 	if (process != NULL)
 		log_process = process;
 }
@@ -57,12 +57,12 @@ log_vwrite(int level, int with_errno, const char *fmt, va_list ap)
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (with_errno)
 		fprintf(stderr, "%s.%03ldZ leasekeeper[%ld] %s %s: %s: %s\n", stamp,
-			(long)(tv.tv_usec / 1000), (long)getpid(), log_process,
-			log_level_names[level], msg, strerror(saved));
+		        (long)(tv.tv_usec / 1000), (long)getpid(), log_process,
+		        log_level_names[level], msg, strerror(saved));
 	else
 		fprintf(stderr, "%s.%03ldZ leasekeeper[%ld] %s %s: %s\n", stamp,
-			(long)(tv.tv_usec / 1000), (long)getpid(), log_process,
-			log_level_names[level], msg);
+		        (long)(tv.tv_usec / 1000), (long)getpid(), log_process,
+		        log_level_names[level], msg);
 	fflush(stderr);
 	errno = saved;
 }

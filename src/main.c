@@ -1,9 +1,238 @@
 /* main.c: the command line: run, check, next, status, exec, set-leases. */
 
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin.h"
+#include "leasekeeper.h"
+#include "config.h"
+#include "exec.h"
+#include "log.h"
+#include "schedule.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define MAIN_DEFAULT_CONFIG "/etc/leasekeeper/worker.ini"
+
+static const char *main_usage_text =
+    "usage: leasekeeper COMMAND [OPTIONS]\n"
+    "\n"
+    "  run    -c FILE [-v]                     run the worker (foreground)\n"
+    "  check  -c FILE                          validate the configuration, print the jobs\n"
+    "  next   -c FILE JOB [-n K]               the next K fire times of a job\n"
+    "  status [-c FILE | --zk HOSTS] [--json]  the cluster as ZooKeeper sees it\n"
+    "  exec   [-c FILE | --zk HOSTS] [--leases N] [--timeout DUR] [--lock-path PATH]\n"
+    "         NAME -- CMD [ARGS...]            run one command under a lease\n"
+    "  set-leases [-c FILE | --zk HOSTS] JOB N change the cluster's lease count of a job\n"
+    "  version                                 print the version\n"
+    "\n"
+    "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
+
+/* Print usage and return the usage exit status. */
+static int
+main_usage(FILE *f)
+{
+	fputs(main_usage_text, f);
+	return f == stdout ? 0 : EXIT_USAGE;
+}
+
+/* Load a configuration, printing every error; NULL if there were any. */
+static struct config *
+main_load(const char *file)
+{
+	struct config_errors errors = {NULL, 0};
+	struct config *cfg = NULL;
+	size_t i;
+
+	if (config_load(file, &cfg, &errors) != 0) {
+		for (i = 0; i < errors.n; i++)
+			fprintf(stderr, "%s\n", errors.lines[i]);
+		fprintf(stderr, "%zu error%s in the configuration\n", errors.n,
+		        errors.n == 1 ? "" : "s");
+		config_errors_free(&errors);
+		return NULL;
+	}
+	config_errors_free(&errors);
+	return cfg;
+}
+
+/* `run`: the daemon. */
+static int
+main_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"verbose", no_argument, NULL, 'v'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *file = MAIN_DEFAULT_CONFIG;
+	struct config *cfg;
+	int ch, verbose = 0, rc;
+
+	while ((ch = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			return main_usage(stdout);
+		default:
+			return main_usage(stderr);
+		}
+	}
+	if (optind != argc)
+		return main_usage(stderr);
+	log_init(verbose, "main");
+	if ((cfg = main_load(file)) == NULL)
+		return EXIT_CONFIG;
+	rc = worker_run(file, cfg);
+	config_free(cfg);
+	return rc;
+}
+
+/* `check`: validate and print the resolved configuration. */
+static int
+main_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *file = MAIN_DEFAULT_CONFIG;
+	struct config *cfg;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'h':
+			return main_usage(stdout);
+		default:
+			return main_usage(stderr);
+		}
+	}
+	if (optind != argc)
+		return main_usage(stderr);
+	if ((cfg = main_load(file)) == NULL)
+		return 1;
+	config_print(cfg, stdout);
+	printf("configuration OK\n");
+	config_free(cfg);
+	return 0;
+}
+
+/* `next`: the next fire times of a job, in its time zone and in UTC. */
+static int
+main_next(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"count", required_argument, NULL, 'n'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *file = MAIN_DEFAULT_CONFIG;
+	struct config *cfg;
+	struct config_job *job;
+	char local[64], utc[64], *end;
+	const char *tz;
+	int ch, i;
+	long count = 5;
+	int64_t t;
+	time_t tt;
+	struct tm tm;
+
+	while ((ch = getopt_long(argc, argv, "c:n:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'n':
+			errno = 0;
+			count = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || count < 1 || count > 10000) {
+				fprintf(stderr, "leasekeeper next: -n takes a number from 1 to "
+				                "10000\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			return main_usage(stdout);
+		default:
+			return main_usage(stderr);
+		}
+	}
+	if (optind + 1 != argc)
+		return main_usage(stderr);
+	if ((cfg = main_load(file)) == NULL)
+		return 1;
+	if ((job = config_find_job(cfg, argv[optind])) == NULL) {
+		fprintf(stderr, "leasekeeper next: no job \"%s\" in %s\n", argv[optind], file);
+		config_free(cfg);
+		return 1;
+	}
+	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS) {
+		printf("%s: @continuous: runs whenever this worker holds a lease\n", job->name);
+		config_free(cfg);
+		return 0;
+	}
+	tz = job->timezone != NULL ? job->timezone : cfg->timezone;
+	if (tz != NULL)
+		setenv("TZ", tz, 1);
+	tzset();
+	t = (int64_t)time(NULL);
+	for (i = 0; i < count; i++) {
+		t = schedule_next(job->sched, t);
+		if (t < 0) {
+			if (i == 0)
+				printf("%s: \"%s\" never fires\n", job->name, job->schedule);
+			break;
+		}
+		tt = (time_t)t;
+		localtime_r(&tt, &tm);
+		strftime(local, sizeof local, "%Y-%m-%d %H:%M:%S %Z", &tm);
+		gmtime_r(&tt, &tm);
+		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		printf("%s  (%s)\n", local, utc);
+	}
+	config_free(cfg);
+	return 0;
+}
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	return 0;
+	const char *cmd;
+
+	log_init(-1, "main");
+	if (argc < 2)
+		return main_usage(stderr);
+	cmd = argv[1];
+	argc--;
+	argv++;
+	if (strcmp(cmd, "run") == 0)
+		return main_run(argc, argv);
+	if (strcmp(cmd, "check") == 0)
+		return main_check(argc, argv);
+	if (strcmp(cmd, "next") == 0)
+		return main_next(argc, argv);
+	if (strcmp(cmd, "status") == 0)
+		return admin_status(argc, argv);
+	if (strcmp(cmd, "set-leases") == 0)
+		return admin_set_leases(argc, argv);
+	if (strcmp(cmd, "exec") == 0)
+		return exec_main(argc, argv);
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("leasekeeper %s\n", LEASEKEEPER_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+		return main_usage(stdout);
+	fprintf(stderr, "leasekeeper: unknown command \"%s\"\n", cmd);
+	return main_usage(stderr);
 }

@@ -31,23 +31,25 @@ znode_valid_name(const char *name, char **cause)
 		return 0;
 	}
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		xasprintf(cause, "\"%s\" is not allowed as a ZooKeeper node name: pick another name",
-			  name);
+		xasprintf(cause,
+		          "\"%s\" is not allowed as a ZooKeeper node name: pick another name",
+		          name);
 		return 0;
 	}
 	for (p = (const unsigned char *)name; *p != '\0'; p++) {
 		if (*p == '/') {
-			xasprintf(cause,
-				  "\"%s\" contains '/': a name is one path element (use lock_path for "
-				  "a full path)",
-				  name);
+			xasprintf(
+			    cause,
+			    "\"%s\" contains '/': a name is one path element (use lock_path for "
+			    "a full path)",
+			    name);
 			return 0;
 		}
 		if (*p < 0x20 || *p == 0x7f) {
 			xasprintf(cause,
-				  "\"%s\" contains a control character: use letters, digits, '-', "
-				  "'_' and '.'",
-				  name);
+			          "\"%s\" contains a control character: use letters, digits, '-', "
+			          "'_' and '.'",
+			          name);
 			return 0;
 		}
 	}
@@ -66,8 +68,8 @@ znode_valid_path(const char *path, char **cause)
 	char *element, *why;
 
 	if (path[0] != '/') {
-		xasprintf(cause, "\"%s\" is not absolute: start it with '/', e.g. \"/locks/%s\"", path,
-			  path);
+		xasprintf(cause, "\"%s\" is not absolute: start it with '/', e.g. \"/locks/%s\"",
+		          path, path);
 		return 0;
 	}
 	if (path[1] == '\0') {
@@ -79,9 +81,10 @@ znode_valid_path(const char *path, char **cause)
 		return 0;
 	}
 	if (strcmp(path, "/zookeeper") == 0 || strncmp(path, "/zookeeper/", 11) == 0) {
-		xasprintf(cause, "\"%s\" is inside /zookeeper, which the server reserves: pick another "
-				 "path",
-			  path);
+		xasprintf(cause,
+		          "\"%s\" is inside /zookeeper, which the server reserves: pick another "
+		          "path",
+		          path);
 		return 0;
 	}
 	for (p = path + 1; *p != '\0'; p = slash + 1) {
@@ -89,8 +92,9 @@ znode_valid_path(const char *path, char **cause)
 		if (slash == NULL)
 			slash = p + strlen(p);
 		if (slash == p) {
-			xasprintf(cause, "\"%s\" has an empty element (\"//\"): remove the extra slash",
-				  path);
+			xasprintf(cause,
+			          "\"%s\" has an empty element (\"//\"): remove the extra slash",
+			          path);
 			return 0;
 		}
 		element = xstrndup(p, (size_t)(slash - p));
@@ -122,9 +126,9 @@ znode_uuid(char out[ZNODE_UUID_LEN + 1])
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
 	snprintf(out, ZNODE_UUID_LEN + 1,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-		 b[15]);
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+	         b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+	         b[15]);
 }
 
 /* parent + "/" + child, without doubling the slash under "/". */
@@ -173,7 +177,8 @@ znode_is_protected(const char *name, const char *uuid)
 	size_t plen = strlen(ZNODE_PROTECTED_PREFIX);
 
 	return strncmp(name, ZNODE_PROTECTED_PREFIX, plen) == 0 &&
-	       strncmp(name + plen, uuid, ZNODE_UUID_LEN) == 0 && name[plen + ZNODE_UUID_LEN] == '-';
+	       strncmp(name + plen, uuid, ZNODE_UUID_LEN) == 0 &&
+	       name[plen + ZNODE_UUID_LEN] == '-';
 }
 
 /* The text Curator sorts by: what follows the last occurrence of base, or the whole name. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZNODE_UUID_LEN 36
+#define ZNODE_UUID_LEN         36
 #define ZNODE_PROTECTED_PREFIX "_c_"
 
 int znode_valid_name(const char *name, char **cause);

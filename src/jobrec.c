@@ -1,0 +1,610 @@
+/*
+ * jobrec.c: a job's records in ZooKeeper: the agreed lease count, tick claims, runs.
+ *
+ * <root>/jobs/<job> holds {"leases": N}, the number of leases the cluster agreed on. The
+ * first worker to see the job writes it; a worker configured with another N does not
+ * contend and reports the conflict until the record or its configuration changes
+ * (`leasekeeper set-leases` changes the record on purpose). We watch the record.
+ *
+ * <root>/jobs/<job>/state holds {"tick": T, "runners": [...]}: the newest tick claimed
+ * and who claimed it. A worker holding a lease claims tick T with a versioned write; a
+ * worker that finds T (or a later tick) already claimed by enough runners skips it, so
+ * a host whose clock runs late cannot run a tick twice.
+ *
+ * <root>/jobs/<job>/runs/run-<seq> holds one JSON record per finished (or missed) run,
+ * the oldest deleted beyond `history`.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "jobrec.h"
+#include "log.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
+
+/* One multi-step operation on the records, with the context its replies need. */
+struct jobrec_task {
+	struct jobrec *jr;
+	enum jobrec_task_kind kind;
+	int64_t tick;
+	int per_tick;
+	char *node;
+	int maybe_set; /* a claim write was sent and may have landed */
+	int waiting;   /* waiting for a reconnect to go on */
+	jobrec_claim_cb cb;
+	void *arg;
+	json_t *record;
+	int history;
+	TAILQ_ENTRY(jobrec_task) entry;
+};
+
+struct jobrec {
+	struct zk *zk;
+	char *path;
+	char *state_path;
+	char *runs_path;
+	int leases;
+	int cluster; /* the agreed count, 0 until known */
+	int checking;
+	int recheck; /* check again after the reconnect */
+	struct jobrec_cb cb;
+	void *arg;
+	TAILQ_HEAD(, jobrec_task) tasks;
+};
+
+static void jobrec_claim_step(struct jobrec_task *);
+static void jobrec_missed_step(struct jobrec_task *);
+static void jobrec_run_step(struct jobrec_task *);
+
+/* <root>/jobs/<job> (caller frees). */
+char *
+jobrec_path(const char *root, const char *job)
+{
+	char *path;
+
+	xasprintf(&path, "%s/jobs/%s", root, job);
+	return path;
+}
+
+/* The "leases" of a job record's JSON, or 0 if there is none. */
+int
+jobrec_parse_leases(const char *data, int len)
+{
+	json_t *o, *n;
+	int leases = 0;
+
+	if (data == NULL || len <= 0)
+		return 0;
+	o = json_loadb(data, (size_t)len, 0, NULL);
+	if (o == NULL)
+		return 0;
+	n = json_object_get(o, "leases");
+	if (json_is_integer(n) && json_integer_value(n) >= 1 && json_integer_value(n) <= 1000000)
+		leases = (int)json_integer_value(n);
+	json_decref(o);
+	return leases;
+}
+
+/* A job's records; call jobrec_check once the session is ready. */
+struct jobrec *
+jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const struct jobrec_cb *cb,
+           void *arg)
+{
+	struct jobrec *jr = xcalloc(1, sizeof *jr);
+
+	jr->zk = zk;
+	jr->path = jobrec_path(root, job);
+	jr->state_path = znode_join(jr->path, "state");
+	jr->runs_path = znode_join(jr->path, "runs");
+	jr->leases = leases;
+	jr->cb = *cb;
+	jr->arg = arg;
+	TAILQ_INIT(&jr->tasks);
+	return jr;
+}
+
+/* Forget a task. */
+static void
+jobrec_task_free(struct jobrec_task *t)
+{
+	zk_cancel(t->jr->zk, t);
+	TAILQ_REMOVE(&t->jr->tasks, t, entry);
+	free(t->node);
+	if (t->record != NULL)
+		json_decref(t->record);
+	free(t);
+}
+
+/* Free the records' state (nothing in ZooKeeper changes). */
+void
+jobrec_free(struct jobrec *jr)
+{
+	struct jobrec_task *t;
+
+	if (jr == NULL)
+		return;
+	zk_cancel(jr->zk, jr);
+	while ((t = TAILQ_FIRST(&jr->tasks)) != NULL)
+		jobrec_task_free(t);
+	free(jr->path);
+	free(jr->state_path);
+	free(jr->runs_path);
+	free(jr);
+}
+
+/* The agreed count as last read, 0 if unknown. */
+int
+jobrec_cluster_leases(const struct jobrec *jr)
+{
+	return jr->cluster;
+}
+
+/* Our configured count changed (reload). */
+void
+jobrec_set_leases(struct jobrec *jr, int leases)
+{
+	jr->leases = leases;
+}
+
+/* The record changed or went away: read it again. */
+static void
+jobrec_watch_cb(int type, const char *path, void *arg)
+{
+	(void)type;
+	(void)path;
+	jobrec_check(arg);
+}
+
+static void jobrec_create_cb(const struct zk_reply *, void *);
+
+/* Write our count into a new record. */
+static void
+jobrec_create(struct jobrec *jr)
+{
+	char data[64];
+
+	snprintf(data, sizeof data, "{\"leases\":%d}", jr->leases);
+	zk_create_node(jr->zk, jr->path, data, (int)strlen(data), ZOO_PERSISTENT, jobrec_create_cb,
+	               jr);
+}
+
+/* The record as read. */
+static void
+jobrec_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec *jr = arg;
+	char data[64];
+	int n;
+
+	jr->checking = 0;
+	if (zk_connection_error(reply->rc)) {
+		jr->recheck = 1;
+		return;
+	}
+	if (reply->rc == ZNONODE) {
+		jr->checking = 1;
+		jobrec_create(jr);
+		return;
+	}
+	if (reply->rc != ZOK) {
+		log_warnx("cannot read %s: %s", jr->path, zerror(reply->rc));
+		return;
+	}
+	n = jobrec_parse_leases(reply->value, reply->value_len);
+	if (n == 0) {
+		/* A record without a count (made by hand?): write ours, at its version. */
+		log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
+		snprintf(data, sizeof data, "{\"leases\":%d}", jr->leases);
+		jr->checking = 1;
+		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
+		       jobrec_create_cb, jr);
+		return;
+	}
+	jr->cluster = n;
+	if (n == jr->leases)
+		jr->cb.agreed(jr, jr->arg);
+	else
+		jr->cb.conflict(jr, n, jr->arg);
+}
+
+/* Our count was written (or someone else's was first): read it back, with a watch. */
+static void
+jobrec_create_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec *jr = arg;
+
+	jr->checking = 0;
+	if (zk_connection_error(reply->rc)) {
+		jr->recheck = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && reply->rc != ZBADVERSION) {
+		log_warnx("cannot write %s: %s", reply->path, zerror(reply->rc));
+		return;
+	}
+	jobrec_check(jr);
+}
+
+/* Read the record (creating it with our count if there is none) and watch it. */
+void
+jobrec_check(struct jobrec *jr)
+{
+	if (jr->checking)
+		return;
+	jr->checking = 1;
+	jr->recheck = 0;
+	zk_get(jr->zk, jr->path, jobrec_watch_cb, jobrec_get_cb, jr);
+}
+
+/* Session events: go on after a reconnect; nothing survives an expiry. */
+void
+jobrec_session(struct jobrec *jr, enum zk_event event)
+{
+	struct jobrec_task *t, *next;
+
+	switch (event) {
+	case ZK_EVENT_RECONNECTED:
+	case ZK_EVENT_SESSION_NEW:
+		if (jr->recheck && event == ZK_EVENT_RECONNECTED)
+			jobrec_check(jr);
+		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+			if (!t->waiting)
+				continue;
+			t->waiting = 0;
+			if (t->kind == JOBREC_TASK_CLAIM)
+				jobrec_claim_step(t);
+			else if (t->kind == JOBREC_TASK_MISSED)
+				jobrec_missed_step(t);
+			else
+				jobrec_run_step(t);
+		}
+		break;
+	case ZK_EVENT_EXPIRED:
+	case ZK_EVENT_CLOSED:
+		zk_cancel(jr->zk, jr);
+		jr->checking = 0;
+		jr->recheck = 0;
+		jr->cluster = 0;
+		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+			if (t->kind == JOBREC_TASK_CLAIM) {
+				jobrec_claim_cb cb = t->cb;
+				void *cbarg = t->arg;
+
+				jobrec_task_free(t);
+				cb(JOBREC_ERROR, cbarg);
+			} else if (t->kind == JOBREC_TASK_MISSED)
+				jobrec_task_free(t);
+			/* Run records are written by the next session. */
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A new task. */
+static struct jobrec_task *
+jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, const char *node)
+{
+	struct jobrec_task *t = xcalloc(1, sizeof *t);
+
+	t->jr = jr;
+	t->kind = kind;
+	t->tick = tick;
+	t->node = node != NULL ? xstrdup(node) : NULL;
+	TAILQ_INSERT_TAIL(&jr->tasks, t, entry);
+	return t;
+}
+
+/* The claimed tick and its runners, from the state's JSON. */
+static json_t *
+jobrec_parse_state(const struct zk_reply *reply, int64_t *tick)
+{
+	json_t *o = NULL, *t;
+
+	*tick = -1;
+	if (reply->value != NULL && reply->value_len > 0)
+		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
+	if (o == NULL || !json_is_object(o)) {
+		if (o != NULL)
+			json_decref(o);
+		o = json_object();
+	}
+	t = json_object_get(o, "tick");
+	if (json_is_integer(t))
+		*tick = json_integer_value(t);
+	if (!json_is_array(json_object_get(o, "runners")))
+		json_object_set_new(o, "runners", json_array());
+	return o;
+}
+
+/* Whether node is among the runners. */
+static int
+jobrec_has_runner(json_t *state, const char *node)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "runners"), i, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), node) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* End a claim with its result. */
+static void
+jobrec_claim_done(struct jobrec_task *t, enum jobrec_claim_result result)
+{
+	jobrec_claim_cb cb = t->cb;
+	void *arg = t->arg;
+
+	jobrec_task_free(t);
+	cb(result, arg);
+}
+
+/* The claim's write landed, or lost a race, or its fate is unknown. */
+static void
+jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+
+	if (reply->rc == ZOK) {
+		jobrec_claim_done(t, JOBREC_CLAIMED);
+		return;
+	}
+	if (reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) {
+		jobrec_claim_step(t); /* someone wrote first: look again */
+		return;
+	}
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1; /* after the reconnect, the state tells whether it landed */
+		return;
+	}
+	log_warnx("cannot claim tick %lld of %s: %s", (long long)t->tick, t->jr->path,
+	          zerror(reply->rc));
+	jobrec_claim_done(t, JOBREC_ERROR);
+}
+
+/* The state as read: claim the tick if it is free. */
+static void
+jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	json_t *state, *runners;
+	int64_t tick;
+	char *data;
+
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		log_warnx("cannot read %s: %s", t->jr->state_path, zerror(reply->rc));
+		jobrec_claim_done(t, JOBREC_ERROR);
+		return;
+	}
+	state = jobrec_parse_state(reply, &tick);
+	runners = json_object_get(state, "runners");
+	if (tick == t->tick && jobrec_has_runner(state, t->node)) {
+		json_decref(state);
+		jobrec_claim_done(t, t->maybe_set ? JOBREC_CLAIMED : JOBREC_TAKEN);
+		return;
+	}
+	if (tick > t->tick ||
+	    (tick == t->tick && json_array_size(runners) >= (size_t)t->per_tick)) {
+		json_decref(state);
+		jobrec_claim_done(t, JOBREC_TAKEN);
+		return;
+	}
+	if (tick < t->tick) {
+		json_array_clear(runners);
+		json_object_set_new(state, "tick", json_integer(t->tick));
+		json_object_del(state, "missed");
+	}
+	json_array_append_new(runners, json_string(t->node));
+	data = json_dumps(state, JSON_COMPACT);
+	json_decref(state);
+	t->maybe_set = 1;
+	if (reply->rc == ZNONODE)
+		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
+		               ZOO_PERSISTENT, jobrec_claim_set_cb, t);
+	else
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), reply->stat->version,
+		       jobrec_claim_set_cb, t);
+	free(data);
+}
+
+static void
+jobrec_claim_step(struct jobrec_task *t)
+{
+	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_claim_get_cb, t);
+}
+
+/* Claim tick for node, unless per_tick workers (or this one) already claimed it. */
+void
+jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node, jobrec_claim_cb cb,
+             void *arg)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
+
+	t->per_tick = per_tick;
+	t->cb = cb;
+	t->arg = arg;
+	jobrec_claim_step(t);
+}
+
+/* Abandon a claim in progress; its callback is not called. */
+void
+jobrec_cancel_claim(struct jobrec *jr)
+{
+	struct jobrec_task *t, *next;
+
+	TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+		if (t->kind == JOBREC_TASK_CLAIM)
+			jobrec_task_free(t);
+	}
+}
+
+/* The missed mark's write. */
+static void
+jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	struct jobrec *jr = t->jr;
+	json_t *record;
+
+	if (reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) {
+		jobrec_missed_step(t);
+		return;
+	}
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc == ZOK) {
+		log_warnx("%s: tick %lld was missed: no lease within start_deadline", jr->path,
+		          (long long)t->tick);
+		record = json_pack("{s:I, s:s, s:s}", "tick", (json_int_t)t->tick, "node", t->node,
+		                   "reason", "missed");
+		jobrec_record_run(jr, record, t->history);
+	}
+	jobrec_task_free(t);
+}
+
+/* The state as read: mark the tick missed if nobody claimed it. */
+static void
+jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	json_t *state;
+	int64_t tick;
+	char *data;
+
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		jobrec_task_free(t);
+		return;
+	}
+	state = jobrec_parse_state(reply, &tick);
+	if (tick >= t->tick) {
+		json_decref(state);
+		jobrec_task_free(t);
+		return;
+	}
+	json_object_set_new(state, "tick", json_integer(t->tick));
+	json_array_clear(json_object_get(state, "runners"));
+	json_object_set_new(state, "missed", json_true());
+	data = json_dumps(state, JSON_COMPACT);
+	json_decref(state);
+	if (reply->rc == ZNONODE)
+		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
+		               ZOO_PERSISTENT, jobrec_missed_set_cb, t);
+	else
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), reply->stat->version,
+		       jobrec_missed_set_cb, t);
+	free(data);
+}
+
+static void
+jobrec_missed_step(struct jobrec_task *t)
+{
+	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
+}
+
+/* Record tick as missed, once cluster-wide, if nobody claimed it (or a later tick). */
+void
+jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	jobrec_missed_step(t);
+}
+
+/* Trim: the listing of the runs. */
+static void
+jobrec_trim_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	char **names, *path;
+	int i, excess;
+
+	if (reply->rc == ZOK && reply->nchildren > t->history) {
+		names = xcalloc((size_t)reply->nchildren, sizeof *names);
+		for (i = 0; i < reply->nchildren; i++)
+			names[i] = reply->children[i];
+		znode_sort(names, (size_t)reply->nchildren, "run-");
+		excess = reply->nchildren - t->history;
+		for (i = 0; i < excess; i++) {
+			path = znode_join(t->jr->runs_path, names[i]);
+			zk_delete(t->jr->zk, path, -1, NULL, NULL);
+			free(path);
+		}
+		free(names);
+	}
+	jobrec_task_free(t);
+}
+
+/* The run record's create. */
+static void
+jobrec_run_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+
+	if (reply->rc == ZNONODE) {
+		/* <job>/runs does not exist yet (nor, perhaps, <job>). */
+		zk_create_node(t->jr->zk, t->jr->path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		zk_create_node(t->jr->zk, t->jr->runs_path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		jobrec_run_step(t);
+		return;
+	}
+	if (zk_connection_error(reply->rc) || reply->rc == ZSESSIONEXPIRED ||
+	    reply->rc == ZINVALIDSTATE) {
+		/* It may have landed: a duplicate record is better than a lost one. */
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK) {
+		log_warnx("cannot record a run of %s: %s", t->jr->path, zerror(reply->rc));
+		jobrec_task_free(t);
+		return;
+	}
+	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
+}
+
+static void
+jobrec_run_step(struct jobrec_task *t)
+{
+	char *data = json_dumps(t->record, JSON_COMPACT),
+	     *path = znode_join(t->jr->runs_path, "run-");
+
+	zk_create_node(t->jr->zk, path, data, (int)strlen(data), ZOO_PERSISTENT_SEQUENTIAL,
+	               jobrec_run_cb, t);
+	free(path);
+	free(data);
+}
+
+/* Append a run record (stolen reference) and keep the newest `history` of them. */
+void
+jobrec_record_run(struct jobrec *jr, json_t *record, int history)
+{
+	struct jobrec_task *t;
+
+	if (history <= 0) {
+		json_decref(record);
+		return;
+	}
+	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
+	t->record = record;
+	t->history = history;
+	jobrec_run_step(t);
+}

@@ -1,0 +1,1091 @@
+/*
+ * supervisor.c: the process that runs jobs and enforces lease deadlines.
+ *
+ * The supervisor is forked by the main process and is the parent of every job. It never
+ * talks to ZooKeeper and never waits on anything but its own events. Main tells it the
+ * lease deadline of each session epoch; the supervisor sends SIGTERM to every job of
+ * that epoch at deadline - kill_grace and SIGKILL at the deadline, on its own clock, so a
+ * main process that is stopped, swapped out or stuck cannot keep a job alive past the
+ * time its session could expire. If main goes away (EOF on the socket) every job is
+ * killed at once. Jobs get PR_SET_PDEATHSIG(SIGKILL) in case the supervisor itself dies,
+ * and main kills their process groups too when it sees the supervisor go.
+ *
+ * A job is its own session and process group; stopping it means the whole group. A job
+ * is over only when its group is empty: if the leader exits and leaves processes behind,
+ * they are sent SIGTERM and then SIGKILL, and the supervisor is a child subreaper so
+ * that it reaps them. Only then does main hear that the job exited and release its lease.
+ *
+ * Deadlines are on CLOCK_BOOTTIME and the timer is a timerfd on that clock with an
+ * absolute expiry, so a suspend does not postpone a kill.
+ *
+ * The second half of the file is main's handle on the supervisor.
+ */
+
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "compat.h"
+#include "log.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+/* ------------------------------------------------------------------------------------- */
+/* The supervisor process.                                                                 */
+/* ------------------------------------------------------------------------------------- */
+
+enum sjob_state { SJOB_STARTING, SJOB_RUNNING, SJOB_ENDING };
+
+/* One job the supervisor runs. */
+struct sjob {
+	struct sv *sv;
+	uint32_t id;
+	uint64_t epoch;
+	char *name;
+	pid_t pid; /* leader, and process group id */
+	enum sjob_state state;
+	uint64_t grace_ns;
+	enum proto_exit_reason reason;
+
+	int errfd; /* exec error pipe, until exec or failure */
+	struct event *errev;
+	int outfd; /* output pipe, when logging to a file */
+	struct event *outev;
+	int logfd;
+	char *log_path;
+	uint64_t log_max;
+	uint64_t log_size;
+
+	int term_sent;
+	int kill_sent;
+	uint64_t kill_at; /* 0: no SIGKILL scheduled */
+	int reaped;
+	int status;
+
+	TAILQ_ENTRY(sjob) entry;
+};
+
+/* The deadline of one session epoch. */
+struct sepoch {
+	uint64_t epoch;
+	uint64_t deadline_ns;
+	TAILQ_ENTRY(sepoch) entry;
+};
+
+struct sv {
+	struct event_base *base;
+	struct proto_conn *conn;
+	int timerfd;
+	struct event *timerev;
+	int sigfd;
+	struct event *sigchld;
+	uint64_t ended_epoch; /* every epoch up to this one is over */
+	int exiting;
+	TAILQ_HEAD(, sjob) jobs;
+	TAILQ_HEAD(, sepoch) epochs;
+};
+
+static void sv_schedule(struct sv *);
+
+/* The deadline known for an epoch, or 0 if none (or if it ended). */
+static uint64_t
+sv_deadline(struct sv *sv, uint64_t epoch)
+{
+	struct sepoch *e;
+
+	if (epoch <= sv->ended_epoch)
+		return 0;
+	TAILQ_FOREACH(e, &sv->epochs, entry) {
+		if (e->epoch == epoch)
+			return e->deadline_ns;
+	}
+	return 0;
+}
+
+/* Send sig to a job's whole process group. */
+static void
+sv_signal(struct sjob *j, int sig)
+{
+	if (kill(-j->pid, sig) != 0 && errno != ESRCH)
+		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
+}
+
+/* Begin ending a job: SIGTERM now (unless sig says otherwise), SIGKILL at kill_at. */
+static void
+sv_job_terminate(struct sjob *j, int sig, uint64_t kill_at, enum proto_exit_reason reason)
+{
+	if (j->kill_sent)
+		return;
+	if (j->reason == PROTO_EXIT_NORMAL)
+		j->reason = reason;
+	if (sig == SIGKILL) {
+		sv_signal(j, SIGKILL);
+		j->kill_sent = 1;
+		return;
+	}
+	sv_signal(j, sig);
+	j->term_sent = 1;
+	if (kill_at != 0 && (j->kill_at == 0 || kill_at < j->kill_at))
+		j->kill_at = kill_at;
+}
+
+/* Write job output to its log, rotating to LOG.1 at the size cap. */
+static void
+sv_log_write(struct sjob *j, const char *buf, size_t len)
+{
+	char *old;
+	ssize_t n;
+
+	if (j->logfd < 0)
+		return;
+	if (j->log_max > 0 && j->log_size + len > j->log_max && j->log_size > 0) {
+		xasprintf(&old, "%s.1", j->log_path);
+		if (rename(j->log_path, old) != 0)
+			log_warn("supervisor: rename %s", j->log_path);
+		free(old);
+		close(j->logfd);
+		j->logfd = open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (j->logfd < 0) {
+			log_warn("supervisor: open %s", j->log_path);
+			return;
+		}
+		j->log_size = 0;
+	}
+	while (len > 0) {
+		n = write(j->logfd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("supervisor: write %s", j->log_path);
+			return;
+		}
+		buf += n;
+		len -= (size_t)n;
+		j->log_size += (uint64_t)n;
+	}
+}
+
+/* A line of our own in the job's log. */
+static void
+sv_log_note(struct sjob *j, const char *what)
+{
+	char stamp[40], *line;
+	int n;
+
+	clock_iso8601(clock_wall_ms(), stamp, sizeof stamp);
+	n = xasprintf(&line, "--- leasekeeper %s: job %s %s\n", stamp, j->name, what);
+	sv_log_write(j, line, (size_t)n);
+	free(line);
+}
+
+/* Drain a job's output pipe into its log. */
+static void
+sv_output_cb(int fd, short what, void *arg)
+{
+	struct sjob *j = arg;
+	char buf[16384];
+	ssize_t n;
+
+	(void)what;
+	for (;;) {
+		n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			event_del(j->outev);
+			return;
+		}
+		sv_log_write(j, buf, (size_t)n);
+	}
+}
+
+/* Free a job's resources. */
+static void
+sv_job_free(struct sv *sv, struct sjob *j)
+{
+	TAILQ_REMOVE(&sv->jobs, j, entry);
+	if (j->outev != NULL) {
+		sv_output_cb(j->outfd, EV_READ, j);
+		event_free(j->outev);
+	}
+	if (j->outfd >= 0)
+		close(j->outfd);
+	if (j->errev != NULL)
+		event_free(j->errev);
+	if (j->errfd >= 0)
+		close(j->errfd);
+	if (j->logfd >= 0)
+		close(j->logfd);
+	free(j->log_path);
+	free(j->name);
+	free(j);
+}
+
+/* Whether any process is left in the job's group. */
+static int
+sv_group_alive(struct sjob *j)
+{
+	return kill(-j->pid, 0) == 0 || errno == EPERM;
+}
+
+/* The job is over when its leader is reaped and its group is empty: tell main. */
+static void
+sv_job_check_done(struct sv *sv, struct sjob *j)
+{
+	char what[128];
+
+	if (!j->reaped)
+		return;
+	if (sv_group_alive(j)) {
+		if (!j->term_sent && !j->kill_sent) {
+			log_info("supervisor: job %s (pid %ld) exited and left processes in its "
+			         "group: terminating them",
+			         j->name, (long)j->pid);
+			sv_job_terminate(j, SIGTERM, clock_now_ns() + j->grace_ns,
+			                 PROTO_EXIT_NORMAL);
+		}
+		return;
+	}
+	if (WIFEXITED(j->status))
+		snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(j->status));
+	else
+		snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
+	log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
+	         supervisor_exit_reason_name(j->reason));
+	sv_log_note(j, what);
+	if (sv->conn != NULL)
+		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, j->reason, NULL, 0);
+	sv_job_free(sv, j);
+}
+
+/* Read what a job's child wrote before exec: nothing (exec worked) or why it failed. */
+static void
+sv_job_exec_result(struct sv *sv, struct sjob *j)
+{
+	char buf[512];
+	ssize_t n;
+
+	do
+		n = read(j->errfd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN) {
+		event_add(j->errev, NULL);
+		return;
+	}
+	event_free(j->errev);
+	j->errev = NULL;
+	close(j->errfd);
+	j->errfd = -1;
+	if (n > 0) {
+		buf[n] = '\0';
+		log_warnx("supervisor: job %s could not start: %s", j->name, buf);
+		sv_log_note(j, buf);
+		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, buf, (size_t)n);
+		j->state = SJOB_ENDING;
+		j->reason = PROTO_EXIT_NORMAL;
+		/* The child exits 127 on its own; reap it without an EXITED message. */
+		j->id = 0;
+		return;
+	}
+	j->state = SJOB_RUNNING;
+	log_info("supervisor: job %s started, pid %ld", j->name, (long)j->pid);
+	proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
+}
+
+/* The exec error pipe is readable: exec happened, or the child says why it failed. */
+static void
+sv_exec_cb(int fd, short what, void *arg)
+{
+	struct sjob *j = arg;
+
+	(void)fd;
+	(void)what;
+	sv_job_exec_result(j->sv, j);
+	sv_schedule(j->sv);
+}
+
+/* In the child: report why it cannot exec, and exit. */
+static void __attribute__((noreturn)) sv_child_fail(int errfd, const char *what, const char *arg)
+{
+	char buf[512];
+	int n;
+
+	n = snprintf(buf, sizeof buf, "%s %s: %s", what, arg, strerror(errno));
+	if (n > 0 && write(errfd, buf, (size_t)n) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+/* Mark every descriptor from lowfd on close-on-exec. */
+static void
+sv_cloexec_from(int lowfd)
+{
+	long fd, max;
+
+	if (close_range((unsigned)lowfd, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	for (fd = lowfd; fd < (max > 0 ? max : 1024); fd++)
+		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* In the child: become the job. Never returns. */
+static void __attribute__((noreturn))
+sv_child_exec(const struct proto_msg *msg, pid_t svpid, int errfd, int outfd)
+{
+	const char *value, *workdir = NULL, *user = NULL, *group = NULL, *umask_s = NULL;
+	char tag, **argv = NULL;
+	size_t off = 0, argc = 0;
+	struct passwd *pw;
+	struct group *gr;
+	sigset_t all;
+	int sig, fd;
+	gid_t gid;
+
+	setsid();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != svpid)
+		_exit(127);
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+
+	while (proto_spec_next(msg->payload, msg->len, &off, &tag, &value) == 1) {
+		switch (tag) {
+		case PROTO_TAG_ARG:
+			argv = xreallocarray(argv, argc + 2, sizeof *argv);
+			argv[argc++] = (char *)value;
+			argv[argc] = NULL;
+			break;
+		case PROTO_TAG_ENV:
+			putenv((char *)value);
+			break;
+		case PROTO_TAG_WORKDIR:
+			workdir = value;
+			break;
+		case PROTO_TAG_USER:
+			user = value;
+			break;
+		case PROTO_TAG_GROUP:
+			group = value;
+			break;
+		case PROTO_TAG_UMASK:
+			umask_s = value;
+			break;
+		}
+	}
+	if (argv == NULL) {
+		errno = EINVAL;
+		sv_child_fail(errfd, "start", "(no command)");
+	}
+	if (outfd >= 0) {
+		if ((fd = open("/dev/null", O_RDONLY)) < 0)
+			sv_child_fail(errfd, "open", "/dev/null");
+		dup2(fd, STDIN_FILENO);
+		dup2(outfd, STDOUT_FILENO);
+		dup2(outfd, STDERR_FILENO);
+	}
+	if (umask_s != NULL)
+		umask((mode_t)strtol(umask_s, NULL, 8));
+	if (user != NULL) {
+		if ((pw = getpwnam(user)) == NULL) {
+			errno = ENOENT;
+			sv_child_fail(errfd, "unknown user", user);
+		}
+		gid = pw->pw_gid;
+		if (group != NULL) {
+			if ((gr = getgrnam(group)) == NULL) {
+				errno = ENOENT;
+				sv_child_fail(errfd, "unknown group", group);
+			}
+			gid = gr->gr_gid;
+		}
+		if (getuid() == 0 && initgroups(user, gid) != 0)
+			sv_child_fail(errfd, "initgroups", user);
+		if (setgid(gid) != 0)
+			sv_child_fail(errfd, "setgid for", user);
+		if (setuid(pw->pw_uid) != 0)
+			sv_child_fail(errfd, "setuid to", user);
+		setenv("HOME", pw->pw_dir, 1);
+		setenv("USER", pw->pw_name, 1);
+		setenv("LOGNAME", pw->pw_name, 1);
+	} else if (group != NULL) {
+		if ((gr = getgrnam(group)) == NULL) {
+			errno = ENOENT;
+			sv_child_fail(errfd, "unknown group", group);
+		}
+		if (setgid(gr->gr_gid) != 0)
+			sv_child_fail(errfd, "setgid to", group);
+	}
+	if (workdir != NULL && chdir(workdir) != 0)
+		sv_child_fail(errfd, "chdir", workdir);
+	sv_cloexec_from(STDERR_FILENO + 1);
+	execvp(argv[0], argv);
+	sv_child_fail(errfd, "exec", argv[0]);
+}
+
+/* Open (creating its directory) the log file of a job. */
+static int
+sv_log_open(struct sjob *j)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat sb;
+
+	snprintf(dir, sizeof dir, "%s", j->log_path);
+	for (slash = strchr(dir + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+			return -1;
+		*slash = '/';
+	}
+	j->logfd = open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (j->logfd < 0)
+		return -1;
+	if (fstat(j->logfd, &sb) == 0)
+		j->log_size = (uint64_t)sb.st_size;
+	return 0;
+}
+
+/* Refuse a start, telling main why. */
+static void
+sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
+{
+	log_warnx("supervisor: refusing to start job %u: %s", msg->job, why);
+	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
+}
+
+/* Start a job, unless its lease deadline is unknown or too close. */
+static void
+sv_start(struct sv *sv, const struct proto_msg *msg)
+{
+	struct sjob *j;
+	const char *value;
+	char tag, why[PATH_MAX + 64];
+	size_t off = 0;
+	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
+	int errpipe[2], outpipe[2] = {-1, -1};
+	sigset_t all, old;
+	pid_t pid;
+
+	j = xcalloc(1, sizeof *j);
+	j->sv = sv;
+	j->id = msg->job;
+	j->epoch = msg->epoch;
+	j->errfd = j->outfd = j->logfd = -1;
+	j->grace_ns = 2000 * CLOCK_NS_PER_MS;
+	while (proto_spec_next(msg->payload, msg->len, &off, &tag, &value) == 1) {
+		if (tag == PROTO_TAG_NAME && j->name == NULL)
+			j->name = xstrdup(value);
+		else if (tag == PROTO_TAG_LOG && j->log_path == NULL)
+			j->log_path = xstrdup(value);
+		else if (tag == PROTO_TAG_LOG_MAX)
+			j->log_max = strtoull(value, NULL, 10);
+		else if (tag == PROTO_TAG_GRACE)
+			j->grace_ns = strtoull(value, NULL, 10) * CLOCK_NS_PER_MS;
+	}
+	if (j->name == NULL)
+		j->name = xstrdup("?");
+	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
+
+	if (deadline == 0 || now + j->grace_ns >= deadline) {
+		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
+		goto discard;
+	}
+	if (j->log_path != NULL && sv_log_open(j) != 0) {
+		snprintf(why, sizeof why, "cannot open log file %s: %s", j->log_path,
+		         strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
+	    (j->log_path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
+		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		close(errpipe[0]);
+		if (outpipe[0] >= 0)
+			close(outpipe[0]);
+		sv_child_exec(msg, getppid(), errpipe[1], outpipe[1]);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(errpipe[1]);
+	if (outpipe[1] >= 0)
+		close(outpipe[1]);
+	if (pid < 0) {
+		close(errpipe[0]);
+		if (outpipe[0] >= 0)
+			close(outpipe[0]);
+		snprintf(why, sizeof why, "fork: %s", strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	j->pid = pid;
+	/* Also here, so that a signal sent before the child's setsid finds the group. */
+	setpgid(pid, pid);
+	j->state = SJOB_STARTING;
+	j->errfd = errpipe[0];
+	fcntl(j->errfd, F_SETFL, O_NONBLOCK);
+	if (outpipe[0] >= 0) {
+		j->outfd = outpipe[0];
+		fcntl(j->outfd, F_SETFL, O_NONBLOCK);
+		j->outev = event_new(sv->base, j->outfd, EV_READ | EV_PERSIST, sv_output_cb, j);
+		event_add(j->outev, NULL);
+		sv_log_note(j, "starting");
+	}
+	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
+	event_add(j->errev, NULL);
+	sv_schedule(sv);
+	return;
+
+discard:
+	sv_job_free(sv, j);
+}
+
+/* Find a job by id. */
+static struct sjob *
+sv_find(struct sv *sv, uint32_t id)
+{
+	struct sjob *j;
+
+	TAILQ_FOREACH(j, &sv->jobs, entry) {
+		if (j->id == id && id != 0)
+			return j;
+	}
+	return NULL;
+}
+
+/* Kill every job of epochs up to `epoch`, at once. */
+static void
+sv_epoch_end(struct sv *sv, uint64_t epoch)
+{
+	struct sjob *j;
+	struct sepoch *e, *next;
+
+	if (epoch > sv->ended_epoch)
+		sv->ended_epoch = epoch;
+	TAILQ_FOREACH_SAFE(e, &sv->epochs, entry, next) {
+		if (e->epoch <= sv->ended_epoch) {
+			TAILQ_REMOVE(&sv->epochs, e, entry);
+			free(e);
+		}
+	}
+	TAILQ_FOREACH(j, &sv->jobs, entry) {
+		if (j->epoch <= sv->ended_epoch && !j->kill_sent) {
+			log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s "
+			          "(pgid %ld)",
+			          (unsigned long long)j->epoch, j->name, (long)j->pid);
+			sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
+		}
+	}
+}
+
+/* A message from main. */
+static void
+sv_msg_cb(const struct proto_msg *msg, void *arg)
+{
+	struct sv *sv = arg;
+	struct sepoch *e;
+	struct sjob *j;
+
+	switch (msg->type) {
+	case PROTO_START:
+		sv_start(sv, msg);
+		break;
+	case PROTO_STOP:
+		if ((j = sv_find(sv, msg->job)) == NULL)
+			break;
+		log_info("supervisor: stopping job %s (pgid %ld) with signal %d", j->name,
+		         (long)j->pid, (int)msg->v1);
+		sv_job_terminate(j, (int)msg->v1,
+		                 msg->v2 < 0 ? 0
+		                             : clock_now_ns() + (uint64_t)msg->v2 * CLOCK_NS_PER_MS,
+		                 PROTO_EXIT_STOPPED);
+		break;
+	case PROTO_DEADLINE:
+		if (msg->epoch <= sv->ended_epoch)
+			break;
+		TAILQ_FOREACH(e, &sv->epochs, entry) {
+			if (e->epoch == msg->epoch)
+				break;
+		}
+		if (e == NULL) {
+			e = xcalloc(1, sizeof *e);
+			e->epoch = msg->epoch;
+			TAILQ_INSERT_TAIL(&sv->epochs, e, entry);
+			/* A new session: every older one is over. */
+			if (msg->epoch > 1)
+				sv_epoch_end(sv, msg->epoch - 1);
+		}
+		if ((uint64_t)msg->v1 > e->deadline_ns)
+			e->deadline_ns = (uint64_t)msg->v1;
+		break;
+	case PROTO_EPOCH_END:
+		sv_epoch_end(sv, msg->epoch);
+		break;
+	default:
+		log_warnx("supervisor: unknown message type %u ignored", msg->type);
+		break;
+	}
+	sv_schedule(sv);
+}
+
+/* Main is gone: kill every job now, and exit once they are all reaped. */
+static void
+sv_eof_cb(void *arg)
+{
+	struct sv *sv = arg;
+	struct sjob *j;
+
+	if (!TAILQ_EMPTY(&sv->jobs))
+		log_warnx("supervisor: the main process is gone: killing every job");
+	sv->exiting = 1;
+	TAILQ_FOREACH(j, &sv->jobs, entry)
+		sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
+	sv_schedule(sv);
+}
+
+/* Enforce deadlines and escalations that are due, then arm the timer for the next one. */
+static void
+sv_schedule(struct sv *sv)
+{
+	struct sjob *j, *next;
+	struct itimerspec its;
+	uint64_t now = clock_now_ns(), wake = 0, deadline, term_at;
+	int poll_groups = 0;
+
+#define SV_WAKE(t) (wake = (wake == 0 || (t) < wake) ? (t) : wake)
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
+		if (j->state != SJOB_ENDING && !j->reaped && !j->kill_sent) {
+			deadline = sv_deadline(sv, j->epoch);
+			term_at = deadline > j->grace_ns ? deadline - j->grace_ns : 0;
+			if (!j->term_sent && now >= term_at) {
+				log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to "
+				          "pgid %ld",
+				          j->name, deadline == 0 ? "gone" : "near", (long)j->pid);
+				sv_job_terminate(j, SIGTERM, deadline, PROTO_EXIT_DEADLINE);
+			} else if (!j->term_sent)
+				SV_WAKE(term_at);
+			if (!j->kill_sent && now >= deadline) {
+				log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to "
+				          "pgid %ld",
+				          j->name, (long)j->pid);
+				sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_DEADLINE);
+			} else if (!j->kill_sent)
+				SV_WAKE(deadline);
+		}
+		if (j->kill_at != 0 && !j->kill_sent) {
+			if (now >= j->kill_at) {
+				log_info(
+				    "supervisor: job %s did not stop within its grace: SIGKILL "
+				    "to pgid %ld",
+				    j->name, (long)j->pid);
+				sv_signal(j, SIGKILL);
+				j->kill_sent = 1;
+			} else
+				SV_WAKE(j->kill_at);
+		}
+		if (j->reaped)
+			poll_groups = 1;
+	}
+	/* Jobs whose leader is reaped are done when their group is empty. */
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
+		if (j->reaped && j->id == 0 && j->errfd < 0)
+			sv_job_free(sv, j);
+		else if (j->reaped)
+			sv_job_check_done(sv, j);
+	}
+	if (poll_groups && !TAILQ_EMPTY(&sv->jobs))
+		SV_WAKE(now + 20 * CLOCK_NS_PER_MS);
+#undef SV_WAKE
+
+	if (sv->exiting && TAILQ_EMPTY(&sv->jobs)) {
+		event_base_loopbreak(sv->base);
+		return;
+	}
+	memset(&its, 0, sizeof its);
+	if (wake != 0) {
+		its.it_value.tv_sec = (time_t)(wake / 1000000000ULL);
+		its.it_value.tv_nsec = (long)(wake % 1000000000ULL);
+		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+			its.it_value.tv_nsec = 1;
+	}
+	if (timerfd_settime(sv->timerfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+		fatal("supervisor: timerfd_settime");
+}
+
+/* The timer fired. */
+static void
+sv_timer_cb(int fd, short what, void *arg)
+{
+	uint64_t expirations;
+
+	(void)what;
+	if (read(fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+		log_warn("supervisor: timerfd read");
+	sv_schedule(arg);
+}
+
+/* SIGCHLD (through a signalfd): reap every child that is done. */
+static void
+sv_sigchld_cb(int fd, short what, void *arg)
+{
+	struct sv *sv = arg;
+	struct signalfd_siginfo si;
+	struct sjob *j;
+	int status;
+	pid_t pid;
+
+	(void)what;
+	while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		TAILQ_FOREACH(j, &sv->jobs, entry) {
+			if (j->pid == pid && !j->reaped)
+				break;
+		}
+		if (j == NULL)
+			continue; /* an orphaned grandchild we adopted as subreaper */
+		if (j->errfd >= 0)
+			sv_job_exec_result(sv, j); /* the child is gone: no read can wait */
+		j->reaped = 1;
+		j->status = status;
+	}
+	sv_schedule(sv);
+}
+
+/* The supervisor's life, on the socket at fd. Returns the exit status. */
+static int
+sv_main(int fd)
+{
+	struct sv sv;
+	struct sepoch *e;
+	sigset_t mask;
+
+	memset(&sv, 0, sizeof sv);
+	TAILQ_INIT(&sv.jobs);
+	TAILQ_INIT(&sv.epochs);
+	log_set_process("supervisor");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		log_warn("supervisor: PR_SET_CHILD_SUBREAPER");
+	if ((sv.base = event_base_new()) == NULL)
+		fatalx("supervisor: event_base_new");
+	sv.timerfd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sv.timerfd < 0)
+		fatal("supervisor: timerfd_create");
+	sv.timerev = event_new(sv.base, sv.timerfd, EV_READ | EV_PERSIST, sv_timer_cb, &sv);
+	event_add(sv.timerev, NULL);
+	/*
+	 * Main decides when to stop: a terminal's ^C or systemd's SIGTERM is its to handle.
+	 * SIGCHLD comes through a signalfd rather than libevent's signal handling, whose
+	 * process-wide state we inherited from main's event base.
+	 */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((sv.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+		fatal("supervisor: signalfd");
+	sv.sigchld = event_new(sv.base, sv.sigfd, EV_READ | EV_PERSIST, sv_sigchld_cb, &sv);
+	event_add(sv.sigchld, NULL);
+	sv.conn = proto_conn_new(sv.base, fd, sv_msg_cb, sv_eof_cb, &sv);
+	log_debug("supervisor: started");
+
+	event_base_dispatch(sv.base);
+
+	while ((e = TAILQ_FIRST(&sv.epochs)) != NULL) {
+		TAILQ_REMOVE(&sv.epochs, e, entry);
+		free(e);
+	}
+	proto_conn_free(sv.conn);
+	event_free(sv.timerev);
+	event_free(sv.sigchld);
+	close(sv.sigfd);
+	close(sv.timerfd);
+	event_base_free(sv.base);
+	log_debug("supervisor: exiting");
+	return 0;
+}
+
+/* The name of an exit reason, for logs. */
+const char *
+supervisor_exit_reason_name(enum proto_exit_reason reason)
+{
+	switch (reason) {
+	case PROTO_EXIT_NORMAL:
+		return "ended on its own";
+	case PROTO_EXIT_STOPPED:
+		return "stopped";
+	case PROTO_EXIT_DEADLINE:
+		return "killed at the lease deadline";
+	case PROTO_EXIT_EPOCH:
+		return "killed: session lost";
+	}
+	return "?";
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Main's handle on the supervisor.                                                        */
+/* ------------------------------------------------------------------------------------- */
+
+/* A job main started, remembered so its group can be killed if the supervisor dies. */
+struct supervisor_job {
+	uint32_t id;
+	pid_t pgid;
+	TAILQ_ENTRY(supervisor_job) entry;
+};
+
+struct supervisor {
+	pid_t pid;
+	struct proto_conn *conn;
+	struct supervisor_cb cb;
+	void *arg;
+	int dead;
+	TAILQ_HEAD(, supervisor_job) jobs;
+};
+
+/* Forget a job. */
+static void
+supervisor_forget(struct supervisor *s, uint32_t id)
+{
+	struct supervisor_job *sj;
+
+	TAILQ_FOREACH(sj, &s->jobs, entry) {
+		if (sj->id == id) {
+			TAILQ_REMOVE(&s->jobs, sj, entry);
+			free(sj);
+			return;
+		}
+	}
+}
+
+/* A message from the supervisor. */
+static void
+supervisor_msg_cb(const struct proto_msg *msg, void *arg)
+{
+	struct supervisor *s = arg;
+	struct supervisor_job *sj;
+
+	switch (msg->type) {
+	case PROTO_STARTED:
+		TAILQ_FOREACH(sj, &s->jobs, entry) {
+			if (sj->id == msg->job)
+				sj->pgid = (pid_t)msg->v1;
+		}
+		if (s->cb.started != NULL)
+			s->cb.started(msg->job, (pid_t)msg->v1, s->arg);
+		break;
+	case PROTO_START_FAILED:
+		supervisor_forget(s, msg->job);
+		if (s->cb.start_failed != NULL)
+			s->cb.start_failed(msg->job, msg->payload, s->arg);
+		break;
+	case PROTO_EXITED:
+		supervisor_forget(s, msg->job);
+		if (s->cb.exited != NULL)
+			s->cb.exited(msg->job, (int)msg->v1, (enum proto_exit_reason)msg->v2,
+			             s->arg);
+		break;
+	default:
+		log_warnx("unknown message type %u from the supervisor ignored", msg->type);
+		break;
+	}
+}
+
+/*
+ * The supervisor is gone. Its jobs die with it (PR_SET_PDEATHSIG), but their own children
+ * do not inherit that: kill every job's process group from here as well.
+ */
+static void
+supervisor_eof_cb(void *arg)
+{
+	struct supervisor *s = arg;
+	struct supervisor_job *sj;
+
+	if (s->dead)
+		return;
+	s->dead = 1;
+	log_warnx("the supervisor (pid %ld) is gone", (long)s->pid);
+	TAILQ_FOREACH(sj, &s->jobs, entry) {
+		if (sj->pgid > 0 && kill(-sj->pgid, SIGKILL) == 0)
+			log_warnx("killed process group %ld of a job left behind by the supervisor",
+			          (long)sj->pgid);
+	}
+	if (s->cb.died != NULL)
+		s->cb.died(s->arg);
+}
+
+/* Fork the supervisor. */
+struct supervisor *
+supervisor_start(struct event_base *base, const struct supervisor_cb *cb, void *arg)
+{
+	struct supervisor *s;
+	sigset_t all, old;
+	int sp[2], sig, status;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+		fatal("socketpair");
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid < 0)
+		fatal("fork");
+	if (pid == 0) {
+		/* Forget main's signal handlers before they can run here. */
+		for (sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(sp[0]);
+		if (dup2(sp[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0U, 0);
+		status = sv_main(3);
+		exit(status);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(sp[1]);
+	s = xcalloc(1, sizeof *s);
+	s->pid = pid;
+	s->cb = *cb;
+	s->arg = arg;
+	TAILQ_INIT(&s->jobs);
+	s->conn = proto_conn_new(base, sp[0], supervisor_msg_cb, supervisor_eof_cb, s);
+	log_debug("supervisor started, pid %ld", (long)pid);
+	return s;
+}
+
+/* The supervisor's pid. */
+pid_t
+supervisor_pid(const struct supervisor *s)
+{
+	return s->pid;
+}
+
+/* Called by main's SIGCHLD handler: whether pid was the supervisor. */
+int
+supervisor_reap(struct supervisor *s, pid_t pid, int status)
+{
+	if (pid != s->pid)
+		return 0;
+	if (WIFSIGNALED(status))
+		log_warnx("the supervisor (pid %ld) was killed by signal %d", (long)pid,
+		          WTERMSIG(status));
+	else if (WEXITSTATUS(status) != 0)
+		log_warnx("the supervisor (pid %ld) exited with status %d", (long)pid,
+		          WEXITSTATUS(status));
+	s->pid = -1;
+	supervisor_eof_cb(s);
+	return 1;
+}
+
+/* Close the socket (the supervisor kills what is left and exits) and wait for it. */
+void
+supervisor_free(struct supervisor *s)
+{
+	struct supervisor_job *sj;
+	uint64_t until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
+	int status;
+	pid_t pid = s->pid;
+
+	s->dead = 1;
+	proto_conn_free(s->conn);
+	while (pid > 0) {
+		if (waitpid(pid, &status, WNOHANG) == pid || errno == ECHILD)
+			break;
+		if (clock_now_ns() > until) {
+			log_warnx("the supervisor (pid %ld) did not exit: killing it", (long)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		usleep(5000);
+	}
+	while ((sj = TAILQ_FIRST(&s->jobs)) != NULL) {
+		TAILQ_REMOVE(&s->jobs, sj, entry);
+		free(sj);
+	}
+	free(s);
+}
+
+/* Tell the supervisor the lease deadline of an epoch (it only ever moves forward). */
+void
+supervisor_deadline(struct supervisor *s, uint64_t epoch, uint64_t deadline_ns)
+{
+	if (!s->dead)
+		proto_send(s->conn, PROTO_DEADLINE, 0, epoch, (int64_t)deadline_ns, 0, NULL, 0);
+}
+
+/* Tell the supervisor that a session and every older one are over. */
+void
+supervisor_epoch_end(struct supervisor *s, uint64_t epoch)
+{
+	if (!s->dead)
+		proto_send(s->conn, PROTO_EPOCH_END, 0, epoch, 0, 0, NULL, 0);
+}
+
+/* Ask the supervisor to start a job under the lease of an epoch. */
+void
+supervisor_job_start(struct supervisor *s, uint32_t job, uint64_t epoch,
+                     const struct proto_spec *spec)
+{
+	struct supervisor_job *sj;
+
+	if (s->dead) {
+		if (s->cb.start_failed != NULL)
+			s->cb.start_failed(job, "the supervisor is gone", s->arg);
+		return;
+	}
+	sj = xcalloc(1, sizeof *sj);
+	sj->id = job;
+	TAILQ_INSERT_TAIL(&s->jobs, sj, entry);
+	proto_send(s->conn, PROTO_START, job, epoch, 0, 0, spec->buf, spec->len);
+}
+
+/* Ask the supervisor to stop a job: sig now, SIGKILL after grace_ms (-1: never). */
+void
+supervisor_job_stop(struct supervisor *s, uint32_t job, int sig, int64_t grace_ms)
+{
+	if (!s->dead)
+		proto_send(s->conn, PROTO_STOP, job, 0, sig, grace_ms, NULL, 0);
+}
+
+/* How many jobs main believes are running. */
+int
+supervisor_running_jobs(const struct supervisor *s)
+{
+	const struct supervisor_job *sj;
+	int n = 0;
+
+	TAILQ_FOREACH(sj, &s->jobs, entry)
+		n++;
+	return n;
+}

@@ -1,0 +1,35 @@
+"""lktest: the integration-test harness of leasekeeper (see docs/testing.md).
+
+    sys.path.insert(0, os.path.join(os.environ["LEASEKEEPER_SOURCE_DIR"], "tests", "lib"))
+    import lktest
+
+    class T(lktest.TestCase):
+        def test_x(self):
+            self.start_zookeeper()
+            ...
+
+    if __name__ == "__main__":
+        lktest.main()
+"""
+
+from .case import RecordFile, TestCase, main, wait_until, write_config, write_ini
+from .paths import build_dir, leasekeeper_bin, source_dir, tool
+from .peers import compile_curator_peer, curator_peer, curator_peer_argv
+from .ports import free_port, release_port
+from .procs import Proc, ProcExited, cleanup_all, pid_alive, tail
+from .proxy import Proxy
+from .record import (DeathWatcher, OverlapReport, Record, Recorder, check_overlaps,
+                     kill_recorded, parse_records)
+from .zk import Ensemble, ZooKeeper, ZooKeeperError, four_letter
+
+__all__ = [
+    "TestCase", "main", "wait_until", "write_config", "write_ini", "RecordFile",
+    "build_dir", "leasekeeper_bin", "source_dir", "tool",
+    "compile_curator_peer", "curator_peer", "curator_peer_argv",
+    "free_port", "release_port",
+    "Proc", "ProcExited", "cleanup_all", "pid_alive", "tail",
+    "Proxy",
+    "DeathWatcher", "OverlapReport", "Record", "Recorder", "check_overlaps", "kill_recorded",
+    "parse_records",
+    "ZooKeeper", "Ensemble", "ZooKeeperError", "four_letter",
+]

@@ -1,0 +1,320 @@
+/* lk-record.c: a test job that records when it runs and catches a second copy running at once. */
+
+/*
+ * lk-record RECORD_FILE LOCK_FILE WHO [--hold-ms N] [--ignore-term] [--grandchildren K]
+ *           [--slots N] [--exit N]
+ *
+ * It takes an flock on LOCK_FILE (or on the first free of LOCK_FILE.0 .. LOCK_FILE.N-1 with
+ * --slots N; "-" skips the check). The kernel releases an flock only when every descriptor
+ * of it is closed, that is when this process and every grandchild that inherited it are
+ * dead, so finding it held means another copy is still alive: an exact overlap check that
+ * does not depend on anyone's clock. Then it appends lines to RECORD_FILE, each with one
+ * write() on an O_APPEND descriptor so that concurrent writers never interleave:
+ *
+ *	overlap WHO PID T_NS [job=J] [slot=S]   (only when someone else held the lock)
+ *	start WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] pgid=G [slot=S]
+ *	end WHO PID T_NS reason=done|term
+ *
+ * T_NS is CLOCK_MONOTONIC in nanoseconds, read with a raw system call so that a libfaketime
+ * preloaded into the job's environment cannot fake it. The key=value fields come from the
+ * job environment (LEASEKEEPER_JOB, _FENCE, _NODE, _LEASES) with blanks replaced by '_'.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GRANDCHILD_MAX_S 600 /* leaked grandchildren give up after this, whatever happens */
+
+static volatile sig_atomic_t got_term;
+
+struct options {
+	const char *record;
+	const char *lock;
+	const char *who;
+	long long hold_ms; /* -1: forever */
+	int ignore_term;
+	int grandchildren;
+	int slots;
+	int exit_code;
+};
+
+/* Note SIGTERM; the main loop writes the end line. */
+static void
+term_cb(int sig)
+{
+	(void)sig;
+	got_term = 1;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds, bypassing the vDSO and any LD_PRELOAD. */
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: lk-record RECORD_FILE LOCK_FILE WHO [--hold-ms N] [--ignore-term]"
+	                " [--grandchildren K] [--slots N] [--exit N]\n");
+	exit(2);
+}
+
+/* Parse a non-negative decimal number or exit with the usage. */
+static long long
+parse_number(const char *opt, const char *text)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < 0) {
+		fprintf(stderr, "lk-record: %s: not a non-negative number: %s\n", opt, text);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	const char *pos[3];
+	int npos = 0;
+
+	memset(o, 0, sizeof *o);
+	o->hold_ms = -1;
+	o->slots = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--ignore-term") == 0) {
+			o->ignore_term = 1;
+		} else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
+			o->hold_ms = parse_number(a, argv[++i]);
+		} else if (strcmp(a, "--grandchildren") == 0 && i + 1 < argc) {
+			o->grandchildren = (int)parse_number(a, argv[++i]);
+		} else if (strcmp(a, "--slots") == 0 && i + 1 < argc) {
+			o->slots = (int)parse_number(a, argv[++i]);
+		} else if (strcmp(a, "--exit") == 0 && i + 1 < argc) {
+			o->exit_code = (int)parse_number(a, argv[++i]) & 0xff;
+		} else if (strncmp(a, "--", 2) == 0 || npos == 3) {
+			usage();
+		} else {
+			pos[npos++] = a;
+		}
+	}
+	if (npos != 3 || o->slots < 1 || o->slots > 1000 || o->grandchildren > 1000)
+		usage();
+	o->record = pos[0];
+	o->lock = pos[1];
+	o->who = pos[2];
+}
+
+/* Append " key=value" for an environment variable, blanks and '=' replaced by '_'. */
+static void
+add_field(char *buf, size_t len, const char *key, const char *value)
+{
+	size_t used = strlen(buf);
+	int n;
+
+	if (value == NULL || used >= len)
+		return;
+	n = snprintf(buf + used, len - used, " %s=", key);
+	if (n < 0 || (size_t)n >= len - used) {
+		buf[used] = '\0';
+		return;
+	}
+	used += (size_t)n;
+	for (const char *p = value; *p != '\0' && used + 1 < len; p++) {
+		unsigned char c = (unsigned char)*p;
+		buf[used++] = (c <= ' ' || c == '=' || c == 0x7f) ? '_' : (char)c;
+	}
+	if (*value == '\0' && used + 1 < len)
+		buf[used++] = '_';
+	buf[used] = '\0';
+}
+
+/* Write one record line with a single write() to the record file and echo it to stdout. */
+static void
+record(int fd, const char *kind, const char *who, const char *fields)
+{
+	char line[2048];
+	int n;
+
+	n = snprintf(line, sizeof line, "%s %s %ld %" PRIu64 "%s\n", kind, who, (long)getpid(),
+	             now_ns(), fields);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line) {
+		n = sizeof line - 1;
+		line[n - 1] = '\n';
+	}
+	if (write(fd, line, (size_t)n) != n) {
+		fprintf(stderr, "lk-record: write record: %s\n", strerror(errno));
+		exit(3);
+	}
+	if (write(STDOUT_FILENO, line, (size_t)n) < 0) {
+		/* the job's log is only a convenience */
+	}
+}
+
+/* Take a free lock slot: returns its fd and sets *slot, or -1 with *slot = -1 if all held. */
+static int
+take_lock(const struct options *o, int *slot)
+{
+	char path[4096];
+
+	*slot = -1;
+	for (int i = 0; i < o->slots; i++) {
+		int fd;
+
+		if (o->slots == 1)
+			snprintf(path, sizeof path, "%s", o->lock);
+		else
+			snprintf(path, sizeof path, "%s.%d", o->lock, i);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (fd == -1) {
+			fprintf(stderr, "lk-record: open %s: %s\n", path, strerror(errno));
+			exit(3);
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			*slot = i;
+			return fd;
+		}
+		if (errno != EWOULDBLOCK) {
+			fprintf(stderr, "lk-record: flock %s: %s\n", path, strerror(errno));
+			exit(3);
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+/* A grandchild: ignore SIGTERM, keep the inherited lock, sleep until killed (or the cap). */
+static void
+grandchild(int record_fd)
+{
+	sigset_t none;
+	int devnull;
+
+	signal(SIGTERM, SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	close(record_fd);
+	devnull = open("/dev/null", O_RDWR);
+	if (devnull != -1) {
+		dup2(devnull, STDIN_FILENO);
+		dup2(devnull, STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+		if (devnull > STDERR_FILENO)
+			close(devnull);
+	}
+	for (int left = GRANDCHILD_MAX_S; left > 0;)
+		left = (int)sleep((unsigned int)left);
+	_exit(0);
+}
+
+/* Sleep until hold_ms has passed (forever if -1) or SIGTERM arrives; 1 if terminated. */
+static int
+hold(long long hold_ms, const sigset_t *unblocked)
+{
+	uint64_t deadline = hold_ms < 0 ? 0 : now_ns() + (uint64_t)hold_ms * 1000000ULL;
+
+	for (;;) {
+		struct timespec ts, *tsp = NULL;
+
+		if (got_term)
+			return 1;
+		if (hold_ms >= 0) {
+			uint64_t now = now_ns();
+			if (now >= deadline)
+				return 0;
+			ts.tv_sec = (time_t)((deadline - now) / 1000000000ULL);
+			ts.tv_nsec = (long)((deadline - now) % 1000000000ULL);
+			tsp = &ts;
+		}
+		/* ppoll unblocks SIGTERM only while it waits: no lost wake-up. */
+		if (ppoll(NULL, 0, tsp, unblocked) == -1 && errno != EINTR) {
+			fprintf(stderr, "lk-record: ppoll: %s\n", strerror(errno));
+			exit(3);
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	struct sigaction sa;
+	sigset_t term, old;
+	char fields[1536] = "", jobfield[512] = "", slotfield[32] = "";
+	int record_fd, lock_fd = -1, slot = -1;
+
+	parse_options(argc, argv, &o);
+
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, &old);
+	sigdelset(&old, SIGTERM);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = o.ignore_term ? SIG_IGN : term_cb;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+
+	record_fd = open(o.record, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (record_fd == -1) {
+		fprintf(stderr, "lk-record: open %s: %s\n", o.record, strerror(errno));
+		return 3;
+	}
+
+	add_field(jobfield, sizeof jobfield, "job", getenv("LEASEKEEPER_JOB"));
+	if (strcmp(o.lock, "-") != 0) {
+		lock_fd = take_lock(&o, &slot);
+		if (o.slots > 1)
+			snprintf(slotfield, sizeof slotfield, " slot=%d", slot);
+		if (lock_fd == -1) {
+			snprintf(fields, sizeof fields, "%s%s", jobfield, slotfield);
+			record(record_fd, "overlap", o.who, fields);
+		}
+	}
+
+	snprintf(fields, sizeof fields, "%s", jobfield);
+	add_field(fields, sizeof fields, "fence", getenv("LEASEKEEPER_FENCE"));
+	add_field(fields, sizeof fields, "node", getenv("LEASEKEEPER_NODE"));
+	add_field(fields, sizeof fields, "leases", getenv("LEASEKEEPER_LEASES"));
+	snprintf(fields + strlen(fields), sizeof fields - strlen(fields), " pgid=%ld%s",
+	         (long)getpgrp(), slotfield);
+	record(record_fd, "start", o.who, fields);
+
+	for (int i = 0; i < o.grandchildren; i++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			grandchild(record_fd);
+		if (pid == -1)
+			fprintf(stderr, "lk-record: fork: %s\n", strerror(errno));
+	}
+
+	if (hold(o.hold_ms, &old)) {
+		record(record_fd, "end", o.who, " reason=term");
+		return 0;
+	}
+	record(record_fd, "end", o.who, " reason=done");
+	(void)lock_fd; /* held until exit */
+	return o.exit_code;
+}

@@ -1,0 +1,1180 @@
+/* test_config.c: the worker and job files: every error names its file, line and fix. */
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "schedule.h"
+
+/* Five lines; cases that add worker settings start at line 6. */
+#define BASE                                                                                       \
+	"[zookeeper]\n"                                                                            \
+	"hosts = 127.0.0.1:2181\n"                                                                 \
+	"[worker]\n"                                                                               \
+	"node_id = t\n"                                                                            \
+	"allow_root_jobs = true\n"
+
+/* The same without allow_root_jobs: four lines. */
+#define BASE_NOROOT                                                                                \
+	"[zookeeper]\n"                                                                            \
+	"hosts = 127.0.0.1:2181\n"                                                                 \
+	"[worker]\n"                                                                               \
+	"node_id = t\n"
+
+static char tdir[256];
+
+static int
+rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(tdir, sizeof tdir, "/tmp/lk-test-config-XXXXXX");
+	if (mkdtemp(tdir) == NULL)
+		return -1;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	return nftw(tdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write tdir/name (creating its directory), or fail the test. */
+static void
+put(const char *name, const char *text)
+{
+	char path[PATH_MAX], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", tdir, name);
+	for (slash = strchr(path + strlen(tdir) + 1, '/'); slash != NULL;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* tdir/name in a static buffer. */
+static const char *
+at(const char *name)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/%s", tdir, name);
+	return path;
+}
+
+/* Load tdir/name; print the errors when verbose. */
+static int
+load(const char *name, struct config **cfg, struct config_errors *errors)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/%s", tdir, name);
+	return config_load(path, cfg, errors);
+}
+
+/* Whether some error starts with tdir/file:line: and contains every one of want (NULL-ended). */
+static int
+has_error(const struct config_errors *errors, const char *file, int line, ...)
+{
+	char prefix[PATH_MAX + 64];
+	const char *want;
+	va_list ap;
+	size_t i;
+	int ok;
+
+	if (line > 0)
+		snprintf(prefix, sizeof prefix, "%s/%s:%d: ", tdir, file, line);
+	else
+		snprintf(prefix, sizeof prefix, "%s/%s: ", tdir, file);
+	for (i = 0; i < errors->n; i++) {
+		if (strncmp(errors->lines[i], prefix, strlen(prefix)) != 0)
+			continue;
+		ok = 1;
+		va_start(ap, line);
+		while ((want = va_arg(ap, const char *)) != NULL) {
+			if (strstr(errors->lines[i], want) == NULL)
+				ok = 0;
+		}
+		va_end(ap);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+dump(const struct config_errors *errors)
+{
+	size_t i;
+
+	for (i = 0; i < errors->n; i++)
+		fprintf(stderr, "  got: %s\n", errors->lines[i]);
+}
+
+/* One broken configuration and the one error it must produce. */
+struct bad_case {
+	const char *name;
+	const char *worker; /* NULL: BASE */
+	const char *job;    /* jobs/a.ini, or NULL for none */
+	const char *file;   /* where the error is: "worker.ini" or "jobs/a.ini" */
+	int line;           /* 0: about the whole file */
+	const char *what;   /* part of the message saying what is wrong */
+	const char *fix;    /* part of the message saying how to fix it */
+	int root_only;      /* meaningful only when the test runs as root */
+};
+
+static const struct bad_case bad_cases[] = {
+    /* [zookeeper] */
+    {"typo in key", "[zookeeper]\nhosts = h:1\nsesion_timeout = 10s\n", NULL, "worker.ini", 3,
+     "unknown key \"sesion_timeout\" in [zookeeper]", "did you mean \"session_timeout\"?", 0},
+    {"duration without unit", BASE "[zookeeper]\nsession_timeout = 10\n", NULL, "worker.ini", 7,
+     "session_timeout: duration \"10\" has no unit", "e.g. \"10s\"", 0},
+    {"duration with bad unit", BASE "[zookeeper]\nsession_timeout = 10sec\n", NULL, "worker.ini", 7,
+     "session_timeout: duration \"10sec\" has an unknown unit", "use ms, s, m, h or d", 0},
+    {"session timeout too short", BASE "[zookeeper]\nsession_timeout = 500ms\n", NULL, "worker.ini",
+     7, "session_timeout = 500ms is outside 1s..60s", "e.g. 10s", 0},
+    {"session timeout too long", BASE "[zookeeper]\nsession_timeout = 2m\n", NULL, "worker.ini", 7,
+     "session_timeout = 2m is outside 1s..60s", "pick a value in that range", 0},
+    {"zookeeper without hosts", "[zookeeper]\nroot = /x\n[worker]\nallow_root_jobs = 1\n", NULL,
+     "worker.ini", 1, "[zookeeper] has no hosts", "add hosts = HOST:PORT", 0},
+    {"no zookeeper section", "[worker]\nnode_id = t\n", NULL, "worker.ini", 0,
+     "no [zookeeper] section", "add one with hosts = HOST:PORT", 0},
+    {"hosts without port", "[zookeeper]\nhosts = localhost\n", NULL, "worker.ini", 2,
+     "bad hosts \"localhost\"", "write HOST:PORT[,HOST:PORT...][/chroot]", 0},
+    {"hosts with bad chroot", "[zookeeper]\nhosts = a:1,b:2/x//y\n", NULL, "worker.ini", 2,
+     "bad chroot in hosts", "remove the extra slash", 0},
+    {"relative root", BASE "[zookeeper]\nroot = leasekeeper\n", NULL, "worker.ini", 7,
+     "bad root \"leasekeeper\" is not absolute", "start it with '/'", 0},
+    {"auth without password", BASE "[zookeeper]\nauth = admin\n", NULL, "worker.ini", 7, "bad auth",
+     "write USER:PASSWORD", 0},
+    {"empty value", BASE "[zookeeper]\nroot =\n", NULL, "worker.ini", 7,
+     "root in [zookeeper] has no value", "remove the line to get the default", 0},
+    {"duplicate key", "[zookeeper]\nhosts = a:1\n\nhosts = b:2\n", NULL, "worker.ini", 4,
+     "duplicate key \"hosts\" in [zookeeper] (first set at line 2)", "keep one", 0},
+    {"duplicate key across headers",
+     "[zookeeper]\nhosts = a:1\n[worker]\n[zookeeper]\nhosts = b:2\n", NULL, "worker.ini", 5,
+     "duplicate key \"hosts\" in [zookeeper] (first set at line 2)", "keep one", 0},
+    /* [worker] */
+    {"node_id with slash", "[zookeeper]\nhosts = a:1\n[worker]\nnode_id = a/b\n", NULL,
+     "worker.ini", 4, "bad node_id \"a/b\" contains '/'", "a node_id is one ZooKeeper node name",
+     0},
+    {"bad boolean", "[zookeeper]\nhosts = a:1\n[worker]\nallow_root_jobs = maybe\n", NULL,
+     "worker.ini", 4, "bad boolean \"maybe\" for allow_root_jobs", "write true or false", 0},
+    {"bad on_shutdown", BASE "on_shutdown = kill\n", NULL, "worker.ini", 6,
+     "bad on_shutdown \"kill\"", "write terminate", 0},
+    {"bad worker timezone", BASE "timezone = Mars/Olympus_Mons\n", NULL, "worker.ini", 6,
+     "timezone: ", "Mars/Olympus_Mons", 0},
+    {"missing jobs directory", BASE "jobs = nosuchdir\n", NULL, "worker.ini", 6, "jobs: \"",
+     "nosuchdir\" does not exist", 0},
+    {"job key in worker section", BASE "leases = 2\n", NULL, "worker.ini", 6,
+     "unknown key \"leases\" in [worker]", "put it in a [job NAME] section", 0},
+    {"zookeeper key in safety", BASE "[safety]\nsession_timeout = 10s\n", NULL, "worker.ini", 7,
+     "unknown key \"session_timeout\" in [safety]", "it belongs in [zookeeper]", 0},
+    /* [safety] and [http] */
+    {"zero safety margin", BASE "[safety]\nsafety_margin = 0s\n", NULL, "worker.ini", 7,
+     "safety_margin must be more than 0", "e.g. 1s", 0},
+    {"zero kill grace", BASE "[safety]\nkill_grace = 0ms\n", NULL, "worker.ini", 7,
+     "kill_grace must be more than 0", "e.g. 2s", 0},
+    {"safety beyond half the timeout", BASE "[safety]\nsafety_margin = 2s\nkill_grace = 4s\n", NULL,
+     "worker.ini", 7,
+     "safety_margin (2s) + kill_grace (4s) = 6s is more than half of session_timeout (10s)",
+     "one late heartbeat kills every job; lower safety_margin or kill_grace, or raise "
+     "session_timeout",
+     0},
+    {"short timeout with default safety", BASE "[zookeeper]\nsession_timeout = 4s\n", NULL,
+     "worker.ini", 7, "= 3s is more than half of session_timeout (4s)",
+     "heartbeats every session_timeout/3", 0},
+    {"listen without port", BASE "[http]\nlisten = 9187\n", NULL, "worker.ini", 7,
+     "bad listen \"9187\"", "write HOST:PORT", 0},
+    {"listen with bad port", BASE "[http]\nlisten = 127.0.0.1:99999\n", NULL, "worker.ini", 7,
+     "bad listen \"127.0.0.1:99999\"", "write HOST:PORT", 0},
+    /* lines and sections */
+    {"line without equals", BASE "[zookeeper]\nroot /x:y\n", NULL, "worker.ini", 7,
+     "expected KEY = VALUE, a [SECTION] header or a comment, got \"root /x:y\"",
+     "fix or remove the line", 0},
+    {"colon instead of equals", BASE "[zookeeper]\nroot: /x\n", NULL, "worker.ini", 7,
+     "expected KEY = VALUE", "write '=' between the key and the value", 0},
+    {"unclosed section header", BASE "[safety\n", NULL, "worker.ini", 6,
+     "section header \"[safety\" has no closing ']'", "write [NAME]", 0},
+    {"text after section header", BASE "[safety] x\n", NULL, "worker.ini", 6,
+     "unexpected text \"x\" after the section header", "put it on a line of its own", 0},
+    {"key outside any section", "hosts = a:1\n[zookeeper]\nhosts = a:1\n", NULL, "worker.ini", 1,
+     "key \"hosts\" is outside any section", "put it under a header", 0},
+    {"no key before equals", BASE "= 5\n", NULL, "worker.ini", 6, "no key before '='",
+     "write KEY = VALUE", 0},
+    {"typo in section in job file", NULL, "# jobs\n\n[zookeper]\n", "jobs/a.ini", 3,
+     "unknown section [zookeper]", "did you mean [zookeeper]?", 0},
+    {"typo in job section", NULL, "[jobs backup]\ncommand = true\n", "jobs/a.ini", 1,
+     "unknown section [jobs backup]", "did you mean [job backup]?", 0},
+    {"unknown section", BASE "[metrics]\n", NULL, "worker.ini", 6, "unknown section [metrics]",
+     "use [zookeeper], [worker], [safety], [http] or [job NAME]", 0},
+    {"worker section in job file", NULL, "[safety]\nkill_grace = 1s\n", "jobs/a.ini", 1,
+     "section [safety] belongs in the worker file", "move it there", 0},
+    {"job without a name", NULL, "[job]\ncommand = true\n", "jobs/a.ini", 1,
+     "section [job] has no name", "write [job NAME]", 0},
+    {"job name with slash", NULL, "[job a/b]\ncommand = true\n", "jobs/a.ini", 1,
+     "bad job name \"a/b\" contains '/'", "use letters, digits, '-', '_' and '.'", 0},
+    /* [job NAME] */
+    {"job without command", NULL, "\n[job a]\nleases = 1\n", "jobs/a.ini", 2,
+     "job \"a\" has no command", "add command = ... to [job a]", 0},
+    {"typo in job key", NULL, "[job a]\ncommand = true\nleasess = 2\n", "jobs/a.ini", 3,
+     "unknown key \"leasess\" in [job a]", "did you mean \"leases\"?", 0},
+    {"worker key in job", NULL, "[job a]\ncommand = true\nsafety_margin = 1s\n", "jobs/a.ini", 3,
+     "unknown key \"safety_margin\" in [job a]", "it belongs in [safety], in the worker file", 0},
+    {"duplicate key in job", NULL, "[job a]\ncommand = true\nleases = 1\nleases = 2\n",
+     "jobs/a.ini", 4, "duplicate key \"leases\" in [job a] (first set at line 3)",
+     "only env may repeat", 0},
+    {"leases zero", NULL, "[job a]\ncommand = true\nleases = 0\n", "jobs/a.ini", 3,
+     "leases = 0 is too small: it must be at least 1", "1 is a mutex", 0},
+    {"leases not a number", NULL, "[job a]\ncommand = true\nleases = two\n", "jobs/a.ini", 3,
+     "bad integer \"two\" for leases", "write a whole number", 0},
+    {"leases too large", NULL, "[job a]\ncommand = true\nleases = 99999999999\n", "jobs/a.ini", 3,
+     "leases = 99999999999 is too large", "the most is", 0},
+    {"lock with slash", NULL, "[job a]\ncommand = true\nlock = x/y\n", "jobs/a.ini", 3,
+     "bad lock \"x/y\" contains '/'", "use lock_path for a full path", 0},
+    {"relative lock_path", NULL, "[job a]\ncommand = true\nlock_path = locks/a\n", "jobs/a.ini", 3,
+     "bad lock_path \"locks/a\" is not absolute", "start it with '/'", 0},
+    {"lock_path under /zookeeper", NULL, "[job a]\ncommand = true\nlock_path = /zookeeper/a\n",
+     "jobs/a.ini", 3, "bad lock_path", "reserves", 0},
+    {"lock and lock_path", NULL, "[job a]\ncommand = true\nlock = l\nlock_path = /l\n",
+     "jobs/a.ini", 4, "both lock (line 3) and lock_path are set", "keep one", 0},
+    {"per_tick over leases", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\nleases = 2\nper_tick = 3\n", "jobs/a.ini", 5,
+     "per_tick = 3 is more than leases = 2", "lower per_tick or raise leases", 0},
+    {"per_tick on continuous", NULL, "[job a]\ncommand = true\nper_tick = 1\n", "jobs/a.ini", 3,
+     "per_tick applies only to scheduled jobs", "remove it", 0},
+    {"retries on continuous", NULL, "[job a]\ncommand = true\nretries = 2\n", "jobs/a.ini", 3,
+     "retries applies only to scheduled jobs (cron or @every) and job \"a\" is @continuous",
+     "max_failures and restart_backoff", 0},
+    {"retry_backoff on continuous", NULL,
+     "[job a]\ncommand = true\nschedule = @continuous\nretry_backoff = 5s\n", "jobs/a.ini", 4,
+     "retry_backoff applies only to scheduled jobs", "remove it", 0},
+    {"start_deadline on continuous", NULL, "[job a]\ncommand = true\nstart_deadline = 5s\n",
+     "jobs/a.ini", 3, "start_deadline applies only to scheduled jobs", "remove it", 0},
+    {"max_failures on a schedule", NULL,
+     "[job a]\ncommand = true\nschedule = @every 10s\nmax_failures = 3\n", "jobs/a.ini", 4,
+     "max_failures applies only to @continuous jobs", "retries and retry_backoff", 0},
+    {"restart_backoff on a schedule", NULL,
+     "[job a]\ncommand = true\nrestart_backoff = 3s\nschedule = @every 10s\n", "jobs/a.ini", 3,
+     "restart_backoff applies only to @continuous jobs", "remove it", 0},
+    {"zero start_deadline", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\nstart_deadline = 0s\n", "jobs/a.ini", 4,
+     "start_deadline must be more than 0", "e.g. 1m", 0},
+    {"max_failures zero", NULL, "[job a]\ncommand = true\nmax_failures = 0\n", "jobs/a.ini", 3,
+     "max_failures = 0 is too small", "at least 1", 0},
+    {"negative history", NULL, "[job a]\ncommand = true\nhistory = -1\n", "jobs/a.ini", 3,
+     "history = -1 is too small", "at least 0", 0},
+    {"shared lock, other leases", NULL,
+     "[job a]\ncommand = true\nlock = l\n\n[job b]\ncommand = true\nlock = l\nleases = 2\n",
+     "jobs/a.ini", 8, "job \"b\" shares lock \"l\" with job \"a\"",
+     "jobs that share a lock must agree on leases", 0},
+    {"shared lock_path, other leases", NULL,
+     "[job a]\ncommand = true\nlock_path = /x/l\nleases = 3\n[job b]\ncommand = true\n"
+     "lock_path = /x/l\n",
+     "jobs/a.ini", 5, "shares lock_path \"/x/l\" with job \"a\"", "set the same number", 0},
+    {"env without equals", NULL, "[job a]\ncommand = true\nenv = FOO\n", "jobs/a.ini", 3,
+     "bad env \"FOO\"", "write env = KEY=VALUE", 0},
+    {"env with bad name", NULL, "[job a]\ncommand = true\nenv = A=1\nenv = 1X=2\n", "jobs/a.ini", 4,
+     "bad env name \"1X\"", "not starting with a digit", 0},
+    {"env with reserved prefix", NULL, "[job a]\ncommand = true\nenv = LEASEKEEPER_JOB=x\n",
+     "jobs/a.ini", 3, "env LEASEKEEPER_JOB uses the reserved prefix LEASEKEEPER_", "rename it", 0},
+    {"env set twice", NULL, "[job a]\ncommand = true\nenv = A=1\nenv = A=2\n", "jobs/a.ini", 4,
+     "env A is set twice", "keep one", 0},
+    {"umask not octal", NULL, "[job a]\ncommand = true\numask = 099\n", "jobs/a.ini", 3,
+     "bad umask \"099\"", "octal mode from 0 to 0777", 0},
+    {"umask too large", NULL, "[job a]\ncommand = true\numask = 01000\n", "jobs/a.ini", 3,
+     "bad umask \"01000\"", "e.g. umask = 022", 0},
+    {"relative workdir", NULL, "[job a]\ncommand = true\nworkdir = srv\n", "jobs/a.ini", 3,
+     "workdir \"srv\" is not absolute", "write a full path", 0},
+    {"relative log_file", NULL, "[job a]\ncommand = true\nlog_file = a.log\n", "jobs/a.ini", 3,
+     "log_file \"a.log\" is not absolute", "leave it out for", 0},
+    {"unknown user", NULL, "[job a]\ncommand = true\nuser = lk_no_such_user\n", "jobs/a.ini", 3,
+     "unknown user \"lk_no_such_user\"", "create the account or fix the name", 0},
+    {"unknown group", NULL, "[job a]\ncommand = true\ngroup = lk_no_such_group\n", "jobs/a.ini", 3,
+     "unknown group \"lk_no_such_group\"", "create the group or fix the name", 0},
+    {"user root", BASE_NOROOT, "[job a]\ncommand = true\nuser = root\n", "jobs/a.ini", 3,
+     "job \"a\" would run as root: set user = NAME in [job a]",
+     "or set allow_root_jobs = true in [worker]", 0},
+    {"no user as root", BASE_NOROOT, "[job a]\ncommand = true\n", "jobs/a.ini", 1,
+     "would run as root (no user is set and the worker runs as root)",
+     "set allow_root_jobs = true in [worker]", 1},
+    {"bad shell boolean", NULL, "[job a]\ncommand = true\nshell = perhaps\n", "jobs/a.ini", 3,
+     "bad boolean \"perhaps\" for shell", "yes/no, on/off, 1/0", 0},
+    {"bad job on_shutdown", NULL, "[job a]\ncommand = true\non_shutdown = stop\n", "jobs/a.ini", 3,
+     "bad on_shutdown \"stop\"", "wait (let running jobs finish first)", 0},
+    {"unbalanced quote", NULL, "[job a]\nshell = false\ncommand = echo 'a b\n", "jobs/a.ini", 3,
+     "unbalanced ' quote", "set shell = true", 0},
+    {"bad schedule", NULL, "[job a]\ncommand = true\nschedule = 61 * * * *\n", "jobs/a.ini", 3,
+     "schedule: minute field \"61\"", "0-59", 0},
+    {"bad job timezone", NULL, "[job a]\ncommand = true\nschedule = @daily\ntimezone = Nowhere/X\n",
+     "jobs/a.ini", 4, "timezone: ", "Nowhere/X", 0},
+    {"bad timeout", NULL, "[job a]\ncommand = true\ntimeout = 5\n", "jobs/a.ini", 3,
+     "timeout: duration \"5\" has no unit", "add one", 0},
+    {"bad log_max", NULL, "[job a]\ncommand = true\nlog_max = 10X\n", "jobs/a.ini", 3,
+     "log_max: bad size \"10X\"", "e.g. \"10M\"", 0},
+    {"zero log_max", NULL, "[job a]\ncommand = true\nlog_max = 0\n", "jobs/a.ini", 3,
+     "log_max must be more than 0", "e.g. log_max = 10M", 0},
+    {"job kill_grace beyond the deadline", NULL, "[job a]\ncommand = true\nkill_grace = 9s\n",
+     "jobs/a.ini", 3, "kill_grace (9s) must be less than session_timeout - safety_margin (9s)",
+     "lower kill_grace or raise session_timeout", 0},
+    {"duplicate job in one file", NULL, "[job a]\ncommand = true\n[job a]\ncommand = false\n",
+     "jobs/a.ini", 3, "duplicate job \"a\" (first defined at ", "rename one of them", 0},
+};
+
+/* Each broken configuration fails with exactly one error, at the right file and line. */
+static void
+test_bad_configs(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	const struct bad_case *c;
+	size_t i, ran = 0;
+	int rc, found;
+
+	(void)state;
+	for (i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+		c = &bad_cases[i];
+		if (c->root_only && geteuid() != 0)
+			continue;
+		assert_int_equal(teardown(NULL), 0);
+		assert_int_equal(setup(NULL), 0);
+		put("worker.ini", c->worker != NULL ? c->worker : BASE);
+		if (c->job != NULL)
+			put("jobs/a.ini", c->job);
+		rc = load("worker.ini", &cfg, &errors);
+		if (getenv("LK_TEST_VERBOSE") != NULL)
+			dump(&errors);
+		assert_non_null(c->fix);
+		found = has_error(&errors, c->file, c->line, c->what, c->fix, (const char *)NULL);
+		if (rc != -1 || !found || errors.n != 1) {
+			fprintf(stderr,
+			        "case \"%s\": rc %d, %zu errors, wanted one at %s:%d with \"%s\" "
+			        "and \"%s\"\n",
+			        c->name, rc, errors.n, c->file, c->line, c->what,
+			        c->fix != NULL ? c->fix : "");
+			dump(&errors);
+		}
+		assert_int_equal(rc, -1);
+		assert_null(cfg);
+		assert_true(found);
+		assert_int_equal(errors.n, 1);
+		config_errors_free(&errors);
+		assert_int_equal(errors.n, 0);
+		ran++;
+	}
+	assert_true(ran >= 35);
+}
+
+/* A file with several problems reports every one of them, in line order. */
+static void
+test_all_problems_reported(void **state)
+{
+	static const struct {
+		const char *file;
+		int line;
+		const char *what;
+	} order[] = {
+	    {"worker.ini", 3, "did you mean \"session_timeout\"?"},
+	    {"worker.ini", 6, "bad on_shutdown \"later\""},
+	    {"worker.ini", 7, "did you mean [zookeeper]?"},
+	    {"worker.ini", 10, "kill_grace: duration \"2\" has no unit"},
+	    {"worker.ini", 11, "job \"one\" has no command"},
+	    {"worker.ini", 12, "leases = 0 is too small"},
+	    {"worker.ini", 13, "reserved prefix"},
+	    {"worker.ini", 14, "expected KEY = VALUE"},
+	    {"worker.ini", 17, "workdir \"relative\" is not absolute"},
+	    {"worker.ini", 18, "max_failures = 0 is too small"},
+	    /* the duplicate names the first definition, and is checked all the same */
+	    {"jobs/x.ini", 1, "duplicate job \"one\" (first defined at "},
+	    {"jobs/x.ini", 3, "bad umask \"8\""},
+	};
+	struct config *cfg;
+	struct config_errors errors;
+	size_t i;
+	char prefix[PATH_MAX + 64];
+
+	(void)state;
+	put("worker.ini", "[zookeeper]\n"            /* 1 */
+	                  "hosts = 127.0.0.1:2181\n" /* 2 */
+	                  "sesion_timeout = 10s\n"   /* 3 */
+	                  "[worker]\n"               /* 4 */
+	                  "allow_root_jobs = true\n" /* 5 */
+	                  "on_shutdown = later\n"    /* 6 */
+	                  "[zookeper]\n"             /* 7 */
+	                  "hosts = ignored:1\n"      /* 8 */
+	                  "[safety]\n"               /* 9 */
+	                  "kill_grace = 2\n"         /* 10 */
+	                  "[job one]\n"              /* 11 */
+	                  "leases = 0\n"             /* 12 */
+	                  "env = LEASEKEEPER_X=1\n"  /* 13 */
+	                  "this line is wrong\n"     /* 14 */
+	                  "[job two]\n"              /* 15 */
+	                  "command = true\n"         /* 16 */
+	                  "workdir = relative\n"     /* 17 */
+	                  "max_failures = 0\n");     /* 18 */
+	put("jobs/x.ini", "[job one]\ncommand = true\numask = 8\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_null(cfg);
+	if (errors.n != 12)
+		dump(&errors);
+	assert_int_equal(errors.n, 12);
+	for (i = 0; i < errors.n; i++) {
+		snprintf(prefix, sizeof prefix, "%s/%s:%d: ", tdir, order[i].file, order[i].line);
+		assert_int_equal(strncmp(errors.lines[i], prefix, strlen(prefix)), 0);
+		assert_non_null(strstr(errors.lines[i], order[i].what));
+	}
+	config_errors_free(&errors);
+}
+
+/* A minimal worker and job resolve every default. */
+static void
+test_defaults(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct config_job *job;
+	char host[256];
+
+	(void)state;
+	put("worker.ini", "[zookeeper]\nhosts = zk1:2181,zk2:2181/chroot\n[http]\nlisten =\n");
+	put("jobs/a.ini", "# a job\n\n[job plain]\ncommand = echo hi\nuser = nobody\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(errors.n, 0);
+
+	assert_string_equal(cfg->hosts, "zk1:2181,zk2:2181/chroot");
+	assert_string_equal(cfg->root, "/leasekeeper");
+	assert_int_equal(cfg->session_timeout_ms, 10000);
+	assert_null(cfg->auth);
+	assert_int_equal(gethostname(host, sizeof host), 0);
+	assert_string_equal(cfg->node_id, host);
+	assert_string_equal(cfg->jobs, "jobs/*.ini");
+	assert_string_equal(cfg->state_dir, "/var/lib/leasekeeper");
+	assert_string_equal(cfg->dir, tdir);
+	assert_int_equal(cfg->allow_root_jobs, 0);
+	assert_int_equal(cfg->on_shutdown, CONFIG_SHUTDOWN_TERMINATE);
+	assert_null(cfg->timezone);
+	assert_int_equal(cfg->safety_margin_ms, 1000);
+	assert_int_equal(cfg->kill_grace_ms, 2000);
+	assert_null(cfg->http_listen);
+	assert_int_equal(cfg->njob_files, 1);
+	assert_string_equal(cfg->job_files[0], at("jobs/a.ini"));
+
+	assert_int_equal(cfg->njobs, 1);
+	job = cfg->jobs_list[0];
+	assert_ptr_equal(config_find_job(cfg, "plain"), job);
+	assert_null(config_find_job(cfg, "other"));
+	assert_string_equal(job->name, "plain");
+	assert_string_equal(job->file, at("jobs/a.ini"));
+	assert_int_equal(job->line, 3);
+	assert_string_equal(job->command, "echo hi");
+	assert_int_equal(job->shell, 1);
+	assert_string_equal(job->argv[0], "/bin/sh");
+	assert_string_equal(job->argv[1], "-c");
+	assert_string_equal(job->argv[2], "echo hi");
+	assert_null(job->argv[3]);
+	assert_string_equal(job->schedule, "@continuous");
+	assert_non_null(job->sched);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_CONTINUOUS);
+	assert_null(job->timezone);
+	assert_null(job->zone);
+	assert_int_equal(job->leases, 1);
+	assert_string_equal(job->lock, "plain");
+	assert_null(job->lock_path);
+	assert_string_equal(job->lock_znode, "/leasekeeper/mutex/plain");
+	assert_int_equal(job->per_tick, 1);
+	assert_int_equal(job->start_deadline_ms, 60000);
+	assert_int_equal(job->timeout_ms, 0);
+	assert_int_equal(job->retries, 0);
+	assert_int_equal(job->retry_backoff_ms, 10000);
+	assert_int_equal(job->max_failures, 5);
+	assert_int_equal(job->restart_backoff_ms, 1000);
+	assert_int_equal(job->kill_grace_ms, 2000);
+	assert_string_equal(job->user, "nobody");
+	assert_int_equal(job->uid, 65534);
+	assert_null(job->group);
+	assert_int_equal(job->umask, -1);
+	assert_null(job->workdir);
+	assert_non_null(job->env);
+	assert_null(job->env[0]);
+	assert_int_equal(job->nenv, 0);
+	assert_string_equal(job->log_file, "/var/lib/leasekeeper/jobs/plain.log");
+	assert_int_equal(job->log_max_bytes, 10 * 1024 * 1024);
+	assert_int_equal(job->history, 20);
+	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_TERMINATE);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* Every key set: each value lands in its field, and worker settings flow into jobs. */
+static void
+test_every_key(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct config_job *job;
+
+	(void)state;
+	put("conf/worker.ini", "\xef\xbb\xbf; a worker\r\n"
+	                       "[zookeeper]\r\n"
+	                       "  hosts = a:1\n"
+	                       "  root = /lk/test\n"
+	                       "  session_timeout = 20s\n"
+	                       "  auth = user:pa;ss\n"
+	                       "[worker]\n"
+	                       "node_id = alpha.example\n"
+	                       "jobs = ../jobs\n"
+	                       "state_dir = ./state/\n"
+	                       "allow_root_jobs = Yes\n"
+	                       "on_shutdown = wait\n"
+	                       "timezone = Europe/Paris\n"
+	                       "[safety]\n"
+	                       "safety_margin = 1500ms\n"
+	                       "kill_grace = 3s\n"
+	                       "[http]\n"
+	                       "listen = [::1]:9187\n");
+	put("jobs/all.ini", "[job all]\n"
+	                    "command = /usr/bin/printf \"%s\\n\" 'a b' c\\ d\n"
+	                    "shell = off\n"
+	                    "schedule = 0 3 * * *\n"
+	                    "timezone = UTC\n"
+	                    "leases = 3\n"
+	                    "lock = shared\n"
+	                    "per_tick = 2\n"
+	                    "start_deadline = 2m\n"
+	                    "timeout = 1h30m\n"
+	                    "retries = 4\n"
+	                    "retry_backoff = 30s\n"
+	                    "kill_grace = 5s\n"
+	                    "user = nobody\n"
+	                    "group = nogroup\n"
+	                    "umask = 027\n"
+	                    "workdir = /tmp\n"
+	                    "env = A=1\n"
+	                    "env = B=x=y ; not a comment\n"
+	                    "log_file = /tmp/all.log\n"
+	                    "log_max = 512K\n"
+	                    "history = 0\n"
+	                    "on_shutdown = terminate\n"
+	                    "[job inherit]\n"
+	                    "command = echo a ; echo b # both run\n"
+	                    "schedule = @every 30s\n"
+	                    "timeout = none\n"
+	                    "lock_path = /elsewhere/lock\n"
+	                    "[job sem]\n"
+	                    "command = true\n"
+	                    "leases = 3\n"
+	                    "lock = shared\n"
+	                    "max_failures = 1\n"
+	                    "restart_backoff = 250ms\n");
+	if (load("conf/worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->hosts, "a:1");
+	assert_string_equal(cfg->root, "/lk/test");
+	assert_int_equal(cfg->session_timeout_ms, 20000);
+	assert_string_equal(cfg->auth, "user:pa;ss");
+	assert_string_equal(cfg->node_id, "alpha.example");
+	assert_string_equal(cfg->jobs, "../jobs");
+	assert_string_equal(cfg->state_dir, at("conf/state"));
+	assert_int_equal(cfg->allow_root_jobs, 1);
+	assert_int_equal(cfg->on_shutdown, CONFIG_SHUTDOWN_WAIT);
+	assert_string_equal(cfg->timezone, "Europe/Paris");
+	assert_int_equal(cfg->safety_margin_ms, 1500);
+	assert_int_equal(cfg->kill_grace_ms, 3000);
+	assert_string_equal(cfg->http_listen, "[::1]:9187");
+	assert_int_equal(cfg->njob_files, 1);
+	assert_string_equal(cfg->job_files[0], at("jobs/all.ini")); /* conf/.. folded */
+	assert_int_equal(cfg->njobs, 3);
+
+	job = config_find_job(cfg, "all");
+	assert_non_null(job);
+	assert_int_equal(job->shell, 0);
+	assert_string_equal(job->argv[0], "/usr/bin/printf");
+	assert_string_equal(job->argv[1], "%s\\n");
+	assert_string_equal(job->argv[2], "a b");
+	assert_string_equal(job->argv[3], "c d");
+	assert_null(job->argv[4]);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_CRON);
+	assert_string_equal(job->timezone, "UTC");
+	assert_string_equal(job->zone, "UTC");
+	assert_int_equal(job->leases, 3);
+	assert_string_equal(job->lock_znode, "/lk/test/semaphore/shared");
+	assert_int_equal(job->per_tick, 2);
+	assert_int_equal(job->start_deadline_ms, 120000);
+	assert_int_equal(job->timeout_ms, 5400000);
+	assert_int_equal(job->retries, 4);
+	assert_int_equal(job->retry_backoff_ms, 30000);
+	assert_int_equal(job->kill_grace_ms, 5000);
+	assert_int_equal(job->uid, 65534);
+	assert_string_equal(job->group, "nogroup");
+	assert_int_equal(job->gid, 65534);
+	assert_int_equal(job->umask, 027);
+	assert_string_equal(job->workdir, "/tmp");
+	assert_int_equal(job->nenv, 2);
+	assert_string_equal(job->env[0], "A=1");
+	assert_string_equal(job->env[1], "B=x=y ; not a comment");
+	assert_null(job->env[2]);
+	assert_string_equal(job->log_file, "/tmp/all.log");
+	assert_int_equal(job->log_max_bytes, 512 * 1024);
+	assert_int_equal(job->history, 0);
+	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_TERMINATE);
+
+	job = config_find_job(cfg, "inherit");
+	assert_non_null(job);
+	assert_string_equal(job->command, "echo a ; echo b # both run");
+	assert_string_equal(job->argv[2], "echo a ; echo b # both run");
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_EVERY);
+	assert_null(job->timezone);
+	assert_string_equal(job->zone, "Europe/Paris");
+	assert_int_equal(job->timeout_ms, 0);
+	assert_string_equal(job->lock_path, "/elsewhere/lock");
+	assert_string_equal(job->lock_znode, "/elsewhere/lock");
+	assert_int_equal(job->kill_grace_ms, 3000);
+	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_WAIT);
+	assert_string_equal(job->log_file, at("conf/state/jobs/inherit.log"));
+
+	job = config_find_job(cfg, "sem");
+	assert_non_null(job);
+	assert_int_equal(job->max_failures, 1);
+	assert_int_equal(job->restart_backoff_ms, 250);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* A value is kept whole however long its line. */
+static void
+test_long_line(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char *text, *cmd;
+	size_t n = 5000;
+
+	(void)state;
+	cmd = malloc(n + 1);
+	assert_non_null(cmd);
+	memset(cmd, 'x', n);
+	memcpy(cmd, "echo ", 5);
+	cmd[n] = '\0';
+	assert_true(asprintf(&text, BASE "[job long]\ncommand = %s\nleases = 2\n", cmd) > 0);
+	put("worker.ini", text);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_string_equal(cfg->jobs_list[0]->command, cmd);
+	assert_int_equal(cfg->jobs_list[0]->leases, 2);
+	config_free(cfg);
+	config_errors_free(&errors);
+	free(text);
+	free(cmd);
+}
+
+/* Sizes: bytes, K, M, G, and what is refused. */
+static void
+test_sizes(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+	    {"0", 0},
+	    {"512", 512},
+	    {"512K", 512 * 1024},
+	    {"1k", 1024},
+	    {"10M", 10 * 1024 * 1024},
+	    {"10MB", 10 * 1024 * 1024},
+	    {"10MiB", 10 * 1024 * 1024},
+	    {"1G", 1024ULL * 1024 * 1024},
+	    {"3g", 3ULL * 1024 * 1024 * 1024},
+	};
+	static const char *bad[] = {"",
+	                            "K",
+	                            "10X",
+	                            "-1",
+	                            "1.5M",
+	                            "10 M",
+	                            "10MBB",
+	                            "M10",
+	                            "99999999999999999999",
+	                            "17179869184G"};
+	uint64_t bytes;
+	char *cause;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		bytes = 7;
+		assert_int_equal(config_parse_size(good[i].text, &bytes, &cause), 0);
+		assert_int_equal(bytes, good[i].bytes);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		assert_int_equal(config_parse_size(bad[i], &bytes, &cause), -1);
+		assert_non_null(cause);
+		assert_non_null(strstr(cause, bad[i]));
+		free(cause);
+	}
+}
+
+/* Durations in job keys: units, sums, "none" and "0" for no timeout. */
+static void
+test_durations(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+
+	(void)state;
+	put("worker.ini",
+	    BASE "[zookeeper]\nsession_timeout = 1m\n[safety]\nsafety_margin = 500ms\n"
+	         "kill_grace = 1s\n");
+	put("jobs/a.ini", "[job a]\ncommand = true\ntimeout = 0\nrestart_backoff = 1h30m\n"
+	                  "kill_grace = 58s\n"
+	                  "[job b]\ncommand = true\nschedule = @every 1d\ntimeout = 1d\n"
+	                  "retry_backoff = 1500ms\nstart_deadline = 2h\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(cfg->session_timeout_ms, 60000);
+	assert_int_equal(cfg->safety_margin_ms, 500);
+	assert_int_equal(cfg->jobs_list[0]->timeout_ms, 0);
+	assert_int_equal(cfg->jobs_list[0]->restart_backoff_ms, 5400000);
+	assert_int_equal(cfg->jobs_list[0]->kill_grace_ms, 58000);
+	assert_int_equal(cfg->jobs_list[1]->timeout_ms, 86400000);
+	assert_int_equal(cfg->jobs_list[1]->retry_backoff_ms, 1500);
+	assert_int_equal(cfg->jobs_list[1]->start_deadline_ms, 7200000);
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* exactly half the timeout is still safe; one millisecond more is not */
+	put("worker.ini", BASE "[zookeeper]\nsession_timeout = 6s\n[safety]\nsafety_margin = 1s\n"
+	                       "kill_grace = 2s\n");
+	put("jobs/a.ini", "");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "[zookeeper]\nsession_timeout = 6s\n[safety]\nsafety_margin = 1s\n"
+	                       "kill_grace = 2001ms\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 9, "is more than half", NULL));
+	config_errors_free(&errors);
+}
+
+/* Splitting commands for shell = false. */
+static void
+test_split_command(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *words[5];
+	} good[] = {
+	    {"a", {"a"}},
+	    {"  a\tb   c  ", {"a", "b", "c"}},
+	    {"'a b' c", {"a b", "c"}},
+	    {"\"a \\\" b\" c", {"a \" b", "c"}},
+	    {"\"a\\\\b\" \"x\\ny\"", {"a\\b", "x\\ny"}},
+	    {"a'b c'd", {"ab cd"}},
+	    {"'' x \"\"", {"", "x", ""}},
+	    {"a\\ b c", {"a b", "c"}},
+	    {"'it''s' \"$HOME\"", {"its", "$HOME"}},
+	    {"'say \"hi\"' \"it's\"", {"say \"hi\"", "it's"}},
+	};
+	static const struct {
+		const char *text;
+		const char *cause;
+	} bad[] = {
+	    {"echo 'a", "unbalanced ' quote"},
+	    {"echo \"a", "unbalanced \" quote"},
+	    {"a \"b\\\"", "unbalanced \" quote"},
+	    {"echo \\", "lone backslash"},
+	    {"", "command is empty"},
+	    {"   \t ", "command is empty"},
+	};
+	char **argv, *cause;
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		argv = NULL;
+		assert_int_equal(config_split_command(good[i].text, &argv, &cause), 0);
+		for (j = 0; good[i].words[j] != NULL; j++) {
+			assert_non_null(argv[j]);
+			assert_string_equal(argv[j], good[i].words[j]);
+		}
+		assert_null(argv[j]);
+		config_free_argv(argv);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		assert_int_equal(config_split_command(bad[i].text, &argv, &cause), -1);
+		assert_non_null(cause);
+		assert_non_null(strstr(cause, bad[i].cause));
+		free(cause);
+	}
+}
+
+/* jobs = a directory: its *.ini files, sorted by name, and nothing else. */
+static void
+test_jobs_directory(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char path[PATH_MAX];
+
+	(void)state;
+	put("worker.ini", BASE "jobs = d\n");
+	put("d/b.ini", "[job b]\ncommand = true\n");
+	put("d/a.ini", "[job a1]\ncommand = true\n[job a2]\ncommand = true\n");
+	put("d/notes.txt", "[job ignored]\n");
+	put("d/.hidden.ini", "[job hidden]\n");
+	put("d/sub.ini/c.ini", "[job nested]\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_int_equal(cfg->njob_files, 2);
+	snprintf(path, sizeof path, "%s/d/a.ini", tdir);
+	assert_string_equal(cfg->job_files[0], path);
+	snprintf(path, sizeof path, "%s/d/b.ini", tdir);
+	assert_string_equal(cfg->job_files[1], path);
+	assert_int_equal(cfg->njobs, 3);
+	assert_string_equal(cfg->jobs_list[0]->name, "a1");
+	assert_string_equal(cfg->jobs_list[1]->name, "a2");
+	assert_string_equal(cfg->jobs_list[2]->name, "b");
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* jobs = a glob, a single file, a glob that matches nothing; the worker file is skipped. */
+static void
+test_jobs_glob(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char cwd[PATH_MAX];
+
+	(void)state;
+	put("jobs/x-1.ini", "[job x1]\ncommand = true\n");
+	put("jobs/x-2.ini", "[job x2]\ncommand = true\n");
+	put("jobs/y.ini", "[job y]\ncommand = true\n");
+
+	put("worker.ini", BASE "jobs = jobs/x-*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_int_equal(cfg->njobs, 2);
+	assert_string_equal(cfg->jobs_list[0]->name, "x1");
+	assert_string_equal(cfg->jobs_list[1]->name, "x2");
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	put("worker.ini", BASE "jobs = jobs/y.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_int_equal(cfg->njobs, 1);
+	assert_string_equal(cfg->jobs_list[0]->name, "y");
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	put("worker.ini", BASE "jobs = nothing/*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_int_equal(cfg->njobs, 0);
+	assert_int_equal(cfg->njob_files, 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* a glob next to the worker file matches it: it is not read again as a job file */
+	put("worker.ini", BASE "jobs = *.ini\n");
+	put("z.ini", "[job z]\ncommand = true\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(cfg->njobs, 1);
+	assert_string_equal(cfg->jobs_list[0]->name, "z");
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* relative to the worker file's directory, not to the working directory */
+	put("etc/worker.ini", BASE);
+	put("etc/jobs/w.ini", "[job w]\ncommand = true\n");
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir("/"), 0);
+	assert_int_equal(load("etc/worker.ini", &cfg, &errors), 0);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(cfg->njobs, 1);
+	assert_string_equal(cfg->jobs_list[0]->name, "w");
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* A worker file given relative to the working directory: messages use that path. */
+static void
+test_relative_paths(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char cwd[PATH_MAX];
+
+	(void)state;
+	put("conf/worker.ini", BASE "jobs = ../jobs\n");
+	put("jobs/a.ini", "[job a]\nleases = 0\ncommand = true\n");
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(tdir), 0);
+	assert_int_equal(config_load("conf/worker.ini", &cfg, &errors), -1);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(errors.n, 1);
+	assert_string_equal(errors.lines[0], "jobs/a.ini:2: leases = 0 is too small: it must be at "
+	                                     "least 1 (1 is a mutex, more is a semaphore with "
+	                                     "that many leases)");
+	config_errors_free(&errors);
+
+	assert_int_equal(chdir(tdir), 0);
+	assert_int_equal(config_load("missing.ini", &cfg, &errors), -1);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(errors.n, 1);
+	assert_string_equal(errors.lines[0], "missing.ini: cannot open: No such file or directory");
+	config_errors_free(&errors);
+}
+
+/* The same job name in two files names both places. */
+static void
+test_duplicate_across_files(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char first[PATH_MAX + 8];
+
+	(void)state;
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job backup]\ncommand = true\n");
+	put("jobs/b.ini", "# the same name again\n\n[job backup]\ncommand = false\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_int_equal(errors.n, 1);
+	snprintf(first, sizeof first, "%s:1", at("jobs/a.ini"));
+	assert_true(has_error(&errors, "jobs/b.ini", 3, "duplicate job \"backup\"", first,
+	                      "rename one", NULL));
+	config_errors_free(&errors);
+}
+
+/* What reload compares: settings count, where a job is written does not. */
+static void
+test_job_equal(void **state)
+{
+	static const char *changes[] = {
+	    "command = echo other\n",  "schedule = @every 2m\n",
+	    "timezone = UTC\n",        "leases = 2\n",
+	    "lock = other\n",          "per_tick = 1\nleases = 2\n",
+	    "timeout = 5s\n",          "retries = 1\n",
+	    "retry_backoff = 1s\n",    "start_deadline = 10s\n",
+	    "kill_grace = 1s\n",       "user = nobody\n",
+	    "group = nogroup\n",       "umask = 077\n",
+	    "workdir = /tmp\n",        "env = A=1\n",
+	    "log_file = /tmp/x.log\n", "log_max = 1M\n",
+	    "history = 3\n",           "on_shutdown = wait\n",
+	    "shell = false\n",         "lock_path = /x/y\n",
+	};
+	struct config *a, *b;
+	struct config_errors errors;
+	char *text;
+	size_t i;
+
+	(void)state;
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job j]\ncommand = echo hi\nschedule = @every 1m\n");
+	assert_int_equal(load("worker.ini", &a, &errors), 0);
+	config_errors_free(&errors);
+
+	/* moved down and into another file: still the same job */
+	put("jobs/a.ini", "");
+	put("jobs/b.ini", "\n\n# moved\n[job j]\nschedule = @every 1m\ncommand = echo hi\n");
+	assert_int_equal(load("worker.ini", &b, &errors), 0);
+	config_errors_free(&errors);
+	assert_true(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
+	config_free(b);
+	put("jobs/b.ini", "");
+
+	for (i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+		assert_true(asprintf(&text, "[job j]\ncommand = echo hi\nschedule = @every 1m\n%s",
+		                     changes[i]) > 0);
+		if (strncmp(changes[i], "command", 7) == 0 ||
+		    strncmp(changes[i], "schedule", 8) == 0) {
+			free(text);
+			assert_true(asprintf(&text, "[job j]\n%s%s", changes[i],
+			                     changes[i][0] == 'c' ? "schedule = @every 1m\n"
+			                                          : "command = echo hi\n") > 0);
+		}
+		put("jobs/a.ini", text);
+		free(text);
+		if (load("worker.ini", &b, &errors) != 0) {
+			fprintf(stderr, "change \"%s\"\n", changes[i]);
+			dump(&errors);
+		}
+		assert_non_null(b);
+		if (config_job_equal(a->jobs_list[0], b->jobs_list[0]))
+			fprintf(stderr, "change \"%s\" went unnoticed\n", changes[i]);
+		assert_false(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
+		config_free(b);
+		config_errors_free(&errors);
+	}
+
+	/* worker settings a job inherits count too */
+	put("jobs/a.ini", "[job j]\ncommand = echo hi\nschedule = @every 1m\n");
+	put("worker.ini", BASE "[zookeeper]\nroot = /other\n");
+	assert_int_equal(load("worker.ini", &b, &errors), 0);
+	assert_false(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
+	config_free(b);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "[safety]\nkill_grace = 1s\n");
+	assert_int_equal(load("worker.ini", &b, &errors), 0);
+	assert_false(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
+	config_free(b);
+	config_errors_free(&errors);
+	config_free(a);
+}
+
+/* check's listing shows the resolved lock recipe and path of every job, and no secrets. */
+static void
+test_print(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	put("worker.ini", BASE "[zookeeper]\nauth = admin:hunter2\n");
+	put("jobs/a.ini", "[job m]\ncommand = echo 'hi there'\n"
+	                  "[job s]\ncommand = sleep 1\nleases = 4\nschedule = @hourly\n"
+	                  "timezone = UTC\ntimeout = 90s\n"
+	                  "[job p]\ncommand = true\nlock_path = /shared/lock\nenv = K=V\n"
+	                  "user = nobody\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config_print(cfg, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "worker t "));
+	assert_non_null(strstr(out, "127.0.0.1:2181"));
+	assert_non_null(strstr(out, "digest as admin"));
+	assert_null(strstr(out, "hunter2"));
+	assert_non_null(strstr(out, "job m ("));
+	assert_non_null(strstr(out, "1: mutex"));
+	assert_non_null(strstr(out, "/leasekeeper/mutex/m\n"));
+	assert_non_null(strstr(out, "/bin/sh -c 'echo '\\''hi there'\\'''"));
+	assert_non_null(strstr(out, "4: semaphore"));
+	assert_non_null(strstr(out, "/leasekeeper/semaphore/s\n"));
+	assert_non_null(strstr(out, "(time zone UTC)"));
+	assert_non_null(strstr(out, "1m30s"));
+	assert_non_null(strstr(out, "/shared/lock (lock_path)"));
+	assert_non_null(strstr(out, "K=V"));
+	assert_non_null(strstr(out, "run as           nobody"));
+	assert_null(strstr(out, "configuration OK"));
+	free(out);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* The example worker and jobs in the source tree are valid and show each kind of job. */
+static void
+test_shipped_examples(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	const char *src = getenv("LEASEKEEPER_SOURCE_DIR");
+	struct config_job *job;
+	char path[PATH_MAX], *text;
+	size_t i;
+
+	(void)state;
+	if (src == NULL)
+		src = ".";
+
+	/* as the demo runs them: as root, with allow_root_jobs = true */
+	assert_true(asprintf(&text,
+	                     "[zookeeper]\nhosts = 127.0.0.1:2181\n[worker]\nnode_id = alpha\n"
+	                     "allow_root_jobs = true\njobs = %s/jobs\n",
+	                     src) > 0);
+	put("demo.ini", text);
+	free(text);
+	if (load("demo.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	job = config_find_job(cfg, "leader");
+	assert_non_null(job);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_CONTINUOUS);
+	assert_int_equal(job->leases, 1);
+	job = config_find_job(cfg, "pool");
+	assert_non_null(job);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_CONTINUOUS);
+	assert_int_equal(job->leases, 2);
+	job = config_find_job(cfg, "report");
+	assert_non_null(job);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_CRON);
+	job = config_find_job(cfg, "sweep");
+	assert_non_null(job);
+	assert_int_equal(schedule_kind(job->sched), SCHEDULE_EVERY);
+	assert_int_equal(job->shell, 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* the shipped worker file: valid, except that as root it refuses root jobs */
+	snprintf(path, sizeof path, "%s/conf/worker.ini", src);
+	if (config_load(path, &cfg, &errors) == 0) {
+		assert_true(geteuid() != 0);
+		assert_true(cfg->njobs >= 4);
+		config_free(cfg);
+	} else {
+		assert_true(geteuid() == 0);
+		assert_true(errors.n >= 4);
+	}
+	for (i = 0; i < errors.n; i++)
+		assert_non_null(strstr(errors.lines[i], "would run as root"));
+	config_errors_free(&errors);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_all_problems_reported, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test_setup_teardown(test_durations, setup, teardown),
+	    cmocka_unit_test(test_split_command),
+	    cmocka_unit_test_setup_teardown(test_jobs_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_jobs_glob, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_relative_paths, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_duplicate_across_files, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_job_equal, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_print, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shipped_examples, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
