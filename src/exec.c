@@ -455,7 +455,7 @@ exec_main(int argc, char **argv)
 	}
 	e.name = argv[optind];
 	e.argv = argv + optind + 2;
-	log_init(verbose, "exec");
+	log_init(verbose - 1, "exec");
 	if (!znode_valid_name(e.name, &cause)) {
 		fprintf(stderr, "leasekeeper exec: bad name: %s\n", cause);
 		free(cause);

@@ -106,6 +106,7 @@ struct zk {
 	uint64_t epoch; /* increments with every new session */
 	uint64_t answered_ns;
 	uint64_t state_since_ns;
+	uint64_t connecting_logged_ns;
 	int closing;
 	int dispatching;
 
@@ -731,10 +732,11 @@ zk_heartbeat_timer_cb(int fd, short what, void *arg)
 	if (zk->state == ZK_STATE_CONNECTED)
 		zk_heartbeat_send(zk);
 	else if (zk->state == ZK_STATE_CONNECTING &&
-	         now - zk->state_since_ns > 10ULL * 1000 * CLOCK_NS_PER_MS) {
-		log_warnx("zookeeper: still not connected to %s after %llu s; retrying", zk->hosts,
+	         now - zk->connecting_logged_ns > 10ULL * 1000 * CLOCK_NS_PER_MS &&
+	         now - zk->state_since_ns > 2ULL * 1000 * CLOCK_NS_PER_MS) {
+		log_warnx("zookeeper: not connected to %s for %llu s; still trying", zk->hosts,
 		          (unsigned long long)((now - zk->state_since_ns) / 1000000000ULL));
-		zk->state_since_ns = now;
+		zk->connecting_logged_ns = now;
 	}
 	tv.tv_sec = timeout / 3 / 1000;
 	tv.tv_usec = (timeout / 3 % 1000) * 1000;
@@ -989,7 +991,8 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	TAILQ_INIT(&zk->records);
 	TAILQ_INIT(&zk->gdeletes);
 
-	zoo_set_debug_level(log_verbose() ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_ERROR);
+	/* The library logs every refused connect; our own lines say it once. 0 disables. */
+	zoo_set_debug_level(log_verbose() ? ZOO_LOG_LEVEL_INFO : (ZooLogLevel)0);
 	zk->io = event_new(base, -1, 0, zk_io_cb, zk);
 	zk->kick = event_new(base, -1, 0, zk_kick_cb, zk);
 	zk->heartbeat = evtimer_new(base, zk_heartbeat_timer_cb, zk);
@@ -1012,7 +1015,7 @@ zk_close(struct zk *zk)
 	zk_set_state(zk, ZK_STATE_CLOSING);
 	evtimer_del(zk->heartbeat);
 	evtimer_del(zk->reinit);
-	if (zk->zh != NULL)
+	if (zk->zh != NULL && zk->session_id != 0)
 		log_info("zookeeper: closing session 0x%llx", (unsigned long long)zk->session_id);
 	zk_close_handle(zk);
 	zk_gdelete_clear(zk);

@@ -56,8 +56,9 @@ import croniter as croniter_module
 import pytz
 from croniter import CroniterBadDateError, croniter
 
-SEED = 20250917
-CASES = 2600  # (expression, zone, start) triples; each checks next 5 and previous 5
+# Fixed so a failure reproduces; LEASEKEEPER_CRON_SEED and LEASEKEEPER_CRON_CASES explore more.
+SEED = int(os.environ.get("LEASEKEEPER_CRON_SEED", "20250917"))
+CASES = int(os.environ.get("LEASEKEEPER_CRON_CASES", "5000"))  # each: next 5 and previous 5
 EVERY_CASES = 300
 K = 5
 DAY = 86400

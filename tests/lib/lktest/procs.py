@@ -15,7 +15,6 @@ stop() and kill_group() are idempotent; a Proc is forgotten once it has been rea
 
 import atexit
 import ctypes
-import errno
 import os
 import re
 import signal

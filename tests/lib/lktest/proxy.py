@@ -28,8 +28,10 @@ import errno
 import selectors
 import socket
 import struct
+import sys
 import threading
 import time
+import traceback
 
 __all__ = ["Proxy"]
 
@@ -185,26 +187,11 @@ class Proxy:
     def _run(self):
         try:
             while not self._stopping:
-                self._update_interest()
-                timeout = self._next_timeout()
-                for key, events in self._sel.select(timeout):
-                    what = key.data
-                    if what == "listen":
-                        self._accept()
-                    elif what == "wake":
-                        try:
-                            while self._wake_r.recv(4096):
-                                pass
-                        except BlockingIOError:
-                            pass
-                    else:
-                        conn, sock = what
-                        self._ready(conn, sock, events)
-                with self._lock:
-                    calls, self._calls = list(self._calls), collections.deque()
-                for fn in calls:
-                    fn()
-                self._flush_due()
+                try:
+                    self._step()
+                except Exception:  # a bug here must not silently end all forwarding
+                    sys.stderr.write("lktest proxy :%d: %s" % (self.port, traceback.format_exc()))
+                    time.sleep(0.01)
         finally:
             self._drop_all(True)
             for s in (self._lsock, self._wake_r, self._wake_w):
@@ -213,6 +200,29 @@ class Proxy:
                 except OSError:
                     pass
             self._sel.close()
+
+    def _step(self):
+        """One turn of the loop: wait, accept, read, run queued calls, write what is due."""
+        self._update_interest()
+        timeout = self._next_timeout()
+        for key, events in self._sel.select(timeout):
+            what = key.data
+            if what == "listen":
+                self._accept()
+            elif what == "wake":
+                try:
+                    while self._wake_r.recv(4096):
+                        pass
+                except BlockingIOError:
+                    pass
+            else:
+                conn, sock = what
+                self._ready(conn, sock, events)
+        with self._lock:
+            calls, self._calls = list(self._calls), collections.deque()
+        for fn in calls:
+            fn()
+        self._flush_due()
 
     def _next_timeout(self):
         if self._mode != "forward":

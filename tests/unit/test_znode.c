@@ -1,0 +1,277 @@
+/* test_znode.c: node names, Curator's protected names and lock ordering, lease JSON. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "jobrec.h"
+#include "lease.h"
+#include "znode.h"
+
+static void
+test_valid_names(void **state)
+{
+	char *cause = NULL;
+
+	(void)state;
+	assert_true(znode_valid_name("backup", &cause));
+	assert_true(znode_valid_name("db.backup-1_x", &cause));
+	assert_false(znode_valid_name("", &cause));
+	free(cause);
+	assert_false(znode_valid_name("a/b", &cause));
+	assert_non_null(strstr(cause, "lock_path"));
+	free(cause);
+	assert_false(znode_valid_name("..", &cause));
+	free(cause);
+	assert_false(znode_valid_name("tab\there", &cause));
+	free(cause);
+}
+
+static void
+test_valid_paths(void **state)
+{
+	char *cause = NULL;
+
+	(void)state;
+	assert_true(znode_valid_path("/locks/job", &cause));
+	assert_false(znode_valid_path("locks/job", &cause));
+	assert_non_null(strstr(cause, "start it with '/'"));
+	free(cause);
+	assert_false(znode_valid_path("/", &cause));
+	free(cause);
+	assert_false(znode_valid_path("/a//b", &cause));
+	free(cause);
+	assert_false(znode_valid_path("/a/", &cause));
+	free(cause);
+	assert_false(znode_valid_path("/zookeeper/quota", &cause));
+	free(cause);
+	assert_false(znode_valid_path("/a/../b", &cause));
+	free(cause);
+}
+
+static void
+test_uuid(void **state)
+{
+	char a[ZNODE_UUID_LEN + 1], b[ZNODE_UUID_LEN + 1];
+
+	(void)state;
+	znode_uuid(a);
+	znode_uuid(b);
+	assert_int_equal(strlen(a), 36);
+	assert_string_not_equal(a, b);
+	assert_int_equal(a[8], '-');
+	assert_int_equal(a[14], '4'); /* version 4 */
+	assert_true(strchr("89ab", a[19]) != NULL);
+}
+
+static void
+test_protected(void **state)
+{
+	const char *uuid = "0f8a3c1e-1111-4222-8333-444455556666";
+
+	(void)state;
+	assert_true(
+	    znode_is_protected("_c_0f8a3c1e-1111-4222-8333-444455556666-lock-0000000001", uuid));
+	assert_false(
+	    znode_is_protected("_c_0f8a3c1e-1111-4222-8333-444455556667-lock-0000000001", uuid));
+	assert_false(znode_is_protected("lock-0000000001", uuid));
+	/* the uuid must be followed by '-' */
+	assert_false(znode_is_protected("_c_0f8a3c1e-1111-4222-8333-444455556666xlock-1", uuid));
+}
+
+static void
+test_fix_for_sorting(void **state)
+{
+	(void)state;
+	/* Curator: the text after the LAST occurrence of the lock name, or the whole name. */
+	assert_string_equal(znode_fix_for_sorting("_c_x-lock-0000000007", "lock-"), "0000000007");
+	assert_string_equal(znode_fix_for_sorting("lock-lock-0000000007", "lock-"), "0000000007");
+	assert_string_equal(znode_fix_for_sorting("abc__lock__0000000003", "lock-"),
+	                    "abc__lock__0000000003");
+	assert_string_equal(znode_fix_for_sorting("_c_x-lease-0000000002", "lease-"), "0000000002");
+}
+
+static void
+test_sequence(void **state)
+{
+	int64_t seq;
+
+	(void)state;
+	assert_int_equal(znode_sequence("_c_u-lock-0000000042", "lock-", &seq), 0);
+	assert_int_equal(seq, 42);
+	assert_int_equal(znode_sequence("_c_u-lock-2147483647", "lock-", &seq), 0);
+	assert_int_equal(seq, INT32_MAX);
+	/* Past the wrap the server writes negative numbers, %010d-style. */
+	assert_int_equal(znode_sequence("_c_u-lock--000000042", "lock-", &seq), 0);
+	assert_int_equal(seq, -42);
+	assert_int_equal(znode_sequence("_c_u-lock--2147483648", "lock-", &seq), 0);
+	assert_int_equal(seq, INT32_MIN);
+	assert_int_not_equal(znode_sequence("_c_u-lock-", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock-12x", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock-99999999999", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("kazoo__lock__0000000001", "lock-", &seq), 0);
+}
+
+/* Sort a copy and compare with the expected order. */
+static void
+assert_sorted(const char **in, const char **want, size_t n, const char *base)
+{
+	char **names = calloc(n, sizeof *names);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		names[i] = (char *)in[i];
+	znode_sort(names, n, base);
+	for (i = 0; i < n; i++)
+		assert_string_equal(names[i], want[i]);
+	free(names);
+}
+
+static void
+test_order_curator(void **state)
+{
+	/* Different uuids must not matter: only the sequence does. */
+	const char *in[] = {"_c_ffff-lock-0000000010", "_c_0000-lock-0000000002",
+	                    "_c_aaaa-lock-0000000009", "_c_1111-lock-0000000100"};
+	const char *want[] = {"_c_0000-lock-0000000002", "_c_aaaa-lock-0000000009",
+	                      "_c_ffff-lock-0000000010", "_c_1111-lock-0000000100"};
+
+	(void)state;
+	assert_sorted(in, want, 4, "lock-");
+}
+
+static void
+test_order_unprotected_and_plain(void **state)
+{
+	/* A plain "lock-" name (old Curator, no protection) sorts by its sequence too. */
+	const char *in[] = {"_c_b-lock-0000000005", "lock-0000000003", "_c_a-lock-0000000004"};
+	const char *want[] = {"lock-0000000003", "_c_a-lock-0000000004", "_c_b-lock-0000000005"};
+
+	(void)state;
+	assert_sorted(in, want, 3, "lock-");
+}
+
+static void
+test_order_wrapped(void **state)
+{
+	/*
+	 * After the parent's cversion passes 2^31, suffixes turn negative. They are the
+	 * newest nodes: they must sort after every non-negative one (as strings, Curator
+	 * would put them first).
+	 */
+	const char *in[] = {"_c_c--2147483646", "_c_a-lock-2147483646", "_c_d-lock--2147483647",
+	                    "_c_b-lock-2147483647", "_c_e-lock--2147483648"};
+	const char *want[] = {"_c_a-lock-2147483646", "_c_b-lock-2147483647",
+	                      "_c_e-lock--2147483648", "_c_d-lock--2147483647", "_c_c--2147483646"};
+
+	(void)state;
+	/* "_c_c--2147483646" has no "lock-": its whole name does not parse: it goes last. */
+	assert_sorted(in, want, 5, "lock-");
+	assert_true(znode_compare("_c_x-lock--000000001", "_c_y-lock-0000000001", "lock-") > 0);
+}
+
+static void
+test_order_foreign_last(void **state)
+{
+	const char *in[] = {"zzz", "_c_a-lock-0000000002", "abc__lock__0000000001",
+	                    "_c_b-lock-0000000001"};
+	const char *want[] = {"_c_b-lock-0000000001", "_c_a-lock-0000000002",
+	                      "abc__lock__0000000001", "zzz"};
+
+	(void)state;
+	assert_sorted(in, want, 4, "lock-");
+}
+
+static void
+test_join_parent(void **state)
+{
+	char buf[64], *p;
+
+	(void)state;
+	p = znode_join("/", "a");
+	assert_string_equal(p, "/a");
+	free(p);
+	p = znode_join("/a/b", "c");
+	assert_string_equal(p, "/a/b/c");
+	free(p);
+	assert_int_equal(znode_parent("/a/b/c", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/a/b");
+	assert_int_equal(znode_parent("/a", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/");
+	assert_int_equal(znode_parent("/", buf, sizeof buf), -1);
+	assert_string_equal(znode_basename("/a/b/c"), "c");
+}
+
+static void
+test_lease_data_json(void **state)
+{
+	char *data = lease_data("alpha", "backup", 1700000000123ULL);
+	json_t *o = json_loads(data, 0, NULL);
+
+	(void)state;
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "node")), "alpha");
+	assert_string_equal(json_string_value(json_object_get(o, "job")), "backup");
+	assert_string_equal(json_string_value(json_object_get(o, "since")),
+	                    "2023-11-14T22:13:20.123Z");
+	assert_true(json_integer_value(json_object_get(o, "pid")) > 0);
+	json_decref(o);
+	free(data);
+}
+
+static void
+test_lock_path(void **state)
+{
+	char *p;
+
+	(void)state;
+	p = lease_lock_path("/lk", "backup", NULL, 1);
+	assert_string_equal(p, "/lk/mutex/backup");
+	free(p);
+	p = lease_lock_path("/lk", "backup", NULL, 3);
+	assert_string_equal(p, "/lk/semaphore/backup");
+	free(p);
+	p = lease_lock_path("/lk", "backup", "/curator/locks/b", 3);
+	assert_string_equal(p, "/curator/locks/b");
+	free(p);
+}
+
+static void
+test_jobrec_leases(void **state)
+{
+	(void)state;
+	assert_int_equal(jobrec_parse_leases("{\"leases\":3}", 12), 3);
+	assert_int_equal(jobrec_parse_leases("{\"leases\":0}", 12), 0);
+	assert_int_equal(jobrec_parse_leases("{\"x\":1}", 7), 0);
+	assert_int_equal(jobrec_parse_leases("not json", 8), 0);
+	assert_int_equal(jobrec_parse_leases(NULL, 0), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_valid_names),
+	    cmocka_unit_test(test_valid_paths),
+	    cmocka_unit_test(test_uuid),
+	    cmocka_unit_test(test_protected),
+	    cmocka_unit_test(test_fix_for_sorting),
+	    cmocka_unit_test(test_sequence),
+	    cmocka_unit_test(test_order_curator),
+	    cmocka_unit_test(test_order_unprotected_and_plain),
+	    cmocka_unit_test(test_order_wrapped),
+	    cmocka_unit_test(test_order_foreign_last),
+	    cmocka_unit_test(test_join_parent),
+	    cmocka_unit_test(test_lease_data_json),
+	    cmocka_unit_test(test_lock_path),
+	    cmocka_unit_test(test_jobrec_leases),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
