@@ -40,6 +40,7 @@
 #define CONFIG_DEFAULT_JOBS      "jobs/*.ini"
 #define CONFIG_DEFAULT_STATE_DIR "/var/lib/leasekeeper"
 #define CONFIG_KEY_MAX           48
+#define CONFIG_MAX_COMMAND_BYTES 32768
 #define CONFIG_KEY_CHARS         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 /* The kinds of section; the worker's come first, in the order of config_sections. */
@@ -1338,6 +1339,27 @@ config_valid_identifier(const char *name, size_t len)
 	return 1;
 }
 
+/*
+ * A job's command, arguments and environment travel to the supervisor in one message of
+ * at most 64 KiB, with leasekeeper's own variables and settings: keep them to 32 KiB.
+ */
+static void
+config_check_size(struct config_ctx *ctx, const struct config_sec *sec,
+                  const struct config_job *job)
+{
+	size_t i, total = 0;
+
+	for (i = 0; job->argv != NULL && job->argv[i] != NULL; i++)
+		total += strlen(job->argv[i]) + 2;
+	for (i = 0; i < job->nenv; i++)
+		total += strlen(job->env[i]) + 2;
+	if (total > CONFIG_MAX_COMMAND_BYTES)
+		config_error_kv(ctx, sec, config_kv_find(sec, "command"),
+		                "the command and env of job \"%s\" take %zu bytes; the most is %d: "
+		                "move long data into a file that the command reads",
+		                job->name, total, CONFIG_MAX_COMMAND_BYTES);
+}
+
 /* Check and collect the env lines of a job. */
 static void
 config_resolve_env(struct config_ctx *ctx, const struct config_sec *sec, struct config_job *job)
@@ -1628,6 +1650,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		job->workdir = xstrdup(kv->value);
 	}
 	config_resolve_env(ctx, sec, job);
+	config_check_size(ctx, sec, job);
 
 	/* output and records */
 	if ((kv = config_kv_find(sec, "log_file")) != NULL) {

@@ -342,7 +342,8 @@ exec_usage(FILE *f)
 {
 	fprintf(f, "usage: leasekeeper exec [-c FILE | --zk HOSTS] [--root PATH] [--leases N]\n"
 	           "                        [--timeout DUR] [--lock-path PATH] [--node-id ID]\n"
-	           "                        [--session-timeout DUR] [-v] NAME -- CMD [ARGS...]\n");
+	           "                        [--session-timeout DUR] [--safety-margin DUR]\n"
+	           "                        [--kill-grace DUR] [-v] NAME -- CMD [ARGS...]\n");
 	return f == stdout ? 0 : EXIT_USAGE;
 }
 
@@ -390,6 +391,8 @@ exec_main(int argc, char **argv)
 	                                         {"lock-path", required_argument, NULL, 'p'},
 	                                         {"node-id", required_argument, NULL, 'N'},
 	                                         {"session-timeout", required_argument, NULL, 's'},
+	                                         {"safety-margin", required_argument, NULL, 'm'},
+	                                         {"kill-grace", required_argument, NULL, 'g'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
@@ -402,7 +405,7 @@ exec_main(int argc, char **argv)
 	struct config_errors errors = {NULL, 0};
 	struct config *cfg = NULL;
 	const char *file = NULL, *hosts = NULL, *root = NULL, *node_id = NULL, *lock_path = NULL;
-	uint64_t session_timeout_ms = 10000, ms;
+	uint64_t session_timeout_ms = 10000, ms, margin_ms = 0, grace_ms = 0;
 	char host[HOST_NAME_MAX + 1], *cause, *data;
 	int ch, verbose = 0, rc = EXIT_USAGE;
 	size_t i;
@@ -411,7 +414,7 @@ exec_main(int argc, char **argv)
 	e.leases = 1;
 	e.kill_grace_ms = 2000;
 	e.safety_margin_ms = 1000;
-	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -438,6 +441,14 @@ exec_main(int argc, char **argv)
 			break;
 		case 's':
 			if (exec_duration("--session-timeout", optarg, &session_timeout_ms) != 0)
+				return EXIT_USAGE;
+			break;
+		case 'm':
+			if (exec_duration("--safety-margin", optarg, &margin_ms) != 0)
+				return EXIT_USAGE;
+			break;
+		case 'g':
+			if (exec_duration("--kill-grace", optarg, &grace_ms) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'v':
@@ -496,6 +507,10 @@ exec_main(int argc, char **argv)
 		e.kill_grace_ms = cfg->kill_grace_ms;
 		e.safety_margin_ms = (int)cfg->safety_margin_ms;
 	}
+	if (margin_ms > 0)
+		e.safety_margin_ms = (int)margin_ms;
+	if (grace_ms > 0)
+		e.kill_grace_ms = grace_ms;
 	if (root == NULL)
 		root = "/leasekeeper";
 	if (node_id == NULL) {
@@ -506,10 +521,12 @@ exec_main(int argc, char **argv)
 	}
 	ms = (uint64_t)e.safety_margin_ms + e.kill_grace_ms;
 	if (session_timeout_ms < 1000 || ms > session_timeout_ms / 2) {
-		fprintf(stderr,
-		        "leasekeeper exec: a session timeout of %llu ms leaves no room for the "
-		        "safety margin and kill grace (%llu ms): raise it\n",
-		        (unsigned long long)session_timeout_ms, (unsigned long long)ms);
+		fprintf(
+		    stderr,
+		    "leasekeeper exec: --safety-margin + --kill-grace (%llu ms) must be at most "
+		    "half of the session timeout (%llu ms): lower them or raise "
+		    "--session-timeout\n",
+		    (unsigned long long)ms, (unsigned long long)session_timeout_ms);
 		goto out;
 	}
 

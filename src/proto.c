@@ -218,8 +218,11 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
 
 	if (c->eof)
 		return;
-	if (len > PROTO_MAX_PAYLOAD)
-		fatalx("proto: message of %zu bytes is too large", len);
+	if (len > PROTO_MAX_PAYLOAD) {
+		/* Callers check sizes first; never send a message the peer would cut. */
+		log_warnx("proto: message of %zu bytes is too large; not sent", len);
+		return;
+	}
 	memset(&hdr, 0, sizeof hdr);
 	hdr.type = type;
 	hdr.job = job;

@@ -54,6 +54,8 @@
 
 enum sjob_state { SJOB_STARTING, SJOB_RUNNING, SJOB_ENDING };
 
+#define SV_OUTPUT_BURST (64 * 1024)
+
 /* One job the supervisor runs. */
 struct sjob {
 	struct sv *sv;
@@ -76,6 +78,7 @@ struct sjob {
 
 	int term_sent;
 	int kill_sent;
+	int leftovers;    /* the leader exited, others of its group remain */
 	uint64_t kill_at; /* 0: no SIGKILL scheduled */
 	int reaped;
 	int status;
@@ -120,11 +123,18 @@ sv_deadline(struct sv *sv, uint64_t epoch)
 	return 0;
 }
 
-/* Send sig to a job's whole process group. */
+/*
+ * Send sig to a job's whole process group. Until the child's setsid() has run there is
+ * no group yet: then the child alone is signalled (it has no children of its own yet).
+ */
 static void
 sv_signal(struct sjob *j, int sig)
 {
-	if (kill(-j->pid, sig) != 0 && errno != ESRCH)
+	if (kill(-j->pid, sig) == 0)
+		return;
+	if (errno == ESRCH && !j->reaped && kill(j->pid, sig) == 0)
+		return;
+	if (errno != ESRCH)
 		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
 }
 
@@ -196,16 +206,20 @@ sv_log_note(struct sjob *j, const char *what)
 	free(line);
 }
 
-/* Drain a job's output pipe into its log. */
+/*
+ * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
+ * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
+ */
 static void
 sv_output_cb(int fd, short what, void *arg)
 {
 	struct sjob *j = arg;
 	char buf[16384];
 	ssize_t n;
+	size_t done = 0;
 
 	(void)what;
-	for (;;) {
+	while (done < SV_OUTPUT_BURST) {
 		n = read(fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -216,6 +230,7 @@ sv_output_cb(int fd, short what, void *arg)
 			return;
 		}
 		sv_log_write(j, buf, (size_t)n);
+		done += (size_t)n;
 	}
 }
 
@@ -257,12 +272,24 @@ sv_job_check_done(struct sv *sv, struct sjob *j)
 	if (!j->reaped)
 		return;
 	if (sv_group_alive(j)) {
-		if (!j->term_sent && !j->kill_sent) {
+		/*
+		 * Leftovers: the job is not over until they are gone, so they get SIGTERM and,
+		 * after the grace but never later than the lease deadline, SIGKILL.
+		 */
+		if (!j->leftovers && !j->kill_sent) {
+			uint64_t kill_at = clock_now_ns() + j->grace_ns;
+			uint64_t deadline = sv_deadline(sv, j->epoch);
+
+			j->leftovers = 1;
 			log_info("supervisor: job %s (pid %ld) exited and left processes in its "
 			         "group: terminating them",
 			         j->name, (long)j->pid);
-			sv_job_terminate(j, SIGTERM, clock_now_ns() + j->grace_ns,
-			                 PROTO_EXIT_NORMAL);
+			sv_signal(j, SIGTERM);
+			j->term_sent = 1;
+			if (deadline != 0 && deadline < kill_at)
+				kill_at = deadline;
+			if (j->kill_at == 0 || kill_at < j->kill_at)
+				j->kill_at = kill_at;
 		}
 		return;
 	}
@@ -363,9 +390,6 @@ sv_child_exec(const struct proto_msg *msg, pid_t svpid, int errfd, int outfd)
 	gid_t gid;
 
 	setsid();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != svpid)
-		_exit(127);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&all);
@@ -441,6 +465,13 @@ sv_child_exec(const struct proto_msg *msg, pid_t svpid, int errfd, int outfd)
 	if (workdir != NULL && chdir(workdir) != 0)
 		sv_child_fail(errfd, "chdir", workdir);
 	sv_cloexec_from(STDERR_FILENO + 1);
+	/*
+	 * Die with the supervisor. Set last: changing credentials clears it. If the
+	 * supervisor is already gone, so is the point of running.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != svpid)
+		_exit(127);
 	execvp(argv[0], argv);
 	sv_child_fail(errfd, "exec", argv[0]);
 }
@@ -486,7 +517,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
 	int errpipe[2], outpipe[2] = {-1, -1};
 	sigset_t all, old;
-	pid_t pid;
+	pid_t pid, svpid;
 
 	j = xcalloc(1, sizeof *j);
 	j->sv = sv;
@@ -526,12 +557,13 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	}
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
+	svpid = getpid();
 	pid = fork();
 	if (pid == 0) {
 		close(errpipe[0]);
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
-		sv_child_exec(msg, getppid(), errpipe[1], outpipe[1]);
+		sv_child_exec(msg, svpid, errpipe[1], outpipe[1]);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(errpipe[1]);
@@ -546,8 +578,6 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		goto discard;
 	}
 	j->pid = pid;
-	/* Also here, so that a signal sent before the child's setsid finds the group. */
-	setpgid(pid, pid);
 	j->state = SJOB_STARTING;
 	j->errfd = errpipe[0];
 	fcntl(j->errfd, F_SETFL, O_NONBLOCK);
@@ -681,7 +711,7 @@ sv_schedule(struct sv *sv)
 
 #define SV_WAKE(t) (wake = (wake == 0 || (t) < wake) ? (t) : wake)
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
-		if (j->state != SJOB_ENDING && !j->reaped && !j->kill_sent) {
+		if (j->state != SJOB_ENDING && !j->kill_sent) {
 			deadline = sv_deadline(sv, j->epoch);
 			term_at = deadline > j->grace_ns ? deadline - j->grace_ns : 0;
 			if (!j->term_sent && now >= term_at) {
@@ -798,7 +828,10 @@ sv_main(int fd)
 	sv.timerfd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (sv.timerfd < 0)
 		fatal("supervisor: timerfd_create");
+	/* Two priorities: the deadline timer (0) runs before anything else that is ready. */
+	event_base_priority_init(sv.base, 2);
 	sv.timerev = event_new(sv.base, sv.timerfd, EV_READ | EV_PERSIST, sv_timer_cb, &sv);
+	event_priority_set(sv.timerev, 0);
 	event_add(sv.timerev, NULL);
 	/*
 	 * Main decides when to stop: a terminal's ^C or systemd's SIGTERM is its to handle.
@@ -1059,9 +1092,19 @@ supervisor_job_start(struct supervisor *s, uint32_t job, uint64_t epoch,
 {
 	struct supervisor_job *sj;
 
+	char why[128];
+
 	if (s->dead) {
 		if (s->cb.start_failed != NULL)
 			s->cb.start_failed(job, "the supervisor is gone", s->arg);
+		return;
+	}
+	if (spec->len > PROTO_MAX_PAYLOAD) {
+		snprintf(why, sizeof why,
+		         "the command and its environment take %zu bytes; the most is %d",
+		         spec->len, PROTO_MAX_PAYLOAD);
+		if (s->cb.start_failed != NULL)
+			s->cb.start_failed(job, why, s->arg);
 		return;
 	}
 	sj = xcalloc(1, sizeof *sj);

@@ -114,6 +114,7 @@ struct zk {
 	struct event *kick;      /* re-arm and dispatch soon, outside any library call */
 	struct event *heartbeat; /* every T/3 */
 	struct event *reinit;    /* open a new handle after expiry or a failed init */
+	struct event *resync;    /* requests failed while we stayed connected: resume */
 
 	TAILQ_HEAD(, zk_op) ops;
 	TAILQ_HEAD(, zk_sub) subs;
@@ -157,11 +158,18 @@ zk_answered(int rc)
 	       rc == ZINVALIDACL;
 }
 
-/* Whether rc means the request's fate is unknown because the connection dropped. */
+/*
+ * Whether rc means the request's fate is unknown: it may have reached the server. Not
+ * only connection losses: when a send fails, the single-threaded client can also fail
+ * requests already sent with ZRUNTIMEINCONSISTENCY, ZSYSTEMERROR or ZMARSHALLINGERROR.
+ * Everything that is neither an answer nor a request the library never issued counts.
+ */
 int
 zk_connection_error(int rc)
 {
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+	return rc != ZOK && !zk_answered(rc) && rc != ZBADARGUMENTS && rc != ZINVALIDSTATE &&
+	       rc != ZCLOSING && rc != ZSESSIONEXPIRED && rc != ZAUTHFAILED &&
+	       rc != ZINVALIDCALLBACK && rc != ZNOTHING;
 }
 
 /* Move to a new state, logging the transition by name. */
@@ -649,8 +657,17 @@ zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 {
 	struct zk_reply reply;
 	struct zk_sub *sub;
+	struct timeval tv = {0, 200000};
 
 	zk_note_answer(zk, op);
+	/*
+	 * Owners retry requests of unknown fate after a reconnect. The library may drop and
+	 * re-open its socket without a state change we would see: then say "reconnected"
+	 * ourselves, a little later, so that nothing waits for ever.
+	 */
+	if (zk_connection_error(op->rc) && zk->state == ZK_STATE_CONNECTED &&
+	    op->epoch == zk->epoch && !evtimer_pending(zk->resync, NULL))
+		evtimer_add(zk->resync, &tv);
 	if (op->wcb != NULL && op->rc == ZOK && op->epoch == zk->epoch) {
 		sub = xcalloc(1, sizeof *sub);
 		sub->kind = op->type == ZK_OP_CHILDREN ? ZK_SUB_CHILD : ZK_SUB_DATA;
@@ -790,6 +807,7 @@ zk_dispatch_session(struct zk *zk, int state)
 			zk_emit(zk, ZK_EVENT_SESSION_NEW);
 		} else {
 			zk_set_state(zk, ZK_STATE_CONNECTED);
+			evtimer_del(zk->resync);
 			log_info("zookeeper: session 0x%llx reconnected",
 			         (unsigned long long)zk->session_id);
 			zk_heartbeat_send(zk);
@@ -822,6 +840,22 @@ zk_dispatch_session(struct zk *zk, int state)
 		tv.tv_sec = 10;
 		evtimer_add(zk->reinit, &tv);
 	}
+}
+
+/* Requests failed with an unknown fate but no disconnect was reported: resume as after one. */
+static void
+zk_resync_cb(int fd, short what, void *arg)
+{
+	struct zk *zk = arg;
+
+	(void)fd;
+	(void)what;
+	if (zk->state != ZK_STATE_CONNECTED || zk->closing)
+		return;
+	log_info("zookeeper: requests failed without a reported disconnect; resuming");
+	zk_heartbeat_send(zk);
+	zk_gdelete_retry(zk);
+	zk_emit(zk, ZK_EVENT_RECONNECTED);
 }
 
 /* Deliver every queued record, in order. */
@@ -889,6 +923,11 @@ zk_arm(struct zk *zk)
 	if (rc == ZINVALIDSTATE) {
 		/* Expired or auth failed: the session handler opens a new handle. */
 		return;
+	}
+	if (rc != ZOK && tv.tv_sec == 0 && tv.tv_usec < 100000) {
+		/* It failed before choosing a timeout (a host that does not resolve): back off. */
+		tv.tv_sec = 0;
+		tv.tv_usec = 100000;
 	}
 	if (fd >= 0) {
 		if (interest & ZOOKEEPER_READ)
@@ -997,6 +1036,7 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	zk->kick = event_new(base, -1, 0, zk_kick_cb, zk);
 	zk->heartbeat = evtimer_new(base, zk_heartbeat_timer_cb, zk);
 	zk->reinit = evtimer_new(base, zk_reinit_cb, zk);
+	zk->resync = evtimer_new(base, zk_resync_cb, zk);
 	tv.tv_sec = timeout_ms / 3 / 1000;
 	tv.tv_usec = (timeout_ms / 3 % 1000) * 1000;
 	evtimer_add(zk->heartbeat, &tv);
@@ -1015,6 +1055,7 @@ zk_close(struct zk *zk)
 	zk_set_state(zk, ZK_STATE_CLOSING);
 	evtimer_del(zk->heartbeat);
 	evtimer_del(zk->reinit);
+	evtimer_del(zk->resync);
 	if (zk->zh != NULL && zk->session_id != 0)
 		log_info("zookeeper: closing session 0x%llx", (unsigned long long)zk->session_id);
 	zk_close_handle(zk);
@@ -1043,6 +1084,7 @@ zk_free(struct zk *zk)
 	event_free(zk->kick);
 	event_free(zk->heartbeat);
 	event_free(zk->reinit);
+	event_free(zk->resync);
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk);

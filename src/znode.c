@@ -195,7 +195,11 @@ znode_fix_for_sorting(const char *name, const char *base)
 	return last == NULL ? name : last + blen;
 }
 
-/* Parse the sequence suffix after base: "0000000042" or a wrapped "-000000042". */
+/*
+ * Parse the sequence suffix after base as the server writes it (printf "%010d"): ten
+ * digits, or after the wrap a '-' and nine or ten digits ("-000000042", "-2147483648").
+ * Only these forms order numerically exactly as they order as strings.
+ */
 int
 znode_sequence(const char *name, const char *base, int64_t *seq)
 {
@@ -212,7 +216,7 @@ znode_sequence(const char *name, const char *base, int64_t *seq)
 		if (++digits > 10)
 			return -1;
 	}
-	if (*p != '\0' || digits == 0)
+	if (*p != '\0' || (!neg && digits != 10) || (neg && digits < 9))
 		return -1;
 	if (neg)
 		v = -v;

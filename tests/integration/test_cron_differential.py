@@ -43,14 +43,13 @@ and printed with examples; any other difference fails the test.
 import bisect
 import calendar
 import datetime
+import importlib.metadata
 import os
 import random
 import subprocess
 import sys
 import time
 from zoneinfo import ZoneInfo
-
-import importlib.metadata
 
 import croniter as croniter_module
 import pytz
@@ -507,7 +506,8 @@ def main():
         if raw == ours_next:
             raw_agree += 1
             continue
-        i = next(j for j in range(K) if j >= len(raw) or j >= len(ours_next) or raw[j] != ours_next[j])
+        i = next(j for j in range(K)
+                 if j >= len(raw) or j >= len(ours_next) or raw[j] != ours_next[j])
         hi = max([v[i] for v in (raw, ours_next) if i < len(v)] or [x])
         if not zone.changes_between(x - DAY, hi + DAY):
             failures.append("croniter with the zone differs with no offset change near: %s: "

@@ -9,9 +9,10 @@
 //
 // mutex/semaphore acquire (InterProcessMutex / InterProcessSemaphoreV2), append a start line
 // to RECORD_FILE in lk-record's format, hold HOLD_MS, append an end line, release; CYCLES
-// times (a cycle whose acquire fails is skipped and counted), then print "done". hold/hold-semaphore acquire, print "acquired", and release when
-// stdin closes or a line "release" arrives, then print "released". clock prints
-// "nanotime T" (System.nanoTime(), CLOCK_MONOTONIC on Linux) and exits.
+// times (a cycle whose acquire fails prints "error acquiring" and counts as done), then
+// print "done". hold/hold-semaphore acquire, print "acquired", and release when stdin
+// closes or a line "release" arrives, then print "released". clock prints "nanotime T"
+// (System.nanoTime(), CLOCK_MONOTONIC on Linux) and exits.
 //
 // Every mode prints "ready" once connected, connection state changes as "state NAME", and
 // flushes each line. If the connection is SUSPENDED or LOST while a lease is held, the peer
@@ -111,7 +112,8 @@ public class CuratorPeer {
 
     // Block until stdin closes or says "release".
     static void waitForRelease() throws IOException {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
             if (line.trim().equals("release")) {

@@ -116,6 +116,10 @@ test_sequence(void **state)
 	assert_int_not_equal(znode_sequence("_c_u-lock-12x", "lock-", &seq), 0);
 	assert_int_not_equal(znode_sequence("_c_u-lock-99999999999", "lock-", &seq), 0);
 	assert_int_not_equal(znode_sequence("kazoo__lock__0000000001", "lock-", &seq), 0);
+	/* Not the server's %010d form: as strings they would not order like numbers. */
+	assert_int_not_equal(znode_sequence("_c_u-lock-42", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock-00000000042", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock--42", "lock-", &seq), 0);
 }
 
 /* Sort a copy and compare with the expected order. */

@@ -3,6 +3,7 @@ failure. Plus main(), wait_until() and the config writers."""
 
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -184,11 +185,16 @@ class TestCase(unittest.TestCase):
             self._lk_logs.append(path)
 
     def _failed(self):
+        """Whether the test failed so far. outcome.success cannot tell: unittest resets it
+        around each clean-up; the result's lists (3.11+) or outcome.errors (older) can."""
         outcome = getattr(self, "_outcome", None)
         if outcome is None:
             return False
-        if not getattr(outcome, "success", True):
-            return True
+        result = getattr(outcome, "result", None)
+        if result is not None:
+            for test, _ in list(result.errors) + list(result.failures):
+                if test is self or getattr(test, "test_case", None) is self:  # subTests too
+                    return True
         errors = getattr(outcome, "errors", None)  # Python < 3.11
         return bool(errors and any(exc for _, exc in errors))
 
@@ -201,14 +207,34 @@ class TestCase(unittest.TestCase):
                 getattr(obj, how)()
             except Exception as e:  # keep cleaning up
                 problems.append("%r.%s(): %s" % (obj, how, e))
-        if failed or problems:
+        sanitizer = self._sanitizer_reports()
+        if failed or problems or sanitizer:
             self._dump_logs()
         for p in problems:
             sys.stderr.write("lktest: clean-up problem: %s\n" % p)
-        if failed or self.keep_dir:
+        if failed or self.keep_dir or sanitizer:
             sys.stderr.write("lktest: test dir kept: %s\n" % self._lk_dir)
         else:
             shutil.rmtree(self._lk_dir, ignore_errors=True)
+        if sanitizer:
+            raise AssertionError("sanitizer reports in the logs of this test:\n" +
+                                 "\n".join(sanitizer))
+
+    _SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: |"
+                            r"WARNING: ThreadSanitizer")
+
+    def _sanitizer_reports(self):
+        """Lines of AddressSanitizer, LeakSanitizer or UBSan reports in any log we know."""
+        found = []
+        for p in self._lk_logs:
+            try:
+                with open(p, "r", errors="replace") as f:
+                    for line in f:
+                        if self._SANITIZER.search(line):
+                            found.append("%s: %s" % (p, line.rstrip()))
+            except OSError:
+                continue
+        return found
 
     def _dump_logs(self):
         out = sys.stderr

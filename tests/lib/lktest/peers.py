@@ -21,7 +21,7 @@ __all__ = ["curator_peer", "curator_peer_argv", "compile_curator_peer"]
 CURATOR_CLASSPATH = "/usr/share/java/curator-recipes.jar"  # its manifest pulls in the rest
 LOGGER_JAR = "/usr/share/java/slf4j-simple.jar"
 JAVAC = shutil.which("javac") or "/usr/bin/javac"
-PEER_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+PEER_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
                  "-Djava.net.preferIPv4Stack=true",
                  "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                  "-Dorg.slf4j.simpleLogger.showDateTime=true"]

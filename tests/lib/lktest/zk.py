@@ -25,6 +25,7 @@ SERVER_CLASSPATH = ":".join([
 ])
 # Small, quick JVM: C1 only and the serial collector start faster and use less memory.
 JVM_OPTS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",  # no /tmp/hsperfdata_* files left by killed JVMs
             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.jmx.log4j.disable=true"]
 SERVING_MODES = ("standalone", "leader", "follower", "observer")
