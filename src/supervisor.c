@@ -157,30 +157,34 @@ sv_job_terminate(struct sjob *j, int sig, uint64_t kill_at, enum proto_exit_reas
 		j->kill_at = kill_at;
 }
 
-/* Write job output to its log, rotating to LOG.1 at the size cap. */
+/* Write job output to its log; at the size cap the log becomes LOG.1 and a new one starts. */
 static void
 sv_log_write(struct sjob *j, const char *buf, size_t len)
 {
 	char *old;
 	ssize_t n;
+	size_t chunk;
 
-	if (j->logfd < 0)
-		return;
-	if (j->log_max > 0 && j->log_size + len > j->log_max && j->log_size > 0) {
-		xasprintf(&old, "%s.1", j->log_path);
-		if (rename(j->log_path, old) != 0)
-			log_warn("supervisor: rename %s", j->log_path);
-		free(old);
-		close(j->logfd);
-		j->logfd = open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-		if (j->logfd < 0) {
-			log_warn("supervisor: open %s", j->log_path);
-			return;
+	while (len > 0 && j->logfd >= 0) {
+		if (j->log_max > 0 && j->log_size >= j->log_max) {
+			xasprintf(&old, "%s.1", j->log_path);
+			if (rename(j->log_path, old) != 0)
+				log_warn("supervisor: rename %s", j->log_path);
+			free(old);
+			close(j->logfd);
+			j->logfd =
+			    open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+			if (j->logfd < 0) {
+				log_warn("supervisor: open %s", j->log_path);
+				return;
+			}
+			j->log_size = 0;
 		}
-		j->log_size = 0;
-	}
-	while (len > 0) {
-		n = write(j->logfd, buf, len);
+		/* Never past the cap: the rest goes to the next file. */
+		chunk = len;
+		if (j->log_max > 0 && chunk > j->log_max - j->log_size)
+			chunk = (size_t)(j->log_max - j->log_size);
+		n = write(j->logfd, buf, chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -902,6 +906,8 @@ struct supervisor {
 	struct supervisor_cb cb;
 	void *arg;
 	int dead;
+	struct event *gone_timer; /* waiting for the dead supervisor's jobs to be gone */
+	uint64_t gone_until;
 	TAILQ_HEAD(, supervisor_job) jobs;
 };
 
@@ -954,8 +960,46 @@ supervisor_msg_cb(const struct proto_msg *msg, void *arg)
 }
 
 /*
+ * Whether every process group of the dead supervisor's jobs is gone. Main is a child
+ * subreaper, so the orphans come to it and its SIGCHLD handler reaps them: a group whose
+ * last process has been reaped no longer exists.
+ */
+static int
+supervisor_groups_gone(struct supervisor *s)
+{
+	struct supervisor_job *sj;
+
+	TAILQ_FOREACH(sj, &s->jobs, entry) {
+		if (sj->pgid > 0 && (kill(-sj->pgid, 0) == 0 || errno == EPERM))
+			return 0;
+	}
+	return 1;
+}
+
+/* Tell main's owner once the dead supervisor's jobs are really gone (or after 5 s). */
+static void
+supervisor_gone_cb(int fd, short what, void *arg)
+{
+	struct supervisor *s = arg;
+	struct timeval tv = {0, 10000};
+
+	(void)fd;
+	(void)what;
+	if (!supervisor_groups_gone(s) && clock_now_ns() < s->gone_until) {
+		evtimer_add(s->gone_timer, &tv);
+		return;
+	}
+	if (!supervisor_groups_gone(s))
+		log_warnx("processes of jobs of the dead supervisor are still alive after 5 s");
+	if (s->cb.died != NULL)
+		s->cb.died(s->arg);
+}
+
+/*
  * The supervisor is gone. Its jobs die with it (PR_SET_PDEATHSIG), but their own children
- * do not inherit that: kill every job's process group from here as well.
+ * do not inherit that: kill every job's process group from here as well, and report the
+ * death (after which leases are released) only once those groups are gone, since both
+ * kills take effect asynchronously.
  */
 static void
 supervisor_eof_cb(void *arg)
@@ -972,8 +1016,8 @@ supervisor_eof_cb(void *arg)
 			log_warnx("killed process group %ld of a job left behind by the supervisor",
 			          (long)sj->pgid);
 	}
-	if (s->cb.died != NULL)
-		s->cb.died(s->arg);
+	s->gone_until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
+	supervisor_gone_cb(-1, 0, s);
 }
 
 /* Fork the supervisor. */
@@ -1011,6 +1055,10 @@ supervisor_start(struct event_base *base, const struct supervisor_cb *cb, void *
 	s->cb = *cb;
 	s->arg = arg;
 	TAILQ_INIT(&s->jobs);
+	s->gone_timer = evtimer_new(base, supervisor_gone_cb, s);
+	/* Orphans of a dead supervisor come to us, so that we can tell when they are gone. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		log_warn("PR_SET_CHILD_SUBREAPER");
 	s->conn = proto_conn_new(base, sp[0], supervisor_msg_cb, supervisor_eof_cb, s);
 	log_debug("supervisor started, pid %ld", (long)pid);
 	return s;
@@ -1050,6 +1098,8 @@ supervisor_free(struct supervisor *s)
 	pid_t pid = s->pid;
 
 	s->dead = 1;
+	evtimer_del(s->gone_timer);
+	event_free(s->gone_timer);
 	proto_conn_free(s->conn);
 	while (pid > 0) {
 		if (waitpid(pid, &status, WNOHANG) == pid || errno == ECHILD)

@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+# ctest: timeout=600
+"""@continuous jobs in `leasekeeper run`, three workers on one ZooKeeper: one holder of a
+mutex job, two of a 2-lease semaphore job, graceful hand-over, restarts with back-off and
+hand-over after repeated failures, the job environment, lease-count conflicts and
+set-leases, a job that cannot start, the per-job log and its cap, the HTTP endpoint, and
+a supervisor killed under a running job."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+NAMES = ("alpha", "beta", "gamma")
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+T = "4s"
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+
+
+class ContinuousTest(lktest.TestCase):
+    def start_workers(self, jobs_for, names=NAMES, http=False, hosts=None):
+        """One worker per name; jobs_for(name) gives its jobs dict. Returns {name: Proc}."""
+        procs = {}
+        self.ports = {}
+        for n in names:
+            extra = {}
+            if http:
+                self.ports[n] = lktest.free_port()
+                extra["http"] = {"listen": "127.0.0.1:%d" % self.ports[n]}
+            cfg = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": T},
+                                    safety=SAFETY, worker={"allow_root_jobs": True},
+                                    jobs=jobs_for(n), extra=extra)
+            procs[n] = self.worker(cfg, name=n)
+        for n in names:
+            procs[n].wait_log(r"registered as", timeout=30)
+        return procs
+
+    def record_job(self, rec, **kw):
+        def jobs_for(name):
+            return {"work": dict({"command": rec.command(name), "restart_backoff": "200ms"}, **kw)}
+        return jobs_for
+
+    def running(self, rec):
+        """Names whose latest run has started and not ended or died."""
+        live = {}
+        for r in rec.records():
+            if r.kind == "start":
+                live[r.pid] = r.who
+            elif r.kind in ("end", "death"):
+                live.pop(r.pid, None)
+        return sorted(live.values())
+
+    def http_get(self, name, path):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.ports[name], path),
+                                    timeout=10) as r:
+            return r.status, r.read().decode()
+
+    def test_mutex_job_runs_on_exactly_one_worker(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+        self.start_workers(self.record_job(rec))
+        rec.wait_for("start", timeout=30)
+        time.sleep(3)
+        self.assertEqual(len(self.running(rec)), 1)
+        self.assertEqual(len(rec.starts()), 1)
+        r = subprocess.run([lktest.leasekeeper_bin(), "status", "--zk", self.zk.connect_string,
+                            "--json"], capture_output=True, text=True, timeout=60)
+        job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "work"][0]
+        self.assertEqual(len(job["holders"]), 1)
+        self.assertEqual(len(job["waiters"]), 2)
+        self.assertEqual(job["holders"][0]["node"], self.running(rec)[0])
+        self.assertEqual(len(json.loads(r.stdout)["workers"]), 3)
+        self.assert_safe(rec)
+
+    def assert_safe(self, rec, leases=1):
+        rep = rec.check(leases=leases)
+        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+        return rep
+
+    def test_semaphore_job_runs_on_two_workers(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs_for(name):
+            return {"pool": {"command": rec.command(name, slots=2), "leases": 2}}
+
+        self.start_workers(jobs_for)
+        rec.wait_for("start", count=2, timeout=30)
+        time.sleep(3)
+        self.assertEqual(len(self.running(rec)), 2)
+        self.assertEqual(len(rec.starts()), 2)
+        self.assert_safe(rec, leases=2)
+
+    def test_graceful_stop_hands_over_within_about_a_second(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+        procs = self.start_workers(self.record_job(rec))
+        handovers = []
+        for _ in range(3):
+            first = rec.wait_for("start", count=len(handovers) + 1, timeout=30)[-1]
+            holder = first.who
+            t0 = time.monotonic_ns()
+            procs[holder].signal(signal.SIGTERM)
+            self.assertEqual(procs[holder].wait(timeout=10), 0)
+            nxt = rec.wait_for("start", count=len(handovers) + 2, timeout=20)[-1]
+            self.assertNotEqual(nxt.who, holder)
+            handovers.append((nxt.t_ns - t0) / 1e6)
+            # the stopped worker comes back and queues again
+            procs[holder] = self.worker(self.path(holder, "worker.ini"), name=holder + "-again")
+            procs[holder].wait_log(r"registered as", timeout=30)
+        print("\ngraceful hand-over, SIGTERM to the next start (ms): %s" %
+              ", ".join("%.0f" % h for h in handovers), file=sys.stderr)
+        self.assertLess(max(handovers), 5000)
+        self.assert_safe(rec)
+
+    def test_restarts_with_backoff_then_hands_the_lease_over(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs_for(name):
+            return {"flaky": {"command": rec.command(name, hold_ms=50, exit=3),
+                              "restart_backoff": "300ms", "max_failures": 3}}
+
+        procs = self.start_workers(jobs_for)
+        first = rec.wait_for("start", timeout=30)[0].who
+        starts = rec.wait_for("start", count=4, timeout=30)
+        mine = [s for s in starts if s.who == first]
+        self.assertGreaterEqual(len(mine), 3)
+        self.assertNotEqual(starts[3].who, first, "after 3 failures another host takes over")
+        procs[first].wait_log(r"failed 3 times in a row: giving the lease up", timeout=10)
+        gaps = [(mine[i + 1].t_ns - mine[i].t_ns) / 1e6 for i in range(2)]
+        # Back-off doubles (with +-20% jitter): ~300 ms, then ~600 ms, plus the 50 ms run.
+        self.assertGreater(gaps[1], gaps[0] * 1.2, "the back-off must grow: %s" % gaps)
+        self.assertGreater(gaps[0], 250)
+        self.assert_safe(rec)
+
+    def test_job_environment(self):
+        self.start_zookeeper()
+        out = self.path("env.out")
+        jobs = {"envjob": {"command": "env | grep ^LEASEKEEPER_ | sort > %s.$LEASEKEEPER_NODE;"
+                                      " sleep 1000" % out}}
+        self.start_workers(lambda n: jobs, names=("alpha",))
+        self.wait_until(lambda: os.path.exists(out + ".alpha") and
+                        os.path.getsize(out + ".alpha") > 0, timeout=30)
+        time.sleep(0.2)
+        env = dict(l.split("=", 1) for l in read(out + ".alpha").split())
+        self.assertEqual(env["LEASEKEEPER_JOB"], "envjob")
+        self.assertEqual(env["LEASEKEEPER_NODE"], "alpha")
+        self.assertEqual(env["LEASEKEEPER_LEASES"], "1")
+        self.assertEqual(env["LEASEKEEPER_DEADLINE_MS"], "3500")
+        kz = self.kazoo()
+        node = kz.get_children("/leasekeeper/mutex/envjob")[0]
+        czxid = kz.exists("/leasekeeper/mutex/envjob/" + node).czxid
+        self.assertEqual(int(env["LEASEKEEPER_FENCE"]), czxid)
+        self.assertNotIn("LEASEKEEPER_TICK", env)
+
+    def test_lease_count_conflict_and_set_leases(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs_for(name):
+            leases = 1 if name == "alpha" else 2
+            return {"shared": {"command": rec.command(name, slots=2), "leases": leases}}
+
+        procs = self.start_workers(jobs_for, names=("alpha", "beta"), http=True)
+        rec.wait_for("start", who="alpha", timeout=30)
+        procs["beta"].wait_log(r"the cluster agreed on 1 lease\(s\) but this worker is "
+                               r"configured with 2: not contending", timeout=20)
+        _, metrics = self.http_get("beta", "/metrics")
+        self.assertIn('leasekeeper_job_lease_conflict{job="shared"} 1', metrics)
+        self.assertEqual(rec.count("start", "beta"), 0)
+        r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
+                            self.zk.connect_string, "shared", "2"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rec.wait_for("start", who="beta", timeout=20)
+        procs["alpha"].wait_log(r"the cluster agreed on 2 lease\(s\) but this worker is "
+                                r"configured with 1", timeout=20)
+        self.wait_until(lambda: self.running(rec) == ["beta"], timeout=20,
+                        msg="alpha must stop its run once the count changed")
+        _, metrics = self.http_get("alpha", "/metrics")
+        self.assertIn('leasekeeper_job_lease_conflict{job="shared"} 1', metrics)
+
+    def test_a_job_that_cannot_start_is_recorded_and_the_worker_runs_on(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+        jobs = {"broken": {"command": "/nonexistent/program --flag", "shell": False,
+                           "restart_backoff": "200ms", "max_failures": 2},
+                "fine": {"command": rec.command("alpha")}}
+        procs = self.start_workers(lambda n: jobs, names=("alpha",))
+        procs["alpha"].wait_log(r"job broken: could not start: exec /nonexistent/program",
+                                timeout=30)
+        rec.wait_for("start", who="alpha", timeout=30)
+        kz = self.kazoo()
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/broken/runs") and
+                        kz.get_children("/leasekeeper/jobs/broken/runs"), timeout=20)
+        run = kz.get_children("/leasekeeper/jobs/broken/runs")[0]
+        data = json.loads(kz.get("/leasekeeper/jobs/broken/runs/" + run)[0])
+        self.assertEqual(data["reason"], "failed")
+        self.assertIn("/nonexistent/program", data["error"])
+        self.assertTrue(procs["alpha"].alive())
+
+    def test_output_goes_to_a_capped_log_file(self):
+        self.start_zookeeper()
+        jobs = {"chatty": {"command": "i=0; while [ $i -lt 400 ]; do echo line $i "
+                                      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; "
+                                      "i=$((i+1)); done; sleep 1000",
+                           "log_max": "4K"}}
+        self.start_workers(lambda n: jobs, names=("alpha",))
+        log = self.path("alpha", "state", "jobs", "chatty.log")
+        self.wait_until(lambda: os.path.exists(log + ".1"), timeout=30,
+                        msg="the log was never rotated")
+        self.wait_until(lambda: "line 399" in read(log), timeout=30)
+        self.assertLessEqual(os.path.getsize(log), 4096)
+        self.assertLessEqual(os.path.getsize(log + ".1"), 4096)
+        self.assertIn("line 398", read(log) + read(log + ".1"))
+
+    def test_http_status_and_health(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+        self.start_workers(self.record_job(rec), names=("alpha",), http=True)
+        rec.wait_for("start", who="alpha", timeout=30)
+        code, body = self.http_get("alpha", "/health")
+        self.assertEqual(code, 200)
+        code, body = self.http_get("alpha", "/status")
+        st = json.loads(body)
+        self.assertEqual(st["node"], "alpha")
+        self.assertEqual(st["session_state"], "CONNECTED")
+        self.assertGreater(st["lease_deadline_in_ms"], 0)
+        job = st["jobs"][0]
+        self.assertEqual((job["name"], job["state"], job["lease_held"]), ("work", "RUNNING", True))
+        self.assertGreater(job["fence"], 0)
+
+    def test_killed_supervisor_kills_the_job_and_the_worker_recovers(self):
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs_for(name):
+            return {"work": {"command": rec.command(name, grandchildren=2),
+                             "restart_backoff": "200ms"}}
+
+        procs = self.start_workers(jobs_for, names=("alpha",))
+        first = rec.wait_for("start", who="alpha", timeout=30)[0]
+        sv = int(re.search(r"supervisor pid (\d+)", procs["alpha"].log_text()).group(1))
+        os.kill(sv, signal.SIGKILL)
+        rec.wait_for("death", who="alpha", timeout=10)
+        procs["alpha"].wait_log(r"started a new supervisor", timeout=20)
+        second = rec.wait_for("start", count=2, timeout=30)[1]
+        self.assertNotEqual(second.pid, first.pid)
+        # The grandchildren held the flock too: a second start that found it held would
+        # have written an overlap line.
+        self.assert_safe(rec)
+
+
+if __name__ == "__main__":
+    lktest.main()
