@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+# ctest: timeout=900 serial
+"""The chaos suite: three workers share a @continuous mutex job whose command (lk-record)
+records its start in a shared file and holds an flock; a DeathWatcher records when each
+run dies; check_overlaps counts runs that started while another was alive (by time, and
+by the kernel's flock, which covers a run's whole process group). Faults, each repeated:
+
+1. SIGSTOP the holder's main process for 3T, then SIGCONT.
+2. kill -9 the holder's main process.
+3. kill -9 the holder's supervisor.
+4. Blackhole the holder's connection for 2T; and for T/4, which must not interrupt.
+5. Kill the leader of a 3-server ensemble: the job must not be interrupted.
+6. A job that forks grandchildren and ignores SIGTERM, holder stopped.
+
+For each scenario the suite prints the overlap count (the assertion: 0) and the smallest
+gap between the old run's death and the next run's start, and appends them to
+$LEASEKEEPER_BUILD_DIR/chaos-results.txt.
+"""
+
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+NAMES = ("alpha", "beta", "gamma")
+T_S = 4.0
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+REPS = int(os.environ.get("LKTEST_CHAOS_REPS", "3"))
+RESULTS = []
+
+
+def report(scenario, rec, gaps, reps=REPS):
+    rep = rec.check(leases=1)
+    line = "%-34s reps %d  overlaps %d  flock overlaps %d  smallest death->start gap %s" % (
+        scenario, reps, rep.overlaps, rep.flock_overlaps,
+        "%.0f ms" % min(gaps) if gaps else "-")
+    RESULTS.append(line)
+    sys.stderr.write("\nchaos: %s\n" % line)
+    out = os.environ.get("LEASEKEEPER_BUILD_DIR")
+    if out:
+        with open(os.path.join(out, "chaos-results.txt"), "a") as f:
+            f.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), line))
+    return rep
+
+
+class ChaosTest(lktest.TestCase):
+    def cluster(self, rec_kw=None, ensemble=False, proxies=True):
+        """ZooKeeper (or an ensemble), the record file, and three workers (each behind its
+        own proxy) running the job "chaos": lk-record with rec_kw."""
+        if ensemble:
+            self.start_ensemble(3)
+        else:
+            self.start_zookeeper()
+        self.rec = self.record_file()
+        self.procs, self.proxies, self.cfgs = {}, {}, {}
+        for n in NAMES:
+            hosts = self.zk.connect_string
+            if proxies:
+                self.proxies[n] = self.proxy(name="proxy-" + n)
+                hosts = self.proxies[n].connect_string
+            job = {"command": self.rec.command(n, **(rec_kw or {})), "restart_backoff": "200ms"}
+            self.cfgs[n] = self.write_config(name=n, hosts=hosts,
+                                             zookeeper={"session_timeout": "%ds" % T_S},
+                                             safety=SAFETY, worker={"allow_root_jobs": True},
+                                             jobs={"chaos": job})
+            self.start_worker(n)
+        self.rec.wait_for("start", timeout=30)
+        time.sleep(1.0)
+
+    def start_worker(self, n):
+        p = self.worker(self.cfgs[n], name="%s-%d" % (n, int(time.monotonic() * 1000)))
+        self.procs[n] = p
+        p.wait_log(r"registered as", timeout=T_S + 30)
+        return p
+
+    def supervisor_pid(self, n):
+        text = self.procs[n].log_text()
+        pids = re.findall(r"supervisor pid (\d+)|started a new supervisor, pid (\d+)", text)
+        last = pids[-1]
+        return int(last[0] or last[1])
+
+    def running(self):
+        live = {}
+        for r in self.rec.records():
+            if r.kind == "start":
+                live[r.pid] = r
+            elif r.kind in ("end", "death"):
+                live.pop(r.pid, None)
+        return sorted(live.values(), key=lambda r: r.t_ns)
+
+    def holder(self):
+        self.wait_until(lambda: len(self.running()) == 1, timeout=30,
+                        msg="expected exactly one running job")
+        return self.running()[0]
+
+    def takeover(self, old):
+        """Wait for old's run to die and another worker's run to start; return the gap (ms)."""
+        self.wait_until(lambda: any(d.pid == old.pid for d in self.rec.records()
+                                    if d.kind == "death"), timeout=30,
+                        msg="the old run never died")
+        death = [d for d in self.rec.records() if d.kind == "death" and d.pid == old.pid][0]
+        self.wait_until(lambda: any(s.t_ns > old.t_ns and s.who != old.who
+                                    for s in self.rec.starts()), timeout=30,
+                        msg="no other worker took over")
+        new = [s for s in self.rec.starts() if s.t_ns > old.t_ns and s.who != old.who][0]
+        self.assertLess(death.t_ns, new.t_ns, "the new run started before the old one died")
+        return (new.t_ns - death.t_ns) / 1e6
+
+    def assert_safe(self, rep):
+        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+
+    # -- scenarios --------------------------------------------------------------------------
+
+    def test_1_sigstop_main_for_3T(self):
+        self.cluster()
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            main = self.procs[old.who].pid
+            t0 = time.monotonic()
+            os.kill(main, signal.SIGSTOP)
+            try:
+                gaps.append(self.takeover(old))
+                time.sleep(max(0.0, t0 + 3 * T_S - time.monotonic()))
+            finally:
+                os.kill(main, signal.SIGCONT)
+            self.procs[old.who].wait_log(r"expired; opening a new one", timeout=30)
+            self.procs[old.who].wait_log(r"registered as", timeout=30)
+            time.sleep(1.0)
+            self.assertEqual(len(self.running()), 1,
+                             "the stopped worker must not run the job while another holds it")
+        self.assert_safe(report("1 SIGSTOP main 3T", self.rec, gaps))
+
+    def test_2_kill9_main(self):
+        self.cluster()
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            t_kill = time.monotonic_ns()
+            os.kill(self.procs[old.who].pid, signal.SIGKILL)
+            death = self.rec.wait_for("death", who=old.who, timeout=10)
+            death = [d for d in death if d.pid == old.pid][0]
+            self.assertLess((death.t_ns - t_kill) / 1e6, 1000,
+                            "the job must die at once when main dies")
+            gaps.append(self.takeover(old))
+            self.start_worker(old.who)
+        self.assert_safe(report("2 kill -9 main", self.rec, gaps))
+
+    def test_3_kill9_supervisor(self):
+        self.cluster()
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            t_kill = time.monotonic_ns()
+            os.kill(self.supervisor_pid(old.who), signal.SIGKILL)
+            gaps.append(self.takeover(old))
+            death = [d for d in self.rec.records() if d.kind == "death" and d.pid == old.pid][0]
+            self.assertLess((death.t_ns - t_kill) / 1e6, 1000)
+            self.procs[old.who].wait_log(r"started a new supervisor", timeout=20)
+            self.assertTrue(self.procs[old.who].alive())
+        self.assert_safe(report("3 kill -9 supervisor", self.rec, gaps))
+
+    def test_4_blackhole_2T_and_T_over_4(self):
+        self.cluster()
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            proxy = self.proxies[old.who]
+            t0 = time.monotonic()
+            proxy.blackhole()
+            try:
+                gaps.append(self.takeover(old))
+                time.sleep(max(0.0, t0 + 2 * T_S - time.monotonic()))
+            finally:
+                proxy.heal()
+            self.procs[old.who].wait_log(r"expired; opening a new one", timeout=30)
+            self.procs[old.who].wait_log(r"registered as", timeout=30)
+        self.assert_safe(report("4a blackhole 2T", self.rec, gaps))
+        # A short blackhole is absorbed: the deadline keeps the job running.
+        for _ in range(REPS):
+            old = self.holder()
+            starts = len(self.rec.starts())
+            self.proxies[old.who].blackhole()
+            time.sleep(T_S / 4)
+            self.proxies[old.who].heal()
+            time.sleep(T_S)
+            self.assertEqual([r.pid for r in self.running()], [old.pid],
+                             "a blackhole of T/4 must not interrupt the job")
+            self.assertEqual(len(self.rec.starts()), starts)
+        self.assert_safe(report("4b blackhole T/4 (no interruption)", self.rec, []))
+
+    def test_5_leader_kill_does_not_interrupt(self):
+        self.cluster(ensemble=True, proxies=False)
+        ens = self.zk
+        for _ in range(REPS):
+            old = self.holder()
+            leader = ens.leader()
+            ens.kill(leader)
+            ens.wait_for_leader(timeout=30)
+            time.sleep(T_S)
+            self.assertEqual([r.pid for r in self.running()], [old.pid],
+                             "a leader change must not interrupt the job")
+            ens.start(leader)
+            time.sleep(1.0)
+        self.assertEqual(len(self.rec.starts()), 1)
+        self.assert_safe(report("5 leader kill (no interruption)", self.rec, []))
+
+    def test_6_grandchildren_ignoring_sigterm(self):
+        self.cluster(rec_kw={"ignore_term": True, "grandchildren": 2}, proxies=False)
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            main = self.procs[old.who].pid
+            t0 = time.monotonic()
+            os.kill(main, signal.SIGSTOP)
+            try:
+                gaps.append(self.takeover(old))
+                time.sleep(max(0.0, t0 + 2 * T_S - time.monotonic()))
+            finally:
+                os.kill(main, signal.SIGCONT)
+            self.procs[old.who].wait_log(r"registered as", timeout=30)
+        # An flock overlap would show a grandchild that outlived the deadline.
+        self.assert_safe(report("6 grandchildren ignore SIGTERM", self.rec, gaps))
+
+
+def tearDownModule():
+    if RESULTS:
+        sys.stderr.write("\nchaos summary (T = %.0f s, safety_margin 500 ms, kill_grace 1 s):\n"
+                         % T_S)
+        for line in RESULTS:
+            sys.stderr.write("  %s\n" % line)
+
+
+if __name__ == "__main__":
+    lktest.main()
