@@ -70,6 +70,48 @@ mutex_set_state(struct mutex *m, enum mutex_state state)
 	m->state = state;
 }
 
+static void mutex_watch_own(struct mutex *);
+
+/* Our own node, watched while we hold: deleted by anyone but us, the lock is gone. */
+static void
+mutex_own_lost(struct mutex *m)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "lock node %s vanished while held", pnode_path(m->node));
+	mutex_release(m);
+	m->cb.lost(m, why, m->arg);
+}
+
+static void
+mutex_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct mutex *m = arg;
+
+	if ((m->state != MUTEX_HELD && m->state != MUTEX_VERIFYING) ||
+	    pnode_path(m->node) == NULL || strcmp(path, pnode_path(m->node)) != 0)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		mutex_own_lost(m);
+	else
+		mutex_watch_own(m);
+}
+
+static void
+mutex_own_cb(const struct zk_reply *reply, void *arg)
+{
+	struct mutex *m = arg;
+
+	if (m->state == MUTEX_HELD && reply->rc == ZNONODE)
+		mutex_own_lost(m);
+}
+
+static void
+mutex_watch_own(struct mutex *m)
+{
+	zk_get(m->zk, pnode_path(m->node), mutex_own_watch_cb, mutex_own_cb, m);
+}
+
 /* We are at the head. */
 static void
 mutex_hold(struct mutex *m)
@@ -77,6 +119,7 @@ mutex_hold(struct mutex *m)
 	free(m->pred);
 	m->pred = NULL;
 	mutex_set_state(m, MUTEX_HELD);
+	mutex_watch_own(m);
 	m->cb.acquired(m, m->arg);
 }
 

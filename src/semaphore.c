@@ -151,6 +151,48 @@ semaphore_watch_cb(int type, const char *path, void *arg)
 		semaphore_list(s);
 }
 
+/* Our lease node, watched while we hold: deleted by anyone but us, the lease is gone. */
+static void
+semaphore_own_lost(struct semaphore *s)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "lease node %s vanished while held", pnode_path(s->lease));
+	semaphore_release(s);
+	s->cb.lost(s, why, s->arg);
+}
+
+static void semaphore_watch_own(struct semaphore *);
+
+static void
+semaphore_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct semaphore *s = arg;
+
+	if ((s->state != SEMAPHORE_HELD && s->state != SEMAPHORE_VERIFYING) ||
+	    pnode_path(s->lease) == NULL || strcmp(path, pnode_path(s->lease)) != 0)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		semaphore_own_lost(s);
+	else
+		semaphore_watch_own(s);
+}
+
+static void
+semaphore_own_cb(const struct zk_reply *reply, void *arg)
+{
+	struct semaphore *s = arg;
+
+	if (s->state == SEMAPHORE_HELD && reply->rc == ZNONODE)
+		semaphore_own_lost(s);
+}
+
+static void
+semaphore_watch_own(struct semaphore *s)
+{
+	zk_get(s->zk, pnode_path(s->lease), semaphore_own_watch_cb, semaphore_own_cb, s);
+}
+
 /* A listing of the leases folder. */
 static void
 semaphore_list_cb(const struct zk_reply *reply, void *arg)
@@ -181,6 +223,7 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 	if (reply->nchildren <= s->max) {
 		mutex_release(s->lock);
 		semaphore_set_state(s, SEMAPHORE_HELD);
+		semaphore_watch_own(s);
 		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, reply->nchildren,
 		          s->max);
 		s->cb.acquired(s, s->arg);

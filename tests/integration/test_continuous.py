@@ -247,6 +247,46 @@ class ContinuousTest(lktest.TestCase):
         self.assertEqual((job["name"], job["state"], job["lease_held"]), ("work", "RUNNING", True))
         self.assertGreater(job["fence"], 0)
 
+    def test_a_lease_whose_node_is_deleted_is_lost(self):
+        """While alpha's connection is blackholed, its lock node is deleted by hand. Once the
+        news arrives, alpha must kill the run at once (another host could take the lease
+        now) and contend again."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        proxy = self.proxy()
+        procs = self.start_workers(self.record_job(rec), names=("alpha",),
+                                   hosts=proxy.connect_string)
+        first = rec.wait_for("start", who="alpha", timeout=30)[0]
+        kz = self.kazoo()
+        folder = "/leasekeeper/mutex/work"
+        node = kz.get_children(folder)[0]
+        proxy.blackhole()
+        try:
+            kz.delete(folder + "/" + node)
+            time.sleep(1.0)
+        finally:
+            proxy.heal()
+        procs["alpha"].wait_log(r"lease lost: lock node .* vanished", timeout=20)
+        death = [d for d in rec.wait_for("death", who="alpha", timeout=10) if d.pid == first.pid]
+        self.assertEqual(len(death), 1)
+        second = rec.wait_for("start", who="alpha", count=2, timeout=20)[1]
+        self.assertGreater(second.t_ns, death[0].t_ns)
+        self.assertEqual(len(kz.get_children(folder)), 1)
+        self.assertNotEqual(kz.get_children(folder)[0], node)
+        self.assert_safe(rec)
+
+    def test_server_restart_verifies_the_lease_and_keeps_the_run(self):
+        zk = self.start_zookeeper()
+        rec = self.record_file()
+        procs = self.start_workers(self.record_job(rec), names=("alpha",))
+        first = rec.wait_for("start", who="alpha", timeout=30)[0]
+        zk.restart()
+        procs["alpha"].wait_log(r"session 0x[0-9a-f]+ reconnected", timeout=20)
+        procs["alpha"].wait_log(r"job work: lease verified after the reconnect", timeout=20)
+        time.sleep(1.0)
+        self.assertEqual([r.pid for r in rec.starts()], [first.pid])
+        self.assertEqual(rec.count("death") + rec.count("end"), 0)
+
     def test_killed_supervisor_kills_the_job_and_the_worker_recovers(self):
         self.start_zookeeper()
         rec = self.record_file()
