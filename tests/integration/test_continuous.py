@@ -34,7 +34,7 @@ SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 
 
 class ContinuousTest(lktest.TestCase):
-    def start_workers(self, jobs_for, names=NAMES, http=False, hosts=None):
+    def start_workers(self, jobs_for, names=NAMES, http=False, hosts=None, session=T):
         """One worker per name; jobs_for(name) gives its jobs dict. Returns {name: Proc}."""
         procs = {}
         self.ports = {}
@@ -43,7 +43,7 @@ class ContinuousTest(lktest.TestCase):
             if http:
                 self.ports[n] = lktest.free_port()
                 extra["http"] = {"listen": "127.0.0.1:%d" % self.ports[n]}
-            cfg = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": T},
+            cfg = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": session},
                                     safety=SAFETY, worker={"allow_root_jobs": True},
                                     jobs=jobs_for(n), extra=extra)
             procs[n] = self.worker(cfg, name=n)
@@ -278,7 +278,8 @@ class ContinuousTest(lktest.TestCase):
     def test_server_restart_verifies_the_lease_and_keeps_the_run(self):
         zk = self.start_zookeeper()
         rec = self.record_file()
-        procs = self.start_workers(self.record_job(rec), names=("alpha",))
+        # 8 s: a restart takes 2-4 s here, inside T - safety_margin - kill_grace = 6.5 s.
+        procs = self.start_workers(self.record_job(rec), names=("alpha",), session="8s")
         first = rec.wait_for("start", who="alpha", timeout=30)[0]
         zk.restart()
         procs["alpha"].wait_log(r"session 0x[0-9a-f]+ reconnected", timeout=20)
