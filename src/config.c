@@ -1600,18 +1600,17 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			    ctx, sec, kv,
 			    "kill_grace must be more than 0: the job needs time between "
 			    "SIGTERM and SIGKILL to stop cleanly, e.g. 2s");
-		else if (cfg->safety_margin_ms < cfg->session_timeout_ms &&
-		         job->kill_grace_ms >= cfg->session_timeout_ms - cfg->safety_margin_ms) {
+		else if (cfg->safety_margin_ms + job->kill_grace_ms > cfg->session_timeout_ms / 2) {
 			duration_format(job->kill_grace_ms, a, sizeof a);
-			duration_format(cfg->session_timeout_ms - cfg->safety_margin_ms, b,
+			duration_format(cfg->session_timeout_ms / 2 - cfg->safety_margin_ms, b,
 			                sizeof b);
 			config_error_kv(
 			    ctx, sec, kv,
-			    "kill_grace (%s) must be less than session_timeout - "
-			    "safety_margin (%s): SIGTERM goes out kill_grace before the "
-			    "lease deadline (last answer + session_timeout - "
-			    "safety_margin), so the job would be stopped as soon as it "
-			    "holds its lease; lower kill_grace or raise session_timeout",
+			    "kill_grace (%s) is too long for this session: at most %s "
+			    "(session_timeout/2 - safety_margin). At the lease deadline the "
+			    "job gets SIGTERM kill_grace early, and the heartbeat runs every "
+			    "session_timeout/3, so a longer grace would stop the job after "
+			    "one late heartbeat; lower kill_grace or raise session_timeout",
 			    a, b);
 		}
 	}

@@ -433,8 +433,10 @@ job_start_run(struct job *job)
 		proto_spec_add(&spec, PROTO_TAG_ENV, s);
 		free(s);
 	}
-	proto_spec_add(&spec, PROTO_TAG_WORKDIR,
-	               cj->workdir != NULL ? cj->workdir : cfg->state_dir);
+	/* Without a workdir: the user's home for a job run as another user, as cron does. */
+	if (cj->workdir != NULL || cj->user == NULL)
+		proto_spec_add(&spec, PROTO_TAG_WORKDIR,
+		               cj->workdir != NULL ? cj->workdir : cfg->state_dir);
 	if (cj->user != NULL)
 		proto_spec_add(&spec, PROTO_TAG_USER, cj->user);
 	if (cj->group != NULL)

@@ -468,6 +468,8 @@ sv_child_exec(const struct proto_msg *msg, pid_t svpid, int errfd, int outfd)
 	}
 	if (workdir != NULL && chdir(workdir) != 0)
 		sv_child_fail(errfd, "chdir", workdir);
+	if (workdir == NULL && user != NULL && chdir(getenv("HOME")) != 0 && chdir("/") != 0)
+		sv_child_fail(errfd, "chdir", "/");
 	sv_cloexec_from(STDERR_FILENO + 1);
 	/*
 	 * Die with the supervisor. Set last: changing credentials clears it. If the

@@ -344,7 +344,8 @@ static const struct bad_case bad_cases[] = {
     {"zero log_max", NULL, "[job a]\ncommand = true\nlog_max = 0\n", "jobs/a.ini", 3,
      "log_max must be more than 0", "e.g. log_max = 10M", 0},
     {"job kill_grace beyond the deadline", NULL, "[job a]\ncommand = true\nkill_grace = 9s\n",
-     "jobs/a.ini", 3, "kill_grace (9s) must be less than session_timeout - safety_margin (9s)",
+     "jobs/a.ini", 3,
+     "kill_grace (9s) is too long for this session: at most 4s (session_timeout/2 - safety_margin)",
      "lower kill_grace or raise session_timeout", 0},
     {"duplicate job in one file", NULL, "[job a]\ncommand = true\n[job a]\ncommand = false\n",
      "jobs/a.ini", 3, "duplicate job \"a\" (first defined at ", "rename one of them", 0},
@@ -757,7 +758,7 @@ test_durations(void **state)
 	    BASE "[zookeeper]\nsession_timeout = 1m\n[safety]\nsafety_margin = 500ms\n"
 	         "kill_grace = 1s\n");
 	put("jobs/a.ini", "[job a]\ncommand = true\ntimeout = 0\nrestart_backoff = 1h30m\n"
-	                  "kill_grace = 58s\n"
+	                  "kill_grace = 29500ms\n"
 	                  "[job b]\ncommand = true\nschedule = @every 1d\ntimeout = 1d\n"
 	                  "retry_backoff = 1500ms\nstart_deadline = 2h\n");
 	if (load("worker.ini", &cfg, &errors) != 0)
@@ -767,7 +768,7 @@ test_durations(void **state)
 	assert_int_equal(cfg->safety_margin_ms, 500);
 	assert_int_equal(cfg->jobs_list[0]->timeout_ms, 0);
 	assert_int_equal(cfg->jobs_list[0]->restart_backoff_ms, 5400000);
-	assert_int_equal(cfg->jobs_list[0]->kill_grace_ms, 58000);
+	assert_int_equal(cfg->jobs_list[0]->kill_grace_ms, 29500);
 	assert_int_equal(cfg->jobs_list[1]->timeout_ms, 86400000);
 	assert_int_equal(cfg->jobs_list[1]->retry_backoff_ms, 1500);
 	assert_int_equal(cfg->jobs_list[1]->start_deadline_ms, 7200000);
@@ -785,6 +786,15 @@ test_durations(void **state)
 	                       "kill_grace = 2001ms\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
 	assert_true(has_error(&errors, "worker.ini", 9, "is more than half", NULL));
+	config_errors_free(&errors);
+
+	/* a job's own kill_grace obeys the same rule: 29500ms fits a 1m session, 29501ms not */
+	put("worker.ini",
+	    BASE "[zookeeper]\nsession_timeout = 1m\n[safety]\nsafety_margin = 500ms\n"
+	         "kill_grace = 1s\n");
+	put("jobs/a.ini", "[job a]\ncommand = true\nkill_grace = 29501ms\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "jobs/a.ini", 3, "at most 29500ms", NULL));
 	config_errors_free(&errors);
 }
 
