@@ -312,15 +312,22 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			if (n > 0)
 				json_object_set_new(r->target, "cluster_leases", json_integer(n));
 			if (json_is_true(json_object_get(r->target, "_discover"))) {
+				/* Where the lock lives is in the record; else it is named for the job. */
+				json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
+				                         (size_t)reply->value_len, 0, NULL);
+				const char *lock = json_string_value(json_object_get(rec, "lock"));
+
 				json_object_del(r->target, "_discover");
 				if (n < 1)
 					n = 1;
 				json_object_set_new(r->target, "leases", json_integer(n));
 				lock_path = lease_lock_path(
 				    a->root, json_string_value(json_object_get(r->target, "name")),
-				    NULL, n);
+				    lock, n);
 				json_object_set_new(r->target, "lock_path", json_string(lock_path));
 				free(lock_path);
+				if (rec != NULL)
+					json_decref(rec);
 				admin_ask_job(a, r->target);
 			}
 			break;
@@ -459,10 +466,15 @@ admin_status_print(json_t *out)
 		    json_array_size(json_object_get(job, "waiters")) == 0)
 			printf("    (no holder, nobody waiting)\n");
 		state = json_object_get(job, "state");
-		if (state != NULL && json_object_get(state, "tick") != NULL)
-			printf("    last claimed tick %lld%s\n",
-			       (long long)json_integer_value(json_object_get(state, "tick")),
+		if (state != NULL && json_object_get(state, "tick") != NULL) {
+			char tick[40];
+
+			clock_iso8601((uint64_t)json_integer_value(json_object_get(state, "tick")) *
+			                  1000,
+			              tick, sizeof tick);
+			printf("    last claimed tick %s%s\n", tick,
 			       json_is_true(json_object_get(state, "missed")) ? " (missed)" : "");
+		}
 		runs = json_object_get(job, "runs");
 		if (json_array_size(runs) > 0)
 			printf("    last runs:\n");
@@ -484,23 +496,41 @@ admin_status_print(json_t *out)
 	}
 }
 
-/* Mutex folders list holders and waiters together: split them (index 0 holds). */
+/*
+ * Sort listings into holders and waiters. A mutex folder lists both: index 0 holds. A
+ * semaphore's leases folder also holds the lease node of the contender that holds the
+ * locks mutex and is still counting: beyond the first N it is waiting, and it is the
+ * same contender as the head of the locks queue, which is then not listed twice.
+ */
 static void
 admin_status_split(json_t *out)
 {
-	json_t *job, *holders, *waiters;
-	size_t i;
+	json_t *job, *holders, *waiters, *extra;
+	size_t i, n;
 
 	json_array_foreach(json_object_get(out, "jobs"), i, job)
 	{
-		if (json_integer_value(json_object_get(job, "leases")) != 1)
-			continue;
+		n = (size_t)json_integer_value(json_object_get(job, "leases"));
 		holders = json_object_get(job, "holders");
 		waiters = json_object_get(job, "waiters");
-		while (json_array_size(holders) > 1) {
-			json_array_append(waiters, json_array_get(holders, 1));
-			json_array_remove(holders, 1);
+		if (n == 1) {
+			while (json_array_size(holders) > 1) {
+				json_array_append(waiters, json_array_get(holders, 1));
+				json_array_remove(holders, 1);
+			}
+			continue;
 		}
+		if (json_array_size(holders) <= n)
+			continue;
+		extra = json_array();
+		while (json_array_size(holders) > n) {
+			json_array_append(extra, json_array_get(holders, n));
+			json_array_remove(holders, n);
+		}
+		if (json_array_size(waiters) > 0)
+			json_array_remove(waiters, 0);
+		json_array_extend(extra, waiters);
+		json_object_set_new(job, "waiters", extra);
 	}
 }
 

@@ -81,17 +81,6 @@ exec_set_state(struct exec *e, enum exec_state state)
 	e->state = state;
 }
 
-/* Milliseconds of the timeout left, 0 if none was given, 1 at least otherwise. */
-static uint64_t
-exec_remaining_ms(struct exec *e)
-{
-	uint64_t spent = (clock_now_ns() - e->started_ns) / CLOCK_NS_PER_MS;
-
-	if (e->timeout_ms == 0)
-		return 0;
-	return spent >= e->timeout_ms ? 1 : e->timeout_ms - spent;
-}
-
 /* Start the command under the lease. */
 static void
 exec_start(struct exec *e)
@@ -162,8 +151,7 @@ exec_failed_cb(struct lease *l, const char *why, void *arg)
 		return;
 	}
 	log_warnx("exec: %s", why);
-	exec_finish(e, e->timeout_ms > 0 && exec_remaining_ms(e) <= 1 ? EXIT_TIMEOUT
-	                                                              : EXIT_UNAVAILABLE);
+	exec_finish(e, EXIT_UNAVAILABLE);
 }
 
 /* The cluster's lease count is ours: contend. */
@@ -176,7 +164,7 @@ exec_agreed_cb(struct jobrec *jr, void *arg)
 	if (e->state != EXEC_AGREEING)
 		return;
 	exec_set_state(e, EXEC_CONTENDING);
-	lease_acquire(e->lease, exec_remaining_ms(e));
+	lease_acquire(e->lease, 0); /* exec's own timer enforces --timeout */
 }
 
 /* The cluster agreed on another lease count: refuse. */
@@ -277,7 +265,7 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		return;
 	if (e->explicit_lock_path) {
 		exec_set_state(e, EXEC_CONTENDING);
-		lease_acquire(e->lease, exec_remaining_ms(e));
+		lease_acquire(e->lease, 0);
 		return;
 	}
 	/* The lease count of NAME is agreed in <root>/jobs/NAME, like a job's. */
@@ -405,7 +393,7 @@ exec_main(int argc, char **argv)
 	struct config_errors errors = {NULL, 0};
 	struct config *cfg = NULL;
 	const char *file = NULL, *hosts = NULL, *root = NULL, *node_id = NULL, *lock_path = NULL;
-	uint64_t session_timeout_ms = 10000, ms, margin_ms = 0, grace_ms = 0;
+	uint64_t session_timeout_ms = 0, ms, margin_ms = 0, grace_ms = 0;
 	char host[HOST_NAME_MAX + 1], *cause, *data;
 	int ch, verbose = 0, rc = EXIT_USAGE;
 	size_t i;
@@ -503,10 +491,14 @@ exec_main(int argc, char **argv)
 			root = cfg->root;
 		if (node_id == NULL)
 			node_id = cfg->node_id;
-		session_timeout_ms = cfg->session_timeout_ms;
+		/* The command line wins over the file. */
+		if (session_timeout_ms == 0)
+			session_timeout_ms = cfg->session_timeout_ms;
 		e.kill_grace_ms = cfg->kill_grace_ms;
 		e.safety_margin_ms = (int)cfg->safety_margin_ms;
 	}
+	if (session_timeout_ms == 0)
+		session_timeout_ms = 10000;
 	if (margin_ms > 0)
 		e.safety_margin_ms = (int)margin_ms;
 	if (grace_ms > 0)
@@ -556,7 +548,7 @@ exec_main(int argc, char **argv)
 	e.lease = lease_new(e.base, e.zk, e.lock_path, e.leases, data, &lcb, &e);
 	free(data);
 	if (!e.explicit_lock_path)
-		e.rec = jobrec_new(e.zk, e.root, e.name, e.leases, &rcb, &e);
+		e.rec = jobrec_new(e.zk, e.root, e.name, e.leases, e.lock_path, &rcb, &e);
 
 	event_base_dispatch(e.base);
 

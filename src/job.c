@@ -693,7 +693,8 @@ job_new(struct worker *w, const struct config_job *cj)
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = lease_new(base, worker_zk(w), job->lock_path, cj->leases, data, &lcb, job);
 	free(data);
-	job->rec = jobrec_new(worker_zk(w), cfg->root, cj->name, cj->leases, &rcb, job);
+	job->rec =
+	    jobrec_new(worker_zk(w), cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);

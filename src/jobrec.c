@@ -48,7 +48,8 @@ struct jobrec {
 	char *state_path;
 	char *runs_path;
 	int leases;
-	int cluster; /* the agreed count, 0 until known */
+	char *lock_path; /* recorded with the count, so that status can find the lock */
+	int cluster;     /* the agreed count, 0 until known */
 	int checking;
 	int recheck; /* check again after the reconnect */
 	struct jobrec_cb cb;
@@ -91,10 +92,12 @@ jobrec_parse_leases(const char *data, int len)
 
 /* A job's records; call jobrec_check once the session is ready. */
 struct jobrec *
-jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const struct jobrec_cb *cb,
-           void *arg)
+jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const char *lock_path,
+           const struct jobrec_cb *cb, void *arg)
 {
 	struct jobrec *jr = xcalloc(1, sizeof *jr);
+
+	jr->lock_path = xstrdup(lock_path);
 
 	jr->zk = zk;
 	jr->path = jobrec_path(root, job);
@@ -133,6 +136,7 @@ jobrec_free(struct jobrec *jr)
 	free(jr->path);
 	free(jr->state_path);
 	free(jr->runs_path);
+	free(jr->lock_path);
 	free(jr);
 }
 
@@ -161,15 +165,26 @@ jobrec_watch_cb(int type, const char *path, void *arg)
 
 static void jobrec_create_cb(const struct zk_reply *, void *);
 
+/* The record's JSON: our count, and where the lock lives. */
+static char *
+jobrec_data(struct jobrec *jr)
+{
+	json_t *o = json_pack("{s:i, s:s}", "leases", jr->leases, "lock", jr->lock_path);
+	char *data = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	return data;
+}
+
 /* Write our count into a new record. */
 static void
 jobrec_create(struct jobrec *jr)
 {
-	char data[64];
+	char *data = jobrec_data(jr);
 
-	snprintf(data, sizeof data, "{\"leases\":%d}", jr->leases);
 	zk_create_node(jr->zk, jr->path, data, (int)strlen(data), ZOO_PERSISTENT, jobrec_create_cb,
 	               jr);
+	free(data);
 }
 
 /* The record as read. */
@@ -177,7 +192,7 @@ static void
 jobrec_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec *jr = arg;
-	char data[64];
+	char *data;
 	int n;
 
 	jr->checking = 0;
@@ -198,10 +213,11 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 	if (n == 0) {
 		/* A record without a count (made by hand?): write ours, at its version. */
 		log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
-		snprintf(data, sizeof data, "{\"leases\":%d}", jr->leases);
+		data = jobrec_data(jr);
 		jr->checking = 1;
 		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
 		       jobrec_create_cb, jr);
+		free(data);
 		return;
 	}
 	jr->cluster = n;

@@ -24,7 +24,7 @@ struct jobrec_cb {
 typedef void (*jobrec_claim_cb)(enum jobrec_claim_result, void *arg);
 
 struct jobrec *jobrec_new(struct zk *, const char *root, const char *job, int leases,
-                          const struct jobrec_cb *, void *arg);
+                          const char *lock_path, const struct jobrec_cb *, void *arg);
 void jobrec_free(struct jobrec *);
 void jobrec_check(struct jobrec *);
 void jobrec_session(struct jobrec *, enum zk_event);

@@ -170,7 +170,7 @@ main_next(int argc, char **argv)
 	if (optind + 1 != argc)
 		return main_usage(stderr);
 	if ((cfg = main_load(file)) == NULL)
-		return 1;
+		return EXIT_CONFIG;
 	if ((job = config_find_job(cfg, argv[optind])) == NULL) {
 		fprintf(stderr, "leasekeeper next: no job \"%s\" in %s\n", argv[optind], file);
 		config_free(cfg);

@@ -20,6 +20,8 @@
  * deadline moving while the connection is healthy; nothing moves it otherwise.
  */
 
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +117,9 @@ struct zk {
 	struct event *heartbeat; /* every T/3 */
 	struct event *reinit;    /* open a new handle after expiry or a failed init */
 	struct event *resync;    /* requests failed while we stayed connected: resume */
+	struct event *stall;     /* a heartbeat went unanswered too long */
+	uint64_t hb_sent_ns;     /* the unanswered heartbeat, 0 if none */
+	int fd;                  /* the library's socket, as last armed */
 
 	TAILQ_HEAD(, zk_op) ops;
 	TAILQ_HEAD(, zk_sub) subs;
@@ -178,6 +183,11 @@ zk_set_state(struct zk *zk, enum zk_state state)
 {
 	if (zk->state == state)
 		return;
+	if (state != ZK_STATE_CONNECTED) {
+		zk->hb_sent_ns = 0;
+		if (zk->stall != NULL)
+			evtimer_del(zk->stall);
+	}
 	log_debug("zookeeper: session state %s -> %s", zk_state_name(zk->state),
 	          zk_state_name(state));
 	zk->state = state;
@@ -360,8 +370,10 @@ zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *da
 	}
 	switch (type) {
 	case ZK_OP_CREATE:
-		rc = zoo_acreate2(zk->zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE, flags_or_version,
-		                  zk_create_done_cb, op);
+		/* With credentials, what we create is ours alone (digest auth: the same user). */
+		rc = zoo_acreate2(zk->zh, path, data, len,
+		                  zk->auth != NULL ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE,
+		                  flags_or_version, zk_create_done_cb, op);
 		break;
 	case ZK_OP_GET:
 		if (wcb != NULL)
@@ -719,20 +731,64 @@ zk_dispatch_watch(struct zk *zk, int type, const char *path)
 	}
 }
 
-/* Send one heartbeat: the cheapest request that the server must answer. */
+/* A heartbeat came back: the server is alive. */
 static void
 zk_heartbeat_cb(const struct zk_reply *reply, void *arg)
 {
-	(void)arg;
-	if (!zk_answered(reply->rc))
+	struct zk *zk = arg;
+
+	if (!zk_answered(reply->rc)) {
 		log_debug("zookeeper: heartbeat failed: %s", zerror(reply->rc));
+		return;
+	}
+	if (zk->hb_sent_ns != 0 && reply->sent_ns >= zk->hb_sent_ns) {
+		zk->hb_sent_ns = 0;
+		evtimer_del(zk->stall);
+	}
 }
 
+/* Send one heartbeat: the cheapest request that the server must answer. */
 static void
 zk_heartbeat_send(struct zk *zk)
 {
-	if (zk->state == ZK_STATE_CONNECTED && !zk->closing)
-		zk_exists(zk, "/", zk_heartbeat_cb, zk);
+	struct timeval tv;
+	int stall_ms = zk_timeout_ms(zk) / 6;
+
+	if (zk->state != ZK_STATE_CONNECTED || zk->closing)
+		return;
+	if (zk->hb_sent_ns == 0) {
+		zk->hb_sent_ns = clock_now_ns();
+		tv.tv_sec = stall_ms / 1000;
+		tv.tv_usec = (stall_ms % 1000) * 1000;
+		evtimer_add(zk->stall, &tv);
+	}
+	zk_exists(zk, "/", zk_heartbeat_cb, zk);
+}
+
+/*
+ * A heartbeat got no answer within T/6, while a healthy server answers in milliseconds.
+ * The client library would give up on this server only after 2/3 T of silence, later
+ * than the lease deadline lets jobs live (SIGTERM comes at T - safety_margin - kill_grace).
+ * With other servers to try, drop the connection now: the library moves to the next
+ * server and resumes the same session, and requests in flight are retried as after any
+ * connection loss.
+ */
+static void
+zk_stall_cb(int fd, short what, void *arg)
+{
+	struct zk *zk = arg;
+
+	(void)fd;
+	(void)what;
+	if (zk->state != ZK_STATE_CONNECTED || zk->closing || zk->hb_sent_ns == 0 || zk->fd < 0 ||
+	    strchr(zk->hosts, ',') == NULL)
+		return;
+	log_warnx("zookeeper: the server did not answer a heartbeat within %d ms; moving to "
+	          "another server",
+	          zk_timeout_ms(zk) / 6);
+	zk->hb_sent_ns = 0;
+	shutdown(zk->fd, SHUT_RDWR);
+	zk_kick(zk);
 }
 
 /* The heartbeat timer: a request every T/3, and a word while we cannot connect. */
@@ -801,7 +857,9 @@ zk_dispatch_session(struct zk *zk, int state)
 			if (zoo_recv_timeout(zk->zh) < zk->requested_timeout_ms)
 				log_warnx(
 				    "zookeeper: the server lowered the session timeout from %d "
-				    "to %d ms; lease deadlines follow the lower value",
+				    "to %d ms (its maxSessionTimeout); lease deadlines follow the "
+				    "lower value, so jobs are killed sooner after a lost contact: "
+				    "raise the server's maxSessionTimeout or lower session_timeout",
 				    zk->requested_timeout_ms, zoo_recv_timeout(zk->zh));
 			zk_heartbeat_send(zk);
 			zk_emit(zk, ZK_EVENT_SESSION_NEW);
@@ -938,6 +996,7 @@ zk_arm(struct zk *zk)
 		fd = -1;
 	if (tv.tv_sec < 0 || tv.tv_usec < 0)
 		tv.tv_sec = tv.tv_usec = 0;
+	zk->fd = fd;
 	event_assign(zk->io, zk->base, fd, what, zk_io_cb, zk);
 	event_add(zk->io, &tv);
 }
@@ -1037,6 +1096,8 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	zk->heartbeat = evtimer_new(base, zk_heartbeat_timer_cb, zk);
 	zk->reinit = evtimer_new(base, zk_reinit_cb, zk);
 	zk->resync = evtimer_new(base, zk_resync_cb, zk);
+	zk->stall = evtimer_new(base, zk_stall_cb, zk);
+	zk->fd = -1;
 	tv.tv_sec = timeout_ms / 3 / 1000;
 	tv.tv_usec = (timeout_ms / 3 % 1000) * 1000;
 	evtimer_add(zk->heartbeat, &tv);
@@ -1056,6 +1117,7 @@ zk_close(struct zk *zk)
 	evtimer_del(zk->heartbeat);
 	evtimer_del(zk->reinit);
 	evtimer_del(zk->resync);
+	evtimer_del(zk->stall);
 	if (zk->zh != NULL && zk->session_id != 0)
 		log_info("zookeeper: closing session 0x%llx", (unsigned long long)zk->session_id);
 	zk_close_handle(zk);
@@ -1085,6 +1147,7 @@ zk_free(struct zk *zk)
 	event_free(zk->heartbeat);
 	event_free(zk->reinit);
 	event_free(zk->resync);
+	event_free(zk->stall);
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk);

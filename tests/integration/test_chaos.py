@@ -211,6 +211,51 @@ class ChaosTest(lktest.TestCase):
         self.assertEqual(len(self.rec.starts()), 1)
         self.assert_safe(report("5 leader kill (no interruption)", self.rec, []))
 
+    def connected_member(self, ens, name):
+        """The index of the ensemble member that worker `name`'s session is connected to."""
+        sid = re.findall(r"session (0x[0-9a-f]+) (?:established|reconnected)",
+                         self.procs[name].log_text())[-1]
+        for i, member in enumerate(ens):
+            try:
+                if "sid=%s," % sid in member.four_letter("cons"):
+                    return i
+            except Exception:
+                continue
+        return None
+
+    def test_7_frozen_follower_does_not_interrupt(self):
+        """The server the holder talks to freezes (SIGSTOP) for 3T. The library alone would
+        give up on it only after 2/3 T of silence, after the job's SIGTERM at
+        T - safety_margin - kill_grace; the worker notices the stalled heartbeat at T/6 and
+        moves to another server first, so the job runs on."""
+        self.cluster(ensemble=True, proxies=False)
+        ens = self.zk
+        done = 0
+        for _ in range(REPS * 4):
+            if done == REPS:
+                break
+            old = self.holder()
+            i = self.connected_member(ens, old.who)
+            if i is None or i == ens.leader():
+                # on the leader: move the worker to another server and look again
+                self.procs[old.who].signal(signal.SIGTERM)
+                self.procs[old.who].wait(timeout=10)
+                self.start_worker(old.who)
+                time.sleep(1.0)
+                continue
+            ens[i].pause()
+            try:
+                time.sleep(3 * T_S)
+            finally:
+                ens[i].resume()
+            self.assertEqual([r.pid for r in self.running()], [old.pid],
+                             "a frozen follower must not interrupt the job")
+            self.procs[old.who].wait_log(r"moving to another server", timeout=5)
+            done += 1
+            time.sleep(2.0)
+        self.assertEqual(done, REPS, "the holder never sat on a follower")
+        self.assert_safe(report("7 frozen follower (no interruption)", self.rec, []))
+
     def test_6_grandchildren_ignoring_sigterm(self):
         self.cluster(rec_kw={"ignore_term": True, "grandchildren": 2}, proxies=False)
         gaps = []

@@ -74,7 +74,7 @@ class ContinuousTest(lktest.TestCase):
     def test_mutex_job_runs_on_exactly_one_worker(self):
         self.start_zookeeper()
         rec = self.record_file()
-        self.start_workers(self.record_job(rec))
+        self.start_workers(self.record_job(rec, lock="shared-lock"))
         rec.wait_for("start", timeout=30)
         time.sleep(3)
         self.assertEqual(len(self.running(rec)), 1)
@@ -82,6 +82,8 @@ class ContinuousTest(lktest.TestCase):
         r = subprocess.run([lktest.leasekeeper_bin(), "status", "--zk", self.zk.connect_string,
                             "--json"], capture_output=True, text=True, timeout=60)
         job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "work"][0]
+        # Without a configuration, status finds the lock through the job's record.
+        self.assertEqual(job["lock_path"], "/leasekeeper/mutex/shared-lock")
         self.assertEqual(len(job["holders"]), 1)
         self.assertEqual(len(job["waiters"]), 2)
         self.assertEqual(job["holders"][0]["node"], self.running(rec)[0])

@@ -319,12 +319,36 @@ class LeaseTest(lktest.TestCase):
         self.assertEqual([l.split()[1] for l in lines], ["a", "b", "c"])
         self.assertTrue(lines[0].strip().startswith("holder"))
 
+    def test_status_of_a_semaphore(self):
+        """N = 2: two holders; C holds the locks mutex and has its lease node (counting), D
+        queues on the mutex. Status must show A, B holding and C, D waiting, in order."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        for who in ("A", "B"):
+            self.exec("sem", rec.argv(who, slots=2), who, node=who, leases=2)
+            rec.wait_for("start", who=who, timeout=20)
+        kz = self.kazoo()
+        self.exec("sem", ["true"], "C", node="C", leases=2)
+        self.wait_until(lambda: len(self.children(kz, "/leasekeeper/semaphore/sem/leases")) == 3,
+                        timeout=20)
+        self.exec("sem", ["true"], "D", node="D", leases=2)
+        self.wait_until(lambda: len(self.children(kz, "/leasekeeper/semaphore/sem/locks")) == 2,
+                        timeout=20)
+        r = subprocess.run([BIN, "status", "--zk", self.zk.connect_string, "--json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "sem"][0]
+        self.assertEqual(job["lock_path"], "/leasekeeper/semaphore/sem")
+        self.assertEqual([h["node"] for h in job["holders"]], ["A", "B"])
+        self.assertEqual([w["node"] for w in job["waiters"]], ["C", "D"])
+
     def test_lease_count_agreement_and_set_leases(self):
         self.start_zookeeper()
         r = self.run_exec("agree", ["true"], leases=1)
         self.assertEqual(r.returncode, 0, r.stderr)
         kz = self.kazoo()
-        self.assertEqual(json.loads(kz.get("/leasekeeper/jobs/agree")[0]), {"leases": 1})
+        self.assertEqual(json.loads(kz.get("/leasekeeper/jobs/agree")[0]),
+                         {"leases": 1, "lock": "/leasekeeper/mutex/agree"})
         r = self.run_exec("agree", ["true"], leases=2, timeout="5s")
         self.assertEqual(r.returncode, 69)
         self.assertRegex(r.stderr, r"the cluster agreed on 1 lease\(s\).*--leases is 2")

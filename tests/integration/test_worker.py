@@ -150,6 +150,24 @@ class WorkerTest(lktest.TestCase):
         self.assertIsNotNone(new_owner)
         self.assertNotEqual(new_owner, owner)
 
+    def test_auth_makes_our_nodes_ours(self):
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s",
+                                                         "auth": "lk:s3cret"}, safety=SAFETY)
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=20)
+        from kazoo.exceptions import NoAuthError
+        stranger = self.kazoo()
+        with self.assertRaises(NoAuthError):
+            stranger.get("/leasekeeper/workers/alpha")
+        friend = self.kazoo(auth_data=[("digest", "lk:s3cret")])
+        self.assertEqual(json.loads(friend.get("/leasekeeper/workers/alpha")[0])["node"], "alpha")
+        # status with the same configuration (and so the same credentials) can read it
+        r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg, "--json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([x["znode"] for x in json.loads(r.stdout)["workers"]], ["alpha"])
+
     def test_check_prints_the_jobs(self):
         cfg = self.write_config(name="alpha", hosts="127.0.0.1:2181",
                                 worker={"allow_root_jobs": True},
