@@ -122,7 +122,7 @@ admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 	size_t i;
 
 	if (o->file == NULL && o->hosts == NULL) {
-		o->file = "/etc/leasekeeper/worker.ini";
+		o->file = LEASEKEEPER_DEFAULT_CONFIG;
 		if (access(o->file, R_OK) != 0) {
 			fprintf(stderr, "leasekeeper %s: give -c FILE or --zk HOSTS\n", cmd);
 			return EXIT_USAGE;

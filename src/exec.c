@@ -471,11 +471,11 @@ exec_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (hosts == NULL && file == NULL) {
-		if (access("/etc/leasekeeper/worker.ini", R_OK) != 0) {
+		if (access(LEASEKEEPER_DEFAULT_CONFIG, R_OK) != 0) {
 			fprintf(stderr, "leasekeeper exec: give -c FILE or --zk HOSTS\n");
 			return EXIT_USAGE;
 		}
-		file = "/etc/leasekeeper/worker.ini";
+		file = LEASEKEEPER_DEFAULT_CONFIG;
 	}
 	if (file != NULL) {
 		if (config_load(file, &cfg, &errors) != 0) {

@@ -16,7 +16,7 @@
 #include "worker.h"
 #include "xmalloc.h"
 
-#define MAIN_DEFAULT_CONFIG "/etc/leasekeeper/worker.ini"
+#define MAIN_DEFAULT_CONFIG LEASEKEEPER_DEFAULT_CONFIG
 
 static const char *main_usage_text =
     "usage: leasekeeper COMMAND [OPTIONS]\n"
