@@ -1434,6 +1434,13 @@ config_resolve_user(struct config_ctx *ctx, const struct config *cfg, const stru
 			job->uid = pw->pw_uid;
 			job->gid = pw->pw_gid;
 			root = pw->pw_uid == 0;
+			if (geteuid() != 0 && pw->pw_uid != geteuid())
+				config_error_kv(
+				    ctx, sec, kv_u,
+				    "user = %s needs a worker running as root (this one "
+				    "runs as uid %ld): run the worker as root, or remove "
+				    "user to run the job as the worker's own user",
+				    kv_u->value, (long)geteuid());
 		}
 	} else
 		root = geteuid() == 0;

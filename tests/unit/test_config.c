@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -798,6 +800,40 @@ test_durations(void **state)
 	config_errors_free(&errors);
 }
 
+/*
+ * A worker that is not root cannot run a job as another user: that is a configuration
+ * error. As root, the check runs in a child that has dropped to "nobody".
+ */
+static void
+test_user_needs_root(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct passwd *pw = getpwnam("nobody");
+	int status, ok;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(pw);
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job a]\ncommand = true\nuser = daemon\n");
+	chmod(tdir, 0755);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && setuid(pw->pw_uid) != 0)
+			_exit(2);
+		ok = load("worker.ini", &cfg, &errors) == -1 &&
+		     has_error(&errors, "jobs/a.ini", 3,
+		               "user = daemon needs a worker running as root", "remove user", NULL);
+		config_errors_free(&errors);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Splitting commands for shell = false. */
 static void
 test_split_command(void **state)
@@ -1176,6 +1212,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test_setup_teardown(test_durations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_user_needs_root, setup, teardown),
 	    cmocka_unit_test(test_split_command),
 	    cmocka_unit_test_setup_teardown(test_jobs_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_glob, setup, teardown),
