@@ -553,10 +553,12 @@ exec_main(int argc, char **argv)
 	event_base_dispatch(e.base);
 
 	rc = e.exit_code;
+	/* The supervisor goes first: the session may close only once no job can be alive. */
+	if (!supervisor_free(e.sv))
+		zk_abandon(e.zk);
 	lease_free(e.lease);
 	jobrec_free(e.rec);
 	zk_free(e.zk);
-	supervisor_free(e.sv);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		event_free(e.signals[i]);
 	event_free(e.timer);

@@ -919,6 +919,13 @@ job_supervisor_died(struct job *job)
 	job_set_state(job, JOB_IDLE);
 }
 
+/* Whether the job was told to stop (for good). */
+int
+job_stopping(const struct job *job)
+{
+	return job->stop_requested;
+}
+
 /* Whether run is this job's current run. */
 int
 job_owns_run(const struct job *job, uint32_t run)

@@ -39,6 +39,7 @@ void job_start_failed(struct job *, uint32_t run, const char *why);
 void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason);
 void job_supervisor_died(struct job *);
 int job_owns_run(const struct job *, uint32_t run);
+int job_stopping(const struct job *);
 
 const char *job_name(const struct job *);
 const struct config_job *job_config(const struct job *);

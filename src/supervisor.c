@@ -1090,13 +1090,18 @@ supervisor_reap(struct supervisor *s, pid_t pid, int status)
 	return 1;
 }
 
-/* Close the socket (the supervisor kills what is left and exits) and wait for it. */
-void
+/*
+ * Close the socket (the supervisor kills what is left, waits until every job's process
+ * group is gone, and exits) and wait for it, at most 5 s. Returns 1 if every job is known
+ * to be gone, 0 if the supervisor had to be killed with jobs perhaps still alive: then the
+ * caller must not give their leases away (it must not close its session).
+ */
+int
 supervisor_free(struct supervisor *s)
 {
 	struct supervisor_job *sj;
 	uint64_t until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
-	int status;
+	int status, gone = 1;
 	pid_t pid = s->pid;
 
 	s->dead = 1;
@@ -1110,15 +1115,21 @@ supervisor_free(struct supervisor *s)
 			log_warnx("the supervisor (pid %ld) did not exit: killing it", (long)pid);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
+			gone = 0;
 			break;
 		}
 		usleep(5000);
+	}
+	TAILQ_FOREACH(sj, &s->jobs, entry) {
+		if (sj->pgid > 0 && (kill(-sj->pgid, 0) == 0 || errno == EPERM))
+			gone = 0;
 	}
 	while ((sj = TAILQ_FIRST(&s->jobs)) != NULL) {
 		TAILQ_REMOVE(&s->jobs, sj, entry);
 		free(sj);
 	}
 	free(s);
+	return gone;
 }
 
 /* Tell the supervisor the lease deadline of an epoch (it only ever moves forward). */

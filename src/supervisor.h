@@ -18,7 +18,7 @@ struct supervisor_cb {
 };
 
 struct supervisor *supervisor_start(struct event_base *, const struct supervisor_cb *, void *arg);
-void supervisor_free(struct supervisor *);
+int supervisor_free(struct supervisor *);
 pid_t supervisor_pid(const struct supervisor *);
 int supervisor_reap(struct supervisor *, pid_t pid, int status);
 void supervisor_deadline(struct supervisor *, uint64_t epoch, uint64_t deadline_ns);

@@ -68,6 +68,7 @@ struct worker_config {
 struct worker {
 	char *config_file;
 	struct config *cfg;
+	struct config *initial_cfg; /* the caller's: freed by the caller */
 	struct event_base *base;
 	struct zk *zk;
 	struct supervisor *sv;
@@ -505,7 +506,15 @@ worker_finish(struct worker *w)
 		evtimer_add(w->flush_timer, &tv);
 		return;
 	}
-	zk_close(w->zk);
+	/*
+	 * Closing the session gives every lease away at once: only when no job runs. Else
+	 * the supervisor first kills what is left (see worker_run's end).
+	 */
+	if (supervisor_running_jobs(w->sv) == 0)
+		zk_close(w->zk);
+	else
+		log_warnx("%d job(s) still running: killing them before the session is closed",
+		          supervisor_running_jobs(w->sv));
 	event_base_loopbreak(w->base);
 }
 
@@ -624,9 +633,13 @@ worker_reload(struct worker *w)
 		log_warnx("reload: changes to [zookeeper], node_id or safety_margin take effect "
 		          "only after a restart; job changes are applied now");
 
-	/* Removed or changed jobs stop; unchanged ones take the new configuration. */
+	/*
+	 * Removed or changed jobs stop; unchanged ones take the new configuration. A copy
+	 * that is already stopping (an earlier reload changed or removed it) is left to
+	 * finish and never counts as present: the loop below starts a new one if needed.
+	 */
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
-		if (wj->done)
+		if (wj->done || job_stopping(wj->job))
 			continue;
 		cj = config_find_job(cfg, job_name(wj->job));
 		if (cj != NULL && config_job_equal(cj, job_config(wj->job))) {
@@ -641,8 +654,8 @@ worker_reload(struct worker *w)
 	for (i = 0; i < cfg->njobs; i++) {
 		cj = cfg->jobs_list[i];
 		TAILQ_FOREACH(wj, &w->jobs, entry) {
-			if (!wj->done && strcmp(job_name(wj->job), cj->name) == 0 &&
-			    job_config(wj->job) == cj)
+			if (!wj->done && !job_stopping(wj->job) &&
+			    strcmp(job_name(wj->job), cj->name) == 0 && job_config(wj->job) == cj)
 				break;
 		}
 		if (wj != NULL)
@@ -661,6 +674,7 @@ worker_reload(struct worker *w)
 	TAILQ_INSERT_TAIL(&w->retired, rc, entry);
 	w->cfg = cfg;
 	worker_update_node(w);
+	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
 	log_info("reloaded: %zu job(s)", cfg->njobs);
 }
 
@@ -728,13 +742,39 @@ worker_free_jobs(struct worker *w, int all)
 	}
 }
 
-/* Free finished jobs, outside of their own callbacks. */
+/* Whether any job still points into a retired configuration. */
+static int
+worker_config_in_use(struct worker *w, const struct config *cfg)
+{
+	struct worker_job *wj;
+	size_t i;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		for (i = 0; i < cfg->njobs; i++) {
+			if (job_config(wj->job) == cfg->jobs_list[i])
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Free finished jobs, and the retired configurations no job uses any more. */
 static void
 worker_reap_cb(int fd, short what, void *arg)
 {
+	struct worker *w = arg;
+	struct worker_config *rc, *next;
+
 	(void)fd;
 	(void)what;
-	worker_free_jobs(arg, 0);
+	worker_free_jobs(w, 0);
+	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
+		if (rc->cfg != w->initial_cfg && !worker_config_in_use(w, rc->cfg)) {
+			TAILQ_REMOVE(&w->retired, rc, entry);
+			config_free(rc->cfg);
+			free(rc);
+		}
+	}
 }
 
 /* The loop's accessors, for jobs. */
@@ -813,6 +853,7 @@ worker_run(const char *config_file, struct config *cfg)
 	memset(&w, 0, sizeof w);
 	w.config_file = xstrdup(config_file);
 	w.cfg = cfg;
+	w.initial_cfg = cfg;
 	w.started_ms = clock_wall_ms();
 	w.state = WORKER_CONNECTING;
 	TAILQ_INIT(&w.jobs);
@@ -854,9 +895,14 @@ worker_run(const char *config_file, struct config *cfg)
 
 	event_base_dispatch(w.base);
 
+	/*
+	 * The supervisor goes first: leases may be released and the session closed only once
+	 * no job can be alive. If that is not certain, the session is left to expire.
+	 */
+	if (!supervisor_free(w.sv))
+		zk_abandon(w.zk);
 	worker_free_jobs(&w, 1);
 	zk_free(w.zk);
-	supervisor_free(w.sv);
 	http_free(w.http);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		event_free(w.signals[i]);

@@ -110,6 +110,7 @@ struct zk {
 	uint64_t state_since_ns;
 	uint64_t connecting_logged_ns;
 	int closing;
+	int abandoned;
 	int dispatching;
 
 	struct event *io;
@@ -1127,6 +1128,30 @@ zk_close(struct zk *zk)
 	zk_emit(zk, ZK_EVENT_CLOSED);
 }
 
+/*
+ * Stop talking without closing the session: the server keeps it (and its ephemeral nodes,
+ * so the leases) until it expires. Later requests complete at once with ZCLOSING, unsent.
+ * For when jobs of this session may still be alive. zk_free() then frees everything.
+ */
+void
+zk_abandon(struct zk *zk)
+{
+	if (zk->closing)
+		return;
+	if (zk->zh != NULL && zk->session_id != 0)
+		log_warnx("zookeeper: leaving session 0x%llx to expire, not closing it: jobs may "
+		          "still be alive",
+		          (unsigned long long)zk->session_id);
+	if (zk->fd >= 0)
+		shutdown(zk->fd, SHUT_RDWR);
+	zk->closing = 1;
+	zk->abandoned = 1;
+	evtimer_del(zk->heartbeat);
+	evtimer_del(zk->reinit);
+	evtimer_del(zk->resync);
+	evtimer_del(zk->stall);
+}
+
 /* Close if needed and free everything. */
 void
 zk_free(struct zk *zk)
@@ -1134,7 +1159,10 @@ zk_free(struct zk *zk)
 	struct zk_record *r;
 
 	zk->cb = NULL;
-	zk_close(zk);
+	if (zk->abandoned)
+		zk_close_handle(zk); /* the socket is shut: no CloseSession reaches the server */
+	else
+		zk_close(zk);
 	while ((r = TAILQ_FIRST(&zk->records)) != NULL) {
 		TAILQ_REMOVE(&zk->records, r, entry);
 		if (r->kind == ZK_RECORD_REPLY)

@@ -49,6 +49,7 @@ struct zk *zk_create(struct event_base *, const char *hosts, int timeout_ms, int
                      const char *auth, zk_event_cb, void *arg);
 void zk_close(struct zk *);
 void zk_free(struct zk *);
+void zk_abandon(struct zk *);
 
 enum zk_state zk_state(const struct zk *);
 const char *zk_state_name(enum zk_state);

@@ -131,6 +131,29 @@ class ContinuousTest(lktest.TestCase):
         self.assertLess(max(handovers), 5000)
         self.assert_safe(rec)
 
+    def test_second_sigterm_kills_the_jobs_before_closing_the_session(self):
+        """A job that ignores SIGTERM, and the operator asks twice: the worker must kill the
+        job (and its group) before it closes the session, which hands the lease over."""
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs_for(name):
+            return {"stubborn": {"command": rec.command(name, ignore_term=True, grandchildren=2),
+                                 "kill_grace": "1500ms"}}
+
+        procs = self.start_workers(jobs_for, names=("alpha", "beta"))
+        first = rec.wait_for("start", timeout=30)[0]
+        holder = procs[first.who]
+        holder.signal(signal.SIGTERM)
+        time.sleep(0.2)
+        holder.signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(timeout=20), 0)
+        self.assertRegex(holder.log_text(), r"job\(s\) still running: killing them before the "
+                                            r"session is closed")
+        rec.wait_for("start", count=2, timeout=20)
+        rep = rec.check(leases=1)
+        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+
     def test_restarts_with_backoff_then_hands_the_lease_over(self):
         self.start_zookeeper()
         rec = self.record_file()

@@ -254,6 +254,33 @@ class ScheduledTest(lktest.TestCase):
         self.wait_until(lambda: kz.get_children("/leasekeeper/mutex/added") == [], timeout=10)
         self.assertEqual(rec.check(who="keep").total, 0)
 
+    def test_a_reload_reverted_while_the_old_copy_stops_keeps_the_job(self):
+        """Change a job, reload, change it back and reload again while the first copy is
+        still stopping (it ignores SIGTERM): the job must end up running, not vanish."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        original = {"command": rec.command("flip", ignore_term=True), "kill_grace": "1500ms"}
+        p = self.start("alpha", {"flip": original})
+        rec.wait_for("start", who="flip", timeout=30)
+        jobs_file = self.path("alpha", "jobs", "jobs.ini")
+        lktest.write_ini(jobs_file, {"job flip": dict(original, env="CHANGED=1")})
+        p.signal(signal.SIGHUP)
+        p.wait_log(r"reload: job flip changed", timeout=10)
+        lktest.write_ini(jobs_file, {"job flip": original})
+        p.signal(signal.SIGHUP)
+        p.wait_log(r"reloaded: 1 job\(s\)", timeout=10)
+        p.wait_log(r"reloaded: 1 job\(s\)", timeout=10)
+        # The first copy dies at its kill_grace; a copy with the original settings runs.
+        self.wait_until(lambda: rec.count("start", "flip") >= 2 and
+                        len([r for r in rec.records() if r.kind == "start"]) -
+                        len([r for r in rec.records() if r.kind == "death"]) == 1,
+                        timeout=20, msg="no copy of the job is running after the reloads")
+        time.sleep(1.5)
+        live = {r.pid for r in rec.starts("flip")} - {r.pid for r in rec.records()
+                                                       if r.kind == "death"}
+        self.assertEqual(len(live), 1)
+        self.assertEqual(rec.check(who="flip").total, 0)
+
     def test_a_bad_reload_is_refused_whole(self):
         self.start_zookeeper()
         rec = self.record_file()
