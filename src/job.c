@@ -70,20 +70,20 @@ struct job {
 	uint64_t run_start_ms;
 	int64_t run_fence;
 	int timed_out;
-	int failures; /* consecutive */
+	int failures;  /* consecutive */
+	int cooldowns; /* consecutive cool-downs, each longer */
 	uint64_t runs;
 	uint64_t failures_total;
 	char *last_result;
 
-	int64_t tick;      /* scheduled: the tick being handled, -1 if none */
-	int64_t next_tick; /* scheduled: the next tick the timer waits for */
-	int attempt;       /* scheduled: retries of this tick so far */
-	int64_t missed_tick;
+	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
+	int64_t next_tick;    /* scheduled: the next tick the timer waits for */
+	int attempt;          /* scheduled: retries of this tick so far */
+	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
 
-	struct event *timer;        /* back-off, retry, cool-down */
-	struct event *tick_timer;   /* scheduled: the next tick */
-	struct event *run_timer;    /* the run's timeout */
-	struct event *missed_timer; /* scheduled: a tick skipped while busy */
+	struct event *timer;      /* back-off, retry, cool-down */
+	struct event *tick_timer; /* scheduled: the next tick */
+	struct event *run_timer;  /* the run's timeout */
 };
 
 static const char *job_state_names[] = {
@@ -199,7 +199,6 @@ job_finish_stop(struct job *job)
 {
 	evtimer_del(job->timer);
 	evtimer_del(job->tick_timer);
-	evtimer_del(job->missed_timer);
 	evtimer_del(job->run_timer);
 	jobrec_cancel_claim(job->rec);
 	lease_release(job->lease);
@@ -212,6 +211,7 @@ job_finish_stop(struct job *job)
 static void
 job_after_loss(struct job *job)
 {
+	job->await_verify = 0;
 	evtimer_del(job->timer);
 	jobrec_cancel_claim(job->rec);
 	if (job->stop_requested) {
@@ -227,6 +227,9 @@ job_after_loss(struct job *job)
 	}
 	if (!job->ready || !job->agreed) {
 		job_set_state(job, JOB_IDLE);
+		/* Registered again while the run was ending: the agreement is to be checked. */
+		if (job->ready)
+			jobrec_check(job->rec);
 		return;
 	}
 	if (job_scheduled(job)) {
@@ -274,16 +277,18 @@ static void
 job_claim_cb(enum jobrec_claim_result result, void *arg)
 {
 	struct job *job = arg;
+	char when[40];
 
 	if (job->state != JOB_CLAIMING)
 		return;
+	clock_iso8601((uint64_t)job->tick * 1000, when, sizeof when);
 	if (result == JOBREC_CLAIMED) {
-		log_info("job %s: claimed tick %lld", job->name, (long long)job->tick);
+		log_info("job %s: running the tick of %s", job->name, when);
 		job_start_run(job);
 		return;
 	}
-	log_debug("job %s: tick %lld %s", job->name, (long long)job->tick,
-	          result == JOBREC_TAKEN ? "already claimed" : "could not be claimed");
+	log_debug("job %s: the tick of %s %s", job->name, when,
+	          result == JOBREC_TAKEN ? "is already run or missed" : "could not be claimed");
 	lease_release(job->lease);
 	if (job->ready)
 		job_wait_tick(job);
@@ -297,8 +302,12 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 {
 	struct job *job = arg;
 
-	log_info("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
-	         (long long)lease_fence(l));
+	if (job_scheduled(job))
+		log_debug("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
+		          (long long)lease_fence(l));
+	else
+		log_info("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
+		         (long long)lease_fence(l));
 	if (job->stop_requested) {
 		job_finish_stop(job);
 		return;
@@ -306,7 +315,8 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 	if (job_scheduled(job)) {
 		job_set_state(job, JOB_CLAIMING);
 		jobrec_claim(job->rec, job->tick, job->cfg->per_tick,
-		             worker_config(job->w)->node_id, job_claim_cb, job);
+		             worker_config(job->w)->node_id, job->cfg->sched, job->cfg->history,
+		             job_claim_cb, job);
 		return;
 	}
 	job_start_run(job);
@@ -335,14 +345,12 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 {
 	struct job *job = arg;
 
-	(void)l;
 	if (job->stop_requested) {
 		job_finish_stop(job);
 		return;
 	}
-	if (job_scheduled(job) && job->tick >= 0 &&
-	    clock_wall_ms() >= (uint64_t)job->tick * 1000 + job->cfg->start_deadline_ms) {
-		log_info("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
+	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
+		log_debug("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
 		jobrec_missed(job->rec, job->tick, worker_config(job->w)->node_id,
 		              job->cfg->history);
 		job_wait_tick(job);
@@ -369,7 +377,7 @@ job_lease_verified_cb(struct lease *l, void *arg)
 
 	(void)l;
 	log_info("job %s: lease verified after the reconnect", job->name);
-	if (job->await_verify) {
+	if (job->await_verify && job->state == JOB_BACKOFF && !job_busy(job)) {
 		job->await_verify = 0;
 		job_start_run(job);
 	}
@@ -469,8 +477,11 @@ job_after_run(struct job *job, int failed)
 
 	if (!job_scheduled(job)) {
 		if (failed && job->failures >= job->cfg->max_failures) {
-			delay =
-			    job_backoff(job->cfg->restart_backoff_ms, job->cfg->max_failures + 1);
+			/* Each cool-down in a row doubles, up to the cap: a job that never works
+			 * must not churn the cluster for ever. */
+			job->cooldowns++;
+			delay = job_backoff(job->cfg->restart_backoff_ms,
+			                    job->cfg->max_failures + job->cooldowns);
 			log_warnx(
 			    "job %s: failed %d times in a row: giving the lease up for %llu ms "
 			    "so that another host can take over",
@@ -542,20 +553,6 @@ job_run_timer_cb(int fd, short what, void *arg)
 	                    (int64_t)job->cfg->kill_grace_ms);
 }
 
-/* A tick skipped while busy: if nobody claimed it by its start deadline, say so. */
-static void
-job_missed_timer_cb(int fd, short what, void *arg)
-{
-	struct job *job = arg;
-
-	(void)fd;
-	(void)what;
-	if (job->ready && job->missed_tick >= 0)
-		jobrec_missed(job->rec, job->missed_tick, worker_config(job->w)->node_id,
-		              job->cfg->history);
-	job->missed_tick = -1;
-}
-
 /* A tick is due. */
 static void
 job_tick_cb(int fd, short what, void *arg)
@@ -574,23 +571,38 @@ job_tick_cb(int fd, short what, void *arg)
 	job_arm_tick(job);
 	if (!job->ready || !job->agreed || job->stop_requested)
 		return;
-	if (job->state != JOB_WAITING) {
-		log_info("job %s: tick %lld: still busy with an earlier run; leaving it to others",
-		         job->name, (long long)tick);
-		job->missed_tick = tick;
-		job_timer(job->missed_timer, job->cfg->start_deadline_ms);
-		return;
+	switch (job->state) {
+	case JOB_WAITING:
+		job_contend(job, tick);
+		break;
+	case JOB_CONTENDING:
+		/*
+		 * Still waiting for a lease for an older tick: the newest due tick is what
+		 * counts now (claims only move forward, so the older one could not run after
+		 * it anyway). Keep the place in the queue; only the target and its deadline
+		 * change.
+		 */
+		job->tick = tick;
+		job->attempt = 0;
+		lease_retime(job->lease, job->cfg->start_deadline_ms);
+		break;
+	default:
+		/* Busy with a run: the tick is for the others, or for us right after. */
+		job->pending_tick = tick;
+		break;
 	}
-	job_contend(job, tick);
 }
 
-/* Arm the tick timer for the next fire time after now. */
+/* Arm the tick timer for the first fire time after now, and after the current one. */
 static void
 job_arm_tick(struct job *job)
 {
 	uint64_t now = clock_wall_ms();
-	int64_t next = schedule_next(job->cfg->sched, (int64_t)(now / 1000));
+	int64_t after = (int64_t)(now / 1000), next;
 
+	if (job->next_tick > after)
+		after = job->next_tick;
+	next = schedule_next(job->cfg->sched, after);
 	evtimer_del(job->tick_timer);
 	job->next_tick = next;
 	if (next < 0) {
@@ -600,14 +612,24 @@ job_arm_tick(struct job *job)
 	job_timer(job->tick_timer, (uint64_t)next * 1000 > now ? (uint64_t)next * 1000 - now : 0);
 }
 
-/* Between ticks: no tick in hand, the timer armed for the next one. */
+/*
+ * Between ticks: the timer armed for the next one. A tick that came due during the run
+ * just ended is contended for now if it is still inside its start_deadline (another
+ * worker may have run it meanwhile: the claim tells); past it, it is recorded as missed
+ * unless someone ran it.
+ */
 static void
 job_wait_tick(struct job *job)
 {
+	int64_t pending = job->pending_tick;
+
 	job->tick = -1;
+	job->pending_tick = -1;
 	job_set_state(job, JOB_WAITING);
 	if (!evtimer_pending(job->tick_timer, NULL))
 		job_arm_tick(job);
+	if (pending >= 0 && job->ready && job->agreed && !job->stop_requested)
+		job_contend(job, pending);
 }
 
 /* Agreed and registered: start doing the job. */
@@ -658,6 +680,7 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	          "%s %d` to change the cluster's count on purpose)",
 	          job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
 	job->agreed = 0;
+	job->await_verify = 0;
 	evtimer_del(job->timer);
 	if (job_busy(job)) {
 		job->conflict_pending = 1;
@@ -688,7 +711,7 @@ job_new(struct worker *w, const struct config_job *cj)
 	job->cfg = cj;
 	job->name = xstrdup(cj->name);
 	job->state = JOB_IDLE;
-	job->tick = job->next_tick = job->missed_tick = -1;
+	job->tick = job->next_tick = job->pending_tick = -1;
 	job->lock_path = lease_lock_path(cfg->root, cj->lock, cj->lock_path, cj->leases);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = lease_new(base, worker_zk(w), job->lock_path, cj->leases, data, &lcb, job);
@@ -698,7 +721,6 @@ job_new(struct worker *w, const struct config_job *cj)
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
-	job->missed_timer = evtimer_new(base, job_missed_timer_cb, job);
 	return job;
 }
 
@@ -713,7 +735,6 @@ job_free(struct job *job)
 	event_free(job->timer);
 	event_free(job->tick_timer);
 	event_free(job->run_timer);
-	event_free(job->missed_timer);
 	free(job->lock_path);
 	free(job->last_result);
 	free(job->name);
@@ -763,7 +784,6 @@ job_stop(struct job *job, int wait)
 	job->stop_requested = 1;
 	evtimer_del(job->timer);
 	evtimer_del(job->tick_timer);
-	evtimer_del(job->missed_timer);
 	jobrec_cancel_claim(job->rec);
 	if (!job_busy(job)) {
 		if (job->state != JOB_DONE)
@@ -884,9 +904,10 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 		job_start_run(job);
 		return;
 	}
-	if (ok || ran_ms >= JOB_LONG_RUN_MS)
+	if (ok || ran_ms >= JOB_LONG_RUN_MS) {
 		job->failures = ok ? 0 : 1;
-	else
+		job->cooldowns = 0;
+	} else
 		job->failures++;
 	if (!ok)
 		job->failures_total++;

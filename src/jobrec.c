@@ -6,10 +6,13 @@
  * contend and reports the conflict until the record or its configuration changes
  * (`leasekeeper set-leases` changes the record on purpose). We watch the record.
  *
- * <root>/jobs/<job>/state holds {"tick": T, "runners": [...]}: the newest tick claimed
- * and who claimed it. A worker holding a lease claims tick T with a versioned write; a
- * worker that finds T (or a later tick) already claimed by enough runners skips it, so
- * a host whose clock runs late cannot run a tick twice.
+ * <root>/jobs/<job>/state holds {"tick": T, "runners": [...], "recent": [...],
+ * "missed": [...]}: the newest tick claimed and who claimed it, the last claimed ticks and
+ * the last missed ones. A worker holding a lease claims tick T with a versioned write; a
+ * worker that finds T, or a later tick, claimed by enough runners, or T marked missed,
+ * skips it, so a host whose clock runs late cannot run a tick twice. Claims only move
+ * forward: a tick older than the newest claimed one can never run, so the worker that
+ * claims T also records as missed the ticks skipped since the previous claim.
  *
  * <root>/jobs/<job>/runs/run-<seq> holds one JSON record per finished (or missed) run,
  * the oldest deleted beyond `history`.
@@ -18,13 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "compat.h"
 #include "jobrec.h"
 #include "log.h"
+#include "schedule.h"
 #include "xmalloc.h"
 #include "znode.h"
 
 enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
+
+#define JOBREC_KEEP_TICKS  64      /* claimed and missed ticks remembered in the state */
+#define JOBREC_MAX_SKIPPED 1000000 /* ticks looked at between two claims, at most */
 
 /* One multi-step operation on the records, with the context its replies need. */
 struct jobrec_task {
@@ -39,6 +47,8 @@ struct jobrec_task {
 	void *arg;
 	json_t *record;
 	int history;
+	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
+	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
 	TAILQ_ENTRY(jobrec_task) entry;
 };
 
@@ -119,6 +129,8 @@ jobrec_task_free(struct jobrec_task *t)
 	free(t->node);
 	if (t->record != NULL)
 		json_decref(t->record);
+	if (t->skipped != NULL)
+		json_decref(t->skipped);
 	free(t);
 }
 
@@ -316,11 +328,13 @@ jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, con
 	return t;
 }
 
-/* The claimed tick and its runners, from the state's JSON. */
+/* The claimed tick and its lists, from the state's JSON. */
 static json_t *
 jobrec_parse_state(const struct zk_reply *reply, int64_t *tick)
 {
 	json_t *o = NULL, *t;
+	const char *lists[] = {"runners", "recent", "missed"};
+	size_t i;
 
 	*tick = -1;
 	if (reply->value != NULL && reply->value_len > 0)
@@ -333,9 +347,51 @@ jobrec_parse_state(const struct zk_reply *reply, int64_t *tick)
 	t = json_object_get(o, "tick");
 	if (json_is_integer(t))
 		*tick = json_integer_value(t);
-	if (!json_is_array(json_object_get(o, "runners")))
-		json_object_set_new(o, "runners", json_array());
+	for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		if (!json_is_array(json_object_get(o, lists[i])))
+			json_object_set_new(o, lists[i], json_array());
+	}
 	return o;
+}
+
+/* Whether a list of ticks holds tick. */
+static int
+jobrec_has_tick(json_t *list, int64_t tick)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+	{
+		if (json_is_integer(v) && json_integer_value(v) == tick)
+			return 1;
+	}
+	return 0;
+}
+
+/* Append tick to a list of ticks, keeping the newest JOBREC_KEEP_TICKS. */
+static void
+jobrec_add_tick(json_t *list, int64_t tick)
+{
+	json_array_append_new(list, json_integer(tick));
+	while (json_array_size(list) > JOBREC_KEEP_TICKS)
+		json_array_remove(list, 0);
+}
+
+/* Record that a tick was missed (one run record, and a log line). */
+static void
+jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
+{
+	char when[40];
+	json_t *record;
+
+	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
+	log_warnx("job %s: the tick of %s was missed: no worker started it within its "
+	          "start_deadline",
+	          znode_basename(jr->path), when);
+	record = json_pack("{s:I, s:s, s:s}", "tick", (json_int_t)tick, "node", node, "reason",
+	                   "missed");
+	jobrec_record_run(jr, record, history);
 }
 
 /* Whether node is among the runners. */
@@ -369,8 +425,12 @@ static void
 jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
+	json_t *v;
+	size_t i;
 
 	if (reply->rc == ZOK) {
+		json_array_foreach(t->skipped, i, v)
+		    jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history);
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
@@ -392,9 +452,11 @@ static void
 jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	json_t *state, *runners;
-	int64_t tick;
+	json_t *state, *runners, *missed, *v;
+	int64_t tick, x;
 	char *data;
+	size_t i;
+	int n;
 
 	if (zk_connection_error(reply->rc)) {
 		t->waiting = 1;
@@ -407,21 +469,41 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	state = jobrec_parse_state(reply, &tick);
 	runners = json_object_get(state, "runners");
+	missed = json_object_get(state, "missed");
 	if (tick == t->tick && jobrec_has_runner(state, t->node)) {
+		/* Our earlier write landed, its answer was lost: finish what it started. */
 		json_decref(state);
-		jobrec_claim_done(t, t->maybe_set ? JOBREC_CLAIMED : JOBREC_TAKEN);
+		if (t->maybe_set)
+			jobrec_claim_set_cb(&(struct zk_reply){.rc = ZOK}, t);
+		else
+			jobrec_claim_done(t, JOBREC_TAKEN);
 		return;
 	}
-	if (tick > t->tick ||
+	if (tick > t->tick || jobrec_has_tick(missed, t->tick) ||
 	    (tick == t->tick && json_array_size(runners) >= (size_t)t->per_tick)) {
 		json_decref(state);
 		jobrec_claim_done(t, JOBREC_TAKEN);
 		return;
 	}
 	if (tick < t->tick) {
+		/* The ticks between the last claim and this one can never run now: missed. */
+		if (t->skipped != NULL)
+			json_decref(t->skipped);
+		t->skipped = json_array();
+		/* The most recent of them, up to history (after a long outage, many). */
+		for (x = tick < 0 || t->sched == NULL ? -1 : schedule_next(t->sched, tick), n = 0;
+		     x >= 0 && x < t->tick && n < JOBREC_MAX_SKIPPED;
+		     x = schedule_next(t->sched, x), n++) {
+			if (jobrec_has_tick(missed, x))
+				continue;
+			json_array_append_new(t->skipped, json_integer(x));
+			while (json_array_size(t->skipped) > (size_t)t->history)
+				json_array_remove(t->skipped, 0);
+		}
+		json_array_foreach(t->skipped, i, v) jobrec_add_tick(missed, json_integer_value(v));
 		json_array_clear(runners);
 		json_object_set_new(state, "tick", json_integer(t->tick));
-		json_object_del(state, "missed");
+		jobrec_add_tick(json_object_get(state, "recent"), t->tick);
 	}
 	json_array_append_new(runners, json_string(t->node));
 	data = json_dumps(state, JSON_COMPACT);
@@ -442,13 +524,19 @@ jobrec_claim_step(struct jobrec_task *t)
 	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_claim_get_cb, t);
 }
 
-/* Claim tick for node, unless per_tick workers (or this one) already claimed it. */
+/*
+ * Claim tick for node, unless per_tick workers (or this one) already claimed it, a later
+ * tick was claimed, or it was marked missed. sched names the ticks skipped since the
+ * previous claim, recorded as missed (at most history of them).
+ */
 void
-jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node, jobrec_claim_cb cb,
-             void *arg)
+jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
+             const struct schedule *sched, int history, jobrec_claim_cb cb, void *arg)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
 
+	t->sched = sched;
+	t->history = history;
 	t->per_tick = per_tick;
 	t->cb = cb;
 	t->arg = arg;
@@ -472,8 +560,6 @@ static void
 jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	struct jobrec *jr = t->jr;
-	json_t *record;
 
 	if (reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) {
 		jobrec_missed_step(t);
@@ -483,22 +569,17 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 		t->waiting = 1;
 		return;
 	}
-	if (reply->rc == ZOK) {
-		log_warnx("%s: tick %lld was missed: no lease within start_deadline", jr->path,
-		          (long long)t->tick);
-		record = json_pack("{s:I, s:s, s:s}", "tick", (json_int_t)t->tick, "node", t->node,
-		                   "reason", "missed");
-		jobrec_record_run(jr, record, t->history);
-	}
+	if (reply->rc == ZOK)
+		jobrec_record_missed(t->jr, t->tick, t->node, t->history);
 	jobrec_task_free(t);
 }
 
-/* The state as read: mark the tick missed if nobody claimed it. */
+/* The state as read: mark the tick missed unless it was claimed or already marked. */
 static void
 jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	json_t *state;
+	json_t *state, *missed;
 	int64_t tick;
 	char *data;
 
@@ -511,14 +592,14 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	state = jobrec_parse_state(reply, &tick);
-	if (tick >= t->tick) {
+	missed = json_object_get(state, "missed");
+	if (tick == t->tick || jobrec_has_tick(json_object_get(state, "recent"), t->tick) ||
+	    jobrec_has_tick(missed, t->tick)) {
 		json_decref(state);
 		jobrec_task_free(t);
 		return;
 	}
-	json_object_set_new(state, "tick", json_integer(t->tick));
-	json_array_clear(json_object_get(state, "runners"));
-	json_object_set_new(state, "missed", json_true());
+	jobrec_add_tick(missed, t->tick);
 	data = json_dumps(state, JSON_COMPACT);
 	json_decref(state);
 	if (reply->rc == ZNONODE)
@@ -536,7 +617,7 @@ jobrec_missed_step(struct jobrec_task *t)
 	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
 }
 
-/* Record tick as missed, once cluster-wide, if nobody claimed it (or a later tick). */
+/* Record tick as missed, once cluster-wide, unless it was claimed or already recorded. */
 void
 jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
 {

@@ -31,8 +31,9 @@ void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
 void jobrec_set_leases(struct jobrec *, int leases);
 
-void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node, jobrec_claim_cb,
-                  void *arg);
+struct schedule;
+void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,
+                  const struct schedule *, int history, jobrec_claim_cb, void *arg);
 void jobrec_cancel_claim(struct jobrec *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);

@@ -26,6 +26,7 @@ struct lease {
 	enum lease_state state;
 	struct event *timer;
 	uint64_t timeout_ms;
+	int timed_out; /* the last acquire ended because its timeout ran out */
 };
 
 static const char *lease_state_names[] = {"IDLE", "ACQUIRING", "HELD", "UNVERIFIED"};
@@ -149,6 +150,7 @@ lease_timeout_cb(int fd, short what, void *arg)
 	lease_release(l);
 	duration_format(l->timeout_ms, dur, sizeof dur);
 	snprintf(why, sizeof why, "no lease within %s", dur);
+	l->timed_out = 1;
 	lease_failed(l, why);
 }
 
@@ -180,21 +182,37 @@ lease_new(struct event_base *base, struct zk *zk, const char *path, int leases, 
 void
 lease_acquire(struct lease *l, uint64_t timeout_ms)
 {
-	struct timeval tv;
-
 	if (l->state != LEASE_IDLE)
 		fatalx("lease_acquire on %s in state %s", l->path, lease_state_name(l->state));
 	lease_set_state(l, LEASE_ACQUIRING);
-	l->timeout_ms = timeout_ms;
-	if (timeout_ms > 0) {
-		tv.tv_sec = (time_t)(timeout_ms / 1000);
-		tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
-		evtimer_add(l->timer, &tv);
-	}
+	l->timed_out = 0;
+	lease_retime(l, timeout_ms);
 	if (l->mutex != NULL)
 		mutex_acquire(l->mutex);
 	else
 		semaphore_acquire(l->semaphore);
+}
+
+/* While acquiring: give up timeout_ms from now instead (0: wait for ever). */
+void
+lease_retime(struct lease *l, uint64_t timeout_ms)
+{
+	struct timeval tv;
+
+	evtimer_del(l->timer);
+	l->timeout_ms = timeout_ms;
+	if (timeout_ms > 0 && l->state == LEASE_ACQUIRING) {
+		tv.tv_sec = (time_t)(timeout_ms / 1000);
+		tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+		evtimer_add(l->timer, &tv);
+	}
+}
+
+/* Whether the last acquire failed because its timeout ran out. */
+int
+lease_timed_out(const struct lease *l)
+{
+	return l->timed_out;
 }
 
 /* Stop contending or give the lease back; the delete is retried until it lands. */

@@ -26,6 +26,8 @@ struct lease_cb {
 struct lease *lease_new(struct event_base *, struct zk *, const char *path, int leases,
                         const char *data, const struct lease_cb *, void *arg);
 void lease_acquire(struct lease *, uint64_t timeout_ms);
+void lease_retime(struct lease *, uint64_t timeout_ms);
+int lease_timed_out(const struct lease *);
 void lease_release(struct lease *);
 void lease_free(struct lease *);
 void lease_session(struct lease *, enum zk_event);

@@ -329,7 +329,7 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 	j->errfd = -1;
 	if (n > 0) {
 		buf[n] = '\0';
-		log_warnx("supervisor: job %s could not start: %s", j->name, buf);
+		log_debug("supervisor: job %s could not start: %s", j->name, buf);
 		sv_log_note(j, buf);
 		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, buf, (size_t)n);
 		j->state = SJOB_ENDING;

@@ -162,6 +162,34 @@ class ScheduledTest(lktest.TestCase):
         self.assertEqual({r["reason"] for r in self.runs(kz, "flaky")}, {"failed"})
         self.assertEqual(len({r["tick"] for r in self.runs(kz, "flaky")}), 1)
 
+    def test_ticks_due_during_a_run_are_run_or_recorded_missed(self):
+        """Runs (2.5 s) longer than the interval (2 s) on a mutex: ticks come due while the
+        lease is busy. Each tick must be run once or recorded missed once: never lost,
+        never both, never twice."""
+        self.start_zookeeper()
+        out = self.path("ticks.txt")
+        jobs = {"backlog": {"command": self.tick_log_command(out, "2.5"), "schedule": "@every 2s",
+                            "start_deadline": "4s", "history": 100}}
+        for n in ("alpha", "beta"):
+            self.start(n, jobs)
+        first = time.time()
+        time.sleep(24)
+        last = time.time()
+        kz = self.kazoo()
+        ran = self.ticks(out)
+        missed = [r["tick"] for r in self.runs(kz, "backlog") if r["reason"] == "missed"]
+        self.assertEqual({t: n for t, n in ran.items() if len(n) != 1}, {}, "ran twice")
+        self.assertEqual(len(missed), len(set(missed)), "a tick recorded missed twice")
+        missed = {iso(t) for t in missed}
+        self.assertEqual(set(ran) & missed, set(), "ticks both run and recorded missed")
+        # Every tick from the first to one that is surely settled (its start_deadline
+        # passed, with a margin) is accounted for.
+        want = [iso(t) for t in range(int(first) // 2 * 2 + 2, int(last) - 6, 2)]
+        lost = [t for t in want if t not in ran and t not in missed]
+        self.assertEqual(lost, [], "ticks neither run nor recorded missed")
+        self.assertGreater(len(missed), 0, "the backlog must have made some ticks miss")
+        self.assertGreater(len(ran), len(want) // 2)
+
     def test_a_tick_without_a_lease_is_recorded_missed(self):
         self.start_zookeeper()
         rec = self.record_file()
