@@ -628,10 +628,36 @@ admin_status(int argc, char **argv)
 struct admin_setleases {
 	const char *job;
 	int leases;
+	int create; /* --create: record a job the cluster does not know yet */
 	char *path;
 };
 
 static void admin_setleases_read(struct admin *);
+
+/*
+ * A job's lock lives under <root>/mutex for one lease and <root>/semaphore for more: when
+ * the count crosses between the two, the recorded lock moves along (a lock_path outside
+ * those folders is the operator's and stays).
+ */
+static void
+admin_setleases_move_lock(struct admin *a, json_t *record, int leases)
+{
+	const char *lock = json_string_value(json_object_get(record, "lock"));
+	const char *from = leases == 1 ? "semaphore" : "mutex",
+	           *to = leases == 1 ? "mutex" : "semaphore";
+	char *prefix, *moved;
+
+	if (lock == NULL)
+		return;
+	xasprintf(&prefix, "%s/%s/", a->root, from);
+	if (strncmp(lock, prefix, strlen(prefix)) == 0) {
+		xasprintf(&moved, "%s/%s/%s", a->root, to, lock + strlen(prefix));
+		printf("its lock moves to %s\n", moved);
+		json_object_set_new(record, "lock", json_string(moved));
+		free(moved);
+	}
+	free(prefix);
+}
 
 /* The write landed, or lost a race (read again), or failed. */
 static void
@@ -669,6 +695,15 @@ admin_setleases_read_cb(const struct zk_reply *reply, void *arg)
 		admin_done(a, EXIT_UNAVAILABLE);
 		return;
 	}
+	if (reply->rc == ZNONODE && !s->create &&
+	    (a->cfg == NULL || config_find_job(a->cfg, s->job) == NULL)) {
+		fprintf(stderr,
+		        "leasekeeper set-leases: the cluster knows no job \"%s\" (%s does not "
+		        "exist): check the name, or pass --create to record it now\n",
+		        s->job, s->path);
+		admin_done(a, 1);
+		return;
+	}
 	if (reply->rc == ZOK && reply->value != NULL)
 		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
 	if (!json_is_object(o)) {
@@ -678,6 +713,7 @@ admin_setleases_read_cb(const struct zk_reply *reply, void *arg)
 	}
 	old = jobrec_parse_leases(reply->value, reply->value_len);
 	json_object_set_new(o, "leases", json_integer(s->leases));
+	admin_setleases_move_lock(a, o, s->leases);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (old > 0)
@@ -726,13 +762,13 @@ admin_setleases_ready(struct admin *a)
 int
 admin_set_leases(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-	                                         {"zk", required_argument, NULL, 'z'},
-	                                         {"root", required_argument, NULL, 'r'},
-	                                         {"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"zk", required_argument, NULL, 'z'},
+	    {"root", required_argument, NULL, 'r'},   {"create", no_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
 	static const char *usage =
-	    "usage: leasekeeper set-leases [-c FILE | --zk HOSTS] [--root PATH] JOB N\n";
+	    "usage: leasekeeper set-leases [-c FILE | --zk HOSTS] [--root PATH] "
+	    "[--create] JOB N\n";
 	struct admin a;
 	struct admin_opts o = {NULL, NULL, NULL};
 	struct admin_setleases s;
@@ -741,7 +777,8 @@ admin_set_leases(int argc, char **argv)
 	long n;
 
 	memset(&a, 0, sizeof a);
-	while ((ch = getopt_long(argc, argv, "c:z:r:h", longopts, NULL)) != -1) {
+	memset(&s, 0, sizeof s);
+	while ((ch = getopt_long(argc, argv, "c:z:r:Ch", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.file = optarg;
@@ -751,6 +788,9 @@ admin_set_leases(int argc, char **argv)
 			break;
 		case 'r':
 			o.root = optarg;
+			break;
+		case 'C':
+			s.create = 1;
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -100,6 +100,20 @@ jobrec_parse_leases(const char *data, int len)
 	return leases;
 }
 
+/* Whether a job record's JSON names its lock. */
+static int
+jobrec_has_lock(const char *data, int len)
+{
+	json_t *o;
+	int has;
+
+	if (data == NULL || len <= 0 || (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
+		return 0;
+	has = json_is_string(json_object_get(o, "lock"));
+	json_decref(o);
+	return has;
+}
+
 /* A job's records; call jobrec_check once the session is ready. */
 struct jobrec *
 jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const char *lock_path,
@@ -233,6 +247,15 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jr->cluster = n;
+	if (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len)) {
+		/* An older record, or one written by set-leases: say where the lock lives. */
+		data = jobrec_data(jr);
+		jr->checking = 1;
+		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
+		       jobrec_create_cb, jr);
+		free(data);
+		return;
+	}
 	if (n == jr->leases)
 		jr->cb.agreed(jr, jr->arg);
 	else

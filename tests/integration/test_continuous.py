@@ -221,6 +221,20 @@ class ContinuousTest(lktest.TestCase):
                         msg="alpha must stop its run once the count changed")
         _, metrics = self.http_get("alpha", "/metrics")
         self.assertIn('leasekeeper_job_lease_conflict{job="shared"} 1', metrics)
+        # The recorded lock moved to the semaphore folder with the count: status without a
+        # configuration finds the holder there.
+        r = subprocess.run([lktest.leasekeeper_bin(), "status", "--zk", self.zk.connect_string,
+                            "--json"], capture_output=True, text=True, timeout=60)
+        job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "shared"][0]
+        self.assertEqual(job["lock_path"], "/leasekeeper/semaphore/shared")
+        self.assertEqual([h["node"] for h in job["holders"]], ["beta"])
+        # A typo is refused rather than recorded.
+        r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
+                            self.zk.connect_string, "sharde", "2"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--create", r.stderr)
+        self.assertIsNone(self.kazoo().exists("/leasekeeper/jobs/sharde"))
 
     def test_a_job_that_cannot_start_is_recorded_and_the_worker_runs_on(self):
         self.start_zookeeper()
