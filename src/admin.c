@@ -491,6 +491,8 @@ admin_status_print(json_t *out)
 				printf(" exit %lld", (long long)json_integer_value(st));
 			if (sig != NULL)
 				printf(" signal %lld", (long long)json_integer_value(sig));
+			if (json_string_value(json_object_get(n, "error")) != NULL)
+				printf(": %s", json_string_value(json_object_get(n, "error")));
 			printf("\n");
 		}
 	}

@@ -909,7 +909,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 		    ctx, 0, line,
 		    "jobs: \"%s\" does not exist (%s): create it, or point jobs at a file, "
 		    "a directory or a glob such as \"jobs/*.ini\" (relative to %s)",
-		    pattern, strerror(errno), dir);
+		    pattern, strerror(errno), cfg->dir);
 	} else if (S_ISDIR(st.st_mode)) {
 		if ((d = opendir(pattern)) == NULL) {
 			config_error(ctx, 0, line, "jobs: cannot read directory \"%s\": %s",
@@ -2008,7 +2008,12 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	if (job->umask != -1)
 		fprintf(f, ", umask %03o", (unsigned)job->umask);
 	fputc('\n', f);
-	fprintf(f, "  workdir          %s\n", job->workdir != NULL ? job->workdir : cfg->state_dir);
+	if (job->workdir != NULL)
+		fprintf(f, "  workdir          %s\n", job->workdir);
+	else if (job->user != NULL)
+		fprintf(f, "  workdir          the home directory of %s\n", job->user);
+	else
+		fprintf(f, "  workdir          %s\n", cfg->state_dir);
 	for (p = job->env; p != NULL && *p != NULL; p++)
 		fprintf(f, "  env              %s\n", *p);
 	if (job->timeout_ms == 0)

@@ -65,55 +65,72 @@ http_health_cb(struct evhttp_request *req, void *arg)
 	json_decref(o);
 }
 
-/* GET /metrics, in Prometheus' text format. */
+/* The per-job metrics: name, help, type, and how to read the value from a job's JSON. */
+static const struct {
+	const char *name;
+	const char *help;
+	const char *type;
+	const char *field; /* integer field, or NULL for the special cases below */
+	int kind;          /* 0 integer field, 1 state == RUNNING, 2 state == CONFLICT, 3 bool */
+} http_job_metrics[] = {
+    {"leasekeeper_job_running", "1 while the job's command runs here", "gauge", NULL, 1},
+    {"leasekeeper_job_lease_held", "1 while this worker holds a lease of the job", "gauge",
+     "lease_held", 3},
+    {"leasekeeper_job_lease_conflict",
+     "1 while the cluster agreed on another number of leases than this worker's", "gauge", NULL, 2},
+    {"leasekeeper_job_runs_total", "runs started here", "counter", "runs", 0},
+    {"leasekeeper_job_failures_total", "runs that failed here", "counter", "failures", 0},
+};
+
+/* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 http_metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
-	json_t *o = worker_status_json(h->w), *jobs, *job;
+	json_t *o = worker_status_json(h->w), *jobs = json_object_get(o, "jobs"), *job;
 	struct evbuffer *buf = evbuffer_new();
 	const char *session = json_string_value(json_object_get(o, "session_state"));
-	size_t i;
+	const char *name, *state;
+	size_t i, m;
+	long long v;
 
 	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_session_connected 1 while the ZooKeeper "
-	                    "session is connected\n# TYPE leasekeeper_session_connected gauge\n");
-	evbuffer_add_printf(buf, "leasekeeper_session_connected %d\n",
+	                    "session is connected\n# TYPE leasekeeper_session_connected gauge\n"
+	                    "leasekeeper_session_connected %d\n",
 	                    session != NULL && strcmp(session, "CONNECTED") == 0);
-	evbuffer_add_printf(buf, "# HELP leasekeeper_lease_deadline_seconds time left before "
-	                         "jobs are killed if no answer arrives\n"
-	                         "# TYPE leasekeeper_lease_deadline_seconds gauge\n");
-	evbuffer_add_printf(buf, "leasekeeper_lease_deadline_seconds %.3f\n",
-	                    (double)json_integer_value(json_object_get(o, "lease_deadline_in_ms")) /
-	                        1000.0);
-	evbuffer_add_printf(buf, "# HELP leasekeeper_job_running 1 while the job's command runs "
-	                         "here\n# TYPE leasekeeper_job_running gauge\n"
-	                         "# HELP leasekeeper_job_lease_held 1 while this worker holds a "
-	                         "lease of the job\n# TYPE leasekeeper_job_lease_held gauge\n"
-	                         "# HELP leasekeeper_job_lease_conflict 1 while the cluster agreed "
-	                         "on another number of leases\n"
-	                         "# TYPE leasekeeper_job_lease_conflict gauge\n"
-	                         "# HELP leasekeeper_job_runs_total runs started here\n"
-	                         "# TYPE leasekeeper_job_runs_total counter\n"
-	                         "# HELP leasekeeper_job_failures_total runs that failed here\n"
-	                         "# TYPE leasekeeper_job_failures_total counter\n");
-	jobs = json_object_get(o, "jobs");
-	json_array_foreach(jobs, i, job)
-	{
-		const char *name = json_string_value(json_object_get(job, "name"));
-		const char *state = json_string_value(json_object_get(job, "state"));
-
-		evbuffer_add_printf(buf, "leasekeeper_job_running{job=\"%s\"} %d\n", name,
-		                    state != NULL && strcmp(state, "RUNNING") == 0);
-		evbuffer_add_printf(buf, "leasekeeper_job_lease_held{job=\"%s\"} %d\n", name,
-		                    json_is_true(json_object_get(job, "lease_held")));
-		evbuffer_add_printf(buf, "leasekeeper_job_lease_conflict{job=\"%s\"} %d\n", name,
-		                    state != NULL && strcmp(state, "CONFLICT") == 0);
-		evbuffer_add_printf(buf, "leasekeeper_job_runs_total{job=\"%s\"} %lld\n", name,
-		                    (long long)json_integer_value(json_object_get(job, "runs")));
-		evbuffer_add_printf(
-		    buf, "leasekeeper_job_failures_total{job=\"%s\"} %lld\n", name,
-		    (long long)json_integer_value(json_object_get(job, "failures")));
+	evbuffer_add_printf(
+	    buf,
+	    "# HELP leasekeeper_lease_deadline_seconds time left before jobs are killed if no "
+	    "answer arrives\n# TYPE leasekeeper_lease_deadline_seconds gauge\n"
+	    "leasekeeper_lease_deadline_seconds %.3f\n",
+	    (double)json_integer_value(json_object_get(o, "lease_deadline_in_ms")) / 1000.0);
+	for (m = 0; m < sizeof http_job_metrics / sizeof http_job_metrics[0]; m++) {
+		evbuffer_add_printf(buf, "# HELP %s %s\n# TYPE %s %s\n", http_job_metrics[m].name,
+		                    http_job_metrics[m].help, http_job_metrics[m].name,
+		                    http_job_metrics[m].type);
+		json_array_foreach(jobs, i, job)
+		{
+			name = json_string_value(json_object_get(job, "name"));
+			state = json_string_value(json_object_get(job, "state"));
+			switch (http_job_metrics[m].kind) {
+			case 1:
+				v = state != NULL && strcmp(state, "RUNNING") == 0;
+				break;
+			case 2:
+				v = state != NULL && strcmp(state, "CONFLICT") == 0;
+				break;
+			case 3:
+				v = json_is_true(json_object_get(job, http_job_metrics[m].field));
+				break;
+			default:
+				v = (long long)json_integer_value(
+				    json_object_get(job, http_job_metrics[m].field));
+				break;
+			}
+			evbuffer_add_printf(buf, "%s{job=\"%s\"} %lld\n", http_job_metrics[m].name,
+			                    name, v);
+		}
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	                  "text/plain; version=0.0.4");

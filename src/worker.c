@@ -629,9 +629,11 @@ worker_reload(struct worker *w)
 	    cfg->session_timeout_ms != w->cfg->session_timeout_ms ||
 	    cfg->safety_margin_ms != w->cfg->safety_margin_ms ||
 	    (cfg->auth == NULL) != (w->cfg->auth == NULL) ||
-	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0))
-		log_warnx("reload: changes to [zookeeper], node_id or safety_margin take effect "
-		          "only after a restart; job changes are applied now");
+	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0) ||
+	    (cfg->http_listen == NULL) != (w->cfg->http_listen == NULL) ||
+	    (cfg->http_listen != NULL && strcmp(cfg->http_listen, w->cfg->http_listen) != 0))
+		log_warnx("reload: changes to [zookeeper], node_id, safety_margin or [http] take "
+		          "effect only after a restart; job changes are applied now");
 
 	/*
 	 * Removed or changed jobs stop; unchanged ones take the new configuration. A copy

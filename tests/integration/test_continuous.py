@@ -285,6 +285,17 @@ class ContinuousTest(lktest.TestCase):
         job = st["jobs"][0]
         self.assertEqual((job["name"], job["state"], job["lease_held"]), ("work", "RUNNING", True))
         self.assertGreater(job["fence"], 0)
+        code, metrics = self.http_get("alpha", "/metrics")
+        self.assertIn('leasekeeper_job_running{job="work"} 1', metrics)
+        # Prometheus' format: each metric's samples right after its own TYPE line.
+        current, seen = None, set()
+        for line in metrics.splitlines():
+            if line.startswith("# TYPE "):
+                current = line.split()[2]
+                self.assertNotIn(current, seen, "metric %s appears twice" % current)
+                seen.add(current)
+            elif not line.startswith("#"):
+                self.assertEqual(line.split("{")[0].split()[0], current, line)
 
     def test_a_lease_whose_node_is_deleted_is_lost(self):
         """While alpha's connection is blackholed, its lock node is deleted by hand. Once the
