@@ -743,19 +743,9 @@ admin_setleases_read(struct admin *a)
 static void
 admin_setleases_ready(struct admin *a)
 {
-	char *path = xstrdup(a->root), *slash;
+	char *path = znode_join(a->root, "jobs");
 
-	for (slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
-		if (slash != NULL)
-			*slash = '\0';
-		zk_create_node(a->zk, path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
-		if (slash == NULL)
-			break;
-		*slash = '/';
-	}
-	free(path);
-	path = znode_join(a->root, "jobs");
-	zk_create_node(a->zk, path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+	zk_create_path(a->zk, path, ZOO_PERSISTENT, NULL, NULL);
 	free(path);
 	admin_setleases_read(a);
 }

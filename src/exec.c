@@ -269,18 +269,8 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		return;
 	}
 	/* The lease count of NAME is agreed in <root>/jobs/NAME, like a job's. */
-	path = xstrdup(e->root);
-	for (char *slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
-		if (slash != NULL)
-			*slash = '\0';
-		zk_create_node(zk, path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
-		if (slash == NULL)
-			break;
-		*slash = '/';
-	}
-	free(path);
 	path = znode_join(e->root, "jobs");
-	zk_create_node(zk, path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+	zk_create_path(zk, path, ZOO_PERSISTENT, NULL, NULL);
 	free(path);
 	exec_set_state(e, EXEC_AGREEING);
 	jobrec_check(e->rec);

@@ -807,6 +807,25 @@ job_update(struct job *job, const struct config_job *cj)
 	job->cfg = cj;
 }
 
+/*
+ * A run ended while something else was decided for the job (stop, lease lost, count
+ * changed): carry that out and return 1; return 0 if the job goes on as usual.
+ */
+static int
+job_run_ended_elsewise(struct job *job)
+{
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return 1;
+	}
+	if (job->lost_pending || job->conflict_pending) {
+		job->lost_pending = 0;
+		job_after_loss(job);
+		return 1;
+	}
+	return 0;
+}
+
 /* The supervisor started the run. */
 void
 job_started(struct job *job, uint32_t run, pid_t pid)
@@ -836,16 +855,8 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 	log_warnx("job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
 	job_record(job, "failed", 0, 0, why);
-	if (job->stop_requested) {
-		job_finish_stop(job);
-		return;
-	}
-	if (job->lost_pending || job->conflict_pending) {
-		job->lost_pending = 0;
-		job_after_loss(job);
-		return;
-	}
-	job_after_run(job, 1);
+	if (!job_run_ended_elsewise(job))
+		job_after_run(job, 1);
 }
 
 /* The run ended, and its whole process group is gone. */
@@ -879,16 +890,8 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	         how, what);
 	job_set_result(job, "%s (%s)", what, how);
 	job_record(job, what, status, 1, NULL);
-
-	if (job->stop_requested) {
-		job_finish_stop(job);
+	if (job_run_ended_elsewise(job))
 		return;
-	}
-	if (job->lost_pending || job->conflict_pending) {
-		job->lost_pending = 0;
-		job_after_loss(job);
-		return;
-	}
 	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH) {
 		/* Killed because the session could not be trusted, not the command's fault. */
 		if (lease_state(job->lease) == LEASE_IDLE) {

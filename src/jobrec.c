@@ -417,6 +417,27 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	jobrec_record_run(jr, record, history);
 }
 
+/*
+ * Write the state (stolen reference) at the version just read, or create it if it was not
+ * there: a concurrent writer makes the write fail (ZBADVERSION, ZNODEEXISTS) and cb reads
+ * again.
+ */
+static void
+jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, json_t *state,
+                   zk_reply_cb cb)
+{
+	char *data = json_dumps(state, JSON_COMPACT);
+
+	json_decref(state);
+	if (read->rc == ZNONODE)
+		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
+		               ZOO_PERSISTENT, cb, t);
+	else
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), read->stat->version,
+		       cb, t);
+	free(data);
+}
+
 /* Whether node is among the runners. */
 static int
 jobrec_has_runner(json_t *state, const char *node)
@@ -477,7 +498,6 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	struct jobrec_task *t = arg;
 	json_t *state, *runners, *missed, *v;
 	int64_t tick, x;
-	char *data;
 	size_t i;
 	int n;
 
@@ -529,16 +549,8 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_add_tick(json_object_get(state, "recent"), t->tick);
 	}
 	json_array_append_new(runners, json_string(t->node));
-	data = json_dumps(state, JSON_COMPACT);
-	json_decref(state);
 	t->maybe_set = 1;
-	if (reply->rc == ZNONODE)
-		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
-		               ZOO_PERSISTENT, jobrec_claim_set_cb, t);
-	else
-		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), reply->stat->version,
-		       jobrec_claim_set_cb, t);
-	free(data);
+	jobrec_write_state(t, reply, state, jobrec_claim_set_cb);
 }
 
 static void
@@ -604,7 +616,6 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 	struct jobrec_task *t = arg;
 	json_t *state, *missed;
 	int64_t tick;
-	char *data;
 
 	if (zk_connection_error(reply->rc)) {
 		t->waiting = 1;
@@ -623,15 +634,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jobrec_add_tick(missed, t->tick);
-	data = json_dumps(state, JSON_COMPACT);
-	json_decref(state);
-	if (reply->rc == ZNONODE)
-		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
-		               ZOO_PERSISTENT, jobrec_missed_set_cb, t);
-	else
-		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), reply->stat->version,
-		       jobrec_missed_set_cb, t);
-	free(data);
+	jobrec_write_state(t, reply, state, jobrec_missed_set_cb);
 }
 
 static void

@@ -119,8 +119,10 @@ mutex_hold(struct mutex *m)
 	free(m->pred);
 	m->pred = NULL;
 	mutex_set_state(m, MUTEX_HELD);
-	mutex_watch_own(m);
 	m->cb.acquired(m, m->arg);
+	/* After the owner's reaction (a job start), off the hand-over's path. */
+	if (m->state == MUTEX_HELD)
+		mutex_watch_own(m);
 }
 
 /* Our node exists: find our place, unless the pipelined listing is on its way. */

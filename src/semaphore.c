@@ -223,10 +223,12 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 	if (reply->nchildren <= s->max) {
 		mutex_release(s->lock);
 		semaphore_set_state(s, SEMAPHORE_HELD);
-		semaphore_watch_own(s);
 		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, reply->nchildren,
 		          s->max);
 		s->cb.acquired(s, s->arg);
+		/* After the owner's reaction (a job start), off the acquire's path. */
+		if (s->state == SEMAPHORE_HELD)
+			semaphore_watch_own(s);
 		return;
 	}
 	semaphore_set_state(s, SEMAPHORE_WAITING);

@@ -293,20 +293,11 @@ static void
 worker_register(struct worker *w)
 {
 	static const char *dirs[] = {"jobs", "workers", "mutex", "semaphore"};
-	char *path, *slash, *data;
+	char *path, *data;
 	size_t i;
 
 	worker_set_state(w, WORKER_REGISTERING);
-	path = xstrdup(w->cfg->root);
-	for (slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
-		if (slash != NULL)
-			*slash = '\0';
-		zk_create_node(w->zk, path, NULL, -1, ZOO_PERSISTENT, worker_root_cb, w);
-		if (slash == NULL)
-			break;
-		*slash = '/';
-	}
-	free(path);
+	zk_create_path(w->zk, w->cfg->root, ZOO_PERSISTENT, worker_root_cb, w);
 	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
 		path = znode_join(w->cfg->root, dirs[i]);
 		zk_create_node(w->zk, path, NULL, -1, ZOO_PERSISTENT, worker_root_cb, w);

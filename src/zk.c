@@ -417,6 +417,27 @@ zk_create_node(struct zk *zk, const char *path, const char *data, int len, int f
 	zk_request(zk, ZK_OP_CREATE, path, data, len, flags, NULL, cb, arg);
 }
 
+/*
+ * Create every element of path that is missing, from the top, in one pipeline (the server
+ * answers a session's requests in order, so a request queued after these finds the path).
+ * cb sees each element's answer (ZNODEEXISTS for those that were there).
+ */
+void
+zk_create_path(struct zk *zk, const char *path, int flags, zk_reply_cb cb, void *arg)
+{
+	char *copy = xstrdup(path), *slash;
+
+	for (slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
+		if (slash != NULL)
+			*slash = '\0';
+		zk_create_node(zk, copy, NULL, -1, flags, cb, arg);
+		if (slash == NULL)
+			break;
+		*slash = '/';
+	}
+	free(copy);
+}
+
 /* Read a node's data; with wcb, also watch it (only if it exists). */
 void
 zk_get(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
@@ -1034,6 +1055,12 @@ zk_open(struct zk *zk)
 		evtimer_add(zk->reinit, &tv);
 		return;
 	}
+	/*
+	 * By default the client resolves the host names again in every zookeeper_interest()
+	 * call (about 20 us each, several times per answer). Resolve on connection loss only:
+	 * that is when a changed address matters.
+	 */
+	zoo_set_servers_resolution_delay(zk->zh, -1);
 	zk_set_state(zk, ZK_STATE_CONNECTING);
 	if (zk->auth != NULL)
 		zoo_add_auth(zk->zh, "digest", zk->auth, (int)strlen(zk->auth), NULL, NULL);

@@ -65,6 +65,7 @@ int zk_pending_ops(const struct zk *);
 
 void zk_create_node(struct zk *, const char *path, const char *data, int len, int flags,
                     zk_reply_cb, void *arg);
+void zk_create_path(struct zk *, const char *path, int flags, zk_reply_cb, void *arg);
 void zk_get(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);

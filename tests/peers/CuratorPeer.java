@@ -6,6 +6,8 @@
 //   hold CONNECT PATH [RECORD_FILE WHO]
 //   hold-semaphore CONNECT PATH N [RECORD_FILE WHO]
 //   clock
+//   bench-uncontended CONNECT PATH N [WARMUP [ROUNDS [ROUND_WARMUP]]]
+//   bench-handoff CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]
 //
 // mutex/semaphore acquire (InterProcessMutex / InterProcessSemaphoreV2), append a start line
 // to RECORD_FILE in lk-record's format, hold HOLD_MS, append an end line, release; CYCLES
@@ -13,6 +15,21 @@
 // print "done". hold/hold-semaphore acquire, print "acquired", and release when stdin
 // closes or a line "release" arrives, then print "released". clock prints "nanotime T"
 // (System.nanoTime(), CLOCK_MONOTONIC on Linux) and exits.
+//
+// The bench modes are scripts/bench's Curator side (see tests/tools/lk-bench.c for the same
+// loops in leasekeeper); T is System.nanoTime(). bench-uncontended creates PATH
+// (persistent), runs WARMUP (200) unprinted cycles of acquire() and release() on one
+// InterProcessMutex, then N measured cycles, and prints "cycle I ACQUIRE_NS RELEASE_NS
+// CYCLE_NS" for each after the loop: ACQUIRE from the call to acquire() until it returns,
+// RELEASE the call to release() until it returns (after the delete's answer), CYCLE the sum.
+// With ROUNDS, it prints "warmed" after the warm-up and then, ROUNDS times, waits for a
+// line "go" on stdin, runs ROUND_WARMUP (0) unprinted and N measured cycles, prints them and
+// "round-done". bench-handoff is one of two peers contending on PATH: it first runs WARMUP
+// (0) uncontended cycles on a lock of its own (PATH-warmup-WHO) so that the JIT has compiled
+// the hot paths and prints "warmed"; then, ROUNDS (1) times, it waits for "go", and N times
+// acquires, prints "acquired WHO T" (T taken when acquire() returns), holds HOLD_US (2000),
+// takes T, calls release() and prints "release WHO T"; then prints "round-done WHO".
+// Both end with "done".
 //
 // Every mode prints "ready" once connected, connection state changes as "state NAME", and
 // flushes each line. If the connection is SUSPENDED or LOST while a lease is held, the peer
@@ -82,7 +99,9 @@ public class CuratorPeer {
         System.err.println("usage: CuratorPeer [--session-ms N] mutex CONNECT PATH CYCLES HOLD_MS"
                 + " RECORD_FILE WHO | semaphore CONNECT PATH N CYCLES HOLD_MS RECORD_FILE WHO"
                 + " | hold CONNECT PATH [RECORD_FILE WHO]"
-                + " | hold-semaphore CONNECT PATH N [RECORD_FILE WHO] | clock");
+                + " | hold-semaphore CONNECT PATH N [RECORD_FILE WHO] | clock"
+                + " | bench-uncontended CONNECT PATH N [WARMUP [ROUNDS [ROUND_WARMUP]]]"
+                + " | bench-handoff CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]");
         System.exit(2);
     }
 
@@ -122,6 +141,129 @@ public class CuratorPeer {
         }
     }
 
+    // Create PATH as a persistent node if it is missing: the server reaps empty containers
+    // (what acquire() would create) once a minute, which would put a parent create into a
+    // measured cycle.
+    static void benchFolder(CuratorFramework c, String path) throws Exception {
+        try {
+            c.create().creatingParentsIfNeeded().forPath(path);
+        } catch (org.apache.zookeeper.KeeperException.NodeExistsException e) {
+            // there already
+        }
+    }
+
+    // Hold for us microseconds (the hold is not measured; its precision does not matter).
+    static void benchHold(long us) {
+        long end = System.nanoTime() + us * 1000;
+        long left;
+        while ((left = end - System.nanoTime()) > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(left);
+        }
+    }
+
+    // Block until the driver says "go" on stdin; exit if stdin closes first.
+    static void benchGo(BufferedReader in) throws IOException {
+        String line;
+        while ((line = in.readLine()) != null && !line.trim().equals("go")) {
+            // wait for the driver
+        }
+        if (line == null) {
+            say("error: stdin closed before go");
+            System.exit(1);
+        }
+    }
+
+    static void benchUncontended(List<String> args, int sessionMs) throws Exception {
+        if (args.size() < 4 || args.size() > 7) usage();
+        int n = Integer.parseInt(args.get(3));
+        int warmup = args.size() >= 5 ? Integer.parseInt(args.get(4)) : 200;
+        int rounds = args.size() >= 6 ? Integer.parseInt(args.get(5)) : 0;
+        int roundWarmup = args.size() == 7 ? Integer.parseInt(args.get(6)) : 0;
+        CuratorFramework c = connect(args.get(1), sessionMs);
+        benchFolder(c, args.get(2));
+        InterProcessMutex m = new InterProcessMutex(c, args.get(2));
+        for (int i = 0; i < warmup; i++) {
+            m.acquire();
+            m.release();
+        }
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        if (rounds > 0) {
+            say("warmed");
+        }
+        long[] acquire = new long[n];
+        long[] release = new long[n];
+        for (int r = 0; r < Math.max(rounds, 1); r++) {
+            if (rounds > 0) {
+                benchGo(in);
+            }
+            for (int i = 0; i < roundWarmup; i++) {
+                m.acquire();
+                m.release();
+            }
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                m.acquire();
+                long t1 = System.nanoTime();
+                m.release();
+                long t2 = System.nanoTime();
+                acquire[i] = t1 - t0;
+                release[i] = t2 - t1;
+            }
+            StringBuilder out = new StringBuilder();
+            for (int i = 0; i < n; i++) {
+                out.append("cycle ").append(i).append(' ').append(acquire[i]).append(' ')
+                        .append(release[i]).append(' ').append(acquire[i] + release[i])
+                        .append('\n');
+            }
+            System.out.print(out);
+            if (rounds > 0) {
+                say("round-done");
+            }
+        }
+        say("done");
+        c.close();
+    }
+
+    static void benchHandoff(List<String> args, int sessionMs) throws Exception {
+        if (args.size() < 5 || args.size() > 8) usage();
+        int n = Integer.parseInt(args.get(3));
+        String me = args.get(4);
+        long holdUs = args.size() >= 6 ? Long.parseLong(args.get(5)) : 2000;
+        int warmup = args.size() >= 7 ? Integer.parseInt(args.get(6)) : 0;
+        int rounds = args.size() == 8 ? Integer.parseInt(args.get(7)) : 1;
+        CuratorFramework c = connect(args.get(1), sessionMs);
+        benchFolder(c, args.get(2));
+        if (warmup > 0) {
+            String own = args.get(2) + "-warmup-" + me;
+            benchFolder(c, own);
+            InterProcessMutex w = new InterProcessMutex(c, own);
+            for (int i = 0; i < warmup; i++) {
+                w.acquire();
+                w.release();
+            }
+        }
+        say("warmed");
+        InterProcessMutex m = new InterProcessMutex(c, args.get(2));
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (int r = 0; r < rounds; r++) {
+            benchGo(in);
+            for (int i = 0; i < n; i++) {
+                m.acquire();
+                long t = System.nanoTime();
+                say("acquired " + me + " " + t);
+                benchHold(holdUs);
+                t = System.nanoTime();
+                m.release();
+                say("release " + me + " " + t);
+            }
+            say("round-done " + me);
+        }
+        say("done " + me);
+        c.close();
+    }
+
     public static void main(String[] argv) throws Exception {
         List<String> args = new ArrayList<>(List.of(argv));
         int sessionMs = 10000;
@@ -137,6 +279,12 @@ public class CuratorPeer {
             switch (mode) {
                 case "clock":
                     say("nanotime " + System.nanoTime());
+                    return;
+                case "bench-uncontended":
+                    benchUncontended(args, sessionMs);
+                    return;
+                case "bench-handoff":
+                    benchHandoff(args, sessionMs);
                     return;
                 case "mutex": {
                     if (args.size() != 7) usage();
