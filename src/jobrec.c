@@ -173,13 +173,6 @@ jobrec_cluster_leases(const struct jobrec *jr)
 	return jr->cluster;
 }
 
-/* Our configured count changed (reload). */
-void
-jobrec_set_leases(struct jobrec *jr, int leases)
-{
-	jr->leases = leases;
-}
-
 /* The record changed or went away: read it again. */
 static void
 jobrec_watch_cb(int type, const char *path, void *arg)

@@ -29,7 +29,6 @@ void jobrec_free(struct jobrec *);
 void jobrec_check(struct jobrec *);
 void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
-void jobrec_set_leases(struct jobrec *, int leases);
 
 struct schedule;
 void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,

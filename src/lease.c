@@ -267,25 +267,11 @@ lease_fence(const struct lease *l)
 	return l->mutex != NULL ? mutex_czxid(l->mutex) : semaphore_czxid(l->semaphore);
 }
 
-/* Our node, or NULL. */
-const char *
-lease_node(const struct lease *l)
-{
-	return l->mutex != NULL ? mutex_node(l->mutex) : semaphore_node(l->semaphore);
-}
-
 /* The lock path. */
 const char *
 lease_path(const struct lease *l)
 {
 	return l->path;
-}
-
-/* N. */
-int
-lease_count(const struct lease *l)
-{
-	return l->leases;
 }
 
 /* Replace the data written into our nodes at the next acquire. */

@@ -410,25 +410,11 @@ mutex_state(const struct mutex *m)
 	return m->state;
 }
 
-/* Our node's path, or NULL. */
-const char *
-mutex_node(const struct mutex *m)
-{
-	return pnode_path(m->node);
-}
-
 /* Our node's czxid: the fencing token. */
 int64_t
 mutex_czxid(const struct mutex *m)
 {
 	return pnode_czxid(m->node);
-}
-
-/* Whether wrapped sequence numbers were seen in this lock's folder. */
-int
-mutex_wrapped(const struct mutex *m)
-{
-	return m->wrapped;
 }
 
 /* How many times the lock was taken over without a listing. */

@@ -34,9 +34,7 @@ void mutex_set_data(struct mutex *, const char *data);
 
 enum mutex_state mutex_state(const struct mutex *);
 const char *mutex_state_name(enum mutex_state);
-const char *mutex_node(const struct mutex *);
 int64_t mutex_czxid(const struct mutex *);
-int mutex_wrapped(const struct mutex *);
 uint64_t mutex_shortcuts(const struct mutex *);
 
 #endif

@@ -315,13 +315,6 @@ pnode_name(const struct pnode *p)
 	return p->state == PNODE_CREATED ? znode_basename(p->path) : NULL;
 }
 
-/* The folder. */
-const char *
-pnode_dir(const struct pnode *p)
-{
-	return p->dir;
-}
-
 /* The czxid of the created node: the fencing token. */
 int64_t
 pnode_czxid(const struct pnode *p)

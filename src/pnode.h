@@ -32,7 +32,6 @@ enum pnode_state pnode_state(const struct pnode *);
 const char *pnode_state_name(enum pnode_state);
 const char *pnode_path(const struct pnode *);
 const char *pnode_name(const struct pnode *);
-const char *pnode_dir(const struct pnode *);
 int64_t pnode_czxid(const struct pnode *);
 
 #endif

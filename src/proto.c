@@ -45,7 +45,6 @@ struct proto_conn {
 	proto_eof_cb eof_cb;
 	void *arg;
 	int eof;
-	size_t queued;
 	TAILQ_HEAD(, proto_out) outbox;
 };
 
@@ -147,7 +146,6 @@ proto_flush_cb(int fd, short what, void *arg)
 			return;
 		}
 		TAILQ_REMOVE(&c->outbox, o, entry);
-		c->queued--;
 		free(o->payload);
 		free(o);
 		if (rc == -2) {
@@ -193,20 +191,6 @@ proto_conn_free(struct proto_conn *c)
 	free(c);
 }
 
-/* The socket. */
-int
-proto_conn_fd(const struct proto_conn *c)
-{
-	return c->fd;
-}
-
-/* Messages waiting in the outbox. */
-size_t
-proto_queued(const struct proto_conn *c)
-{
-	return c->queued;
-}
-
 /* Send a message now, or queue it behind those already waiting. */
 void
 proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
@@ -246,7 +230,6 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
 	}
 	o->len = len;
 	TAILQ_INSERT_TAIL(&c->outbox, o, entry);
-	c->queued++;
 	event_add(c->wev, NULL);
 }
 

@@ -65,10 +65,8 @@ typedef void (*proto_eof_cb)(void *arg);
 struct proto_conn *proto_conn_new(struct event_base *, int fd, proto_msg_cb, proto_eof_cb,
                                   void *arg);
 void proto_conn_free(struct proto_conn *);
-int proto_conn_fd(const struct proto_conn *);
 void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
                 int64_t v2, const void *payload, size_t len);
-size_t proto_queued(const struct proto_conn *);
 
 void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
 void proto_spec_free(struct proto_spec *);

@@ -387,13 +387,6 @@ semaphore_state(const struct semaphore *s)
 	return s->state;
 }
 
-/* Our lease node's path, or NULL. */
-const char *
-semaphore_node(const struct semaphore *s)
-{
-	return pnode_path(s->lease);
-}
-
 /* Our lease node's czxid: the fencing token. */
 int64_t
 semaphore_czxid(const struct semaphore *s)

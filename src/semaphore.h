@@ -35,7 +35,6 @@ void semaphore_set_data(struct semaphore *, const char *data);
 
 enum semaphore_state semaphore_state(const struct semaphore *);
 const char *semaphore_state_name(enum semaphore_state);
-const char *semaphore_node(const struct semaphore *);
 int64_t semaphore_czxid(const struct semaphore *);
 
 #endif

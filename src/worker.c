@@ -804,13 +804,6 @@ worker_next_run_id(struct worker *w)
 	return w->next_run;
 }
 
-/* Whether the worker is shutting down. */
-int
-worker_stopping(struct worker *w)
-{
-	return w->state == WORKER_STOPPING;
-}
-
 /* The worker's view of itself, for the HTTP status. */
 json_t *
 worker_status_json(struct worker *w)

@@ -20,7 +20,6 @@ struct zk *worker_zk(struct worker *);
 struct supervisor *worker_supervisor(struct worker *);
 const struct config *worker_config(struct worker *);
 uint32_t worker_next_run_id(struct worker *);
-int worker_stopping(struct worker *);
 void worker_job_done(struct worker *, struct job *);
 json_t *worker_status_json(struct worker *);
 

@@ -604,18 +604,6 @@ zk_pending_ops(const struct zk *zk)
 	return n;
 }
 
-/* How many guaranteed deletes are still outstanding. */
-int
-zk_pending_deletes(const struct zk *zk)
-{
-	const struct zk_gdelete *gd;
-	int n = 0;
-
-	TAILQ_FOREACH(gd, &zk->gdeletes, entry)
-		n++;
-	return n;
-}
-
 /* Forget every callback and watch registered with arg: its owner is going away. */
 void
 zk_cancel(struct zk *zk, void *arg)
@@ -638,21 +626,6 @@ zk_cancel(struct zk *zk, void *arg)
 	}
 	TAILQ_FOREACH_SAFE(sub, &zk->subs, entry, next) {
 		if (sub->arg == arg) {
-			TAILQ_REMOVE(&zk->subs, sub, entry);
-			free(sub->path);
-			free(sub);
-		}
-	}
-}
-
-/* Forget arg's watches on one path (the library's registration stays until it fires). */
-void
-zk_unwatch(struct zk *zk, const char *path, void *arg)
-{
-	struct zk_sub *sub, *next;
-
-	TAILQ_FOREACH_SAFE(sub, &zk->subs, entry, next) {
-		if (sub->arg == arg && strcmp(sub->path, path) == 0) {
 			TAILQ_REMOVE(&zk->subs, sub, entry);
 			free(sub->path);
 			free(sub);

@@ -60,7 +60,6 @@ int zk_timeout_ms(const struct zk *);
 uint64_t zk_deadline_ns(const struct zk *);
 int zk_answered(int rc);
 int zk_connection_error(int rc);
-int zk_pending_deletes(const struct zk *);
 int zk_pending_ops(const struct zk *);
 
 void zk_create_node(struct zk *, const char *path, const char *data, int len, int flags,
@@ -75,6 +74,5 @@ void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *ar
 void zk_delete_guaranteed(struct zk *, const char *path);
 void zk_delete_protected(struct zk *, const char *dir, const char *uuid);
 void zk_cancel(struct zk *, void *arg);
-void zk_unwatch(struct zk *, const char *path, void *arg);
 
 #endif
