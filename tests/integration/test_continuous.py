@@ -37,7 +37,7 @@ class ContinuousTest(lktest.TestCase):
     def start_workers(self, jobs_for, names=NAMES, http=False, hosts=None, session=T):
         """One worker per name; jobs_for(name) gives its jobs dict. Returns {name: Proc}."""
         procs = {}
-        self.ports = {}
+        self.ports = getattr(self, "ports", {})
         for n in names:
             extra = {}
             if http:
@@ -203,8 +203,10 @@ class ContinuousTest(lktest.TestCase):
             leases = 1 if name == "alpha" else 2
             return {"shared": {"command": rec.command(name, slots=2), "leases": leases}}
 
-        procs = self.start_workers(jobs_for, names=("alpha", "beta"), http=True)
+        # alpha first, so that its count (1) is the one the cluster records
+        procs = self.start_workers(jobs_for, names=("alpha",), http=True)
         rec.wait_for("start", who="alpha", timeout=30)
+        procs.update(self.start_workers(jobs_for, names=("beta",), http=True))
         procs["beta"].wait_log(r"the cluster agreed on 1 lease\(s\) but this worker is "
                                r"configured with 2: not contending", timeout=20)
         _, metrics = self.http_get("beta", "/metrics")
