@@ -522,10 +522,12 @@ job_timer_cb(int fd, short what, void *arg)
 	(void)what;
 	switch (job->state) {
 	case JOB_BACKOFF:
-		if (lease_state(job->lease) == LEASE_IDLE)
-			job_contend(job, -1);
+		if (lease_state(job->lease) != LEASE_IDLE)
+			job_start_run(job); /* restart, or retry the tick, under the lease held */
+		else if (job_scheduled(job))
+			job_wait_tick(job); /* the lease went meanwhile: this tick is over for us */
 		else
-			job_start_run(job);
+			job_contend(job, -1);
 		break;
 	case JOB_COOLDOWN:
 		job_contend(job, -1);
