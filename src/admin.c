@@ -114,6 +114,24 @@ admin_run(struct admin *a, int timeout_ms)
 	return a->exit_code;
 }
 
+/* Take one of the common options (-c, --zk, --root); 1 if ch was one. */
+static int
+admin_option(int ch, const char *arg, struct admin_opts *o)
+{
+	switch (ch) {
+	case 'c':
+		o->file = arg;
+		return 1;
+	case 'z':
+		o->hosts = arg;
+		return 1;
+	case 'r':
+		o->root = arg;
+		return 1;
+	}
+	return 0;
+}
+
 /* Parse the common options; 0, or an exit status. */
 static int
 admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
@@ -558,16 +576,9 @@ admin_status(int argc, char **argv)
 
 	memset(&a, 0, sizeof a);
 	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:h", longopts, NULL)) != -1) {
+		if (admin_option(ch, optarg, &o))
+			continue;
 		switch (ch) {
-		case 'c':
-			o.file = optarg;
-			break;
-		case 'z':
-			o.hosts = optarg;
-			break;
-		case 'r':
-			o.root = optarg;
-			break;
 		case 'j':
 			as_json = 1;
 			break;
@@ -771,16 +782,9 @@ admin_set_leases(int argc, char **argv)
 	memset(&a, 0, sizeof a);
 	memset(&s, 0, sizeof s);
 	while ((ch = getopt_long(argc, argv, "c:z:r:Ch", longopts, NULL)) != -1) {
+		if (admin_option(ch, optarg, &o))
+			continue;
 		switch (ch) {
-		case 'c':
-			o.file = optarg;
-			break;
-		case 'z':
-			o.hosts = optarg;
-			break;
-		case 'r':
-			o.root = optarg;
-			break;
 		case 'C':
 			s.create = 1;
 			break;

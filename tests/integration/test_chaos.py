@@ -112,6 +112,19 @@ class ChaosTest(lktest.TestCase):
         self.assertLess(death.t_ns, new.t_ns, "the new run started before the old one died")
         return (new.t_ns - death.t_ns) / 1e6
 
+    def stop_holder(self, old, seconds):
+        """SIGSTOP the main process of old's worker for `seconds`, waiting meanwhile for
+        another worker to take over; return the takeover gap (ms)."""
+        main = self.procs[old.who].pid
+        t0 = time.monotonic()
+        os.kill(main, signal.SIGSTOP)
+        try:
+            gap = self.takeover(old)
+            time.sleep(max(0.0, t0 + seconds - time.monotonic()))
+        finally:
+            os.kill(main, signal.SIGCONT)
+        return gap
+
     def assert_safe(self, rep):
         self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
 
@@ -122,14 +135,7 @@ class ChaosTest(lktest.TestCase):
         gaps = []
         for _ in range(REPS):
             old = self.holder()
-            main = self.procs[old.who].pid
-            t0 = time.monotonic()
-            os.kill(main, signal.SIGSTOP)
-            try:
-                gaps.append(self.takeover(old))
-                time.sleep(max(0.0, t0 + 3 * T_S - time.monotonic()))
-            finally:
-                os.kill(main, signal.SIGCONT)
+            gaps.append(self.stop_holder(old, 3 * T_S))
             self.procs[old.who].wait_log(r"expired; opening a new one", timeout=30)
             self.procs[old.who].wait_log(r"registered as", timeout=30)
             time.sleep(1.0)
@@ -261,14 +267,7 @@ class ChaosTest(lktest.TestCase):
         gaps = []
         for _ in range(REPS):
             old = self.holder()
-            main = self.procs[old.who].pid
-            t0 = time.monotonic()
-            os.kill(main, signal.SIGSTOP)
-            try:
-                gaps.append(self.takeover(old))
-                time.sleep(max(0.0, t0 + 2 * T_S - time.monotonic()))
-            finally:
-                os.kill(main, signal.SIGCONT)
+            gaps.append(self.stop_holder(old, 2 * T_S))
             self.procs[old.who].wait_log(r"registered as", timeout=30)
         # An flock overlap would show a grandchild that outlived the deadline.
         self.assert_safe(report("6 grandchildren ignore SIGTERM", self.rec, gaps))
