@@ -229,9 +229,13 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	n = jobrec_parse_leases(reply->value, reply->value_len);
-	if (n == 0) {
-		/* A record without a count (made by hand?): write ours, at its version. */
-		log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
+	if (n == 0 || (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len))) {
+		/*
+		 * A record without a count (made by hand?), or one that does not say where the
+		 * lock lives (older, or written by set-leases): write ours, at its version.
+		 */
+		if (n == 0)
+			log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
 		data = jobrec_data(jr);
 		jr->checking = 1;
 		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
@@ -240,15 +244,6 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jr->cluster = n;
-	if (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len)) {
-		/* An older record, or one written by set-leases: say where the lock lives. */
-		data = jobrec_data(jr);
-		jr->checking = 1;
-		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
-		       jobrec_create_cb, jr);
-		free(data);
-		return;
-	}
 	if (n == jr->leases)
 		jr->cb.agreed(jr, jr->arg);
 	else
