@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+# ctest: timeout=300
+"""A fault that repeats is logged once and counted, not once per occurrence: a job whose
+log_file is /dev/full (every write fails with ENOSPC) writing thousands of lines."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+LINES = 5000
+# A job that writes LINES lines, one write each, then ends; 1h before it runs again.
+WRITER = ("i=0; while [ $i -lt %d ]; do echo \"line $i\"; i=$((i+1)); done; "
+          "echo done > %s") % (LINES, "{marker}")
+
+
+class HostileLogTest(lktest.TestCase):
+    def test_full_disk_warnings_are_counted_not_repeated(self):
+        self.start_zookeeper()
+        marker = self.path("wrote")
+        cfg = self.write_config(
+            worker={"allow_root_jobs": True},
+            jobs={"chatty": {"command": WRITER.format(marker=marker), "log_file": "/dev/full",
+                             "restart_backoff": "1h"}})
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        self.wait_until(lambda: os.path.exists(marker), timeout=120,
+                        msg="the job never finished writing")
+        # The run's end flushes the count of what was held back.
+        w.wait_log(r"No space left on device \(repeated \d+ times? in the last \d+ s\)",
+                   timeout=60)
+        text = w.log_text()
+        warnings = [l for l in text.splitlines() if "No space left on device" in l]
+        # One line when the fault began and one summary when the run ended; the next
+        # window could add one more if the run outlived the interval: never thousands.
+        self.assertLessEqual(len(warnings), 4, "\n".join(warnings[:10]))
+        held = sum(int(m) for m in re.findall(r"\(repeated (\d+) times? in the last", text))
+        self.assertGreaterEqual(held, 1)
+        self.assertTrue(w.alive())
+
+
+if __name__ == "__main__":
+    lktest.main()
