@@ -132,13 +132,58 @@ admin_option(int ch, const char *arg, struct admin_opts *o)
 	return 0;
 }
 
+/* A lease count from the command line, 1 to LK_MAX_LEASES; -1 after saying why. */
+static int
+admin_count(const char *cmd, const char *what, const char *text, int *out)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || n < 1 || n > LK_MAX_LEASES) {
+		fprintf(stderr, "leasekeeper %s: %s must be a number from 1 to %d, not \"%s\"\n",
+		        cmd, what, LK_MAX_LEASES, text);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+/*
+ * getopt takes "-1" for an option: the first argument that looks like a negative number,
+ * to say what is wrong with it rather than "invalid option -- '1'".
+ */
+static const char *
+admin_negative(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9')
+			return argv[i];
+	return "-";
+}
+
 /* Parse the common options; 0, or an exit status. */
 static int
 admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 {
 	struct config_errors errors = {NULL, 0};
+	char *cause;
 	size_t i;
 
+	/* A connect string that cannot parse would only be retried until the timeout. */
+	if (o->hosts != NULL && !config_valid_hosts(o->hosts, &cause)) {
+		fprintf(stderr, "leasekeeper %s: --zk: %s\n", cmd, cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if (o->root != NULL && !znode_valid_path(o->root, &cause)) {
+		fprintf(stderr, "leasekeeper %s: --root: %s\n", cmd, cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
 	if (o->file == NULL && o->hosts == NULL) {
 		o->file = LEASEKEEPER_DEFAULT_CONFIG;
 		if (access(o->file, R_OK) != 0) {
@@ -571,8 +616,7 @@ admin_status(int argc, char **argv)
 	const char *lock_path = NULL;
 	json_t *out;
 	char *cause, *text;
-	int ch, as_json = 0, rc;
-	long leases = 1;
+	int ch, as_json = 0, rc, leases = 1;
 
 	memset(&a, 0, sizeof a);
 	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:h", longopts, NULL)) != -1) {
@@ -586,12 +630,8 @@ admin_status(int argc, char **argv)
 			lock_path = optarg;
 			break;
 		case 'l':
-			leases = strtol(optarg, NULL, 10);
-			if (leases < 1) {
-				fprintf(stderr,
-				        "leasekeeper status: --leases takes a number >= 1\n");
+			if (admin_count("status", "--leases", optarg, &leases) != 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'h':
 			printf("usage: leasekeeper status [-c FILE | --zk HOSTS] [--root PATH] "
@@ -602,6 +642,14 @@ admin_status(int argc, char **argv)
 			                "PATH] [--json] [--lock-path PATH [--leases N]]\n");
 			return EXIT_USAGE;
 		}
+	}
+	if (optind != argc) {
+		fprintf(stderr,
+		        "leasekeeper status: unexpected argument \"%s\"\nusage: leasekeeper status "
+		        "[-c FILE | --zk HOSTS] [--root PATH] [--json] [--lock-path PATH [--leases "
+		        "N]]\n",
+		        argv[optind]);
+		return EXIT_USAGE;
 	}
 	if (lock_path != NULL && !znode_valid_path(lock_path, &cause)) {
 		fprintf(stderr, "leasekeeper status: --lock-path: %s\n", cause);
@@ -775,13 +823,13 @@ admin_set_leases(int argc, char **argv)
 	struct admin a;
 	struct admin_opts o = {NULL, NULL, NULL};
 	struct admin_setleases s;
-	char *cause, *end;
+	char *cause;
 	int ch, rc;
-	long n;
 
 	memset(&a, 0, sizeof a);
 	memset(&s, 0, sizeof s);
-	while ((ch = getopt_long(argc, argv, "c:z:r:Ch", longopts, NULL)) != -1) {
+	/* The digits: "-1" is a count that is out of range, not an unknown option. */
+	while ((ch = getopt_long(argc, argv, "c:z:r:Ch0123456789", longopts, NULL)) != -1) {
 		if (admin_option(ch, optarg, &o))
 			continue;
 		switch (ch) {
@@ -791,26 +839,35 @@ admin_set_leases(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9':
+			admin_count("set-leases", "N", admin_negative(argc, argv), &s.leases);
+			return EXIT_USAGE;
 		default:
 			fputs(usage, stderr);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind + 2 != argc) {
+		if (optind + 2 > argc)
+			fprintf(stderr, "leasekeeper set-leases: give a job name and a count\n");
+		else
+			fprintf(stderr, "leasekeeper set-leases: unexpected argument \"%s\"\n",
+			        argv[optind + 2]);
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
 	s.job = argv[optind];
-	errno = 0;
-	n = strtol(argv[optind + 1], &end, 10);
-	if (errno != 0 || *end != '\0' || n < 1 || n > 1000000) {
-		fprintf(stderr,
-		        "leasekeeper set-leases: N must be a number from 1 to 1000000, not "
-		        "\"%s\"\n",
-		        argv[optind + 1]);
+	if (admin_count("set-leases", "N", argv[optind + 1], &s.leases) != 0)
 		return EXIT_USAGE;
-	}
-	s.leases = (int)n;
 	if (!znode_valid_name(s.job, &cause)) {
 		fprintf(stderr, "leasekeeper set-leases: bad job name: %s\n", cause);
 		free(cause);
