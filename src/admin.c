@@ -8,6 +8,7 @@
  * tick, the next tick and the last runs; and the live workers.
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -296,24 +297,58 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 	return job;
 }
 
-/* Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). */
+/*
+ * Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). Anyone
+ * can write a node: its data never overrides what status itself found out about it.
+ */
 static void
 admin_node_data(json_t *obj, const char *value, int len)
 {
+	static const char *ours[] = {"znode", "session", "stranger"};
 	json_t *data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
+	size_t i;
 
-	if (json_is_object(data))
+	if (json_is_object(data)) {
+		for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
+			json_object_del(data, ours[i]);
 		json_object_update(obj, data);
-	else if (value != NULL && len > 0)
+	} else if (value != NULL && len > 0)
 		json_object_set_new(obj, "data", json_stringn(value, (size_t)len));
 	if (data != NULL)
 		json_decref(data);
 }
 
+/*
+ * Whether name is a lock node as Curator's recipes name them: protected, then base and the
+ * server's sequence ("_c_<uuid>-lock-0000000042"). Anything else in a lock folder is a
+ * stranger: Curator orders it among the contenders all the same.
+ */
+static int
+admin_lock_name(const char *name, const char *base)
+{
+	size_t plen = strlen(ZNODE_PROTECTED_PREFIX), i;
+	const char *uuid = name + plen;
+	int64_t seq;
+
+	if (strncmp(name, ZNODE_PROTECTED_PREFIX, plen) != 0 || strlen(uuid) < ZNODE_UUID_LEN + 1)
+		return 0;
+	for (i = 0; i < ZNODE_UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (uuid[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)uuid[i]))
+			return 0;
+	}
+	if (uuid[ZNODE_UUID_LEN] != '-' ||
+	    strncmp(uuid + ZNODE_UUID_LEN + 1, base, strlen(base)) != 0)
+		return 0;
+	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
+}
+
 /* Entries of a listing, sorted in queue order, each with its data asked for. */
 static void
 admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const char *base,
-           size_t keep_last)
+           size_t keep_last, int locks)
 {
 	char **names;
 	size_t i, n = (size_t)reply->nchildren, from = 0;
@@ -330,6 +365,8 @@ admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const ch
 	for (i = from; i < n; i++) {
 		entry = json_object();
 		json_object_set_new(entry, "znode", json_string(names[i]));
+		if (locks && !admin_lock_name(names[i], base))
+			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
 		admin_ask(a, ADMIN_NODE_DATA, path, entry, NULL);
@@ -358,7 +395,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc == ZOK) {
 		switch (r->role) {
 		case ADMIN_WORKERS:
-			admin_list(a, reply, r->list, NULL, 0);
+			admin_list(a, reply, r->list, NULL, 0, 0);
 			break;
 		case ADMIN_JOBS:
 			for (i = 0; i < reply->nchildren; i++) {
@@ -400,7 +437,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			json_object_set_new(r->target, "state", state);
 			break;
 		case ADMIN_RUNS:
-			admin_list(a, reply, r->list, "run-", ADMIN_RUNS_SHOWN);
+			admin_list(a, reply, r->list, "run-", ADMIN_RUNS_SHOWN, 0);
 			break;
 		case ADMIN_HOLDERS:
 		case ADMIN_WAITERS:
@@ -408,7 +445,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			               json_integer_value(json_object_get(r->target, "leases")) > 1
 			           ? "lease-"
 			           : "lock-";
-			admin_list(a, reply, r->list, base, 0);
+			admin_list(a, reply, r->list, base, 0, 1);
 			break;
 		case ADMIN_NODE_DATA:
 			admin_node_data(r->target, reply->value, reply->value_len);
@@ -528,6 +565,13 @@ admin_status_print(json_t *out)
 		if (json_array_size(json_object_get(job, "holders")) == 0 &&
 		    json_array_size(json_object_get(job, "waiters")) == 0)
 			printf("    (no holder, nobody waiting)\n");
+		json_array_foreach(json_object_get(job, "strangers"), j, n)
+		    printf("    %-8s %s (%s)\n", "STRANGER",
+		           json_string_value(json_object_get(n, "znode")),
+		           json_string_value(json_object_get(n, "stranger")));
+		if (json_object_get(job, "warning") != NULL)
+			printf("    WARNING: %s\n",
+			       json_string_value(json_object_get(job, "warning")));
 		state = json_object_get(job, "state");
 		if (state != NULL && json_object_get(state, "tick") != NULL) {
 			char tick[40];
@@ -558,6 +602,69 @@ admin_status_print(json_t *out)
 				printf(": %s", json_string_value(json_object_get(n, "error")));
 			printf("\n");
 		}
+	}
+}
+
+/* Move the strangers of a holders or waiters list into strangers, each saying why. */
+static void
+admin_status_strangers(json_t *list, json_t *strangers)
+{
+	json_t *n, *session;
+	size_t i = 0;
+	int badname, persistent;
+
+	while (i < json_array_size(list)) {
+		n = json_array_get(list, i);
+		badname = json_object_get(n, "stranger") != NULL;
+		session = json_object_get(n, "session");
+		persistent = json_is_integer(session) && json_integer_value(session) == 0;
+		if (!badname && !persistent) {
+			i++;
+			continue;
+		}
+		json_object_set_new(n, "stranger",
+		                    json_string(badname && persistent
+		                                    ? "persistent, not a lock name"
+		                                : persistent ? "persistent"
+		                                             : "not a lock name"));
+		json_array_append(strangers, n);
+		json_array_remove(list, i);
+	}
+}
+
+/*
+ * Strangers in a lock folder: nodes not named as Curator's recipes name lock nodes, or
+ * not ephemeral. Curator (and leasekeeper) order them among the contenders all the same,
+ * so one that sorts first is a holder no one can end: they are listed apart, with why.
+ */
+static void
+admin_status_flag_strangers(json_t *out)
+{
+	json_t *job, *strangers, *warnings = json_object_get(out, "warnings");
+	size_t i;
+	char *text;
+
+	json_array_foreach(json_object_get(out, "jobs"), i, job)
+	{
+		strangers = json_array();
+		admin_status_strangers(json_object_get(job, "holders"), strangers);
+		admin_status_strangers(json_object_get(job, "waiters"), strangers);
+		if (json_array_size(strangers) > 0) {
+			xasprintf(
+			    &text,
+			    "%zu stranger node%s in the lock folder %s: not ephemeral lock "
+			    "nodes named as Curator names them (_c_<uuid>-lock-<sequence>); "
+			    "Curator's recipe orders them among the contenders, so one that "
+			    "sorts first is a holder that never lets go and every later "
+			    "contender waits for ever: find out who created them, then delete "
+			    "them",
+			    json_array_size(strangers), json_array_size(strangers) == 1 ? "" : "s",
+			    json_string_value(json_object_get(job, "lock_path")));
+			json_object_set_new(job, "warning", json_string(text));
+			json_array_append_new(warnings, json_string(text));
+			free(text);
+		}
+		json_object_set_new(job, "strangers", strangers);
 	}
 }
 
@@ -658,7 +765,7 @@ admin_status(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "status")) != 0)
 		return rc;
-	out = json_pack("{s:s, s:[], s:[]}", "root", a.root, "workers", "jobs");
+	out = json_pack("{s:s, s:[], s:[], s:[]}", "root", a.root, "workers", "jobs", "warnings");
 	if (lock_path != NULL) {
 		json_object_set_new(out, "_lock_path", json_string(lock_path));
 		json_object_set_new(out, "_leases", json_integer(leases));
@@ -669,6 +776,7 @@ admin_status(int argc, char **argv)
 	if (rc == 0) {
 		json_object_del(out, "_lock_path");
 		json_object_del(out, "_leases");
+		admin_status_flag_strangers(out);
 		admin_status_split(out);
 		if (as_json) {
 			text = json_dumps(out, JSON_INDENT(2));
