@@ -723,7 +723,7 @@ admin_status(int argc, char **argv)
 	const char *lock_path = NULL;
 	json_t *out;
 	char *cause, *text;
-	int ch, as_json = 0, rc, leases = 1;
+	int ch, as_json = 0, rc, leases = 0; /* 0: not given */
 
 	memset(&a, 0, sizeof a);
 	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:h", longopts, NULL)) != -1) {
@@ -758,6 +758,11 @@ admin_status(int argc, char **argv)
 		        argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (leases != 0 && lock_path == NULL) {
+		fprintf(stderr, "leasekeeper status: --leases goes with --lock-path: a job's count "
+		                "comes from its configuration or its record\n");
+		return EXIT_USAGE;
+	}
 	if (lock_path != NULL && !znode_valid_path(lock_path, &cause)) {
 		fprintf(stderr, "leasekeeper status: --lock-path: %s\n", cause);
 		free(cause);
@@ -768,7 +773,7 @@ admin_status(int argc, char **argv)
 	out = json_pack("{s:s, s:[], s:[], s:[]}", "root", a.root, "workers", "jobs", "warnings");
 	if (lock_path != NULL) {
 		json_object_set_new(out, "_lock_path", json_string(lock_path));
-		json_object_set_new(out, "_leases", json_integer(leases));
+		json_object_set_new(out, "_leases", json_integer(leases != 0 ? leases : 1));
 	}
 	a.ctx = out;
 	a.ready = admin_status_ready;

@@ -117,6 +117,7 @@ class HostileCliTest(lktest.TestCase):
                           "unexpected argument \"extra\"")
         self.assert_usage(["check", "-c", self.config(), "extra"], "unexpected argument")
         self.assert_usage(["next", "-c", self.config(), "j", "k"], "one job name only")
+        self.assert_usage(["status", "--zk", NOWHERE, "--leases", "2"], "--lock-path")
 
     # -- next ------------------------------------------------------------------------------
 

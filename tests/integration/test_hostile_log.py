@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 # ctest: timeout=300
 """A fault that repeats is logged once and counted, not once per occurrence: a job whose
-log_file is /dev/full (every write fails with ENOSPC) writing thousands of lines."""
+log_file is /dev/full (every write fails with ENOSPC) writing thousands of lines, and a
+ZooKeeper host name that does not resolve."""
 
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
@@ -41,6 +43,19 @@ class HostileLogTest(lktest.TestCase):
         held = sum(int(m) for m in re.findall(r"\(repeated (\d+) times? in the last", text))
         self.assertGreaterEqual(held, 1)
         self.assertTrue(w.alive())
+
+    def test_session_start_failures_are_counted_not_repeated(self):
+        """A host name that does not resolve: the client cannot start a session and retries
+        every second, which once wrote a warning each time; now one, then a count when
+        exec gives up."""
+        r = subprocess.run([lktest.leasekeeper_bin(), "exec", "--zk", "no-such-host.invalid:2181",
+                            "--timeout", "6s", "x", "--", "true"], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 75, r.stderr)
+        tries = [l for l in r.stderr.splitlines() if "cannot start a session" in l]
+        self.assertGreaterEqual(len(tries), 2, r.stderr)
+        self.assertLessEqual(len(tries), 3, r.stderr)
+        self.assertRegex(tries[-1], r"\(repeated \d+ times? in the last \d+ s\)")
 
 
 if __name__ == "__main__":
