@@ -57,6 +57,36 @@ class HostileLogTest(lktest.TestCase):
         self.assertLessEqual(len(tries), 3, r.stderr)
         self.assertRegex(tries[-1], r"\(repeated \d+ times? in the last \d+ s\)")
 
+    def test_refused_lock_folder_warns_once_per_interval(self):
+        """A lock folder the worker may read but not write (someone else's ACL): every
+        attempt, 5 s apart, is refused the same way. Each fault warns once in the interval;
+        stopping the worker says how many attempts were held back."""
+        from kazoo.security import make_acl
+
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.ensure_path("/leasekeeper/mutex")
+        kz.create("/leasekeeper/mutex/locked", acl=[make_acl("world", "anyone", read=True)])
+        cfg = self.write_config(worker={"allow_root_jobs": True},
+                                jobs={"locked": {"command": "sleep 60"}})
+        w = self.leasekeeper("run", "-v", "-c", cfg, name="worker")
+        w.wait_log(r"registered as", timeout=30)
+        # Three attempts, each a CONTENDING state that ends in a refusal.
+        self.wait_until(lambda: len(re.findall(r"job locked: \w+ -> CONTENDING",
+                                               w.log_text())) >= 3,
+                        timeout=120, msg="the job did not try three times")
+        w.wait_log(r"could not acquire a lease", timeout=30)
+        text = w.log_text()
+        refused = [l for l in text.splitlines() if "cannot create a node in" in l]
+        failed = [l for l in text.splitlines() if "could not acquire a lease" in l]
+        # Within one 30 s interval of the first refusal, one line each (one more per
+        # interval if this busy machine made the attempts span longer).
+        self.assertLessEqual(len(refused), 2, "\n".join(refused))
+        self.assertLessEqual(len(failed), 2, "\n".join(failed))
+        w.stop(timeout=30)
+        self.assertRegex(w.log_text(), r"could not acquire a lease: .*\(repeated \d+ times? "
+                                       r"in the last \d+ s\)")
+
 
 if __name__ == "__main__":
     lktest.main()
