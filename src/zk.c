@@ -123,7 +123,7 @@ struct zk {
 	int fd;                  /* the library's socket, as last armed */
 
 	/* Faults that repeat while a server misbehaves: each warns once, then counts. */
-	struct log_limit lim_delete, lim_stall, lim_lost, lim_expired, lim_auth, lim_init;
+	struct log_limit lim_delete, lim_stall, lim_lost, lim_auth, lim_init;
 
 	TAILQ_HEAD(, zk_op) ops;
 	TAILQ_HEAD(, zk_sub) subs;
@@ -882,9 +882,9 @@ zk_dispatch_session(struct zk *zk, int state)
 			zk_emit(zk, ZK_EVENT_DISCONNECTED);
 		}
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
-		log_warnx_limited(&zk->lim_expired,
-		                  "zookeeper: session 0x%llx expired; opening a new one",
-		                  (unsigned long long)zk->session_id);
+		/* Not limited: at most one per session, and each names a different session. */
+		log_warnx("zookeeper: session 0x%llx expired; opening a new one",
+		          (unsigned long long)zk->session_id);
 		zk_set_state(zk, ZK_STATE_EXPIRED);
 		zk_subs_clear(zk);
 		zk_gdelete_clear(zk);
@@ -1190,7 +1190,6 @@ zk_free(struct zk *zk)
 	log_limit_flush(&zk->lim_delete);
 	log_limit_flush(&zk->lim_stall);
 	log_limit_flush(&zk->lim_lost);
-	log_limit_flush(&zk->lim_expired);
 	log_limit_flush(&zk->lim_auth);
 	log_limit_flush(&zk->lim_init);
 	free(zk->hosts);
