@@ -23,7 +23,7 @@ void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
  * many were held back. A caller keeps one struct per site or per job, zeroed to start.
  */
 #define LOG_LIMIT_INTERVAL_MS 30000
-#define LOG_LIMIT_TEXT        256
+#define LOG_LIMIT_TEXT        512
 
 struct log_limit {
 	uint64_t interval_ms; /* 0: LOG_LIMIT_INTERVAL_MS */
