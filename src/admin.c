@@ -8,6 +8,7 @@
  * tick, the next tick and the last runs; and the live workers.
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -132,13 +133,58 @@ admin_option(int ch, const char *arg, struct admin_opts *o)
 	return 0;
 }
 
+/* A lease count from the command line, 1 to LK_MAX_LEASES; -1 after saying why. */
+static int
+admin_count(const char *cmd, const char *what, const char *text, int *out)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || n < 1 || n > LK_MAX_LEASES) {
+		fprintf(stderr, "leasekeeper %s: %s must be a number from 1 to %d, not \"%s\"\n",
+		        cmd, what, LK_MAX_LEASES, text);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+/*
+ * getopt takes "-1" for an option: the first argument that looks like a negative number,
+ * to say what is wrong with it rather than "invalid option -- '1'".
+ */
+static const char *
+admin_negative(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9')
+			return argv[i];
+	return "-";
+}
+
 /* Parse the common options; 0, or an exit status. */
 static int
 admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 {
 	struct config_errors errors = {NULL, 0};
+	char *cause;
 	size_t i;
 
+	/* A connect string that cannot parse would only be retried until the timeout. */
+	if (o->hosts != NULL && !config_valid_hosts(o->hosts, &cause)) {
+		fprintf(stderr, "leasekeeper %s: --zk: %s\n", cmd, cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if (o->root != NULL && !znode_valid_path(o->root, &cause)) {
+		fprintf(stderr, "leasekeeper %s: --root: %s\n", cmd, cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
 	if (o->file == NULL && o->hosts == NULL) {
 		o->file = LEASEKEEPER_DEFAULT_CONFIG;
 		if (access(o->file, R_OK) != 0) {
@@ -251,24 +297,58 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 	return job;
 }
 
-/* Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). */
+/*
+ * Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). Anyone
+ * can write a node: its data never overrides what status itself found out about it.
+ */
 static void
 admin_node_data(json_t *obj, const char *value, int len)
 {
+	static const char *ours[] = {"znode", "session", "stranger"};
 	json_t *data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
+	size_t i;
 
-	if (json_is_object(data))
+	if (json_is_object(data)) {
+		for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
+			json_object_del(data, ours[i]);
 		json_object_update(obj, data);
-	else if (value != NULL && len > 0)
+	} else if (value != NULL && len > 0)
 		json_object_set_new(obj, "data", json_stringn(value, (size_t)len));
 	if (data != NULL)
 		json_decref(data);
 }
 
+/*
+ * Whether name is a lock node as Curator's recipes name them: protected, then base and the
+ * server's sequence ("_c_<uuid>-lock-0000000042"). Anything else in a lock folder is a
+ * stranger: Curator orders it among the contenders all the same.
+ */
+static int
+admin_lock_name(const char *name, const char *base)
+{
+	size_t plen = strlen(ZNODE_PROTECTED_PREFIX), i;
+	const char *uuid = name + plen;
+	int64_t seq;
+
+	if (strncmp(name, ZNODE_PROTECTED_PREFIX, plen) != 0 || strlen(uuid) < ZNODE_UUID_LEN + 1)
+		return 0;
+	for (i = 0; i < ZNODE_UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (uuid[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)uuid[i]))
+			return 0;
+	}
+	if (uuid[ZNODE_UUID_LEN] != '-' ||
+	    strncmp(uuid + ZNODE_UUID_LEN + 1, base, strlen(base)) != 0)
+		return 0;
+	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
+}
+
 /* Entries of a listing, sorted in queue order, each with its data asked for. */
 static void
 admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const char *base,
-           size_t keep_last)
+           size_t keep_last, int locks)
 {
 	char **names;
 	size_t i, n = (size_t)reply->nchildren, from = 0;
@@ -285,6 +365,8 @@ admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const ch
 	for (i = from; i < n; i++) {
 		entry = json_object();
 		json_object_set_new(entry, "znode", json_string(names[i]));
+		if (locks && !admin_lock_name(names[i], base))
+			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
 		admin_ask(a, ADMIN_NODE_DATA, path, entry, NULL);
@@ -313,7 +395,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc == ZOK) {
 		switch (r->role) {
 		case ADMIN_WORKERS:
-			admin_list(a, reply, r->list, NULL, 0);
+			admin_list(a, reply, r->list, NULL, 0, 0);
 			break;
 		case ADMIN_JOBS:
 			for (i = 0; i < reply->nchildren; i++) {
@@ -355,7 +437,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			json_object_set_new(r->target, "state", state);
 			break;
 		case ADMIN_RUNS:
-			admin_list(a, reply, r->list, "run-", ADMIN_RUNS_SHOWN);
+			admin_list(a, reply, r->list, "run-", ADMIN_RUNS_SHOWN, 0);
 			break;
 		case ADMIN_HOLDERS:
 		case ADMIN_WAITERS:
@@ -363,7 +445,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			               json_integer_value(json_object_get(r->target, "leases")) > 1
 			           ? "lease-"
 			           : "lock-";
-			admin_list(a, reply, r->list, base, 0);
+			admin_list(a, reply, r->list, base, 0, 1);
 			break;
 		case ADMIN_NODE_DATA:
 			admin_node_data(r->target, reply->value, reply->value_len);
@@ -483,6 +565,13 @@ admin_status_print(json_t *out)
 		if (json_array_size(json_object_get(job, "holders")) == 0 &&
 		    json_array_size(json_object_get(job, "waiters")) == 0)
 			printf("    (no holder, nobody waiting)\n");
+		json_array_foreach(json_object_get(job, "strangers"), j, n)
+		    printf("    %-8s %s (%s)\n", "STRANGER",
+		           json_string_value(json_object_get(n, "znode")),
+		           json_string_value(json_object_get(n, "stranger")));
+		if (json_object_get(job, "warning") != NULL)
+			printf("    WARNING: %s\n",
+			       json_string_value(json_object_get(job, "warning")));
 		state = json_object_get(job, "state");
 		if (state != NULL && json_object_get(state, "tick") != NULL) {
 			char tick[40];
@@ -513,6 +602,69 @@ admin_status_print(json_t *out)
 				printf(": %s", json_string_value(json_object_get(n, "error")));
 			printf("\n");
 		}
+	}
+}
+
+/* Move the strangers of a holders or waiters list into strangers, each saying why. */
+static void
+admin_status_strangers(json_t *list, json_t *strangers)
+{
+	json_t *n, *session;
+	size_t i = 0;
+	int badname, persistent;
+
+	while (i < json_array_size(list)) {
+		n = json_array_get(list, i);
+		badname = json_object_get(n, "stranger") != NULL;
+		session = json_object_get(n, "session");
+		persistent = json_is_integer(session) && json_integer_value(session) == 0;
+		if (!badname && !persistent) {
+			i++;
+			continue;
+		}
+		json_object_set_new(n, "stranger",
+		                    json_string(badname && persistent
+		                                    ? "persistent, not a lock name"
+		                                : persistent ? "persistent"
+		                                             : "not a lock name"));
+		json_array_append(strangers, n);
+		json_array_remove(list, i);
+	}
+}
+
+/*
+ * Strangers in a lock folder: nodes not named as Curator's recipes name lock nodes, or
+ * not ephemeral. Curator (and leasekeeper) order them among the contenders all the same,
+ * so one that sorts first is a holder no one can end: they are listed apart, with why.
+ */
+static void
+admin_status_flag_strangers(json_t *out)
+{
+	json_t *job, *strangers, *warnings = json_object_get(out, "warnings");
+	size_t i;
+	char *text;
+
+	json_array_foreach(json_object_get(out, "jobs"), i, job)
+	{
+		strangers = json_array();
+		admin_status_strangers(json_object_get(job, "holders"), strangers);
+		admin_status_strangers(json_object_get(job, "waiters"), strangers);
+		if (json_array_size(strangers) > 0) {
+			xasprintf(
+			    &text,
+			    "%zu stranger node%s in the lock folder %s: not ephemeral lock "
+			    "nodes named as Curator names them (_c_<uuid>-lock-<sequence>); "
+			    "Curator's recipe orders them among the contenders, so one that "
+			    "sorts first is a holder that never lets go and every later "
+			    "contender waits for ever: find out who created them, then delete "
+			    "them",
+			    json_array_size(strangers), json_array_size(strangers) == 1 ? "" : "s",
+			    json_string_value(json_object_get(job, "lock_path")));
+			json_object_set_new(job, "warning", json_string(text));
+			json_array_append_new(warnings, json_string(text));
+			free(text);
+		}
+		json_object_set_new(job, "strangers", strangers);
 	}
 }
 
@@ -571,8 +723,7 @@ admin_status(int argc, char **argv)
 	const char *lock_path = NULL;
 	json_t *out;
 	char *cause, *text;
-	int ch, as_json = 0, rc;
-	long leases = 1;
+	int ch, as_json = 0, rc, leases = 0; /* 0: not given */
 
 	memset(&a, 0, sizeof a);
 	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:h", longopts, NULL)) != -1) {
@@ -586,12 +737,8 @@ admin_status(int argc, char **argv)
 			lock_path = optarg;
 			break;
 		case 'l':
-			leases = strtol(optarg, NULL, 10);
-			if (leases < 1) {
-				fprintf(stderr,
-				        "leasekeeper status: --leases takes a number >= 1\n");
+			if (admin_count("status", "--leases", optarg, &leases) != 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'h':
 			printf("usage: leasekeeper status [-c FILE | --zk HOSTS] [--root PATH] "
@@ -603,6 +750,19 @@ admin_status(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (optind != argc) {
+		fprintf(stderr,
+		        "leasekeeper status: unexpected argument \"%s\"\nusage: leasekeeper status "
+		        "[-c FILE | --zk HOSTS] [--root PATH] [--json] [--lock-path PATH [--leases "
+		        "N]]\n",
+		        argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (leases != 0 && lock_path == NULL) {
+		fprintf(stderr, "leasekeeper status: --leases goes with --lock-path: a job's count "
+		                "comes from its configuration or its record\n");
+		return EXIT_USAGE;
+	}
 	if (lock_path != NULL && !znode_valid_path(lock_path, &cause)) {
 		fprintf(stderr, "leasekeeper status: --lock-path: %s\n", cause);
 		free(cause);
@@ -610,10 +770,10 @@ admin_status(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "status")) != 0)
 		return rc;
-	out = json_pack("{s:s, s:[], s:[]}", "root", a.root, "workers", "jobs");
+	out = json_pack("{s:s, s:[], s:[], s:[]}", "root", a.root, "workers", "jobs", "warnings");
 	if (lock_path != NULL) {
 		json_object_set_new(out, "_lock_path", json_string(lock_path));
-		json_object_set_new(out, "_leases", json_integer(leases));
+		json_object_set_new(out, "_leases", json_integer(leases != 0 ? leases : 1));
 	}
 	a.ctx = out;
 	a.ready = admin_status_ready;
@@ -621,6 +781,7 @@ admin_status(int argc, char **argv)
 	if (rc == 0) {
 		json_object_del(out, "_lock_path");
 		json_object_del(out, "_leases");
+		admin_status_flag_strangers(out);
 		admin_status_split(out);
 		if (as_json) {
 			text = json_dumps(out, JSON_INDENT(2));
@@ -775,13 +936,13 @@ admin_set_leases(int argc, char **argv)
 	struct admin a;
 	struct admin_opts o = {NULL, NULL, NULL};
 	struct admin_setleases s;
-	char *cause, *end;
+	char *cause;
 	int ch, rc;
-	long n;
 
 	memset(&a, 0, sizeof a);
 	memset(&s, 0, sizeof s);
-	while ((ch = getopt_long(argc, argv, "c:z:r:Ch", longopts, NULL)) != -1) {
+	/* The digits: "-1" is a count that is out of range, not an unknown option. */
+	while ((ch = getopt_long(argc, argv, "c:z:r:Ch0123456789", longopts, NULL)) != -1) {
 		if (admin_option(ch, optarg, &o))
 			continue;
 		switch (ch) {
@@ -791,26 +952,35 @@ admin_set_leases(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9':
+			admin_count("set-leases", "N", admin_negative(argc, argv), &s.leases);
+			return EXIT_USAGE;
 		default:
 			fputs(usage, stderr);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind + 2 != argc) {
+		if (optind + 2 > argc)
+			fprintf(stderr, "leasekeeper set-leases: give a job name and a count\n");
+		else
+			fprintf(stderr, "leasekeeper set-leases: unexpected argument \"%s\"\n",
+			        argv[optind + 2]);
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
 	s.job = argv[optind];
-	errno = 0;
-	n = strtol(argv[optind + 1], &end, 10);
-	if (errno != 0 || *end != '\0' || n < 1 || n > 1000000) {
-		fprintf(stderr,
-		        "leasekeeper set-leases: N must be a number from 1 to 1000000, not "
-		        "\"%s\"\n",
-		        argv[optind + 1]);
+	if (admin_count("set-leases", "N", argv[optind + 1], &s.leases) != 0)
 		return EXIT_USAGE;
-	}
-	s.leases = (int)n;
 	if (!znode_valid_name(s.job, &cause)) {
 		fprintf(stderr, "leasekeeper set-leases: bad job name: %s\n", cause);
 		free(cause);

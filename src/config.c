@@ -943,7 +943,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 }
 
 /* Whether hosts looks like "host:port[,host:port...][/chroot]"; if not, *cause says why. */
-static int
+int
 config_valid_hosts(const char *hosts, char **cause)
 {
 	const char *slash = strchr(hosts, '/'), *p, *end, *colon;

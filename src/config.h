@@ -102,6 +102,7 @@ int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
 
 int config_parse_size(const char *text, uint64_t *bytes, char **cause);
+int config_valid_hosts(const char *hosts, char **cause);
 int config_split_command(const char *text, char ***argv, char **cause);
 void config_free_argv(char **argv);
 

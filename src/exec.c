@@ -334,7 +334,7 @@ exec_number(const char *opt, const char *text, int max, int *out)
 
 	errno = 0;
 	n = strtol(text, &end, 10);
-	if (errno != 0 || *end != '\0' || n < 1 || n > max) {
+	if (errno != 0 || end == text || *end != '\0' || n < 1 || n > max) {
 		fprintf(stderr, "leasekeeper exec: %s takes a number from 1 to %d, not \"%s\"\n",
 		        opt, max, text);
 		return -1;
@@ -404,7 +404,7 @@ exec_main(int argc, char **argv)
 			root = optarg;
 			break;
 		case 'l':
-			if (exec_number("--leases", optarg, 1000000, &e.leases) != 0)
+			if (exec_number("--leases", optarg, LK_MAX_LEASES, &e.leases) != 0)
 				return EXIT_USAGE;
 			break;
 		case 't':
@@ -458,6 +458,28 @@ exec_main(int argc, char **argv)
 	if (root != NULL && !znode_valid_path(root, &cause)) {
 		fprintf(stderr, "leasekeeper exec: --root: %s\n", cause);
 		free(cause);
+		return EXIT_USAGE;
+	}
+	/* A connect string that cannot parse would be retried for ever. */
+	if (hosts != NULL && !config_valid_hosts(hosts, &cause)) {
+		fprintf(stderr, "leasekeeper exec: --zk: %s\n", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if (node_id != NULL && !znode_valid_name(node_id, &cause)) {
+		fprintf(stderr, "leasekeeper exec: --node-id: %s\n", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	/* The same range as session_timeout in [zookeeper]; the others must fit in half. */
+	if (session_timeout_ms != 0 && (session_timeout_ms < 1000 || session_timeout_ms > 60000)) {
+		fprintf(stderr,
+		        "leasekeeper exec: --session-timeout must be from 1s to 60s, e.g. 10s\n");
+		return EXIT_USAGE;
+	}
+	if (margin_ms > 30000 || grace_ms > 30000) {
+		fprintf(stderr, "leasekeeper exec: --safety-margin and --kill-grace must be at "
+		                "most 30s (half of the longest session timeout)\n");
 		return EXIT_USAGE;
 	}
 	if (hosts == NULL && file == NULL) {

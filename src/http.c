@@ -139,6 +139,21 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 	json_decref(o);
 }
 
+/*
+ * libevent's own warnings, through our log: a listener out of file descriptors fails
+ * every accept() and would otherwise print a line per attempt.
+ */
+static void
+http_libevent_log_cb(int severity, const char *msg)
+{
+	static struct log_limit lim;
+
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx_limited(&lim, "libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
 /* Listen on HOST:PORT; a failure is logged and the worker runs without HTTP. */
 struct http *
 http_start(struct event_base *base, const char *listen, struct worker *w)
@@ -148,6 +163,7 @@ http_start(struct event_base *base, const char *listen, struct worker *w)
 	long port;
 
 	h->w = w;
+	event_set_log_callback(http_libevent_log_cb);
 	h->evh = evhttp_new(base);
 	if (colon == NULL || (port = strtol(colon + 1, NULL, 10)) <= 0 || port > 65535) {
 		log_warnx("http: bad listen address \"%s\"", listen);

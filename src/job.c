@@ -84,6 +84,9 @@ struct job {
 	struct event *timer;      /* back-off, retry, cool-down */
 	struct event *tick_timer; /* scheduled: the next tick */
 	struct event *run_timer;  /* the run's timeout */
+
+	/* A job that keeps failing the same way warns once, then counts (see log.h). */
+	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start;
 };
 
 static const char *job_state_names[] = {
@@ -328,7 +331,7 @@ job_lease_lost_cb(struct lease *l, const char *why, void *arg)
 	struct job *job = arg;
 
 	(void)l;
-	log_warnx("job %s: lease lost: %s", job->name, why);
+	log_warnx_limited(&job->lim_lost, "job %s: lease lost: %s", job->name, why);
 	job->await_verify = 0;
 	if (job_busy(job)) {
 		/* Another host may take the lease now: the run must not outlive it. */
@@ -356,7 +359,8 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 		job_wait_tick(job);
 		return;
 	}
-	log_warnx("job %s: could not acquire a lease: %s", job->name, why);
+	log_warnx_limited(&job->lim_acquire, "job %s: could not acquire a lease: %s", job->name,
+	                  why);
 	job->tick = -1;
 	if (!job->ready) {
 		job_set_state(job, JOB_IDLE);
@@ -482,7 +486,8 @@ job_after_run(struct job *job, int failed)
 			job->cooldowns++;
 			delay = job_backoff(job->cfg->restart_backoff_ms,
 			                    job->cfg->max_failures + job->cooldowns);
-			log_warnx(
+			log_warnx_limited(
+			    &job->lim_cooldown,
 			    "job %s: failed %d times in a row: giving the lease up for %llu ms "
 			    "so that another host can take over",
 			    job->name, job->failures, (unsigned long long)delay);
@@ -743,6 +748,10 @@ job_free(struct job *job)
 	event_free(job->timer);
 	event_free(job->tick_timer);
 	event_free(job->run_timer);
+	log_limit_flush(&job->lim_lost);
+	log_limit_flush(&job->lim_acquire);
+	log_limit_flush(&job->lim_cooldown);
+	log_limit_flush(&job->lim_start);
 	free(job->lock_path);
 	free(job->last_result);
 	free(job->name);
@@ -860,7 +869,7 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 	job->pid = 0;
 	job->failures++;
 	job->failures_total++;
-	log_warnx("job %s: could not start: %s", job->name, why);
+	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
 	job_record(job, "failed", 0, 0, why);
 	if (!job_run_ended_elsewise(job))

@@ -29,6 +29,10 @@
 #include "xmalloc.h"
 #include "znode.h"
 
+/* ZooKeeper refusals repeat at every tick and every check: warn once, then count. */
+static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, jobrec_lim_state,
+    jobrec_lim_run;
+
 enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
 
 #define JOBREC_KEEP_TICKS  64      /* claimed and missed ticks remembered in the state */
@@ -225,7 +229,8 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK) {
-		log_warnx("cannot read %s: %s", jr->path, zerror(reply->rc));
+		log_warnx_limited(&jobrec_lim_read, "cannot read %s: %s", jr->path,
+		                  zerror(reply->rc));
 		return;
 	}
 	n = jobrec_parse_leases(reply->value, reply->value_len);
@@ -262,7 +267,8 @@ jobrec_create_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && reply->rc != ZBADVERSION) {
-		log_warnx("cannot write %s: %s", reply->path, zerror(reply->rc));
+		log_warnx_limited(&jobrec_lim_write, "cannot write %s: %s", reply->path,
+		                  zerror(reply->rc));
 		return;
 	}
 	jobrec_check(jr);
@@ -474,8 +480,8 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 		t->waiting = 1; /* after the reconnect, the state tells whether it landed */
 		return;
 	}
-	log_warnx("cannot claim tick %lld of %s: %s", (long long)t->tick, t->jr->path,
-	          zerror(reply->rc));
+	log_warnx_limited(&jobrec_lim_claim, "cannot claim tick %lld of %s: %s", (long long)t->tick,
+	                  t->jr->path, zerror(reply->rc));
 	jobrec_claim_done(t, JOBREC_ERROR);
 }
 
@@ -494,7 +500,8 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
-		log_warnx("cannot read %s: %s", t->jr->state_path, zerror(reply->rc));
+		log_warnx_limited(&jobrec_lim_state, "cannot read %s: %s", t->jr->state_path,
+		                  zerror(reply->rc));
 		jobrec_claim_done(t, JOBREC_ERROR);
 		return;
 	}
@@ -685,7 +692,8 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK) {
-		log_warnx("cannot record a run of %s: %s", t->jr->path, zerror(reply->rc));
+		log_warnx_limited(&jobrec_lim_run, "cannot record a run of %s: %s", t->jr->path,
+		                  zerror(reply->rc));
 		jobrec_task_free(t);
 		return;
 	}

@@ -17,6 +17,7 @@
 #include "xmalloc.h"
 
 #define MAIN_DEFAULT_CONFIG LEASEKEEPER_DEFAULT_CONFIG
+#define MAIN_NEXT_MAX       10000 /* next -n: a bound on the output, a week of a minutely job */
 
 static const char *main_usage_text =
     "usage: leasekeeper COMMAND [OPTIONS]\n"
@@ -86,8 +87,10 @@ main_run(int argc, char **argv)
 			return main_usage(stderr);
 		}
 	}
-	if (optind != argc)
+	if (optind != argc) {
+		fprintf(stderr, "leasekeeper: unexpected argument \"%s\"\n", argv[optind]);
 		return main_usage(stderr);
+	}
 	log_init(verbose, "main");
 	if ((cfg = main_load(file)) == NULL)
 		return EXIT_CONFIG;
@@ -118,8 +121,10 @@ main_check(int argc, char **argv)
 			return main_usage(stderr);
 		}
 	}
-	if (optind != argc)
+	if (optind != argc) {
+		fprintf(stderr, "leasekeeper: unexpected argument \"%s\"\n", argv[optind]);
 		return main_usage(stderr);
+	}
 	if ((cfg = main_load(file)) == NULL)
 		return 1;
 	config_print(cfg, stdout);
@@ -155,9 +160,12 @@ main_next(int argc, char **argv)
 		case 'n':
 			errno = 0;
 			count = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || count < 1 || count > 10000) {
-				fprintf(stderr, "leasekeeper next: -n takes a number from 1 to "
-				                "10000\n");
+			if (errno != 0 || end == optarg || *end != '\0' || count < 1 ||
+			    count > MAIN_NEXT_MAX) {
+				fprintf(stderr,
+				        "leasekeeper next: -n takes a number from 1 to %d, not "
+				        "\"%s\"\n",
+				        MAIN_NEXT_MAX, optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -167,8 +175,11 @@ main_next(int argc, char **argv)
 			return main_usage(stderr);
 		}
 	}
-	if (optind + 1 != argc)
+	if (optind + 1 != argc) {
+		fprintf(stderr, "leasekeeper next: %s\n",
+		        optind == argc ? "give the name of a job" : "give one job name only");
 		return main_usage(stderr);
+	}
 	if ((cfg = main_load(file)) == NULL)
 		return EXIT_CONFIG;
 	if ((job = config_find_job(cfg, argv[optind])) == NULL) {
@@ -189,8 +200,16 @@ main_next(int argc, char **argv)
 	for (i = 0; i < count; i++) {
 		t = schedule_next(job->sched, t);
 		if (t < 0) {
+			/* Times end with the year 9999: a rare schedule gets there first. */
 			if (i == 0)
 				printf("%s: \"%s\" never fires\n", job->name, job->schedule);
+			else
+				fprintf(
+				    stderr,
+				    "leasekeeper next: only %d of the %ld fire times asked for: "
+				    "leasekeeper computes fire times up to the end of the year "
+				    "9999\n",
+				    i, count);
 			break;
 		}
 		tt = (time_t)t;

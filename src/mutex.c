@@ -43,6 +43,9 @@ struct mutex {
 	int shortcut_ok;
 	int wrapped;
 	uint64_t shortcuts;
+
+	/* Each retry of a failing step would warn again: once, then a count (see log.h). */
+	struct log_limit lim_gone, lim_list;
 };
 
 static const char *mutex_state_names[] = {
@@ -226,8 +229,10 @@ mutex_place(struct mutex *m, char *const *children, int n)
 	}
 	if (index < 0) {
 		free(sorted);
-		log_warnx("lock %s: our node %s is not in the folder any more; contending again",
-		          m->dir, own);
+		log_warnx_limited(&m->lim_gone,
+		                  "lock %s: our node %s is not in the folder any more; contending "
+		                  "again",
+		                  m->dir, own);
 		mutex_restart(m);
 		return;
 	}
@@ -258,7 +263,8 @@ mutex_list_cb(const struct zk_reply *reply, void *arg)
 	if (zk_connection_error(reply->rc))
 		return; /* listed again after the reconnect */
 	if (reply->rc != ZOK) {
-		log_warnx("lock %s: cannot list: %s; contending again", m->dir, zerror(reply->rc));
+		log_warnx_limited(&m->lim_list, "lock %s: cannot list: %s; contending again",
+		                  m->dir, zerror(reply->rc));
 		mutex_restart(m);
 		return;
 	}
@@ -344,6 +350,8 @@ mutex_free(struct mutex *m)
 	if (m == NULL)
 		return;
 	mutex_release(m);
+	log_limit_flush(&m->lim_gone);
+	log_limit_flush(&m->lim_list);
 	pnode_free(m->node);
 	free(m->dir);
 	free(m);

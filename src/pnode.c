@@ -35,6 +35,9 @@ struct pnode {
 	char *path;
 	int64_t czxid;
 	int parents; /* parent creates in flight */
+
+	/* A refused create is retried by each new attempt: warn once, then count (log.h). */
+	struct log_limit lim_parent, lim_create;
 };
 
 static const char *pnode_state_names[] = {"IDLE", "CREATING", "RECOVERING", "CREATED"};
@@ -116,7 +119,8 @@ pnode_parent_cb(const struct zk_reply *reply, void *arg)
 			pnode_set_state(p, PNODE_RECOVERING);
 			return;
 		}
-		log_warnx("cannot create %s: %s", reply->path, zerror(reply->rc));
+		log_warnx_limited(&p->lim_parent, "cannot create %s: %s", reply->path,
+		                  zerror(reply->rc));
 		p->parents = 0;
 		zk_cancel(p->zk, p);
 		pnode_fail(p, reply->rc);
@@ -167,7 +171,8 @@ pnode_create_cb(const struct zk_reply *reply, void *arg)
 		pnode_set_state(p, PNODE_RECOVERING);
 		return;
 	}
-	log_warnx("cannot create a node in %s: %s", p->dir, zerror(reply->rc));
+	log_warnx_limited(&p->lim_create, "cannot create a node in %s: %s", p->dir,
+	                  zerror(reply->rc));
 	pnode_fail(p, reply->rc);
 }
 
@@ -287,6 +292,8 @@ pnode_free(struct pnode *p)
 	if (p == NULL)
 		return;
 	pnode_delete(p);
+	log_limit_flush(&p->lim_parent);
+	log_limit_flush(&p->lim_create);
 	free(p->dir);
 	free(p->base);
 	free(p->data);

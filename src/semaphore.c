@@ -35,6 +35,9 @@ struct semaphore {
 
 	enum semaphore_state state;
 	int listing;
+
+	/* Each retry of a failing step would warn again: once, then a count (see log.h). */
+	struct log_limit lim_mutex, lim_gone;
 };
 
 static const char *semaphore_state_names[] = {
@@ -93,7 +96,8 @@ semaphore_lock_lost_cb(struct mutex *m, const char *why, void *arg)
 	if (s->state == SEMAPHORE_IDLE || s->state == SEMAPHORE_HELD ||
 	    s->state == SEMAPHORE_VERIFYING)
 		return;
-	log_warnx("semaphore %s: lost its locks mutex (%s); starting over", s->path, why);
+	log_warnx_limited(&s->lim_mutex, "semaphore %s: lost its locks mutex (%s); starting over",
+	                  s->path, why);
 	zk_cancel(s->zk, s);
 	s->listing = 0;
 	pnode_delete(s->lease);
@@ -212,8 +216,10 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (!found) {
 		/* Curator's RETRY_DUE_TO_MISSING_NODE. */
-		log_warnx("semaphore %s: our lease node is not in %s (%s); creating it again",
-		          s->path, s->leases_dir, zerror(reply->rc));
+		log_warnx_limited(
+		    &s->lim_gone,
+		    "semaphore %s: our lease node is not in %s (%s); creating it again", s->path,
+		    s->leases_dir, zerror(reply->rc));
 		zk_cancel(s->zk, s);
 		s->listing = 0;
 		pnode_delete(s->lease);
@@ -318,6 +324,8 @@ semaphore_free(struct semaphore *s)
 	semaphore_release(s);
 	mutex_free(s->lock);
 	pnode_free(s->lease);
+	log_limit_flush(&s->lim_mutex);
+	log_limit_flush(&s->lim_gone);
 	free(s->leases_dir);
 	free(s->path);
 	free(s);

@@ -75,6 +75,7 @@ struct sjob {
 	char *log_path;
 	uint64_t log_max;
 	uint64_t log_size;
+	struct log_limit log_warnings; /* a full disk fails every write: say so once a while */
 
 	int term_sent;
 	int kill_sent;
@@ -169,13 +170,15 @@ sv_log_write(struct sjob *j, const char *buf, size_t len)
 		if (j->log_max > 0 && j->log_size >= j->log_max) {
 			xasprintf(&old, "%s.1", j->log_path);
 			if (rename(j->log_path, old) != 0)
-				log_warn("supervisor: rename %s", j->log_path);
+				log_warn_limited(&j->log_warnings, "supervisor: rename %s",
+				                 j->log_path);
 			free(old);
 			close(j->logfd);
 			j->logfd =
 			    open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 			if (j->logfd < 0) {
-				log_warn("supervisor: open %s", j->log_path);
+				log_warn_limited(&j->log_warnings, "supervisor: open %s",
+				                 j->log_path);
 				return;
 			}
 			j->log_size = 0;
@@ -188,7 +191,7 @@ sv_log_write(struct sjob *j, const char *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			log_warn("supervisor: write %s", j->log_path);
+			log_warn_limited(&j->log_warnings, "supervisor: write %s", j->log_path);
 			return;
 		}
 		buf += n;
@@ -255,6 +258,7 @@ sv_job_free(struct sv *sv, struct sjob *j)
 		close(j->errfd);
 	if (j->logfd >= 0)
 		close(j->logfd);
+	log_limit_flush(&j->log_warnings);
 	free(j->log_path);
 	free(j->name);
 	free(j);

@@ -98,6 +98,9 @@ static const char *worker_state_names[] = {
     "CONNECTING", "REGISTERING", "DUPLICATE", "READY", "STOPPING",
 };
 
+/* ZooKeeper refusals of our registration repeat at every attempt: warn once, then count. */
+static struct log_limit worker_lim_read, worker_lim_register, worker_lim_create;
+
 static void worker_register(struct worker *);
 static void worker_finish(struct worker *);
 static void worker_start_supervisor(struct worker *);
@@ -212,7 +215,8 @@ worker_dup_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK || reply->stat == NULL) {
-		log_warnx("cannot read %s: %s", w->path, zerror(reply->rc));
+		log_warnx_limited(&worker_lim_read, "cannot read %s: %s", w->path,
+		                  zerror(reply->rc));
 		return;
 	}
 	if (reply->stat->ephemeralOwner == zk_session_id(w->zk)) {
@@ -275,7 +279,8 @@ worker_register_cb(const struct zk_reply *reply, void *arg)
 		worker_finish(w);
 		return;
 	}
-	log_warnx("cannot register %s: %s", w->path, zerror(reply->rc));
+	log_warnx_limited(&worker_lim_register, "cannot register %s: %s", w->path,
+	                  zerror(reply->rc));
 }
 
 /* Creating a root path: only a refusal matters. */
@@ -285,7 +290,8 @@ worker_root_cb(const struct zk_reply *reply, void *arg)
 	(void)arg;
 	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && !zk_connection_error(reply->rc) &&
 	    reply->rc != ZCLOSING)
-		log_warnx("cannot create %s: %s", reply->path, zerror(reply->rc));
+		log_warnx_limited(&worker_lim_create, "cannot create %s: %s", reply->path,
+		                  zerror(reply->rc));
 }
 
 /* Create the root paths and our node, in one pipeline (the server keeps the order). */

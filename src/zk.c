@@ -122,6 +122,9 @@ struct zk {
 	uint64_t hb_sent_ns;     /* the unanswered heartbeat, 0 if none */
 	int fd;                  /* the library's socket, as last armed */
 
+	/* Faults that repeat while a server misbehaves: each warns once, then counts. */
+	struct log_limit lim_delete, lim_stall, lim_lost, lim_auth, lim_init;
+
 	TAILQ_HEAD(, zk_op) ops;
 	TAILQ_HEAD(, zk_sub) subs;
 	TAILQ_HEAD(, zk_record) records;
@@ -546,7 +549,8 @@ zk_gdelete_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (reply->rc != ZOK && reply->rc != ZNONODE && reply->rc != ZSESSIONEXPIRED &&
 	    reply->rc != ZCLOSING && reply->rc != ZINVALIDSTATE)
-		log_warnx("zookeeper: cannot delete %s: %s", gd->path, zerror(reply->rc));
+		log_warnx_limited(&zk->lim_delete, "zookeeper: cannot delete %s: %s", gd->path,
+		                  zerror(reply->rc));
 	else
 		log_debug("zookeeper: deleted %s (%s)", gd->path, zerror(reply->rc));
 	zk_gdelete_free(zk, gd);
@@ -778,9 +782,10 @@ zk_stall_cb(int fd, short what, void *arg)
 	if (zk->state != ZK_STATE_CONNECTED || zk->closing || zk->hb_sent_ns == 0 || zk->fd < 0 ||
 	    strchr(zk->hosts, ',') == NULL)
 		return;
-	log_warnx("zookeeper: the server did not answer a heartbeat within %d ms; moving to "
-	          "another server",
-	          zk_timeout_ms(zk) / 6);
+	log_warnx_limited(&zk->lim_stall,
+	                  "zookeeper: the server did not answer a heartbeat within %d ms; "
+	                  "moving to another server",
+	                  zk_timeout_ms(zk) / 6);
 	zk->hb_sent_ns = 0;
 	shutdown(zk->fd, SHUT_RDWR);
 	zk_kick(zk);
@@ -870,11 +875,14 @@ zk_dispatch_session(struct zk *zk, int state)
 	} else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
 		if (zk->state == ZK_STATE_CONNECTED) {
 			zk_set_state(zk, ZK_STATE_CONNECTING);
-			log_warnx("zookeeper: connection to session 0x%llx lost; reconnecting",
-			          (unsigned long long)zk->session_id);
+			log_warnx_limited(&zk->lim_lost,
+			                  "zookeeper: connection to session 0x%llx lost; "
+			                  "reconnecting",
+			                  (unsigned long long)zk->session_id);
 			zk_emit(zk, ZK_EVENT_DISCONNECTED);
 		}
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
+		/* Not limited: at most one per session, and each names a different session. */
 		log_warnx("zookeeper: session 0x%llx expired; opening a new one",
 		          (unsigned long long)zk->session_id);
 		zk_set_state(zk, ZK_STATE_EXPIRED);
@@ -884,8 +892,10 @@ zk_dispatch_session(struct zk *zk, int state)
 		tv.tv_sec = 0;
 		evtimer_add(zk->reinit, &tv);
 	} else if (state == ZOO_AUTH_FAILED_STATE) {
-		log_warnx("zookeeper: authentication failed; check [zookeeper] auth; retrying in "
-		          "10 s");
+		log_warnx_limited(
+		    &zk->lim_auth,
+		    "zookeeper: authentication failed; check [zookeeper] auth; retrying in "
+		    "10 s");
 		zk_set_state(zk, ZK_STATE_AUTH_FAILED);
 		zk_subs_clear(zk);
 		zk_gdelete_clear(zk);
@@ -1023,8 +1033,9 @@ zk_open(struct zk *zk)
 	zk->zh = zookeeper_init2(zk->hosts, zk_session_watcher, zk->requested_timeout_ms, NULL, zk,
 	                         0, zk_log_cb);
 	if (zk->zh == NULL) {
-		log_warn("zookeeper: cannot start a session with \"%s\"; retrying in 1 s",
-		         zk->hosts);
+		log_warn_limited(&zk->lim_init,
+		                 "zookeeper: cannot start a session with \"%s\"; retrying in 1 s",
+		                 zk->hosts);
 		evtimer_add(zk->reinit, &tv);
 		return;
 	}
@@ -1176,6 +1187,11 @@ zk_free(struct zk *zk)
 	event_free(zk->reinit);
 	event_free(zk->resync);
 	event_free(zk->stall);
+	log_limit_flush(&zk->lim_delete);
+	log_limit_flush(&zk->lim_stall);
+	log_limit_flush(&zk->lim_lost);
+	log_limit_flush(&zk->lim_auth);
+	log_limit_flush(&zk->lim_init);
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk);
