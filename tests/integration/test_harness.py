@@ -166,11 +166,13 @@ class ProxyTest(lktest.TestCase):
         self.proxy.delay(150)
         t = time.monotonic()
         k.exists("/")
-        self.assertGreaterEqual(time.monotonic() - t, 0.29)  # 150 ms each way
+        delayed = time.monotonic() - t
+        self.assertGreaterEqual(delayed, 0.29)  # 150 ms each way
         self.proxy.heal()
         t = time.monotonic()
         k.exists("/")
-        self.assertLess(time.monotonic() - t, 0.1)
+        # Healed, a round trip no longer waits 300 ms (a busy machine may still be slow).
+        self.assertLess(time.monotonic() - t, delayed)
 
     def test_reject_new(self):
         self.proxy.reject_new()
