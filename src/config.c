@@ -92,6 +92,7 @@ struct config_sec {
 	size_t file;
 	int line;
 	int discard; /* a duplicate or badly named job: checked, then dropped */
+	int refused; /* lines refused by config_line_ok: a missing key may be one of them */
 	struct config_kv *kv;
 	size_t nkv;
 };
@@ -588,7 +589,8 @@ config_reader_cb(char *str, int num, void *stream)
 		if (s[strspn(s, " \t")] == '[') {
 			ctx->where = CONFIG_WHERE_SKIP;
 			ctx->cur = NULL;
-		}
+		} else if (ctx->cur != NULL)
+			ctx->cur->refused++;
 		snprintf(str, (size_t)num, "\n");
 		return str;
 	}
@@ -1724,12 +1726,12 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	/* command */
 	job->shell = 1;
 	config_get_bool(ctx, sec, "shell", &job->shell);
-	if ((kv = config_kv_find(sec, "command")) == NULL)
+	if ((kv = config_kv_find(sec, "command")) == NULL && sec->refused == 0)
 		config_error_kv(ctx, sec, NULL,
 		                "job \"%s\" has no command: add command = ... to [job %s], e.g. "
 		                "command = echo hello",
 		                job->name, job->name);
-	else {
+	else if (kv != NULL) {
 		job->command = xstrdup(kv->value);
 		if (!job->shell) {
 			if (config_split_command(job->command, &job->argv, &cause) != 0) {

@@ -80,16 +80,19 @@ utf8_plain(uint32_t cp)
 		return cp >= 0x20 && cp < 0x7f;
 	if (cp < 0xa0 || cp == 0xad)
 		return 0;
+	if (cp >= 0x2010 && cp <= 0x2027)
+		return 1; /* dashes, quotes and bullets */
 	if ((cp >= 0x2000 && cp <= 0x206f) || (cp >= 0xd800 && cp <= 0xf8ff) ||
-	    (cp >= 0xfe00 && cp <= 0xfe0f) || cp >= 0xfff0)
-		return cp >= 0x2010 && cp <= 0x2027; /* dashes, quotes and bullets are fine */
+	    (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xfff0 && cp <= 0xffff) ||
+	    (cp >= 0xe0000 && cp <= 0xe007f) || cp >= 0xf0000)
+		return 0; /* spacing, bidi and format controls, private use, specials, tags */
 	return 1;
 }
 
 /*
  * s[0..len) in double quotes for a message: '"' and '\' escaped with '\', tab, newline
- * and carriage return as \t \n \r, other control and invisible characters as \u{XXXX},
- * bytes that are not UTF-8 as \xNN; after UTF8_QUOTE_MAX characters, "..." (caller frees).
+ * and carriage return as \t \n \r, other ASCII controls and bytes that are not UTF-8 as
+ * \xNN, other control and invisible characters as \u{XXXX}; after UTF8_QUOTE_MAX characters, "..." (caller frees).
  */
 char *
 utf8_quote(const char *s, size_t len)
@@ -120,6 +123,8 @@ utf8_quote(const char *s, size_t len)
 			used += (size_t)sprintf(out + used, "\\n");
 		else if (cp == '\r')
 			used += (size_t)sprintf(out + used, "\\r");
+		else if (!utf8_plain(cp) && cp < 0x80)
+			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned)cp);
 		else if (!utf8_plain(cp))
 			used += (size_t)sprintf(out + used, "\\u{%04X}", (unsigned)cp);
 		else {
