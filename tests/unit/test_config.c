@@ -1236,6 +1236,186 @@ test_print(void **state)
 	config_errors_free(&errors);
 }
 
+/* Write len bytes of text to tdir/name (which may hold NUL bytes). */
+static void
+put_bytes(const char *name, const char *text, size_t len)
+{
+	FILE *f;
+
+	put(name, ""); /* creates the directory */
+	f = fopen(at(name), "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Whether any error line holds a byte below 0x20 or 0x7f: input is quoted escaped. */
+static int
+has_raw_control(const struct config_errors *errors)
+{
+	const unsigned char *p;
+	size_t i;
+
+	for (i = 0; i < errors->n; i++) {
+		for (p = (const unsigned char *)errors->lines[i]; *p != '\0'; p++) {
+			if (*p < 0x20 || *p == 0x7f)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* A NUL inside a value is refused (it used to cut the value short), quoted escaped. */
+static void
+test_nul_and_controls(void **state)
+{
+	static const char job[] = "[job a]\ncommand = echo safe\0; touch /tmp/x\n";
+	static const char name[] = "[job a\0b]\ncommand = true\n";
+	struct config *cfg;
+	struct config_errors errors;
+	char longline[512];
+
+	(void)state;
+	put("worker.ini", BASE);
+	put_bytes("jobs/a.ini", job, sizeof job - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	if (errors.n != 1)
+		dump(&errors);
+	assert_int_equal(errors.n, 1);
+	assert_true(has_error(&errors, "jobs/a.ini", 2,
+	                      "control character \\x00 at column 20 in \"command = echo "
+	                      "safe\\x00; touch /tmp/x\"",
+	                      "no NUL, which would cut it short", NULL));
+	assert_false(has_raw_control(&errors));
+	config_errors_free(&errors);
+
+	/* in a header: the keys under it are skipped, not filed under another job */
+	put_bytes("jobs/a.ini", name, sizeof name - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	if (errors.n != 1)
+		dump(&errors);
+	assert_int_equal(errors.n, 1);
+	assert_true(has_error(&errors, "jobs/a.ini", 1, "control character \\x00 at column 7",
+	                      "remove it", NULL));
+	config_errors_free(&errors);
+
+	/* a long hostile line is quoted shortened, with its escape bytes escaped */
+	memset(longline, '\x1b', sizeof longline);
+	memcpy(longline, "[job a]\ncommand = ", 18);
+	longline[sizeof longline - 2] = '\n';
+	put_bytes("jobs/a.ini", longline, sizeof longline - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_int_equal(errors.n, 1);
+	assert_false(has_raw_control(&errors));
+	assert_true(has_error(&errors, "jobs/a.ini", 2, "\\x1b\\x1b...\": remove it", NULL));
+	assert_true(strlen(errors.lines[0]) < 600);
+	config_errors_free(&errors);
+
+	/* tabs stay allowed, and comments may hold any text but NUL */
+	put("jobs/a.ini", "# caf\xe9 \x01\n[job a]\ncommand = printf 'a\\tb'\tx\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* Names ZooKeeper accepts pass, UTF-8 included; the limits hold exactly. */
+static void
+test_hostile_good_values(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+
+	(void)state;
+	put("worker.ini", "[zookeeper]\nhosts = zk-1.example:2181,10.0.0.1:65535,[::1]:1/lk/x\n"
+	                  "[worker]\nnode_id = caf\xc3\xa9\nallow_root_jobs = true\n"
+	                  "[http]\nlisten = [::1]:9187\n");
+	put("jobs/a.ini", "[job \xe6\x97\xa5\xe6\x9c\xac-\xef\xbf\xaf]\ncommand = true\n"
+	                  "leases = 10000\nrestart_backoff = 1s\n"
+	                  "[job b]\ncommand = true\nschedule = 0 0 29 2 *\nretry_backoff = 1s\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(cfg->jobs_list[0]->leases, 10000);
+	assert_string_equal(cfg->hosts, "zk-1.example:2181,10.0.0.1:65535,[::1]:1/lk/x");
+	assert_string_equal(cfg->http_listen, "[::1]:9187");
+	assert_int_equal(cfg->jobs_list[0]->restart_backoff_ms, 1000);
+	assert_int_equal(cfg->jobs_list[1]->retry_backoff_ms, 1000);
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	assert_int_equal(config_valid_hosts("a:1", &(char *){NULL}), 1);
+}
+
+/* Whatever [worker] jobs matches and cannot read is an error naming the path. */
+static void
+test_job_file_problems(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char path[PATH_MAX];
+
+	(void)state;
+	put("worker.ini", BASE "jobs = d\n");
+	put("d/a.ini", "[job a]\ncommand = true\n");
+
+	/* a dangling symbolic link */
+	snprintf(path, sizeof path, "%s/d/gone.ini", tdir);
+	assert_int_equal(symlink("/nonexistent/x.ini", path), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "gone.ini\" matched but cannot be read",
+	                      "dangling or looping symbolic link", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	assert_int_equal(unlink(path), 0);
+
+	/* a symbolic link loop */
+	snprintf(path, sizeof path, "%s/d/loop.ini", tdir);
+	assert_int_equal(symlink("loop.ini", path), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "loop.ini\" matched but cannot be read",
+	                      "Too many levels of symbolic links", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	assert_int_equal(unlink(path), 0);
+
+	/* a directory named like a job file, in a directory and under a glob */
+	put("d/x.ini/inner.ini", "[job inner]\ncommand = true\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "x.ini\" is a directory, not a job file",
+	                      "rename or move it", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "jobs = d/*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "x.ini\" is a directory", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+
+	/* a device */
+	put("worker.ini", BASE "jobs = /dev/null\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6,
+	                      "jobs: \"/dev/null\" is not a regular file, not a job file",
+	                      "point jobs at .ini files", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+
+	/* a directory a glob cannot read (permissions do not stop root) */
+	if (geteuid() != 0) {
+		put("e/sub/a.ini", "[job a]\ncommand = true\n");
+		snprintf(path, sizeof path, "%s/e/sub", tdir);
+		assert_int_equal(chmod(path, 0), 0);
+		put("worker.ini", BASE "jobs = e/*/*.ini\n");
+		assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+		assert_int_equal(chmod(path, 0755), 0);
+		assert_true(has_error(&errors, "worker.ini", 6, "cannot read the directory",
+		                      "fix its permissions", NULL));
+		config_errors_free(&errors);
+	}
+}
+
 /* The example worker and jobs in the source tree are valid and show each kind of job. */
 static void
 test_shipped_examples(void **state)
@@ -1314,6 +1494,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_job_equal, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_print, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shipped_examples, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_and_controls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
