@@ -89,32 +89,49 @@ utf8_plain(uint32_t cp)
 	return 1;
 }
 
+/* How many characters (a byte that is not UTF-8 counts as one) s[0..len) holds. */
+static size_t
+utf8_count(const char *s, size_t len)
+{
+	size_t off = 0, n, count = 0;
+	uint32_t cp;
+
+	while (off < len) {
+		n = utf8_char(s + off, len - off, &cp);
+		off += n == 0 ? 1 : n;
+		count++;
+	}
+	return count;
+}
+
 /*
  * s[0..len) in double quotes for a message: '"' and '\' escaped with '\', tab, newline
  * and carriage return as \t \n \r, other ASCII controls and bytes that are not UTF-8 as
- * \xNN, other control and invisible characters as \u{XXXX}; after UTF8_QUOTE_MAX characters, "..." (caller frees).
+ * \xNN, other control and invisible characters as \u{XXXX}. Text of more than
+ * UTF8_QUOTE_MAX characters keeps its start and its end (where a path names its file)
+ * around "..." (caller frees).
  */
 char *
 utf8_quote(const char *s, size_t len)
 {
-	size_t off = 0, n, used = 0, shown = 0;
+	size_t off = 0, n, used = 0, index = 0, total = utf8_count(s, len), head, tail_from;
 	char *out = xmalloc(UTF8_QUOTE_MAX * 12 + 8);
 	uint32_t cp;
 
+	head = total > UTF8_QUOTE_MAX ? UTF8_QUOTE_MAX / 3 : total;
+	tail_from = total > UTF8_QUOTE_MAX ? total - (UTF8_QUOTE_MAX - head) : total;
 	out[used++] = '"';
-	while (off < len) {
-		if (shown == UTF8_QUOTE_MAX) {
+	for (; off < len; off += n == 0 ? 1 : n, index++) {
+		n = utf8_char(s + off, len - off, &cp);
+		if (index == head && head != tail_from) {
 			memcpy(out + used, "...", 3);
 			used += 3;
-			break;
 		}
-		shown++;
-		if ((n = utf8_char(s + off, len - off, &cp)) == 0) {
-			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned char)s[off]);
-			off++;
+		if (index >= head && index < tail_from)
 			continue;
-		}
-		if (cp == '"' || cp == '\\') {
+		if (n == 0)
+			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned char)s[off]);
+		else if (cp == '"' || cp == '\\') {
 			out[used++] = '\\';
 			out[used++] = (char)cp;
 		} else if (cp == '\t')
@@ -131,7 +148,6 @@ utf8_quote(const char *s, size_t len)
 			memcpy(out + used, s + off, n);
 			used += n;
 		}
-		off += n;
 	}
 	out[used++] = '"';
 	out[used] = '\0';

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How many characters utf8_quote keeps before it cuts the text short with "...". */
+/* How many characters utf8_quote keeps of a longer text: its start and end around "...". */
 #define UTF8_QUOTE_MAX 64
 
 size_t utf8_char(const char *s, size_t len, uint32_t *cp);

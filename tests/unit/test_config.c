@@ -1299,7 +1299,7 @@ test_nul_and_controls(void **state)
 	                      "remove it", NULL));
 	config_errors_free(&errors);
 
-	/* a long hostile line is quoted shortened, with its escape bytes escaped */
+	/* a long hostile line is quoted shortened (start ... end), its escape bytes escaped */
 	memset(longline, '\x1b', sizeof longline);
 	memcpy(longline, "[job a]\ncommand = ", 18);
 	longline[sizeof longline - 2] = '\n';
@@ -1307,7 +1307,8 @@ test_nul_and_controls(void **state)
 	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
 	assert_int_equal(errors.n, 1);
 	assert_false(has_raw_control(&errors));
-	assert_true(has_error(&errors, "jobs/a.ini", 2, "\\x1b\\x1b...\": remove it", NULL));
+	assert_true(has_error(&errors, "jobs/a.ini", 2, "in \"command = \\x1b", "\\x1b...\\x1b",
+	                      "\\x1b\": remove it", NULL));
 	assert_true(strlen(errors.lines[0]) < 600);
 	config_errors_free(&errors);
 
