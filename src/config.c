@@ -129,6 +129,9 @@ struct config_ctx {
 	struct config_sec *cur;
 	const char *key;
 	const char *value;
+
+	char **quoted; /* config_q's strings, freed with the context */
+	size_t nquoted;
 };
 
 static void config_errorv(struct config_ctx *, size_t, int, const char *, va_list)
@@ -138,6 +141,14 @@ static void config_error(struct config_ctx *, size_t, int, const char *, ...)
 static void config_error_kv(struct config_ctx *, const struct config_sec *,
                             const struct config_kv *, const char *, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Input quoted for a message with utf8_quote: escaped, shortened; lives as long as ctx. */
+static const char *
+config_q(struct config_ctx *ctx, const char *s)
+{
+	ctx->quoted = xreallocarray(ctx->quoted, ctx->nquoted + 1, sizeof *ctx->quoted);
+	return ctx->quoted[ctx->nquoted++] = utf8_quote_str(s);
+}
 
 /* Record a problem at file:line. */
 static void
@@ -293,28 +304,28 @@ config_unknown_key(struct config_ctx *ctx, const struct config_sec *sec, const c
 	near = config_nearest(key, config_keys[sec->kind]);
 	if (near != NULL) {
 		config_error(ctx, ctx->file, ctx->line,
-		             "unknown key \"%s\" in %s: did you mean \"%s\"?", key, title, near);
+		             "unknown key %s in %s: did you mean \"%s\"?", config_q(ctx, key),
+		             title, near);
 		goto out;
 	}
 	for (k = 0; k < CONFIG_NKINDS; k++) {
 		if (k == (int)sec->kind || !config_key_in(key, config_keys[k]))
 			continue;
 		if (k == CONFIG_JOB)
-			config_error(
-			    ctx, ctx->file, ctx->line,
-			    "unknown key \"%s\" in %s: it is a job setting, so put it in a "
-			    "[job NAME] section",
-			    key, title);
+			config_error(ctx, ctx->file, ctx->line,
+			             "unknown key %s in %s: it is a job setting, so put it in a "
+			             "[job NAME] section",
+			             config_q(ctx, key), title);
 		else
 			config_error(ctx, ctx->file, ctx->line,
-			             "unknown key \"%s\" in %s: it belongs in [%s]%s", key, title,
-			             config_sections[k],
+			             "unknown key %s in %s: it belongs in [%s]%s",
+			             config_q(ctx, key), title, config_sections[k],
 			             sec->kind == CONFIG_JOB ? ", in the worker file" : "");
 		goto out;
 	}
 	config_error(ctx, ctx->file, ctx->line,
-	             "unknown key \"%s\" in %s: remove it (see docs/configuration.md for the keys)",
-	             key, title);
+	             "unknown key %s in %s: remove it (see docs/configuration.md for the keys)",
+	             config_q(ctx, key), title);
 out:
 	free(title);
 }
@@ -443,7 +454,8 @@ config_lex_section(struct config_ctx *ctx, char *s)
 
 	if ((end = strchr(s, ']')) == NULL) {
 		config_error(ctx, ctx->file, ctx->line,
-		             "section header \"%s\" has no closing ']': write [NAME]", s);
+		             "section header %s has no closing ']': write [NAME]",
+		             config_q(ctx, s));
 		ctx->where = CONFIG_WHERE_SKIP;
 		ctx->cur = NULL;
 		return;
@@ -453,9 +465,9 @@ config_lex_section(struct config_ctx *ctx, char *s)
 		;
 	if (*after != '\0' && *after != '#' && *after != ';')
 		config_error(ctx, ctx->file, ctx->line,
-		             "unexpected text \"%s\" after the section header: put it on a line of "
+		             "unexpected text %s after the section header: put it on a line of "
 		             "its own, or start a comment with '#'",
-		             after);
+		             config_q(ctx, after));
 	for (text = s + 1; isspace((unsigned char)*text); text++)
 		;
 	for (end = text + strlen(text); end > text && isspace((unsigned char)end[-1]); end--)
@@ -481,14 +493,14 @@ config_lex_key(struct config_ctx *ctx, char *s)
 		p = s + strspn(s, CONFIG_KEY_CHARS);
 		if (p != s && p[strspn(p, " \t")] == ':')
 			config_error(ctx, ctx->file, ctx->line,
-			             "expected KEY = VALUE, got \"%s\": write '=' between the key "
+			             "expected KEY = VALUE, got %s: write '=' between the key "
 			             "and the value",
-			             s);
+			             config_q(ctx, s));
 		else
 			config_error(ctx, ctx->file, ctx->line,
 			             "expected KEY = VALUE, a [SECTION] header or a comment, got "
-			             "\"%s\": fix or remove the line (comments start with '#')",
-			             s);
+			             "%s: fix or remove the line (comments start with '#')",
+			             config_q(ctx, s));
 		return 0;
 	}
 	for (key_end = eq; key_end > s && isspace((unsigned char)key_end[-1]); key_end--)
@@ -501,11 +513,12 @@ config_lex_key(struct config_ctx *ctx, char *s)
 		return 0;
 	}
 	if (ctx->where == CONFIG_WHERE_NONE) {
-		config_error(
-		    ctx, ctx->file, ctx->line,
-		    "key \"%s\" is outside any section: put it under a header such as "
-		    "%s",
-		    s, ctx->worker_file ? "[zookeeper], [worker] or [job NAME]" : "[job NAME]");
+		config_error(ctx, ctx->file, ctx->line,
+		             "key %s is outside any section: put it under a header such as "
+		             "%s",
+		             config_q(ctx, s),
+		             ctx->worker_file ? "[zookeeper], [worker] or [job NAME]"
+		                              : "[job NAME]");
 		return 0;
 	}
 	if (ctx->where == CONFIG_WHERE_SKIP)
@@ -723,11 +736,10 @@ config_get_bool(struct config_ctx *ctx, const struct config_sec *sec, const char
 	if (kv == NULL)
 		return 0;
 	if (!config_parse_bool(kv->value, out)) {
-		config_error_kv(
-		    ctx, sec, kv,
-		    "bad boolean \"%s\" for %s: write true or false (or yes/no, on/off, "
-		    "1/0)",
-		    kv->value, key);
+		config_error_kv(ctx, sec, kv,
+		                "bad boolean %s for %s: write true or false (or yes/no, on/off, "
+		                "1/0)",
+		                config_q(ctx, kv->value), key);
 		return -1;
 	}
 	return 1;
@@ -767,8 +779,8 @@ config_get_int(struct config_ctx *ctx, const struct config_sec *sec, const char 
 	if (!isdigit((unsigned char)kv->value[*kv->value == '-' || *kv->value == '+']) ||
 	    *end != '\0') {
 		config_error_kv(ctx, sec, kv,
-		                "bad integer \"%s\" for %s: write a whole number, e.g. %s = %d",
-		                kv->value, key, key, min > 1 ? min : 1);
+		                "bad integer %s for %s: write a whole number, e.g. %s = %d",
+		                config_q(ctx, kv->value), key, key, min > 1 ? min : 1);
 		return -1;
 	}
 	if ((errno == ERANGE && n > 0) || n > INT_MAX) {
@@ -824,9 +836,9 @@ config_get_on_shutdown(struct config_ctx *ctx, const struct config_sec *sec,
 		*out = CONFIG_SHUTDOWN_WAIT;
 	else {
 		config_error_kv(ctx, sec, kv,
-		                "bad on_shutdown \"%s\": write terminate (stop running jobs, then "
+		                "bad on_shutdown %s: write terminate (stop running jobs, then "
 		                "exit) or wait (let running jobs finish first)",
-		                kv->value);
+		                config_q(ctx, kv->value));
 		return -1;
 	}
 	return 1;
@@ -873,7 +885,10 @@ config_dirname(const char *path)
 	return xstrndup(path, (size_t)(slash - path));
 }
 
-/* An absolute form of dir, without touching the file system beyond getcwd. */
+/*
+ * An absolute form of dir, without touching the file system beyond getcwd; NULL if the
+ * working directory is gone (a reload must then fail, not end the worker).
+ */
 static char *
 config_absolute(const char *dir)
 {
@@ -882,7 +897,7 @@ config_absolute(const char *dir)
 	if (dir[0] == '/')
 		return xstrdup(dir);
 	if (getcwd(cwd, sizeof cwd) == NULL)
-		fatal("getcwd");
+		return NULL;
 	if (strcmp(dir, ".") == 0)
 		return xstrdup(cwd);
 	if (strncmp(dir, "./", 2) == 0)
@@ -1348,9 +1363,9 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		if (!config_valid_listen(kv->value))
 			config_error_kv(
 			    ctx, ht, kv,
-			    "bad listen \"%s\": write HOST:PORT, e.g. listen = "
+			    "bad listen %s: write HOST:PORT, e.g. listen = "
 			    "127.0.0.1:9187 (leave it empty to turn the status page off)",
-			    kv->value);
+			    config_q(ctx, kv->value));
 		cfg->http_listen = xstrdup(kv->value);
 	}
 }
@@ -1362,6 +1377,7 @@ config_parse_size(const char *text, uint64_t *bytes, char **cause)
 	const char *p = text;
 	uint64_t n = 0, mult = 1;
 	int digits = 0;
+	char *q;
 
 	while (isdigit((unsigned char)*p)) {
 		if (n > UINT64_MAX / 10 - 9)
@@ -1401,13 +1417,17 @@ config_parse_size(const char *text, uint64_t *bytes, char **cause)
 	return 0;
 
 bad:
+	q = utf8_quote_str(text);
 	xasprintf(cause,
-	          "bad size \"%s\": write bytes or a number with K, M or G, e.g. \"10M\" or "
+	          "bad size %s: write bytes or a number with K, M or G, e.g. \"10M\" or "
 	          "\"512K\"",
-	          text);
+	          q);
+	free(q);
 	return -1;
 too_big:
-	xasprintf(cause, "size \"%s\" is too large", text);
+	q = utf8_quote_str(text);
+	xasprintf(cause, "size %s is too large", q);
+	free(q);
 	return -1;
 }
 
@@ -1429,7 +1449,7 @@ config_argv_add(char ***argv, size_t *n, const char *word, size_t len)
 int
 config_split_command(const char *text, char ***argv, char **cause)
 {
-	char **out = NULL, *word = xmalloc(strlen(text) + 1);
+	char **out = NULL, *word = xmalloc(strlen(text) + 1), *q;
 	const char *p = text, *open;
 	size_t n = 0, len;
 	int in_word;
@@ -1492,10 +1512,12 @@ config_split_command(const char *text, char ***argv, char **cause)
 	return 0;
 
 unbalanced:
+	q = utf8_quote_str(open);
 	xasprintf(cause,
-	          "unbalanced %c quote at \"%s\": close it, or set shell = true to let "
+	          "unbalanced %c quote at %s: close it, or set shell = true to let "
 	          "/bin/sh read the command",
-	          *open, open);
+	          *open, q);
+	free(q);
 fail:
 	free(word);
 	config_free_argv(out);
@@ -1598,9 +1620,9 @@ config_resolve_env(struct config_ctx *ctx, const struct config_sec *sec, struct 
 			continue;
 		if ((eq = strchr(kv->value, '=')) == NULL) {
 			config_error_kv(ctx, sec, kv,
-			                "bad env \"%s\": write env = KEY=VALUE, e.g. env = "
+			                "bad env %s: write env = KEY=VALUE, e.g. env = "
 			                "PATH=/usr/bin:/bin",
-			                kv->value);
+			                config_q(ctx, kv->value));
 			continue;
 		}
 		klen = (size_t)(eq - kv->value);
@@ -1651,8 +1673,8 @@ config_resolve_user(struct config_ctx *ctx, const struct config *cfg, const stru
 		job->user = xstrdup(kv_u->value);
 		if ((pw = getpwnam(kv_u->value)) == NULL)
 			config_error_kv(ctx, sec, kv_u,
-			                "unknown user \"%s\": create the account or fix the name",
-			                kv_u->value);
+			                "unknown user %s: create the account or fix the name",
+			                config_q(ctx, kv_u->value));
 		else {
 			job->uid = pw->pw_uid;
 			job->gid = pw->pw_gid;
@@ -1671,8 +1693,8 @@ config_resolve_user(struct config_ctx *ctx, const struct config *cfg, const stru
 		job->group = xstrdup(kv_g->value);
 		if ((gr = getgrnam(kv_g->value)) == NULL)
 			config_error_kv(ctx, sec, kv_g,
-			                "unknown group \"%s\": create the group or fix the name",
-			                kv_g->value);
+			                "unknown group %s: create the group or fix the name",
+			                config_q(ctx, kv_g->value));
 		else
 			job->gid = gr->gr_gid;
 	}
@@ -1884,20 +1906,19 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		mask = strtol(kv->value, &end, 8);
 		if (strspn(kv->value, "01234567") != strlen(kv->value) || *end != '\0' ||
 		    errno != 0 || mask > 0777)
-			config_error_kv(
-			    ctx, sec, kv,
-			    "bad umask \"%s\": write an octal mode from 0 to 0777, e.g. "
-			    "umask = 022",
-			    kv->value);
+			config_error_kv(ctx, sec, kv,
+			                "bad umask %s: write an octal mode from 0 to 0777, e.g. "
+			                "umask = 022",
+			                config_q(ctx, kv->value));
 		else
 			job->umask = (int)mask;
 	}
 	if ((kv = config_kv_find(sec, "workdir")) != NULL) {
 		if (kv->value[0] != '/')
 			config_error_kv(ctx, sec, kv,
-			                "workdir \"%s\" is not absolute: write a full path, e.g. "
+			                "workdir %s is not absolute: write a full path, e.g. "
 			                "workdir = /srv/app",
-			                kv->value);
+			                config_q(ctx, kv->value));
 		job->workdir = xstrdup(kv->value);
 	}
 	config_resolve_env(ctx, sec, job);
@@ -1906,11 +1927,10 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	/* output and records */
 	if ((kv = config_kv_find(sec, "log_file")) != NULL) {
 		if (kv->value[0] != '/')
-			config_error_kv(
-			    ctx, sec, kv,
-			    "log_file \"%s\" is not absolute: write a full path, or leave "
-			    "it out for %s/jobs/%s.log",
-			    kv->value, cfg->state_dir, job->name);
+			config_error_kv(ctx, sec, kv,
+			                "log_file %s is not absolute: write a full path, or leave "
+			                "it out for %s/jobs/%s.log",
+			                config_q(ctx, kv->value), cfg->state_dir, job->name);
 		job->log_file = xstrdup(kv->value);
 	} else
 		xasprintf(&job->log_file, "%s/jobs/%s.log", cfg->state_dir, job->name);
@@ -2025,9 +2045,18 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 	cfg->file = xstrdup(file);
 	dir = config_dirname(file);
 	path = config_absolute(dir);
+	config_add_file(&ctx, file);
+	if (path == NULL) {
+		config_error(
+		    &ctx, 0, 0,
+		    "cannot resolve the relative path: the working directory is gone (%s); "
+		    "give the configuration file as an absolute path",
+		    strerror(errno));
+		free(path);
+		goto done;
+	}
 	cfg->dir = config_clean_path(path);
 	free(path);
-	config_add_file(&ctx, file);
 	if (config_read_file(&ctx, 0, 1) != 0)
 		goto done;
 	config_resolve_worker(&ctx, cfg);
@@ -2077,6 +2106,9 @@ done:
 		free(ctx.files[i]);
 	free(ctx.files);
 	free(ctx.raw);
+	for (i = 0; i < ctx.nquoted; i++)
+		free(ctx.quoted[i]);
+	free(ctx.quoted);
 	free(kept);
 	free(dir);
 	if (errors->n != 0) {
