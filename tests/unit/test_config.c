@@ -1345,8 +1345,61 @@ test_hostile_good_values(void **state)
 	assert_int_equal(cfg->jobs_list[1]->retry_backoff_ms, 1000);
 	config_free(cfg);
 	config_errors_free(&errors);
+}
 
-	assert_int_equal(config_valid_hosts("a:1", &(char *){NULL}), 1);
+/* config_valid_hosts, the rule the command line's --zk shares. */
+static void
+test_valid_hosts(void **state)
+{
+	static const char *const good[] = {
+	    "a:1",
+	    "localhost:2181",
+	    "zk-1.example.com:2181,zk_2:2182",
+	    "10.0.0.1:65535",
+	    "[::1]:2181",
+	    "[2001:db8::1]:1,zk:2/lk",
+	    "zk:2181/a/b",
+	};
+	static const struct {
+		const char *hosts, *why;
+	} bad[] = {
+	    {"localhost", "is a host without \":PORT\""},
+	    {"a:0", "\"a:0\" is a port outside 1-65535"},
+	    {"a:65536", "is a port outside 1-65535"},
+	    {"a:123456", "is a port outside 1-65535"},
+	    {"a:", "\"a:\" is an empty port"},
+	    {"a:+1", "is a port that is not a number"},
+	    {"a:1,", "\"\" is an empty host"},
+	    {",a:1", "is an empty host"},
+	    {":2181", "is a host that is not a host name"},
+	    {"1.2.3.4.5:80", "is a host that is not a host name"},
+	    {"256.1.1.1:80", "is a host that is not a host name"},
+	    {"-zk:1", "is a host that is not a host name"},
+	    {"zk..x:1", "is a host that is not a host name"},
+	    {"[::1:2181", "is a host without \":PORT\""},
+	    {"::1:2181", "is a host that is not a host name"},
+	    {"[::x]:2181", "is a host that is not a host name"},
+	    {"ZK/chr,127.0.0.1:2", "a '/' comes before the last host"},
+	    {"a:1/x//y", "bad chroot in hosts"},
+	    {"a:1/", "bad chroot in hosts"},
+	};
+	char *cause;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		cause = NULL;
+		if (!config_valid_hosts(good[i], &cause))
+			fail_msg("%s: %s", good[i], cause);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		if (config_valid_hosts(bad[i].hosts, &cause))
+			fail_msg("%s accepted", bad[i].hosts);
+		if (strstr(cause, bad[i].why) == NULL)
+			fail_msg("%s: %s lacks %s", bad[i].hosts, cause, bad[i].why);
+		free(cause);
+	}
 }
 
 /* Whatever [worker] jobs matches and cannot read is an error naming the path. */
@@ -1498,6 +1551,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_nul_and_controls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
+	    cmocka_unit_test(test_valid_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
