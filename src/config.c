@@ -18,6 +18,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <grp.h>
 #include <limits.h>
@@ -46,6 +47,7 @@
 #define CONFIG_KEY_MAX           48
 #define CONFIG_MAX_COMMAND_BYTES 32768
 #define CONFIG_MIN_BACKOFF_MS    1000
+#define CONFIG_MAX_FILE_BYTES    (4 * 1024 * 1024)
 #define CONFIG_KEY_CHARS         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 /* The kinds of section; the worker's come first, in the order of config_sections. */
@@ -123,6 +125,7 @@ struct config_ctx {
 	size_t file;
 	int worker_file;
 	int line;
+	size_t bytes; /* read so far, against CONFIG_MAX_FILE_BYTES */
 	char *raw;
 	size_t rawsize;
 	enum config_where where;
@@ -591,6 +594,12 @@ config_reader_cb(char *str, int num, void *stream)
 
 	if ((len = getline(&ctx->raw, &ctx->rawsize, ctx->f)) == -1)
 		return NULL;
+	if ((ctx->bytes += (size_t)len) > CONFIG_MAX_FILE_BYTES) {
+		config_error(ctx, ctx->file, ctx->line + 1,
+		             "the file grew past %d bytes while it was read: read stops here",
+		             CONFIG_MAX_FILE_BYTES);
+		return NULL;
+	}
 	ctx->line++;
 	s = ctx->raw;
 	if (ctx->line == 1 && len >= 3 && strncmp(s, "\xef\xbb\xbf", 3) == 0) {
@@ -682,17 +691,39 @@ config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
 {
 	const char *path = ctx->files[file];
 	struct stat st;
+	int fd;
 
-	if ((ctx->f = fopen(path, "r")) == NULL) {
+	/* O_NONBLOCK: a FIFO put in the file's place must not stop the event loop on reload */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		config_error(ctx, file, 0, "cannot open: %s", strerror(errno));
 		return -1;
 	}
-	if (fstat(fileno(ctx->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		config_error(ctx, file, 0, "is a directory: name the .ini file");
-		fclose(ctx->f);
-		ctx->f = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			config_error(ctx, file, 0, "is a directory: name the .ini file");
+		else
+			config_error(
+			    ctx, file, 0,
+			    "is not a regular file (a device, FIFO or socket): name the .ini "
+			    "file");
+		close(fd);
 		return -1;
 	}
+	if (st.st_size > CONFIG_MAX_FILE_BYTES) {
+		config_error(ctx, file, 0,
+		             "is %lld bytes; the most is %d: is it the right file? Split the jobs "
+		             "over several files",
+		             (long long)st.st_size, CONFIG_MAX_FILE_BYTES);
+		close(fd);
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == -1 ||
+	    (ctx->f = fdopen(fd, "r")) == NULL) {
+		config_error(ctx, file, 0, "cannot read: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	ctx->bytes = 0;
 	ctx->file = file;
 	ctx->worker_file = worker_file;
 	ctx->line = 0;

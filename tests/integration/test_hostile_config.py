@@ -58,6 +58,8 @@ class HostileConfigTest(lktest.TestCase):
         os.makedirs(self.jobs_dir)
         with open(self.jobs_file, "wb") as f:
             f.write(self.jobs_ini)
+        if os.path.lexists(self.cfg):
+            os.unlink(self.cfg)
         with open(self.cfg, "wb") as f:
             f.write(self.worker_ini)
 
@@ -126,6 +128,11 @@ class HostileConfigTest(lktest.TestCase):
              lambda: os.makedirs(os.path.join(self.jobs_dir, "x.ini")),
              r'x\.ini" is a directory'),
             ("worker.ini gone", None, None, lambda: os.unlink(self.cfg), r"cannot open"),
+            ("worker.ini a FIFO", None, None,
+             lambda: (os.unlink(self.cfg), os.mkfifo(self.cfg)), r"is not a regular file"),
+            ("worker.ini /dev/zero", None, None,
+             lambda: (os.unlink(self.cfg), os.symlink("/dev/zero", self.cfg)),
+             r"is not a regular file"),
             ("binary garbage", bytes(range(256)) * 4, None, None, r"is not UTF-8|control"),
         ]
 

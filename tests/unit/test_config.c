@@ -1456,6 +1456,28 @@ test_job_file_problems(void **state)
 	assert_int_equal(errors.n, 1);
 	config_errors_free(&errors);
 
+	/* a FIFO or a device in the worker file's place is refused, without blocking */
+	snprintf(path, sizeof path, "%s/fifo.ini", tdir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(load("fifo.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "fifo.ini", 0, "is not a regular file", NULL));
+	config_errors_free(&errors);
+	snprintf(path, sizeof path, "%s/zero.ini", tdir);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	assert_int_equal(load("zero.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "zero.ini", 0, "is not a regular file", NULL));
+	config_errors_free(&errors);
+
+	/* a job file of more than 4 MiB */
+	put("worker.ini", BASE "jobs = big.ini\n");
+	put("big.ini", "[job a]\ncommand = true\n");
+	snprintf(path, sizeof path, "%s/big.ini", tdir);
+	assert_int_equal(truncate(path, 5 * 1024 * 1024), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "big.ini", 0, "is 5242880 bytes; the most is 4194304",
+	                      "Split the jobs", NULL));
+	config_errors_free(&errors);
+
 	/* a directory a glob cannot read (permissions do not stop root) */
 	if (geteuid() != 0) {
 		put("e/sub/a.ini", "[job a]\ncommand = true\n");
