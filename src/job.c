@@ -652,8 +652,14 @@ job_go(struct job *job)
 	job_wait_tick(job);
 	/* Catch-up: the latest tick still within its start deadline, if nobody ran it. */
 	prev = schedule_prev(job->cfg->sched, (int64_t)(now / 1000));
-	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms)
+	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms) {
+		char when[32];
+
+		clock_iso8601((uint64_t)prev * 1000, when, sizeof when);
+		log_info("job %s: catching up the tick of %s, still inside its start_deadline",
+		         job->name, when);
 		job_contend(job, prev);
+	}
 }
 
 /* The cluster's lease count is ours. */

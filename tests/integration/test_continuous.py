@@ -328,10 +328,18 @@ class ContinuousTest(lktest.TestCase):
         self.assert_safe(rec)
 
     def test_server_restart_verifies_the_lease_and_keeps_the_run(self):
-        zk = self.start_zookeeper()
+        # The run survives the restart only if the server is back within T - safety_margin -
+        # kill_grace: measure a restart of this server on this machine first, and give the
+        # session three times that (tickTime 2 s lets it be up to 40 s).
+        zk = self.start_zookeeper(tick_ms=2000)
+        t0 = time.monotonic()
+        zk.restart()
+        took = time.monotonic() - t0
+        session = min(40.0, max(8.0, 3 * took + 1.5))
+        print("a restart took %.1f s: session timeout %.1f s" % (took, session))
         rec = self.record_file()
-        # 8 s: a restart takes 2-4 s here, inside T - safety_margin - kill_grace = 6.5 s.
-        procs = self.start_workers(self.record_job(rec), names=("alpha",), session="8s")
+        procs = self.start_workers(self.record_job(rec), names=("alpha",),
+                                   session="%dms" % int(session * 1000))
         first = rec.wait_for("start", who="alpha", timeout=30)[0]
         zk.restart()
         procs["alpha"].wait_log(r"session 0x[0-9a-f]+ reconnected", timeout=20)

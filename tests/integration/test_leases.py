@@ -86,7 +86,9 @@ class LeaseTest(lktest.TestCase):
     def test_semaphore_ten_processes_three_leases(self):
         self.start_zookeeper()
         rec = self.record_file()
-        loops = [self.loop("pool", rec, "p%d" % i, 15, 40, leases=3, slots=3) for i in range(10)]
+        # Each hold (400 ms) is long against starting an exec process, even on a busy machine,
+        # so that with ten contenders the three leases are surely in use together at times.
+        loops = [self.loop("pool", rec, "p%d" % i, 15, 400, leases=3, slots=3) for i in range(10)]
         for p in loops:
             self.assertEqual(p.wait(timeout=400), 0, p.log_text()[-2000:])
         rep = rec.check(leases=3)

@@ -37,6 +37,23 @@ _registry = {}  # pid -> Proc, every attached child not yet reaped
 _handlers_installed = False
 
 
+def _threads_stopped(pid):
+    """True if every thread of pid is stopped (state T or t) or gone."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
+
+
 class ProcExited(RuntimeError):
     """wait_log() gave up because the process exited without printing what was awaited."""
 
@@ -238,6 +255,17 @@ class Proc:
                 self._group_gone = True
         except PermissionError:
             pass
+
+    def wait_group_stopped(self, timeout=30.0):
+        """After SIGSTOP: wait until every thread of every process of the group is stopped.
+        kill() returns once the signal is queued; on a busy machine the threads of a JVM can
+        go on answering for a while after that. True when all are stopped."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(_threads_stopped(pid) for pid in group_members(self.pgid)):
+                return True
+            time.sleep(0.01)
+        return False
 
     def wait(self, timeout=None):
         """Wait for the exit and return the status; subprocess.TimeoutExpired on timeout."""

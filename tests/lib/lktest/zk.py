@@ -235,6 +235,8 @@ class ZooKeeper:
         if self.proc is not None:
             self.proc.kill_group(signal.SIGSTOP)
             self.paused = True
+            if not self.proc.wait_group_stopped():
+                raise RuntimeError("ZooKeeper on port %d did not stop on SIGSTOP" % self.port)
 
     def resume(self):
         """SIGCONT after pause()."""
