@@ -57,21 +57,6 @@ utf8_char(const char *s, size_t len, uint32_t *cp)
 	return n;
 }
 
-/* The offset of the first byte of s[0..len) that is not well-formed UTF-8, or len. */
-size_t
-utf8_invalid(const char *s, size_t len)
-{
-	size_t off = 0, n;
-	uint32_t cp;
-
-	while (off < len) {
-		if ((n = utf8_char(s + off, len - off, &cp)) == 0)
-			return off;
-		off += n;
-	}
-	return len;
-}
-
 /* Whether a code point may be shown as itself: printable, not a format or bidi control. */
 static int
 utf8_plain(uint32_t cp)

@@ -9,7 +9,6 @@
 #define UTF8_QUOTE_MAX 64
 
 size_t utf8_char(const char *s, size_t len, uint32_t *cp);
-size_t utf8_invalid(const char *s, size_t len);
 char *utf8_quote(const char *s, size_t len);
 char *utf8_quote_str(const char *s);
 
