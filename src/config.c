@@ -337,11 +337,15 @@ out:
 static int
 config_valid_name(const char *name, const char *what, char **cause)
 {
+	char *q;
+
 	if (strchr(name, '/') != NULL) {
+		q = utf8_quote_str(name);
 		xasprintf(cause,
-		          "\"%s\" contains '/': a %s is one ZooKeeper node name, so use letters, "
+		          "%s contains '/': a %s is one ZooKeeper node name, so use letters, "
 		          "digits, '-', '_' and '.'",
-		          name, what);
+		          q, what);
+		free(q);
 		return 0;
 	}
 	return znode_valid_name(name, cause);
@@ -435,9 +439,10 @@ config_open_section(struct config_ctx *ctx, const char *text)
 		if (strcmp(ctx->secs[i]->name, sec->name) != 0)
 			continue;
 		config_error(ctx, ctx->file, ctx->line,
-		             "duplicate job \"%s\" (first defined at %s:%d): rename one of them "
+		             "duplicate job %s (first defined at %s:%d): rename one of them "
 		             "(job names are unique across all job files)",
-		             sec->name, ctx->files[ctx->secs[i]->file], ctx->secs[i]->line);
+		             config_q(ctx, sec->name), ctx->files[ctx->secs[i]->file],
+		             ctx->secs[i]->line);
 		sec->discard = 1;
 		break;
 	}
