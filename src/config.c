@@ -799,10 +799,13 @@ config_get_duration(struct config_ctx *ctx, const struct config_sec *sec, const 
 	return 1;
 }
 
-/* Read an integer key of at least min: 0 not set, 1 set, -1 bad (reported). */
+/*
+ * Read an integer key from min to max: 0 not set, 1 set, -1 bad (reported). hint follows
+ * a "too small" message, max_why a "too large" one.
+ */
 static int
 config_get_int(struct config_ctx *ctx, const struct config_sec *sec, const char *key, int min,
-               const char *hint, int *out)
+               int max, const char *hint, const char *max_why, int *out)
 {
 	struct config_kv *kv = config_kv_find(sec, key);
 	long long n;
@@ -819,9 +822,9 @@ config_get_int(struct config_ctx *ctx, const struct config_sec *sec, const char 
 		                config_q(ctx, kv->value), key, key, min > 1 ? min : 1);
 		return -1;
 	}
-	if ((errno == ERANGE && n > 0) || n > INT_MAX) {
-		config_error_kv(ctx, sec, kv, "%s = %s is too large: the most is %d", key,
-		                kv->value, INT_MAX);
+	if ((errno == ERANGE && n > 0) || n > max) {
+		config_error_kv(ctx, sec, kv, "%s = %s is too large: the most is %d%s", key,
+		                config_q(ctx, kv->value), max, max_why != NULL ? max_why : "");
 		return -1;
 	}
 	if (n < min) {
@@ -1833,18 +1836,11 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 
 	/* lease and lock */
 	job->leases = 1;
-	ok_leases = config_get_int(ctx, sec, "leases", 1,
-	                           " (1 is a mutex, more is a semaphore with that many leases)",
-	                           &job->leases);
-	if (ok_leases == 1 && job->leases > LK_MAX_LEASES) {
-		config_error_kv(ctx, sec, config_kv_find(sec, "leases"),
-		                "leases = %d is more than the most a job may have, %d: lower it "
-		                "to at most %d (the same limit holds in set-leases, exec and the "
-		                "job record in ZooKeeper)",
-		                job->leases, LK_MAX_LEASES, LK_MAX_LEASES);
-		ok_leases = -1;
-		job->leases = 1;
-	}
+	ok_leases = config_get_int(
+	    ctx, sec, "leases", 1, LK_MAX_LEASES,
+	    " (1 is a mutex, more is a semaphore with that many leases)",
+	    ", the same limit as in set-leases, exec and the job record in ZooKeeper: lower it",
+	    &job->leases);
 	kv = config_kv_find(sec, "lock");
 	kv2 = config_kv_find(sec, "lock_path");
 	if (kv != NULL) {
@@ -1872,7 +1868,8 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		xasprintf(&job->lock_znode, "%s/%s/%s", cfg->root,
 		          job->leases > 1 ? "semaphore" : "mutex", job->lock);
 	job->per_tick = 1;
-	ok_tick = config_get_int(ctx, sec, "per_tick", 1, NULL, &job->per_tick);
+	ok_tick =
+	    config_get_int(ctx, sec, "per_tick", 1, LK_MAX_LEASES, NULL, NULL, &job->per_tick);
 	if (ok_tick == 1 && ok_leases >= 0 && job->per_tick > job->leases)
 		config_error_kv(ctx, sec, config_kv_find(sec, "per_tick"),
 		                "per_tick = %d is more than leases = %d, so a tick could never be "
@@ -1890,13 +1887,13 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	if ((kv = config_kv_find(sec, "timeout")) != NULL && strcmp(kv->value, "0") != 0 &&
 	    strcmp(kv->value, "none") != 0)
 		config_get_duration(ctx, sec, "timeout", &job->timeout_ms);
-	config_get_int(ctx, sec, "retries", 0, NULL, &job->retries);
+	config_get_int(ctx, sec, "retries", 0, INT_MAX, NULL, NULL, &job->retries);
 	job->retry_backoff_ms = 10000;
 	config_get_backoff(ctx, sec, "retry_backoff", "retry",
 	                   "a failed run is tried again at once, and again",
 	                   &job->retry_backoff_ms);
 	job->max_failures = 5;
-	config_get_int(ctx, sec, "max_failures", 1, NULL, &job->max_failures);
+	config_get_int(ctx, sec, "max_failures", 1, INT_MAX, NULL, NULL, &job->max_failures);
 	job->restart_backoff_ms = 1000;
 	config_get_backoff(ctx, sec, "restart_backoff", "restart",
 	                   "a failing job is restarted, and its lease handed over, thousands of "
@@ -1981,7 +1978,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			                "rotated, e.g. log_max = 10M");
 	}
 	job->history = 20;
-	config_get_int(ctx, sec, "history", 0, NULL, &job->history);
+	config_get_int(ctx, sec, "history", 0, INT_MAX, NULL, NULL, &job->history);
 	job->on_shutdown = cfg->on_shutdown;
 	config_get_on_shutdown(ctx, sec, &job->on_shutdown);
 	return job;

@@ -107,7 +107,7 @@ class HostileConfigTest(lktest.TestCase):
             ("listen 1.2.3.4.5:80", self.worker_ini + b"[http]\nlisten = 1.2.3.4.5:80\n", None,
              None, r'bad listen "1\.2\.3\.4\.5:80"'),
             ("leases over the limit", None, self.job(b"leases = 10001"), None,
-             r"leases = 10001 is more than the most a job may have, 10000"),
+             r'leases = "10001" is too large: the most is 10000'),
             ("restart_backoff 0s", None, self.job(b"restart_backoff = 0s"), None,
              r"restart_backoff = 0s is too short"),
             ("empty program", None, b"[job keep]\nshell = false\ncommand = '' -x\n", None,
