@@ -64,7 +64,7 @@ class ChaosTest(lktest.TestCase):
             if proxies:
                 self.proxies[n] = self.proxy(name="proxy-" + n)
                 hosts = self.proxies[n].connect_string
-            job = {"command": self.rec.command(n, **(rec_kw or {})), "restart_backoff": "200ms"}
+            job = {"command": self.rec.command(n, **(rec_kw or {})), "restart_backoff": "1s"}
             self.cfgs[n] = self.write_config(name=n, hosts=hosts,
                                              zookeeper={"session_timeout": "%ds" % T_S},
                                              safety=SAFETY, worker={"allow_root_jobs": True},

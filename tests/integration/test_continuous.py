@@ -53,7 +53,7 @@ class ContinuousTest(lktest.TestCase):
 
     def record_job(self, rec, **kw):
         def jobs_for(name):
-            return {"work": dict({"command": rec.command(name), "restart_backoff": "200ms"}, **kw)}
+            return {"work": dict({"command": rec.command(name), "restart_backoff": "1s"}, **kw)}
         return jobs_for
 
     def running(self, rec):
@@ -160,7 +160,7 @@ class ContinuousTest(lktest.TestCase):
 
         def jobs_for(name):
             return {"flaky": {"command": rec.command(name, hold_ms=50, exit=3),
-                              "restart_backoff": "300ms", "max_failures": 3}}
+                              "restart_backoff": "1s", "max_failures": 3}}
 
         procs = self.start_workers(jobs_for)
         first = rec.wait_for("start", timeout=30)[0].who
@@ -175,7 +175,7 @@ class ContinuousTest(lktest.TestCase):
         delays = [int(procs[first].wait_log(r"job flaky: restarting in (\d+) ms", timeout=10,
                                             since=0 if i == 0 else None).group(1))
                   for i in range(2)]
-        base = 300
+        base = 1000
         self.assertTrue(0.8 * base <= delays[0] <= 1.2 * base, "first back-off %s" % delays)
         self.assertTrue(1.6 * base <= delays[1] <= 2.4 * base, "second back-off %s" % delays)
         self.assertGreater(delays[1], delays[0], "the back-off must grow: %s" % delays)
@@ -251,7 +251,7 @@ class ContinuousTest(lktest.TestCase):
         self.start_zookeeper()
         rec = self.record_file()
         jobs = {"broken": {"command": "/nonexistent/program --flag", "shell": False,
-                           "restart_backoff": "200ms", "max_failures": 2},
+                           "restart_backoff": "1s", "max_failures": 2},
                 "fine": {"command": rec.command("alpha")}}
         procs = self.start_workers(lambda n: jobs, names=("alpha",))
         procs["alpha"].wait_log(r"job broken: could not start: exec /nonexistent/program",
@@ -363,7 +363,7 @@ class ContinuousTest(lktest.TestCase):
 
         def jobs_for(name):
             return {"work": {"command": rec.command(name, grandchildren=2),
-                             "restart_backoff": "200ms"}}
+                             "restart_backoff": "1s"}}
 
         procs = self.start_workers(jobs_for, names=("alpha",))
         first = rec.wait_for("start", who="alpha", timeout=30)[0]

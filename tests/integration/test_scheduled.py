@@ -150,7 +150,7 @@ class ScheduledTest(lktest.TestCase):
         self.start_zookeeper()
         out = self.path("attempts.txt")
         jobs = {"flaky": {"command": "date +%%s.%%N >> %s; exit 1" % out, "schedule": "@every 1m",
-                          "retries": 2, "retry_backoff": "400ms", "start_deadline": "50s"}}
+                          "retries": 2, "retry_backoff": "1s", "start_deadline": "50s"}}
         p = self.start("alpha", jobs)
         # The catch-up of the current minute's tick runs at once.
         self.wait_until(lambda: len(read(out).split()) >= 3, timeout=30)
@@ -162,8 +162,8 @@ class ScheduledTest(lktest.TestCase):
         # so the growth is asserted on the chosen delays, not on the gaps.
         d1 = int(p.wait_log(r"retry 1 of 2 in (\d+) ms", timeout=5).group(1)) / 1000.0
         d2 = int(p.wait_log(r"retry 2 of 2 in (\d+) ms", timeout=5).group(1)) / 1000.0
-        self.assertTrue(0.32 <= d1 <= 0.48, "first back-off %.3f s, want 400 ms +-20%%" % d1)
-        self.assertTrue(0.64 <= d2 <= 0.96, "second back-off %.3f s, want 800 ms +-20%%" % d2)
+        self.assertTrue(0.8 <= d1 <= 1.2, "first back-off %.3f s, want 1 s +-20%%" % d1)
+        self.assertTrue(1.6 <= d2 <= 2.4, "second back-off %.3f s, want 2 s +-20%%" % d2)
         self.assertGreater(d2, d1, "the back-off must grow: %.3f then %.3f" % (d1, d2))
         g1, g2 = times[1] - times[0], times[2] - times[1]
         self.assertGreaterEqual(g1, d1, "attempt 2 started before its back-off ran out")

@@ -260,7 +260,7 @@ static const struct bad_case bad_cases[] = {
     {"leases not a number", NULL, "[job a]\ncommand = true\nleases = two\n", "jobs/a.ini", 3,
      "bad integer \"two\" for leases", "write a whole number", 0},
     {"leases too large", NULL, "[job a]\ncommand = true\nleases = 99999999999\n", "jobs/a.ini", 3,
-     "leases = 99999999999 is too large", "the most is", 0},
+     "leases = \"99999999999\" is too large", "the most is 10000", 0},
     {"lock with slash", NULL, "[job a]\ncommand = true\nlock = x/y\n", "jobs/a.ini", 3,
      "bad lock \"x/y\" contains '/'", "use lock_path for a full path", 0},
     {"relative lock_path", NULL, "[job a]\ncommand = true\nlock_path = locks/a\n", "jobs/a.ini", 3,
@@ -349,6 +349,87 @@ static const struct bad_case bad_cases[] = {
      "jobs/a.ini", 3,
      "kill_grace (9s) is too long for this session: at most 4s (session_timeout/2 - safety_margin)",
      "lower kill_grace or raise session_timeout", 0},
+    /* issue 8: hostile input */
+    {"cron item starting with a slash", NULL, "[job a]\ncommand = true\nschedule = /5 * * * *\n",
+     "jobs/a.ini", 3, "schedule: minute field \"/5\": a step needs something to step through",
+     "write e.g. \"*/5\"", 0},
+    {"cron weekday starting with a slash", NULL, "[job a]\ncommand = true\nschedule = 0 0 * * /7\n",
+     "jobs/a.ini", 3, "schedule: day-of-week field \"/7\"", "write e.g. \"*/5\"", 0},
+    {"schedule that never fires", NULL, "[job a]\ncommand = true\nschedule = 0 0 30 2 *\n",
+     "jobs/a.ini", 3, "schedule \"0 0 30 2 *\" can never fire", "fix the day or the month", 0},
+    {"schedule on the 31st of short months", NULL,
+     "[job a]\ncommand = true\nschedule = 0 0 31 4,6,9,11 *\n", "jobs/a.ini", 3,
+     "schedule \"0 0 31 4,6,9,11 *\" can never fire", "test the date in the command", 0},
+    {"job name not UTF-8", NULL, "[job caf\xe9]\ncommand = true\n", "jobs/a.ini", 1,
+     "byte \\xe9 at column 9 is not UTF-8, in \"[job caf\\xe9]\"", "save the file as UTF-8", 0},
+    {"node_id not UTF-8", "[zookeeper]\nhosts = a:1\n[worker]\nnode_id = caf\xe9\n", NULL,
+     "worker.ini", 4, "byte \\xe9 at column 14 is not UTF-8", "save the file as UTF-8", 0},
+    {"job name beyond U+FFFF", NULL, "[job rocket-\xf0\x9f\x9a\x80]\ncommand = true\n",
+     "jobs/a.ini", 1,
+     "bad job name \"rocket-\xf0\x9f\x9a\x80\" has character 8, U+1F680, which ZooKeeper "
+     "refuses",
+     "use letters, digits, '-', '_' and '.'", 0},
+    {"node_id with a C1 control", "[zookeeper]\nhosts = a:1\n[worker]\nnode_id = a\xc2\x85\n", NULL,
+     "worker.ini", 4, "bad node_id \"a\\u{0085}\" has character 2, U+0085", "use letters, digits",
+     0},
+    {"lock in the private use area", NULL, "[job a]\ncommand = true\nlock = x\xee\x80\x80\n",
+     "jobs/a.ini", 3, "bad lock \"x\\u{E000}\" has character 2, U+E000, which ZooKeeper refuses",
+     "use letters", 0},
+    {"lock U+FFF0", NULL, "[job a]\ncommand = true\nlock = \xef\xbf\xb0\n", "jobs/a.ini", 3,
+     "has character 1, U+FFF0", "use letters", 0},
+    {"command not UTF-8", NULL, "[job a]\ncommand = echo \xff\n", "jobs/a.ini", 2,
+     "byte \\xff at column 16 is not UTF-8", "save the file as UTF-8", 0},
+    {"env value not UTF-8", NULL, "[job a]\ncommand = true\nenv = A=\xc3\n", "jobs/a.ini", 3,
+     "byte \\xc3 at column 9 is not UTF-8", "save the file as UTF-8", 0},
+    {"overlong UTF-8", NULL, "[job a]\ncommand = echo \xc0\xaf\n", "jobs/a.ini", 2,
+     "byte \\xc0 at column 16 is not UTF-8", "save the file as UTF-8", 0},
+    {"escape byte in a value", NULL, "[job a]\ncommand = echo \x1b[2J\n", "jobs/a.ini", 2,
+     "control character \\x1b at column 16 in \"command = echo \\x1b[2J\"", "remove it", 0},
+    {"carriage return inside a value", NULL, "[job a]\ncommand = echo a\rb\n", "jobs/a.ini", 2,
+     "control character \\x0d at column 17", "remove it", 0},
+    {"DEL in a key line", NULL, "[job a]\ncommand = true\x7f\n", "jobs/a.ini", 2,
+     "control character \\x7f at column 15", "remove it", 0},
+    {"leases over the limit", NULL, "[job a]\ncommand = true\nleases = 10001\n", "jobs/a.ini", 3,
+     "leases = \"10001\" is too large: the most is 10000, the same limit as in set-leases",
+     "lower it", 0},
+    {"leases of a million", NULL, "[job a]\ncommand = true\nleases = 1000001\n", "jobs/a.ini", 3,
+     "leases = \"1000001\" is too large: the most is 10000", "lower it", 0},
+    {"zero restart_backoff", NULL, "[job a]\ncommand = true\nrestart_backoff = 0s\n", "jobs/a.ini",
+     3, "restart_backoff = 0s is too short", "write at least restart_backoff = 1s", 0},
+    {"short restart_backoff", NULL, "[job a]\ncommand = true\nrestart_backoff = 999ms\n",
+     "jobs/a.ini", 3, "restart_backoff = 999ms is too short", "at least restart_backoff = 1s", 0},
+    {"zero retry_backoff", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\nretries = 3\nretry_backoff = 0s\n",
+     "jobs/a.ini", 5, "retry_backoff = 0s is too short", "write at least retry_backoff = 1s", 0},
+    {"empty program without a shell", NULL, "[job a]\nshell = false\ncommand = ''\n", "jobs/a.ini",
+     3, "the program to run is an empty word", "name the program", 0},
+    {"empty program before arguments", NULL, "[job a]\nshell = false\ncommand = \"\" -x\n",
+     "jobs/a.ini", 3, "the program to run is an empty word", "name the program", 0},
+    {"hosts port zero", "[zookeeper]\nhosts = a:2181,b:0\n", NULL, "worker.ini", 2,
+     "bad hosts \"a:2181,b:0\": \"b:0\" is a port outside 1-65535", "with ports 1-65535", 0},
+    {"hosts port 65536", "[zookeeper]\nhosts = a:65536\n", NULL, "worker.ini", 2,
+     "\"a:65536\" is a port outside 1-65535", "write HOST:PORT", 0},
+    {"hosts chroot before the last host", "[zookeeper]\nhosts = ZK/chr,127.0.0.1:2\n", NULL,
+     "worker.ini", 2, "a '/' comes before the last host", "write the chroot once, after the last",
+     0},
+    {"hosts empty element", "[zookeeper]\nhosts = a:1,,b:2\n", NULL, "worker.ini", 2,
+     "\"\" is an empty host", "write HOST:PORT", 0},
+    {"hosts bad IPv4", "[zookeeper]\nhosts = 1.2.3.4.5:2181\n", NULL, "worker.ini", 2,
+     "\"1.2.3.4.5:2181\" is a host that is not a host name", "write HOST:PORT", 0},
+    {"hosts bad IPv6", "[zookeeper]\nhosts = [::g]:2181\n", NULL, "worker.ini", 2,
+     "is a host that is not a host name, an IPv4 address or an [IPv6] address", "e.g.", 0},
+    {"hosts bad character", "[zookeeper]\nhosts = zk_1!:2181\n", NULL, "worker.ini", 2,
+     "\"zk_1!:2181\" is a host that is not", "write HOST:PORT", 0},
+    {"hosts port not a number", "[zookeeper]\nhosts = a:21x\n", NULL, "worker.ini", 2,
+     "is a port that is not a number", "write HOST:PORT", 0},
+    {"listen bad IPv4", BASE "[http]\nlisten = 1.2.3.4.5:80\n", NULL, "worker.ini", 7,
+     "bad listen \"1.2.3.4.5:80\"", "write HOST:PORT", 0},
+    {"listen port zero", BASE "[http]\nlisten = 127.0.0.1:0\n", NULL, "worker.ini", 7,
+     "bad listen \"127.0.0.1:0\"", "write HOST:PORT", 0},
+    {"listen IPv6 without brackets", BASE "[http]\nlisten = ::1:80\n", NULL, "worker.ini", 7,
+     "bad listen \"::1:80\"", "write HOST:PORT", 0},
+    {"no jobs at all", BASE "jobs = none.d/*.ini\n", NULL, "worker.ini", 6,
+     "no jobs: jobs = \"none.d/*.ini\" found 0 job files", "set allow_no_jobs = true", 0},
     {"duplicate job in one file", NULL, "[job a]\ncommand = true\n[job a]\ncommand = false\n",
      "jobs/a.ini", 3, "duplicate job \"a\" (first defined at ", "rename one of them", 0},
 };
@@ -373,6 +454,10 @@ test_bad_configs(void **state)
 		put("worker.ini", c->worker != NULL ? c->worker : BASE);
 		if (c->job != NULL)
 			put("jobs/a.ini", c->job);
+		else /* a worker needs a job (or allow_no_jobs) */
+			put("jobs/z.ini", geteuid() == 0
+			                      ? "[job z]\ncommand = true\nuser = nobody\n"
+			                      : "[job z]\ncommand = true\n");
 		rc = load("worker.ini", &cfg, &errors);
 		if (getenv("LK_TEST_VERBOSE") != NULL)
 			dump(&errors);
@@ -599,7 +684,7 @@ test_every_key(void **state)
 	                    "leases = 3\n"
 	                    "lock = shared\n"
 	                    "max_failures = 1\n"
-	                    "restart_backoff = 250ms\n");
+	                    "restart_backoff = 2500ms\n");
 	if (load("conf/worker.ini", &cfg, &errors) != 0)
 		dump(&errors);
 	assert_non_null(cfg);
@@ -670,7 +755,7 @@ test_every_key(void **state)
 	job = config_find_job(cfg, "sem");
 	assert_non_null(job);
 	assert_int_equal(job->max_failures, 1);
-	assert_int_equal(job->restart_backoff_ms, 250);
+	assert_int_equal(job->restart_backoff_ms, 2500);
 	config_free(cfg);
 	config_errors_free(&errors);
 }
@@ -780,7 +865,7 @@ test_durations(void **state)
 	/* exactly half the timeout is still safe; one millisecond more is not */
 	put("worker.ini", BASE "[zookeeper]\nsession_timeout = 6s\n[safety]\nsafety_margin = 1s\n"
 	                       "kill_grace = 2s\n");
-	put("jobs/a.ini", "");
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
 	config_errors_free(&errors);
@@ -848,7 +933,7 @@ test_split_command(void **state)
 	    {"\"a \\\" b\" c", {"a \" b", "c"}},
 	    {"\"a\\\\b\" \"x\\ny\"", {"a\\b", "x\\ny"}},
 	    {"a'b c'd", {"ab cd"}},
-	    {"'' x \"\"", {"", "x", ""}},
+	    {"x '' \"\"", {"x", "", ""}},
 	    {"a\\ b c", {"a b", "c"}},
 	    {"'it''s' \"$HOME\"", {"its", "$HOME"}},
 	    {"'say \"hi\"' \"it's\"", {"say \"hi\"", "it's"}},
@@ -863,6 +948,8 @@ test_split_command(void **state)
 	    {"echo \\", "lone backslash"},
 	    {"", "command is empty"},
 	    {"   \t ", "command is empty"},
+	    {"'' x", "the program to run is an empty word"},
+	    {"\"\"", "the program to run is an empty word"},
 	};
 	char **argv, *cause;
 	size_t i, j;
@@ -901,7 +988,7 @@ test_jobs_directory(void **state)
 	put("d/a.ini", "[job a1]\ncommand = true\n[job a2]\ncommand = true\n");
 	put("d/notes.txt", "[job ignored]\n");
 	put("d/.hidden.ini", "[job hidden]\n");
-	put("d/sub.ini/c.ini", "[job nested]\n");
+	put("d/sub/c.ini", "[job nested]\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	assert_int_equal(cfg->njob_files, 2);
 	snprintf(path, sizeof path, "%s/d/a.ini", tdir);
@@ -944,7 +1031,14 @@ test_jobs_glob(void **state)
 	config_free(cfg);
 	config_errors_free(&errors);
 
+	/* a glob that matches nothing gives no jobs: an error unless allowed */
 	put("worker.ini", BASE "jobs = nothing/*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "no jobs: jobs = \"nothing/*.ini\" found 0",
+	                      "set allow_no_jobs = true in [worker]", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "jobs = nothing/*.ini\nallow_no_jobs = true\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	assert_int_equal(cfg->njobs, 0);
 	assert_int_equal(cfg->njob_files, 0);
@@ -1143,6 +1237,262 @@ test_print(void **state)
 	config_errors_free(&errors);
 }
 
+/* Write len bytes of text to tdir/name (which may hold NUL bytes). */
+static void
+put_bytes(const char *name, const char *text, size_t len)
+{
+	FILE *f;
+
+	put(name, ""); /* creates the directory */
+	f = fopen(at(name), "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Whether any error line holds a byte below 0x20 or 0x7f: input is quoted escaped. */
+static int
+has_raw_control(const struct config_errors *errors)
+{
+	const unsigned char *p;
+	size_t i;
+
+	for (i = 0; i < errors->n; i++) {
+		for (p = (const unsigned char *)errors->lines[i]; *p != '\0'; p++) {
+			if (*p < 0x20 || *p == 0x7f)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* A NUL inside a value is refused (it used to cut the value short), quoted escaped. */
+static void
+test_nul_and_controls(void **state)
+{
+	static const char job[] = "[job a]\ncommand = echo safe\0; touch /tmp/x\n";
+	static const char name[] = "[job a\0b]\ncommand = true\n";
+	struct config *cfg;
+	struct config_errors errors;
+	char longline[512];
+
+	(void)state;
+	put("worker.ini", BASE);
+	put_bytes("jobs/a.ini", job, sizeof job - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	if (errors.n != 1)
+		dump(&errors);
+	assert_int_equal(errors.n, 1);
+	assert_true(has_error(&errors, "jobs/a.ini", 2,
+	                      "control character \\x00 at column 20 in \"command = echo "
+	                      "safe\\x00; touch /tmp/x\"",
+	                      "no NUL, which would cut it short", NULL));
+	assert_false(has_raw_control(&errors));
+	config_errors_free(&errors);
+
+	/* in a header: the keys under it are skipped, not filed under another job */
+	put_bytes("jobs/a.ini", name, sizeof name - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	if (errors.n != 1)
+		dump(&errors);
+	assert_int_equal(errors.n, 1);
+	assert_true(has_error(&errors, "jobs/a.ini", 1, "control character \\x00 at column 7",
+	                      "remove it", NULL));
+	config_errors_free(&errors);
+
+	/* a long hostile line is quoted shortened (start ... end), its escape bytes escaped */
+	memset(longline, '\x1b', sizeof longline);
+	memcpy(longline, "[job a]\ncommand = ", 18);
+	longline[sizeof longline - 2] = '\n';
+	put_bytes("jobs/a.ini", longline, sizeof longline - 1);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_int_equal(errors.n, 1);
+	assert_false(has_raw_control(&errors));
+	assert_true(has_error(&errors, "jobs/a.ini", 2, "in \"command = \\x1b", "\\x1b...\\x1b",
+	                      "\\x1b\": remove it", NULL));
+	assert_true(strlen(errors.lines[0]) < 600);
+	config_errors_free(&errors);
+
+	/* tabs stay allowed, and comments may hold any text but NUL */
+	put("jobs/a.ini", "# caf\xe9 \x01\n[job a]\ncommand = printf 'a\\tb'\tx\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* Names ZooKeeper accepts pass, UTF-8 included; the limits hold exactly. */
+static void
+test_hostile_good_values(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+
+	(void)state;
+	put("worker.ini", "[zookeeper]\nhosts = zk-1.example:2181,10.0.0.1:65535,[::1]:1/lk/x\n"
+	                  "[worker]\nnode_id = caf\xc3\xa9\nallow_root_jobs = true\n"
+	                  "[http]\nlisten = [::1]:9187\n");
+	put("jobs/a.ini", "[job \xe6\x97\xa5\xe6\x9c\xac-\xef\xbf\xaf]\ncommand = true\n"
+	                  "leases = 10000\nrestart_backoff = 1s\n"
+	                  "[job b]\ncommand = true\nschedule = 0 0 29 2 *\nretry_backoff = 1s\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(cfg->jobs_list[0]->leases, 10000);
+	assert_string_equal(cfg->hosts, "zk-1.example:2181,10.0.0.1:65535,[::1]:1/lk/x");
+	assert_string_equal(cfg->http_listen, "[::1]:9187");
+	assert_int_equal(cfg->jobs_list[0]->restart_backoff_ms, 1000);
+	assert_int_equal(cfg->jobs_list[1]->retry_backoff_ms, 1000);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* config_valid_hosts, the rule the command line's --zk shares. */
+static void
+test_valid_hosts(void **state)
+{
+	static const char *const good[] = {
+	    "a:1",
+	    "localhost:2181",
+	    "zk-1.example.com:2181,zk_2:2182",
+	    "10.0.0.1:65535",
+	    "[::1]:2181",
+	    "[2001:db8::1]:1,zk:2/lk",
+	    "zk:2181/a/b",
+	};
+	static const struct {
+		const char *hosts, *why;
+	} bad[] = {
+	    {"localhost", "is a host without \":PORT\""},
+	    {"a:0", "\"a:0\" is a port outside 1-65535"},
+	    {"a:65536", "is a port outside 1-65535"},
+	    {"a:123456", "is a port outside 1-65535"},
+	    {"a:", "\"a:\" is an empty port"},
+	    {"a:+1", "is a port that is not a number"},
+	    {"a:1,", "\"\" is an empty host"},
+	    {",a:1", "is an empty host"},
+	    {":2181", "is a host that is not a host name"},
+	    {"1.2.3.4.5:80", "is a host that is not a host name"},
+	    {"256.1.1.1:80", "is a host that is not a host name"},
+	    {"-zk:1", "is a host that is not a host name"},
+	    {"zk..x:1", "is a host that is not a host name"},
+	    {"[::1:2181", "is a host without \":PORT\""},
+	    {"::1:2181", "is a host that is not a host name"},
+	    {"[::x]:2181", "is a host that is not a host name"},
+	    {"ZK/chr,127.0.0.1:2", "a '/' comes before the last host"},
+	    {"a:1/x//y", "bad chroot in hosts"},
+	    {"a:1/", "bad chroot in hosts"},
+	};
+	char *cause;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		cause = NULL;
+		if (!config_valid_hosts(good[i], &cause))
+			fail_msg("%s: %s", good[i], cause);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		if (config_valid_hosts(bad[i].hosts, &cause))
+			fail_msg("%s accepted", bad[i].hosts);
+		if (strstr(cause, bad[i].why) == NULL)
+			fail_msg("%s: %s lacks %s", bad[i].hosts, cause, bad[i].why);
+		free(cause);
+	}
+}
+
+/* Whatever [worker] jobs matches and cannot read is an error naming the path. */
+static void
+test_job_file_problems(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	char path[PATH_MAX];
+
+	(void)state;
+	put("worker.ini", BASE "jobs = d\n");
+	put("d/a.ini", "[job a]\ncommand = true\n");
+
+	/* a dangling symbolic link */
+	snprintf(path, sizeof path, "%s/d/gone.ini", tdir);
+	assert_int_equal(symlink("/nonexistent/x.ini", path), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "gone.ini\" matched but cannot be read",
+	                      "dangling or looping symbolic link", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	assert_int_equal(unlink(path), 0);
+
+	/* a symbolic link loop */
+	snprintf(path, sizeof path, "%s/d/loop.ini", tdir);
+	assert_int_equal(symlink("loop.ini", path), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "loop.ini\" matched but cannot be read",
+	                      "Too many levels of symbolic links", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	assert_int_equal(unlink(path), 0);
+
+	/* a directory named like a job file, in a directory and under a glob */
+	put("d/x.ini/inner.ini", "[job inner]\ncommand = true\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "x.ini\" is a directory, not a job file",
+	                      "rename or move it", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "jobs = d/*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "x.ini\" is a directory", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+
+	/* a device */
+	put("worker.ini", BASE "jobs = /dev/null\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6,
+	                      "jobs: \"/dev/null\" is not a regular file, not a job file",
+	                      "point jobs at .ini files", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+
+	/* a FIFO or a device in the worker file's place is refused, without blocking */
+	snprintf(path, sizeof path, "%s/fifo.ini", tdir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(load("fifo.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "fifo.ini", 0, "is not a regular file", NULL));
+	config_errors_free(&errors);
+	snprintf(path, sizeof path, "%s/zero.ini", tdir);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	assert_int_equal(load("zero.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "zero.ini", 0, "is not a regular file", NULL));
+	config_errors_free(&errors);
+
+	/* a job file of more than 4 MiB */
+	put("worker.ini", BASE "jobs = big.ini\n");
+	put("big.ini", "[job a]\ncommand = true\n");
+	snprintf(path, sizeof path, "%s/big.ini", tdir);
+	assert_int_equal(truncate(path, 5 * 1024 * 1024), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "big.ini", 0, "is 5242880 bytes; the most is 4194304",
+	                      "Split the jobs", NULL));
+	config_errors_free(&errors);
+
+	/* a directory a glob cannot read (permissions do not stop root) */
+	if (geteuid() != 0) {
+		put("e/sub/a.ini", "[job a]\ncommand = true\n");
+		snprintf(path, sizeof path, "%s/e/sub", tdir);
+		assert_int_equal(chmod(path, 0), 0);
+		put("worker.ini", BASE "jobs = e/*/*.ini\n");
+		assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+		assert_int_equal(chmod(path, 0755), 0);
+		assert_true(has_error(&errors, "worker.ini", 6, "cannot read the directory",
+		                      "fix its permissions", NULL));
+		config_errors_free(&errors);
+	}
+}
+
 /* The example worker and jobs in the source tree are valid and show each kind of job. */
 static void
 test_shipped_examples(void **state)
@@ -1221,6 +1571,10 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_job_equal, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_print, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shipped_examples, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_and_controls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
+	    cmocka_unit_test(test_valid_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,56 @@ test_valid_names(void **state)
 	free(cause);
 }
 
+/*
+ * Exactly what ZooKeeper's PathUtils.validatePath refuses, checked on UTF-16 units: the
+ * edges of each refused range, and UTF-8 that is not well formed.
+ */
+static void
+test_names_zookeeper_refuses(void **state)
+{
+	static const struct {
+		const char *name;
+		int ok;
+		const char *why;
+	} cases[] = {
+	    {"caf\xc3\xa9", 1, NULL},
+	    {"\xe6\x97\xa5\xe6\x9c\xac", 1, NULL},
+	    {"a\x7e", 1, NULL},
+	    {"a\x7f", 0, "character 2, U+007F"},
+	    {"a\xc2\x80", 0, "character 2, U+0080"},
+	    {"a\xc2\x9f", 0, "character 2, U+009F"},
+	    {"a\xc2\xa0", 1, NULL},
+	    {"\xed\x9f\xbf", 1, NULL},                   /* U+D7FF */
+	    {"x\xee\x80\x80", 0, "character 2, U+E000"}, /* private use */
+	    {"x\xef\xa3\xbf", 0, "character 2, U+F8FF"},
+	    {"\xef\xa4\x80", 1, NULL}, /* U+F900 */
+	    {"\xef\xbf\xaf", 1, NULL}, /* U+FFEF */
+	    {"\xef\xbf\xb0", 0, "character 1, U+FFF0"},
+	    {"\xef\xbf\xbd", 0, "character 1, U+FFFD"},
+	    {"rocket-\xf0\x9f\x9a\x80", 0, "character 8, U+1F680"},
+	    {"\xf0\x90\x80\x80", 0, "character 1, U+10000"},
+	    {"caf\xe9", 0, "is not UTF-8 (byte \\xe9 at byte 4)"},
+	    {"\xed\xa0\x80", 0, "is not UTF-8"}, /* an encoded surrogate */
+	    {"\xc0\xae", 0, "is not UTF-8"},     /* an overlong "." */
+	    {"a\x01", 0, "character 2, U+0001"},
+	};
+	char *cause;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cause = NULL;
+		if (znode_valid_name(cases[i].name, &cause) != cases[i].ok)
+			fail_msg("case %zu: want %d, cause %s", i, cases[i].ok,
+			         cause != NULL ? cause : "(none)");
+		if (!cases[i].ok && strstr(cause, cases[i].why) == NULL)
+			fail_msg("case %zu: cause %s lacks %s", i, cause, cases[i].why);
+		if (!cases[i].ok && strpbrk(cause, "\x01\x7f") != NULL)
+			fail_msg("case %zu: cause quotes a raw control byte", i);
+		free(cause);
+	}
+}
+
 static void
 test_valid_paths(void **state)
 {
@@ -262,6 +312,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_valid_names),
+	    cmocka_unit_test(test_names_zookeeper_refuses),
 	    cmocka_unit_test(test_valid_paths),
 	    cmocka_unit_test(test_uuid),
 	    cmocka_unit_test(test_protected),

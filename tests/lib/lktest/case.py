@@ -69,7 +69,8 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     [zookeeper] gets hosts; [worker] gets node_id=NAME, jobs=<the jobs dir> and
     state_dir=DIR/NAME/state unless given (None removes a default). jobs is
     {job_name: {key: value}}, each written as a [job NAME] section. extra: more sections
-    for worker.ini, {section: {key: value}}.
+    for worker.ini, {section: {key: value}}. Without jobs, [worker] gets
+    allow_no_jobs = true (worker={"allow_no_jobs": None} leaves it out).
     """
     base = os.path.join(os.path.abspath(str(dir)), name)
     jobs_dir = os.path.join(base, "jobs")
@@ -79,6 +80,8 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     zk = {"hosts": hosts}
     zk.update(zookeeper or {})
     wk = {"node_id": name, "jobs": jobs_dir, "state_dir": state_dir}
+    if not jobs:
+        wk["allow_no_jobs"] = True  # a worker without jobs is refused unless it says so
     wk.update(worker or {})
     sections = {"zookeeper": zk, "worker": wk, "safety": safety, "http": http}
     sections.update(extra or {})
