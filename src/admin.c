@@ -253,7 +253,7 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 }
 
 /* Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). */
-static void
+void
 admin_node_data(json_t *obj, const char *value, int len)
 {
 	json_t *data;
