@@ -123,11 +123,11 @@ class HostileZkTest(lktest.TestCase):
                   makepath=True)
         out = self.path("ticks.txt")
         p = self.start("alpha", {"work": self.tick_job(out)})
-        p.wait_log(r"warn.*/leasekeeper/jobs/work holds an invalid lease count", timeout=30)
         time.sleep(5)
         data, stat = kz.get("/leasekeeper/jobs/work")
         self.assertEqual(stat.version, 0, "the corrupt record was rewritten: %r" % data)
         self.assertEqual(self.ticks(out), [], "ran without an agreed count")
+        p.wait_log(r"warn.*/leasekeeper/jobs/work holds an invalid lease count", timeout=30)
         # Fixed on purpose, the job runs.
         kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 1}).encode())
         self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
@@ -151,12 +151,13 @@ class HostileZkTest(lktest.TestCase):
 
         kz.DataWatch("/leasekeeper/jobs/work", fight)
         p = self.start("alpha", {"work": self.tick_job(self.path("ticks.txt"))})
-        p.wait_log(r"warn.*/leasekeeper/jobs/work was rewritten %d times in a minute"
-                   % MAX_REWRITES_PER_MINUTE, timeout=30)
-        time.sleep(5)
+        self.wait_until(lambda: len(theirs) >= 1, timeout=30)
+        time.sleep(8)
         stop.set()
         self.assertLessEqual(len(theirs), MAX_REWRITES_PER_MINUTE,
                              "the worker rewrote the record %d times" % len(theirs))
+        p.wait_log(r"warn.*/leasekeeper/jobs/work was rewritten %d times in a minute"
+                   % MAX_REWRITES_PER_MINUTE, timeout=5)
 
     def test_run_records_capped_per_minute(self):
         """Item 7: a job restarting at once wrote about 3,000 run records a minute."""
