@@ -181,6 +181,46 @@ class HostileZkTest(lktest.TestCase):
         p.wait_log(r"warn.*job fast: %d run records in the last minute" % MAX_RUNS_PER_MINUTE,
                    timeout=5)
 
+    def wait_registered(self, kz, path, not_owner):
+        """Wait until path exists, held by a session other than not_owner's; its owner."""
+        def owner():
+            st = kz.exists(path)
+            return st.ephemeralOwner if st is not None and st.ephemeralOwner != not_owner else 0
+        self.wait_until(owner, timeout=30)
+        return owner()
+
+    def test_own_node_deleted_registers_again(self):
+        """Item 13: our registration node deleted by someone else went unnoticed."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        p = self.start("alpha", {})
+        path = "/leasekeeper/workers/alpha"
+        me = kz.client_id[0]
+        first = self.wait_registered(kz, path, me)
+        kz.delete(path)
+        self.assertEqual(self.wait_registered(kz, path, me), first)
+        p.wait_log(r"warn.*%s was deleted by someone else: registering again" % path, timeout=5)
+        self.wait_until(lambda: self.http_get("alpha", "/health")[0] == 200, timeout=30)
+        # The whole root too.
+        # At once, in one transaction (a recursive delete would race with the worker).
+        def tree(p):
+            return [n for c in kz.get_children(p) for n in tree(p + "/" + c)] + [p]
+        for _ in range(20):
+            t = kz.transaction()
+            for n in tree("/leasekeeper"):
+                t.delete(n)
+            if all(r is True for r in t.commit()):
+                break
+        else:
+            self.fail("could not delete the root")
+        self.assertEqual(self.wait_registered(kz, path, me), first)
+        self.assertIsNotNone(kz.exists("/leasekeeper/jobs"))
+        # Registered, its node id is taken: a second worker with it is refused.
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs={})
+        twin = self.worker(cfg, name="twin")
+        twin.wait_log(r"is registered by another session", timeout=30)
+
 
 if __name__ == "__main__":
     lktest.main()
