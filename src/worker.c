@@ -370,6 +370,19 @@ worker_register_cb(const struct zk_reply *reply, void *arg)
 		worker_finish(w);
 		return;
 	}
+	if (reply->rc == ZNONODE && !w->notified_ready && strchr(w->cfg->hosts, '/') != NULL) {
+		/*
+		 * Never registered: the root paths could not be made either, so the chroot of
+		 * hosts does not exist. Retrying would not make it: a fatal error, as the README
+		 * says (exit 1), rather than "not ready" for ever.
+		 */
+		log_warnx("cannot register %s: no node: the chroot of [zookeeper] hosts (\"%s\") "
+		          "does not exist: create it in ZooKeeper, or remove it from hosts",
+		          w->path, w->cfg->hosts);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
 	if (reply->rc == ZNONODE) {
 		/* The root went while we made it (deleted by someone else): again, bounded. */
 		worker_lost_node(w, "could not be created, its parent is gone");

@@ -221,6 +221,22 @@ class HostileZkTest(lktest.TestCase):
         twin = self.worker(cfg, name="twin")
         twin.wait_log(r"is registered by another session", timeout=30)
 
+    def test_missing_chroot_exits_as_the_readme_says(self):
+        """Item 11: a chroot that does not exist left the worker "not ready" for ever."""
+        self.start_zookeeper()
+        hosts = self.zk.connect_string + "/nonexistent"
+        cfg = self.write_config(name="alpha", hosts=hosts, zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs={})
+        p = self.worker(cfg, name="alpha")
+        # README, exit statuses: 1 when ZooKeeper refused the registration.
+        self.assertEqual(p.wait(timeout=60), 1)
+        self.assertRegex(p.log_text(), r"warn: cannot register .*the chroot of \[zookeeper\] "
+                                       r"hosts .*/nonexistent.* does not exist")
+        # Once it exists, the same configuration runs.
+        self.kazoo().create("/nonexistent")
+        p = self.worker(cfg, name="alpha-again")
+        p.wait_log(r"registered as", timeout=30)
+
 
 if __name__ == "__main__":
     lktest.main()
