@@ -37,6 +37,8 @@ enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN }
 #define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
 #define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
 #define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
+#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
+#define JOBREC_MAX_TRIM     100 /* old run records deleted per record written, at most */
 
 /* A count of events in a window of time, for the write limits. */
 struct jobrec_window {
@@ -53,6 +55,7 @@ struct jobrec_task {
 	int per_tick;
 	char *node;
 	int maybe_set; /* a claim write was sent and may have landed */
+	int races;     /* versioned writes lost to another writer */
 	int waiting;   /* waiting for a reconnect to go on */
 	jobrec_claim_cb cb;
 	void *arg;
@@ -519,7 +522,8 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
-	if (reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) {
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	    ++t->races <= JOBREC_MAX_RACES) {
 		jobrec_claim_step(t); /* someone wrote first: look again */
 		return;
 	}
@@ -619,7 +623,8 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
 
-	if (reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) {
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	    ++t->races <= JOBREC_MAX_RACES) {
 		jobrec_missed_step(t);
 		return;
 	}
@@ -686,7 +691,10 @@ jobrec_trim_cb(const struct zk_reply *reply, void *arg)
 		for (i = 0; i < reply->nchildren; i++)
 			names[i] = reply->children[i];
 		znode_sort(names, (size_t)reply->nchildren, "run-");
+		/* Someone may have made thousands: a few at a time, each record trims more. */
 		excess = reply->nchildren - t->history;
+		if (excess > JOBREC_MAX_TRIM)
+			excess = JOBREC_MAX_TRIM;
 		for (i = 0; i < excess; i++) {
 			path = znode_join(t->jr->runs_path, names[i]);
 			zk_delete(t->jr->zk, path, -1, NULL, NULL);
