@@ -336,6 +336,8 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			n = jobrec_parse_leases(reply->value, reply->value_len);
 			if (n > 0)
 				json_object_set_new(r->target, "cluster_leases", json_integer(n));
+			else if (n < 0)
+				json_object_set_new(r->target, "record_corrupt", json_true());
 			if (json_is_true(json_object_get(r->target, "_discover"))) {
 				/* Where the lock lives is in the record; else it is named for the job. */
 				json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
@@ -481,6 +483,10 @@ admin_status_print(json_t *out)
 		if (cl != NULL && json_integer_value(cl) != leases)
 			printf("  CONFLICT: the cluster agreed on %lld",
 			       (long long)json_integer_value(cl));
+		if (json_is_true(json_object_get(job, "record_corrupt")))
+			printf("  CORRUPT: the job record holds no valid lease count (1 to %d); "
+			       "workers do not contend until `leasekeeper set-leases` fixes it",
+			       LK_MAX_LEASES);
 		printf("\n");
 		if (json_object_get(job, "schedule") != NULL)
 			printf("    schedule %s%s%s\n",

@@ -128,6 +128,9 @@ class HostileZkTest(lktest.TestCase):
         self.assertEqual(stat.version, 0, "the corrupt record was rewritten: %r" % data)
         self.assertEqual(self.ticks(out), [], "ran without an agreed count")
         p.wait_log(r"warn.*/leasekeeper/jobs/work holds an invalid lease count", timeout=30)
+        st = self.leasekeeper("status", "-c", self.path("alpha", "worker.ini"), name="status")
+        self.assertEqual(st.wait(timeout=60), 0)
+        self.assertRegex(st.log_text(), r"work .*CORRUPT: the job record holds no valid lease")
         # Fixed on purpose, the job runs.
         kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 1}).encode())
         self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
