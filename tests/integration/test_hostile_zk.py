@@ -69,7 +69,7 @@ class HostileZkTest(lktest.TestCase):
         slowest = 0.0
         while not self.ticks(out):
             t = time.monotonic()
-            code, _ = self.http_get("alpha", "/health", timeout=10)
+            code, _ = self.http_get("alpha", "/health", timeout=30)
             slowest = max(slowest, time.monotonic() - t)
             self.assertIn(code, (200, 503))
             self.assertLess(time.monotonic() - began, 60, "no tick ran in 60 s")
@@ -170,17 +170,22 @@ class HostileZkTest(lktest.TestCase):
         p = self.start("alpha", {"fast": {"command": "echo x >> %s" % out,
                                           "restart_backoff": "50ms", "history": 1000}})
         began = time.monotonic()
-        # Runs more than the cap within the minute (each takes about 50 ms and a fork).
-        self.wait_until(lambda: len(read(out).splitlines()) > 2 * MAX_RUNS_PER_MINUTE,
-                        timeout=50)
+
+        def windows():
+            # Minutes begun since the first run: the cap holds per minute.
+            return int((time.monotonic() - began) // 60) + 1
+
+        # Runs well past what the windows so far allow (each run is an echo and a fork).
+        self.wait_until(
+            lambda: len(read(out).splitlines()) > (windows() + 1) * MAX_RUNS_PER_MINUTE,
+            timeout=300)
         time.sleep(2)
-        elapsed = time.monotonic() - began
+        allowed = windows() * MAX_RUNS_PER_MINUTE
         runs = len(read(out).splitlines())
-        self.assertLess(elapsed, 55, "the test needs the runs within one minute")
         names = kz.get_children("/leasekeeper/jobs/fast/runs")
         created = max(int(n[len("run-"):]) for n in names) + 1
-        self.assertLessEqual(created, MAX_RUNS_PER_MINUTE,
-                             "%d run records for %d runs in %.0f s" % (created, runs, elapsed))
+        self.assertLessEqual(created, allowed, "%d run records for %d runs in %.0f s"
+                             % (created, runs, time.monotonic() - began))
         p.wait_log(r"warn.*job fast: %d run records in the last minute" % MAX_RUNS_PER_MINUTE,
                    timeout=5)
 
