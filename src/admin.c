@@ -26,6 +26,7 @@
 #include "lease.h"
 #include "log.h"
 #include "schedule.h"
+#include "tickstate.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -299,15 +300,21 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 
 /*
  * Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). Anyone
- * can write a node: its data never overrides what status itself found out about it.
+ * can write a node: its data never overrides what status itself found out about it, and a
+ * huge one is named, not parsed or printed.
  */
-static void
+void
 admin_node_data(json_t *obj, const char *value, int len)
 {
 	static const char *ours[] = {"znode", "session", "stranger"};
-	json_t *data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
+	json_t *data;
 	size_t i;
 
+	if (len > TICKSTATE_MAX_SIZE) {
+		json_object_set_new(obj, "data_too_large", json_integer(len));
+		return;
+	}
+	data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
 	if (json_is_object(data)) {
 		for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
 			json_object_del(data, ours[i]);
@@ -411,6 +418,8 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			n = jobrec_parse_leases(reply->value, reply->value_len);
 			if (n > 0)
 				json_object_set_new(r->target, "cluster_leases", json_integer(n));
+			else if (n < 0)
+				json_object_set_new(r->target, "record_corrupt", json_true());
 			if (json_is_true(json_object_get(r->target, "_discover"))) {
 				/* Where the lock lives is in the record; else it is named for the job. */
 				json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
@@ -434,6 +443,10 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 		case ADMIN_STATE:
 			state = json_object();
 			admin_node_data(state, reply->value, reply->value_len);
+			/* A claim no sane clock makes: workers override it (tickstate.c). */
+			if (json_integer_value(json_object_get(state, "tick")) >
+			    tickstate_horizon(NULL, (int64_t)(clock_wall_ms() / 1000)))
+				json_object_set_new(state, "corrupt", json_true());
 			json_object_set_new(r->target, "state", state);
 			break;
 		case ADMIN_RUNS:
@@ -552,6 +565,10 @@ admin_status_print(json_t *out)
 		if (cl != NULL && json_integer_value(cl) != leases)
 			printf("  CONFLICT: the cluster agreed on %lld",
 			       (long long)json_integer_value(cl));
+		if (json_is_true(json_object_get(job, "record_corrupt")))
+			printf("  CORRUPT: the job record holds no valid lease count (1 to %d); "
+			       "workers do not contend until `leasekeeper set-leases` fixes it",
+			       LK_MAX_LEASES);
 		printf("\n");
 		if (json_object_get(job, "schedule") != NULL)
 			printf("    schedule %s%s%s\n",
@@ -579,8 +596,11 @@ admin_status_print(json_t *out)
 			clock_iso8601((uint64_t)json_integer_value(json_object_get(state, "tick")) *
 			                  1000,
 			              tick, sizeof tick);
-			printf("    last claimed tick %s%s\n", tick,
-			       json_is_true(json_object_get(state, "missed")) ? " (missed)" : "");
+			printf("    last claimed tick %s%s%s\n", tick,
+			       json_is_true(json_object_get(state, "missed")) ? " (missed)" : "",
+			       json_is_true(json_object_get(state, "corrupt"))
+			           ? "  CORRUPT: beyond any sane clock, workers override it"
+			           : "");
 		}
 		runs = json_object_get(job, "runs");
 		if (json_array_size(runs) > 0)

@@ -44,6 +44,8 @@
 #define WORKER_SUPERVISOR_WINDOW_S 60   /* ... within this many seconds */
 #define WORKER_STOP_SLACK_MS       2000 /* beyond the longest kill_grace at shutdown */
 #define WORKER_FLUSH_MS            2000 /* at most this long for the last writes to land */
+#define WORKER_REREGISTER_MAX      5    /* registrations again after a deletion, at most ... */
+#define WORKER_REREGISTER_WINDOW_S 60   /* ... within this many seconds; then wait */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -82,6 +84,9 @@ struct worker {
 
 	struct event *signals[5];
 	struct event *dup_timer;
+	struct event *reg_timer; /* registering again, once the rate limit allows */
+	uint64_t rereg_start_ns; /* the window of WORKER_REREGISTER_MAX */
+	int rereg_count;
 	struct event *stop_timer;
 	struct event *sv_timer;
 	struct event *reap;
@@ -165,6 +170,94 @@ worker_node_data(struct worker *w)
 	return out;
 }
 
+static void worker_watch_own(struct worker *);
+static void worker_dup_watch_cb(int, const char *, void *);
+static void worker_dup_get_cb(const struct zk_reply *, void *);
+
+/*
+ * Our node is gone (deleted by someone else, or the whole root): not ready (/health says
+ * so) until registered again, at most WORKER_REREGISTER_MAX times a minute so that
+ * someone deleting it in a loop cannot make us write in a loop.
+ */
+static void
+worker_lost_node(struct worker *w, const char *why)
+{
+	uint64_t now = clock_now_ns();
+	struct timeval tv;
+
+	worker_set_state(w, WORKER_REGISTERING);
+	if (w->rereg_start_ns == 0 ||
+	    now - w->rereg_start_ns >= (uint64_t)WORKER_REREGISTER_WINDOW_S * 1000000000ULL) {
+		w->rereg_start_ns = now;
+		w->rereg_count = 0;
+	}
+	if (w->rereg_count++ < WORKER_REREGISTER_MAX) {
+		log_warnx("%s %s: registering again", w->path, why);
+		worker_register(w);
+		return;
+	}
+	tv.tv_sec = WORKER_REREGISTER_WINDOW_S;
+	tv.tv_usec = 0;
+	log_warnx("%s %s, %d times within %d s: registering again in %d s (not ready until then)",
+	          w->path, why, w->rereg_count, WORKER_REREGISTER_WINDOW_S,
+	          WORKER_REREGISTER_WINDOW_S);
+	evtimer_add(w->reg_timer, &tv);
+}
+
+/* The rate limit of registrations allows one again. */
+static void
+worker_reg_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state == WORKER_REGISTERING)
+		worker_register(w);
+}
+
+/* Our node changed (our own update) or went away. */
+static void
+worker_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)path;
+	if (w->state != WORKER_READY)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		worker_lost_node(w, "was deleted by someone else");
+	else
+		worker_watch_own(w);
+}
+
+/* Our node as read with its watch: still ours? */
+static void
+worker_own_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state != WORKER_READY || zk_connection_error(reply->rc))
+		return; /* a reconnect watches it again */
+	if (reply->rc == ZNONODE)
+		worker_lost_node(w, "is gone");
+	else if (reply->rc == ZOK && reply->stat != NULL &&
+	         reply->stat->ephemeralOwner != zk_session_id(w->zk)) {
+		/* Deleted and made again by another session under our node id. */
+		log_warnx("%s is now held by another session (0x%llx)", w->path,
+		          (unsigned long long)reply->stat->ephemeralOwner);
+		worker_set_state(w, WORKER_REGISTERING);
+		zk_get(w->zk, w->path, worker_dup_watch_cb, worker_dup_get_cb, w);
+	}
+}
+
+/* Watch our node, so that its deletion by anyone else is noticed. */
+static void
+worker_watch_own(struct worker *w)
+{
+	zk_get(w->zk, w->path, worker_own_watch_cb, worker_own_get_cb, w);
+}
+
 /* Registered: tell systemd once, and let the jobs contend. */
 static void
 worker_registered(struct worker *w)
@@ -172,6 +265,7 @@ worker_registered(struct worker *w)
 	struct worker_job *wj;
 
 	evtimer_del(w->dup_timer);
+	evtimer_del(w->reg_timer);
 	worker_set_state(w, WORKER_READY);
 	log_info("registered as %s (session 0x%llx)", w->path,
 	         (unsigned long long)zk_session_id(w->zk));
@@ -179,6 +273,7 @@ worker_registered(struct worker *w)
 		w->notified_ready = 1;
 		worker_notify("READY=1\nSTATUS=registered");
 	}
+	worker_watch_own(w);
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
 		if (!wj->done)
 			job_ready(wj->job);
@@ -277,6 +372,24 @@ worker_register_cb(const struct zk_reply *reply, void *arg)
 		          w->path);
 		w->exit_code = 1;
 		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE && !w->notified_ready && strchr(w->cfg->hosts, '/') != NULL) {
+		/*
+		 * Never registered: the root paths could not be made either, so the chroot of
+		 * hosts does not exist. Retrying would not make it: a fatal error, as the README
+		 * says (exit 1), rather than "not ready" for ever.
+		 */
+		log_warnx("cannot register %s: no node: the chroot of [zookeeper] hosts (\"%s\") "
+		          "does not exist: create it in ZooKeeper, or remove it from hosts",
+		          w->path, w->cfg->hosts);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE) {
+		/* The root went while we made it (deleted by someone else): again, bounded. */
+		worker_lost_node(w, "could not be created, its parent is gone");
 		return;
 	}
 	log_warnx_limited(&worker_lim_register, "cannot register %s: %s", w->path,
@@ -496,6 +609,7 @@ worker_finish(struct worker *w)
 
 	evtimer_del(w->stop_timer);
 	evtimer_del(w->dup_timer);
+	evtimer_del(w->reg_timer);
 	if (w->flush_until == 0)
 		w->flush_until = clock_now_ns() + WORKER_FLUSH_MS * CLOCK_NS_PER_MS;
 	if (zk_state(w->zk) == ZK_STATE_CONNECTED && zk_pending_ops(w->zk) > 0 &&
@@ -867,6 +981,7 @@ worker_run(const char *config_file, struct config *cfg)
 		event_add(w.signals[i], NULL);
 	}
 	w.dup_timer = evtimer_new(w.base, worker_dup_timer_cb, &w);
+	w.reg_timer = evtimer_new(w.base, worker_reg_timer_cb, &w);
 	w.stop_timer = evtimer_new(w.base, worker_stop_timer_cb, &w);
 	w.sv_timer = evtimer_new(w.base, worker_sv_timer_cb, &w);
 	w.reap = event_new(w.base, -1, 0, worker_reap_cb, &w);
@@ -899,6 +1014,7 @@ worker_run(const char *config_file, struct config *cfg)
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		event_free(w.signals[i]);
 	event_free(w.dup_timer);
+	event_free(w.reg_timer);
 	event_free(w.stop_timer);
 	event_free(w.sv_timer);
 	event_free(w.reap);

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+# ctest: timeout=900
+"""Hostile data in ZooKeeper (issue 8): nodes anyone with write access can forge must not hang,
+stop or flood a worker. A huge tick state with an old tick, a claim years ahead, a corrupt or
+fought-over lease count, a job that restarts as fast as it can."""
+
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+MAX_RUNS_PER_MINUTE = 30  # JOBREC_MAX_RUNS in src/jobrec.c
+MAX_REWRITES_PER_MINUTE = 5  # JOBREC_MAX_REWRITES in src/jobrec.c
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+class HostileZkTest(lktest.TestCase):
+    def start(self, name, jobs, http=True):
+        extra = {}
+        self.ports = getattr(self, "ports", {})
+        if http:
+            self.ports[name] = lktest.free_port()
+            extra["http"] = {"listen": "127.0.0.1:%d" % self.ports[name]}
+        cfg = self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+                                worker={"allow_root_jobs": True}, jobs=jobs, extra=extra)
+        p = self.worker(cfg, name=name)
+        p.wait_log(r"registered as", timeout=30)
+        return p
+
+    def http_get(self, name, path, timeout=10):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.ports[name], path),
+                                    timeout=timeout) as r:
+            return r.status, r.read().decode()
+
+    def ticks(self, path):
+        return [line.split()[0] for line in read(path).splitlines() if line.strip()]
+
+    def tick_job(self, out, **kw):
+        return dict({"command": 'echo "$LEASEKEEPER_TICK $LEASEKEEPER_NODE" >> %s' % out,
+                     "schedule": "@every 2s", "start_deadline": "1500ms"}, **kw)
+
+    def test_huge_old_tick_state_does_not_hang_the_worker(self):
+        """Item 4: {"tick":1,"missed":[0]*300000} hung every worker at full CPU."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        hostile = json.dumps({"tick": 1, "missed": [0] * 300000}).encode()
+        kz.create("/leasekeeper/jobs/tick/state", hostile, makepath=True)
+        out = self.path("ticks.txt")
+        p = self.start("alpha", {"tick": self.tick_job(out)})
+        # The worker answers /health all along; a stalled loop would time the request out.
+        began = time.monotonic()
+        slowest = 0.0
+        while not self.ticks(out):
+            t = time.monotonic()
+            code, _ = self.http_get("alpha", "/health", timeout=30)
+            slowest = max(slowest, time.monotonic() - t)
+            self.assertIn(code, (200, 503))
+            self.assertLess(time.monotonic() - began, 60, "no tick ran in 60 s")
+            time.sleep(0.2)
+        first = time.monotonic() - began
+        # The next ticks run, each once.
+        self.wait_until(lambda: len(self.ticks(out)) >= 3, timeout=30 + 10 * first)
+        ticks = self.ticks(out)
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick ran twice: %s" % ticks)
+        state = json.loads(kz.get("/leasekeeper/jobs/tick/state")[0])
+        self.assertLessEqual(len(state["missed"]), 64)
+        self.assertGreater(state["tick"], 1)
+        p.wait_log(r"job tick: repairing /leasekeeper/jobs/tick/state", timeout=5)
+        # And it still stops on SIGTERM.
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=30), 0)
+        sys.stderr.write("first tick after %.1f s, slowest /health %.2f s\n" % (first, slowest))
+
+    def test_far_future_claim_is_overridden_and_reported(self):
+        """Item 5: "tick": 4102444800 stopped the job for good, logged at debug level."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.create("/leasekeeper/jobs/tick/state",
+                  json.dumps({"tick": 4102444800, "runners": ["clock-ahead"]}).encode(),
+                  makepath=True)
+        out = self.path("ticks.txt")
+        p = self.start("alpha", {"tick": self.tick_job(out)})
+        self.wait_until(lambda: len(self.ticks(out)) >= 2, timeout=60)
+        p.wait_log(r"warn.*job tick: overriding /leasekeeper/jobs/tick/state.*beyond the next",
+                   timeout=5)
+        _, metrics = self.http_get("alpha", "/metrics")
+        m = re.search(r'^leasekeeper_job_corrupt_states_total\{job="tick"\} (\d+)$', metrics,
+                      re.MULTILINE)
+        self.assertIsNotNone(m, metrics)
+        self.assertGreaterEqual(int(m.group(1)), 1)
+        state = json.loads(kz.get("/leasekeeper/jobs/tick/state")[0])
+        self.assertLess(state["tick"], time.time() + 3600)
+        # status flags such a claim while it is there.
+        kz.set("/leasekeeper/jobs/tick/state",
+               json.dumps({"tick": 4102444800, "runners": ["clock-ahead"]}).encode())
+        cfg = self.path("alpha", "worker.ini")
+        st = self.leasekeeper("status", "-c", cfg, name="status")
+        self.assertEqual(st.wait(timeout=60), 0)
+        self.assertRegex(st.log_text(), r"last claimed tick 2100-01-01.*CORRUPT")
+
+    def test_invalid_lease_count_is_a_conflict_not_rewritten(self):
+        """Item 6: a count above LK_MAX_LEASES was read as "no count" and rewritten."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.create("/leasekeeper/jobs/work", json.dumps({"leases": 2000000}).encode(),
+                  makepath=True)
+        out = self.path("ticks.txt")
+        p = self.start("alpha", {"work": self.tick_job(out)})
+        time.sleep(5)
+        data, stat = kz.get("/leasekeeper/jobs/work")
+        self.assertEqual(stat.version, 0, "the corrupt record was rewritten: %r" % data)
+        self.assertEqual(self.ticks(out), [], "ran without an agreed count")
+        p.wait_log(r"warn.*/leasekeeper/jobs/work holds an invalid lease count", timeout=30)
+        st = self.leasekeeper("status", "-c", self.path("alpha", "worker.ini"), name="status")
+        self.assertEqual(st.wait(timeout=60), 0)
+        self.assertRegex(st.log_text(), r"work .*CORRUPT: the job record holds no valid lease")
+        # Fixed on purpose, the job runs.
+        kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 1}).encode())
+        self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
+
+    def test_record_fought_over_is_not_rewritten_in_a_loop(self):
+        """Item 6: whatever another writer does, a worker's rewrites of a record are bounded."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.create("/leasekeeper/jobs/work", b"{}", makepath=True)
+        theirs = []
+        stop = threading.Event()
+
+        def fight(data, stat):
+            # Someone who keeps writing back a record without a count.
+            if stop.is_set():
+                return False
+            if data is not None and data != b"{}":
+                theirs.append(stat.version)
+                kz.set("/leasekeeper/jobs/work", b"{}")
+            return True
+
+        kz.DataWatch("/leasekeeper/jobs/work", fight)
+        p = self.start("alpha", {"work": self.tick_job(self.path("ticks.txt"))})
+        self.wait_until(lambda: len(theirs) >= 1, timeout=30)
+        time.sleep(8)
+        stop.set()
+        self.assertLessEqual(len(theirs), MAX_REWRITES_PER_MINUTE,
+                             "the worker rewrote the record %d times" % len(theirs))
+        p.wait_log(r"warn.*/leasekeeper/jobs/work was rewritten %d times in a minute"
+                   % MAX_REWRITES_PER_MINUTE, timeout=5)
+
+    def test_run_records_capped_per_minute(self):
+        """Item 7: a job restarting at once wrote about 3,000 run records a minute."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        out = self.path("starts.txt")
+        p = self.start("alpha", {"fast": {"command": "echo x >> %s" % out,
+                                          "restart_backoff": "50ms", "history": 1000}})
+        began = time.monotonic()
+
+        def windows():
+            # Minutes begun since the first run: the cap holds per minute.
+            return int((time.monotonic() - began) // 60) + 1
+
+        # Runs well past what the windows so far allow (each run is an echo and a fork).
+        self.wait_until(
+            lambda: len(read(out).splitlines()) > (windows() + 1) * MAX_RUNS_PER_MINUTE,
+            timeout=300)
+        time.sleep(2)
+        allowed = windows() * MAX_RUNS_PER_MINUTE
+        runs = len(read(out).splitlines())
+        names = kz.get_children("/leasekeeper/jobs/fast/runs")
+        created = max(int(n[len("run-"):]) for n in names) + 1
+        self.assertLessEqual(created, allowed, "%d run records for %d runs in %.0f s"
+                             % (created, runs, time.monotonic() - began))
+        p.wait_log(r"warn.*job fast: %d run records in the last minute" % MAX_RUNS_PER_MINUTE,
+                   timeout=5)
+
+    def wait_registered(self, kz, path, not_owner):
+        """Wait until path exists, held by a session other than not_owner's; its owner."""
+        def owner():
+            st = kz.exists(path)
+            return st.ephemeralOwner if st is not None and st.ephemeralOwner != not_owner else 0
+        self.wait_until(owner, timeout=30)
+        return owner()
+
+    def test_own_node_deleted_registers_again(self):
+        """Item 13: our registration node deleted by someone else went unnoticed."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        p = self.start("alpha", {})
+        path = "/leasekeeper/workers/alpha"
+        me = kz.client_id[0]
+        first = self.wait_registered(kz, path, me)
+        kz.delete(path)
+        self.assertEqual(self.wait_registered(kz, path, me), first)
+        p.wait_log(r"warn.*%s was deleted by someone else: registering again" % path, timeout=5)
+        self.wait_until(lambda: self.http_get("alpha", "/health")[0] == 200, timeout=30)
+        # The whole root too.
+        # At once, in one transaction (a recursive delete would race with the worker).
+        def tree(p):
+            return [n for c in kz.get_children(p) for n in tree(p + "/" + c)] + [p]
+        for _ in range(20):
+            t = kz.transaction()
+            for n in tree("/leasekeeper"):
+                t.delete(n)
+            if all(r is True for r in t.commit()):
+                break
+        else:
+            self.fail("could not delete the root")
+        self.assertEqual(self.wait_registered(kz, path, me), first)
+        self.assertIsNotNone(kz.exists("/leasekeeper/jobs"))
+        # Registered, its node id is taken: a second worker with it is refused.
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs={})
+        twin = self.worker(cfg, name="twin")
+        twin.wait_log(r"is registered by another session", timeout=30)
+
+    def test_missing_chroot_exits_as_the_readme_says(self):
+        """Item 11: a chroot that does not exist left the worker "not ready" for ever."""
+        self.start_zookeeper()
+        hosts = self.zk.connect_string + "/nonexistent"
+        cfg = self.write_config(name="alpha", hosts=hosts, zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs={})
+        p = self.worker(cfg, name="alpha")
+        # README, exit statuses: 1 when ZooKeeper refused the registration.
+        self.assertEqual(p.wait(timeout=60), 1)
+        self.assertRegex(p.log_text(), r"warn: cannot register .*the chroot of \[zookeeper\] "
+                                       r"hosts .*/nonexistent.* does not exist")
+        # Once it exists, the same configuration runs.
+        self.kazoo().create("/nonexistent")
+        p = self.worker(cfg, name="alpha-again")
+        p.wait_log(r"registered as", timeout=30)
+
+
+if __name__ == "__main__":
+    lktest.main()
