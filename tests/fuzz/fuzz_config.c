@@ -5,6 +5,9 @@
  * is the job file and the worker file is a fixed minimal one. Both are written to a private
  * temporary directory: DIR/worker.ini and DIR/jobs/a.ini. Worker lines that set "jobs" are
  * dropped, so a load never reads files outside DIR.
+ *
+ * A configuration that loads must be one a worker can run: its node_id and job names go
+ * into JSON written to ZooKeeper, so each must be a valid JSON (UTF-8) string.
  */
 
 #include <sys/stat.h>
@@ -18,18 +21,37 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_CONFIG_SEP "\n----\n"
 
-static const char fuzz_config_base[] = "[zookeeper]\nhosts = 127.0.0.1:2181\n";
+static const char fuzz_config_base[] =
+    "[zookeeper]\nhosts = 127.0.0.1:2181\n[worker]\nallow_root_jobs = true\n";
 
 static char fuzz_config_dir[] = "/tmp/lk-fuzz-config.XXXXXX";
 static char fuzz_config_worker[sizeof fuzz_config_dir + 32];
 static char fuzz_config_job[sizeof fuzz_config_dir + 32];
 static FILE *fuzz_config_null;
+
+/* Abort unless text can go into the JSON a worker writes to ZooKeeper. */
+static void
+fuzz_config_json_ok(const char *what, const char *text)
+{
+	json_t *j;
+
+	if (text == NULL)
+		return;
+	if ((j = json_string(text)) == NULL) {
+		fprintf(stderr, "fuzz_config: %s \"%s\" is accepted but is not valid UTF-8\n", what,
+		        text);
+		abort();
+	}
+	json_decref(j);
+}
 
 /* Remove one entry of the temporary directory. */
 static int
@@ -128,7 +150,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (config_load(fuzz_config_worker, &cfg, &errors) == 0) {
 		config_print(cfg, fuzz_config_null);
+		fuzz_config_json_ok("node_id", cfg->node_id);
 		for (i = 0; i < cfg->njobs; i++) {
+			fuzz_config_json_ok("job name", cfg->jobs_list[i]->name);
 			if (config_find_job(cfg, cfg->jobs_list[i]->name) == NULL ||
 			    !config_job_equal(cfg->jobs_list[i], cfg->jobs_list[i]))
 				abort();

@@ -19,7 +19,7 @@ static const char *const fuzz_cron_zones[] = {"UTC", "Europe/Berlin", "America/N
                                               "Australia/Lord_Howe", "Asia/Kathmandu"};
 
 /* Around the epoch, a DST change in Berlin and New York, the present, 2100, year 9999. */
-static const int64_t fuzz_cron_instants[] = {0,          -1,         1711846800, 1730595600,
+static const int64_t fuzz_cron_instants[] = {0,          -1,         1711846800,  1730595600,
                                              1700000000, 4102444800, 253402300000};
 
 int

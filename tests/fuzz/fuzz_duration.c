@@ -31,8 +31,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (duration_parse(text, &ms, &cause) == 0) {
 		duration_format(ms, buf, sizeof buf);
 		if (duration_parse(buf, &again, &cause) != 0 || again != ms) {
-			fprintf(stderr, "\"%s\" is %llu ms, formatted \"%s\", which reads back as %s\n",
-			        text, (unsigned long long)ms, buf, cause != NULL ? cause : "another value");
+			fprintf(stderr,
+			        "\"%s\" is %llu ms, formatted \"%s\", which reads back as %s\n",
+			        text, (unsigned long long)ms, buf,
+			        cause != NULL ? cause : "another value");
 			abort();
 		}
 	} else
