@@ -14,12 +14,14 @@
  * "KEY=" for each good key line; inih's callback then files that key under the section.
  */
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <grp.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,7 +34,9 @@
 #include "config.h"
 #include "duration.h"
 #include "log.h"
+#include "leasekeeper.h"
 #include "schedule.h"
+#include "utf8.h"
 #include "xmalloc.h"
 #include "znode.h"
 
@@ -41,6 +45,7 @@
 #define CONFIG_DEFAULT_STATE_DIR "/var/lib/leasekeeper"
 #define CONFIG_KEY_MAX           48
 #define CONFIG_MAX_COMMAND_BYTES 32768
+#define CONFIG_MIN_BACKOFF_MS    1000
 #define CONFIG_KEY_CHARS         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 /* The kinds of section; the worker's come first, in the order of config_sections. */
@@ -57,8 +62,9 @@ static const char *config_sections[CONFIG_NKINDS + 1] = {"zookeeper", "worker", 
                                                          "http",      "job",    NULL};
 
 static const char *config_keys_zookeeper[] = {"hosts", "root", "session_timeout", "auth", NULL};
-static const char *config_keys_worker[] = {
-    "node_id", "jobs", "state_dir", "allow_root_jobs", "on_shutdown", "timezone", NULL};
+static const char *config_keys_worker[] = {"node_id",         "jobs",        "state_dir",
+                                           "allow_root_jobs", "on_shutdown", "timezone",
+                                           "allow_no_jobs",   NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};
 static const char *config_keys_job[] = {
@@ -513,6 +519,51 @@ config_lex_key(struct config_ctx *ctx, char *s)
 }
 
 /*
+ * Whether the raw line s[0..len) is text we can keep: no NUL (C strings would cut the
+ * value there), no control characters but tab, and UTF-8 (every value may end up in
+ * JSON). Comments may hold anything but NUL. If not, report it, quoted and escaped.
+ */
+static int
+config_line_ok(struct config_ctx *ctx, const char *s, size_t len)
+{
+	const char *p = s, *nul = memchr(s, '\0', len);
+	size_t off, n;
+	uint32_t cp;
+	char *q;
+
+	while (p < s + len && isspace((unsigned char)*p))
+		p++;
+	if (nul == NULL && (p == s + len || *p == '#' || *p == ';'))
+		return 1;
+	for (off = 0; off < len; off += n) {
+		if ((n = utf8_char(s + off, len - off, &cp)) == 0)
+			break;
+		if ((cp < 0x20 && cp != '\t' && !(cp == '\n' && off == len - 1) &&
+		     !(cp == '\r' && off >= len - 2)) ||
+		    cp == 0x7f)
+			break;
+	}
+	if (off >= len)
+		return 1;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r') && len - 1 > off)
+		len--;
+	q = utf8_quote(s, len);
+	if (n == 0)
+		config_error(ctx, ctx->file, ctx->line,
+		             "byte \\x%02x at column %zu is not UTF-8, in %s: save the file as "
+		             "UTF-8 (values go into ZooKeeper as JSON, which must be UTF-8)",
+		             (unsigned char)s[off], off + 1, q);
+	else
+		config_error(ctx, ctx->file, ctx->line,
+		             "control character \\x%02x at column %zu in %s: remove it (a value "
+		             "may hold tabs but no other control characters, and no NUL, which "
+		             "would cut it short)",
+		             (unsigned)cp, off + 1, q);
+	free(q);
+	return 0;
+}
+
+/*
  * inih's reader: read one raw line, lex it, and hand inih "KEY=" for a good key line and
  * an empty line otherwise, so inih's callback runs exactly once per key we accept.
  */
@@ -521,14 +572,26 @@ config_reader_cb(char *str, int num, void *stream)
 {
 	struct config_ctx *ctx = stream;
 	char *s, *end;
+	ssize_t len;
 	int good = 0;
 
-	if (getline(&ctx->raw, &ctx->rawsize, ctx->f) == -1)
+	if ((len = getline(&ctx->raw, &ctx->rawsize, ctx->f)) == -1)
 		return NULL;
 	ctx->line++;
 	s = ctx->raw;
-	if (ctx->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
+	if (ctx->line == 1 && len >= 3 && strncmp(s, "\xef\xbb\xbf", 3) == 0) {
 		s += 3;
+		len -= 3;
+	}
+	if (!config_line_ok(ctx, s, (size_t)len)) {
+		/* the keys under a header we could not read must not join the section before */
+		if (s[strspn(s, " \t")] == '[') {
+			ctx->where = CONFIG_WHERE_SKIP;
+			ctx->cur = NULL;
+		}
+		snprintf(str, (size_t)num, "\n");
+		return str;
+	}
 	for (end = s + strlen(s); end > s && isspace((unsigned char)end[-1]); end--)
 		;
 	*end = '\0';
@@ -720,6 +783,30 @@ config_get_int(struct config_ctx *ctx, const struct config_sec *sec, const char 
 	return 1;
 }
 
+/*
+ * Read a back-off key (the first delay before a retry or restart, doubled each time) of at
+ * least CONFIG_MIN_BACKOFF_MS: shorter ones make storms of runs and ZooKeeper writes.
+ */
+static void
+config_get_backoff(struct config_ctx *ctx, const struct config_sec *sec, const char *key,
+                   const char *what, const char *storm, uint64_t *out)
+{
+	uint64_t ms;
+	char a[32];
+
+	if (config_get_duration(ctx, sec, key, &ms) != 1)
+		return;
+	if (ms < CONFIG_MIN_BACKOFF_MS) {
+		duration_format(ms, a, sizeof a);
+		config_error_kv(ctx, sec, config_kv_find(sec, key),
+		                "%s = %s is too short: with no pause %s; write at least %s = 1s "
+		                "(the first %s delay, doubled after each failure)",
+		                key, a, storm, key, what);
+		return;
+	}
+	*out = ms;
+}
+
 /* Read an on_shutdown key: 0 not set, 1 set, -1 bad (reported). */
 static int
 config_get_on_shutdown(struct config_ctx *ctx, const struct config_sec *sec,
@@ -860,15 +947,54 @@ config_strcmp_cb(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether path is a regular file other than the worker file itself. */
+/*
+ * Whether path, which [worker] jobs matched, is a job file to read: a regular file other
+ * than the worker file itself. Anything else it matched (a dangling or looping symbolic
+ * link, a directory, a device) is an error naming it, never silently skipped.
+ */
 static int
-config_is_job_file(const char *path, const struct stat *worker)
+config_is_job_file(struct config_ctx *ctx, int line, const char *path, const struct stat *worker)
 {
 	struct stat st;
+	char *q;
 
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (stat(path, &st) != 0) {
+		q = utf8_quote_str(path);
+		config_error(ctx, 0, line,
+		             "jobs: %s matched but cannot be read (%s): fix or remove it (a "
+		             "dangling or looping symbolic link?)",
+		             q, strerror(errno));
+		free(q);
 		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		q = utf8_quote_str(path);
+		config_error(ctx, 0, line,
+		             "jobs: %s is %s, not a job file: point jobs at .ini files, or rename "
+		             "or move it",
+		             q, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+		free(q);
+		return 0;
+	}
 	return !(st.st_dev == worker->st_dev && st.st_ino == worker->st_ino);
+}
+
+/* The directory glob could not read, for the error; glob takes no user pointer. */
+static char *config_glob_failed;
+
+/*
+ * glob's error callback: a directory that does not exist matches nothing, but one that
+ * cannot be read (GLOB_ERR would also stop at missing ones) stops the expansion and is
+ * remembered for the error.
+ */
+static int
+config_glob_error_cb(const char *path, int error)
+{
+	if (error == ENOENT || error == ENOTDIR)
+		return 0;
+	if (config_glob_failed == NULL)
+		xasprintf(&config_glob_failed, "%s (%s)", path, strerror(error));
+	return 1;
 }
 
 /*
@@ -880,7 +1006,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
                       const char *dir)
 {
 	char *joined = config_join(dir, cfg->jobs), *pattern = config_clean_path(joined);
-	char *path, **names = NULL;
+	char *path, **names = NULL, *q;
 	size_t nnames = 0, i, len;
 	struct stat st, worker;
 	struct dirent *de;
@@ -890,30 +1016,37 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 
 	if (stat(cfg->file, &worker) != 0)
 		memset(&worker, 0, sizeof worker);
+	q = utf8_quote_str(pattern);
 	if (strpbrk(cfg->jobs, "*?[") != NULL) {
-		rc = glob(pattern, 0, NULL, &g);
+		config_glob_failed = NULL;
+		rc = glob(pattern, 0, config_glob_error_cb, &g);
 		if (rc == 0) {
 			for (i = 0; i < g.gl_pathc; i++) {
-				if (!config_is_job_file(g.gl_pathv[i], &worker))
+				if (!config_is_job_file(ctx, line, g.gl_pathv[i], &worker))
 					continue;
 				names = xreallocarray(names, nnames + 1, sizeof *names);
 				names[nnames++] = xstrdup(g.gl_pathv[i]);
 			}
-		} else if (rc != GLOB_NOMATCH)
-			config_error(ctx, 0, line, "jobs: cannot expand \"%s\": %s", pattern,
-			             rc == GLOB_ABORTED ? "a directory could not be read"
-			                                : "out of memory");
+		} else if (rc == GLOB_ABORTED)
+			config_error(
+			    ctx, 0, line,
+			    "jobs: cannot expand %s: cannot read the directory %s: fix its "
+			    "permissions, or narrow the pattern",
+			    q, config_glob_failed != NULL ? config_glob_failed : "(unknown)");
+		else if (rc != GLOB_NOMATCH)
+			config_error(ctx, 0, line, "jobs: cannot expand %s: out of memory", q);
+		free(config_glob_failed);
+		config_glob_failed = NULL;
 		globfree(&g);
 	} else if (stat(pattern, &st) != 0) {
-		config_error(
-		    ctx, 0, line,
-		    "jobs: \"%s\" does not exist (%s): create it, or point jobs at a file, "
-		    "a directory or a glob such as \"jobs/*.ini\" (relative to %s)",
-		    pattern, strerror(errno), cfg->dir);
+		config_error(ctx, 0, line,
+		             "jobs: %s does not exist (%s): create it, or point jobs at a file, "
+		             "a directory or a glob such as \"jobs/*.ini\" (relative to %s)",
+		             q, strerror(errno), cfg->dir);
 	} else if (S_ISDIR(st.st_mode)) {
 		if ((d = opendir(pattern)) == NULL) {
-			config_error(ctx, 0, line, "jobs: cannot read directory \"%s\": %s",
-			             pattern, strerror(errno));
+			config_error(ctx, 0, line, "jobs: cannot read directory %s: %s", q,
+			             strerror(errno));
 		} else {
 			while ((de = readdir(d)) != NULL) {
 				len = strlen(de->d_name);
@@ -921,7 +1054,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 				    strcmp(de->d_name + len - 4, ".ini") != 0)
 					continue;
 				path = config_join(pattern, de->d_name);
-				if (!config_is_job_file(path, &worker)) {
+				if (!config_is_job_file(ctx, line, path, &worker)) {
 					free(path);
 					continue;
 				}
@@ -932,70 +1065,151 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 			if (nnames > 1)
 				qsort(names, nnames, sizeof *names, config_strcmp_cb);
 		}
-	} else if (config_is_job_file(pattern, &worker)) {
+	} else if (config_is_job_file(ctx, line, pattern, &worker)) {
 		names = xreallocarray(names, 1, sizeof *names);
 		names[nnames++] = xstrdup(pattern);
 	}
+	free(q);
 	free(pattern);
 	free(joined);
 	cfg->job_files = names;
 	cfg->njob_files = nnames;
 }
 
-/* Whether hosts looks like "host:port[,host:port...][/chroot]"; if not, *cause says why. */
+/* Whether text[0..len) is a host name: dot-separated labels of letters, digits and '-'. */
 static int
+config_valid_hostname(const char *text, size_t len)
+{
+	size_t i, label = 0, digits_dots = 0;
+
+	if (len == 0 || len > 253)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (text[i] == '.') {
+			if (label == 0 || text[i - 1] == '-')
+				return 0;
+			label = 0;
+			digits_dots++;
+			continue;
+		}
+		if (!isalnum((unsigned char)text[i]) && text[i] != '-' && text[i] != '_')
+			return 0;
+		if ((label == 0 && text[i] == '-') || ++label > 63)
+			return 0;
+		if (isdigit((unsigned char)text[i]))
+			digits_dots++;
+	}
+	if (label == 0 && text[len - 1] == '.')
+		return 0;          /* a trailing dot, or an empty last label */
+	return digits_dots != len; /* all digits and dots: a bad IPv4 address, not a name */
+}
+
+/* Whether text[0..len) is an IPv4 address, an [IPv6] address or a host name. */
+static int
+config_valid_host(const char *text, size_t len)
+{
+	char buf[64];
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (len >= 2 && text[0] == '[' && text[len - 1] == ']') {
+		if (len - 2 >= sizeof buf)
+			return 0;
+		memcpy(buf, text + 1, len - 2);
+		buf[len - 2] = '\0';
+		return inet_pton(AF_INET6, buf, &a6) == 1;
+	}
+	if (len < sizeof buf && strspn(text, "0123456789.") >= len) {
+		memcpy(buf, text, len);
+		buf[len] = '\0';
+		return inet_pton(AF_INET, buf, &a4) == 1;
+	}
+	return config_valid_hostname(text, len);
+}
+
+/*
+ * Check HOST:PORT at text[0..len): NULL if good, else what is wrong (a static string).
+ * IPv6 addresses are written in brackets, "[::1]:2181".
+ */
+static const char *
+config_host_port_problem(const char *text, size_t len)
+{
+	const char *colon = len > 0 ? memrchr(text, ':', len) : NULL;
+	size_t plen, i;
+	long port = 0;
+
+	if (len == 0)
+		return "an empty host (two commas, or a comma at an end)";
+	if (colon == NULL || (text[0] == '[' && (colon == text || colon[-1] != ']')))
+		return "a host without \":PORT\"";
+	plen = (size_t)(text + len - colon - 1);
+	if (plen == 0 || plen > 5)
+		return plen == 0 ? "an empty port" : "a port outside 1-65535";
+	for (i = 0; i < plen; i++) {
+		if (!isdigit((unsigned char)colon[1 + i]))
+			return "a port that is not a number";
+		port = port * 10 + (colon[1 + i] - '0');
+	}
+	if (port < 1 || port > 65535)
+		return "a port outside 1-65535";
+	if (!config_valid_host(text, (size_t)(colon - text)))
+		return "a host that is not a host name, an IPv4 address or an [IPv6] address";
+	return NULL;
+}
+
+/*
+ * Whether hosts is a ZooKeeper connect string, "HOST:PORT[,HOST:PORT...][/chroot]"; if
+ * not, *cause says why. The client takes everything from the first '/' as the chroot, so
+ * a '/' before the last host would silently swallow the hosts after it.
+ */
+int
 config_valid_hosts(const char *hosts, char **cause)
 {
-	const char *slash = strchr(hosts, '/'), *p, *end, *colon;
-	char *list, *why;
-	size_t len;
+	const char *slash = strchr(hosts, '/'), *p, *end, *why, *list_end;
+	char *q, *qh, *whyp;
 
-	len = slash != NULL ? (size_t)(slash - hosts) : strlen(hosts);
-	list = xstrndup(hosts, len);
-	for (p = list;; p = end + 1) {
-		end = strchr(p, ',');
+	list_end = slash != NULL ? slash : hosts + strlen(hosts);
+	q = utf8_quote_str(hosts);
+	if (slash != NULL && strchr(slash, ',') != NULL) {
+		xasprintf(cause,
+		          "bad hosts %s: a '/' comes before the last host, so the hosts after it "
+		          "would become part of the chroot; write the chroot once, after the last "
+		          "host, e.g. \"zk1:2181,zk2:2181/leasekeeper\"",
+		          q);
+		free(q);
+		return 0;
+	}
+	for (p = hosts;; p = end + 1) {
+		end = memchr(p, ',', (size_t)(list_end - p));
 		if (end == NULL)
-			end = p + strlen(p);
-		colon = memrchr(p, ':', (size_t)(end - p));
-		if (colon == NULL || colon == p || colon + 1 == end ||
-		    strspn(colon + 1, "0123456789") != (size_t)(end - colon - 1)) {
+			end = list_end;
+		if ((why = config_host_port_problem(p, (size_t)(end - p))) != NULL) {
+			qh = utf8_quote(p, (size_t)(end - p));
 			xasprintf(cause,
-			          "bad hosts \"%s\": write HOST:PORT[,HOST:PORT...][/chroot], e.g. "
-			          "\"zk1:2181,zk2:2181,zk3:2181\"",
-			          hosts);
-			free(list);
+			          "bad hosts %s: %s is %s; write HOST:PORT[,HOST:PORT...][/chroot] "
+			          "with ports 1-65535, e.g. \"zk1:2181,zk2:2181,zk3:2181\"",
+			          q, qh, why);
+			free(qh);
+			free(q);
 			return 0;
 		}
-		if (*end == '\0')
+		if (end == list_end)
 			break;
 	}
-	free(list);
-	if (slash != NULL && !znode_valid_path(slash, &why)) {
-		xasprintf(cause, "bad chroot in hosts: %s", why);
-		free(why);
+	free(q);
+	if (slash != NULL && !znode_valid_path(slash, &whyp)) {
+		xasprintf(cause, "bad chroot in hosts: %s", whyp);
+		free(whyp);
 		return 0;
 	}
 	return 1;
 }
 
-/* Whether listen is HOST:PORT with a port from 1 to 65535. */
+/* Whether listen is HOST:PORT (an IPv4 address, a host name or [IPv6]) with a port 1-65535. */
 static int
 config_valid_listen(const char *listen)
 {
-	const char *colon = strrchr(listen, ':');
-	char *end;
-	long port;
-
-	if (colon == NULL || colon == listen)
-		return 0;
-	if (listen[0] == '[' && colon[-1] != ']')
-		return 0;
-	if (listen[0] == '[' && colon == listen + 2)
-		return 0;
-	if (!isdigit((unsigned char)colon[1]))
-		return 0;
-	port = strtol(colon + 1, &end, 10);
-	return *end == '\0' && port >= 1 && port <= 65535;
+	return config_host_port_problem(listen, strlen(listen)) == NULL;
 }
 
 /* Resolve [zookeeper], [worker], [safety] and [http], with their defaults. */
@@ -1081,6 +1295,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	} else
 		cfg->state_dir = xstrdup(CONFIG_DEFAULT_STATE_DIR);
 	config_get_bool(ctx, wk, "allow_root_jobs", &cfg->allow_root_jobs);
+	config_get_bool(ctx, wk, "allow_no_jobs", &cfg->allow_no_jobs);
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)
@@ -1262,6 +1477,12 @@ config_split_command(const char *text, char ***argv, char **cause)
 	free(word);
 	if (n == 0) {
 		*cause = xstrdup("command is empty: give the program to run and its arguments");
+		config_free_argv(out);
+		return -1;
+	}
+	if (*out[0] == '\0') {
+		*cause = xstrdup("the program to run is an empty word (''): name the program, e.g. "
+		                 "command = /usr/bin/backup --full");
 		config_free_argv(out);
 		return -1;
 	}
@@ -1540,6 +1761,14 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	} else {
 		ok_sched = 1;
 		continuous = schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
+		if (schedule_never(job->sched))
+			config_error_kv(
+			    ctx, sec, kv,
+			    "schedule \"%s\" can never fire: no month it names has the "
+			    "days of month it names (such as 30 February or 31 April); fix "
+			    "the day or the month (for the last day of a month, run on "
+			    "28-31 and test the date in the command)",
+			    schedule_text(job->sched));
 	}
 
 	/* lease and lock */
@@ -1547,6 +1776,15 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	ok_leases = config_get_int(ctx, sec, "leases", 1,
 	                           " (1 is a mutex, more is a semaphore with that many leases)",
 	                           &job->leases);
+	if (ok_leases == 1 && job->leases > LK_MAX_LEASES) {
+		config_error_kv(ctx, sec, config_kv_find(sec, "leases"),
+		                "leases = %d is more than the most a job may have, %d: lower it "
+		                "to at most %d (the same limit holds in set-leases, exec and the "
+		                "job record in ZooKeeper)",
+		                job->leases, LK_MAX_LEASES, LK_MAX_LEASES);
+		ok_leases = -1;
+		job->leases = 1;
+	}
 	kv = config_kv_find(sec, "lock");
 	kv2 = config_kv_find(sec, "lock_path");
 	if (kv != NULL) {
@@ -1594,11 +1832,16 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		config_get_duration(ctx, sec, "timeout", &job->timeout_ms);
 	config_get_int(ctx, sec, "retries", 0, NULL, &job->retries);
 	job->retry_backoff_ms = 10000;
-	config_get_duration(ctx, sec, "retry_backoff", &job->retry_backoff_ms);
+	config_get_backoff(ctx, sec, "retry_backoff", "retry",
+	                   "a failed run is tried again at once, and again",
+	                   &job->retry_backoff_ms);
 	job->max_failures = 5;
 	config_get_int(ctx, sec, "max_failures", 1, NULL, &job->max_failures);
 	job->restart_backoff_ms = 1000;
-	config_get_duration(ctx, sec, "restart_backoff", &job->restart_backoff_ms);
+	config_get_backoff(ctx, sec, "restart_backoff", "restart",
+	                   "a failing job is restarted, and its lease handed over, thousands of "
+	                   "times a minute",
+	                   &job->restart_backoff_ms);
 	job->kill_grace_ms = cfg->kill_grace_ms;
 	if (config_get_duration(ctx, sec, "kill_grace", &job->kill_grace_ms) == 1) {
 		kv = config_kv_find(sec, "kill_grace");
@@ -1719,6 +1962,25 @@ config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec
 	}
 }
 
+/*
+ * A configuration without jobs is refused unless it says so: a job file that went missing
+ * or a jobs pattern that matches nothing would otherwise stop every job on a reload.
+ */
+static void
+config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv)
+{
+	struct config_sec *wk = ctx->worker[CONFIG_WORKER];
+	char *q = utf8_quote_str(cfg->jobs);
+
+	config_error(ctx, 0, kv != NULL ? kv->line : (wk != NULL ? wk->line : 0),
+	             "no jobs: jobs = %s found %zu job file%s and no [job NAME] section, so this "
+	             "worker would run nothing (and a reload would stop every job): fix jobs or "
+	             "add a job, or set allow_no_jobs = true in [worker] if a worker without jobs "
+	             "is what you want",
+	             q, cfg->njob_files, cfg->njob_files == 1 ? "" : "s");
+	free(q);
+}
+
 /* Free a section. */
 static void
 config_sec_free(struct config_sec *sec)
@@ -1748,8 +2010,9 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 	struct config_sec **kept = NULL;
 	struct config_job *job;
 	struct config_err *e;
+	struct config_kv *kv;
 	char *dir, *path;
-	size_t i;
+	size_t i, nerrs;
 	int k;
 
 	memset(&ctx, 0, sizeof ctx);
@@ -1766,9 +2029,13 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 	if (config_read_file(&ctx, 0, 1) != 0)
 		goto done;
 	config_resolve_worker(&ctx, cfg);
-	config_find_job_files(&ctx, cfg, config_kv_find(ctx.worker[CONFIG_WORKER], "jobs"), dir);
+	kv = config_kv_find(ctx.worker[CONFIG_WORKER], "jobs");
+	nerrs = ctx.nerrs;
+	config_find_job_files(&ctx, cfg, kv, dir);
 	for (i = 0; i < cfg->njob_files; i++)
 		config_read_file(&ctx, config_add_file(&ctx, cfg->job_files[i]), 0);
+	if (ctx.nsecs == 0 && !cfg->allow_no_jobs && ctx.nerrs == nerrs)
+		config_no_jobs(&ctx, cfg, kv);
 
 	kept = xcalloc(ctx.nsecs, sizeof *kept);
 	for (i = 0; i < ctx.nsecs; i++) {
@@ -2063,6 +2330,8 @@ config_print(const struct config *cfg, FILE *f)
 	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
 	fprintf(f, "  state_dir        %s\n", cfg->state_dir);
 	fprintf(f, "  allow_root_jobs  %s\n", cfg->allow_root_jobs ? "true" : "false");
+	if (cfg->allow_no_jobs)
+		fprintf(f, "  allow_no_jobs    true\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
 	duration_format(cfg->safety_margin_ms, d2, sizeof d2);

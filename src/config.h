@@ -73,6 +73,7 @@ struct config {
 	char *jobs;    /* a file, a directory (every *.ini in it) or a glob; relative to file */
 	char *state_dir;
 	int allow_root_jobs; /* jobs may run as root only when this is set */
+	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
 	enum config_on_shutdown on_shutdown;
 	char *timezone; /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 
@@ -101,6 +102,11 @@ struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
 
+/*
+ * Whether hosts is a valid ZooKeeper connect string, "HOST:PORT[,HOST:PORT...][/chroot]"
+ * (hosts are names, IPv4 or [IPv6] addresses, ports 1-65535); if not, *cause names the fix.
+ */
+int config_valid_hosts(const char *hosts, char **cause);
 int config_parse_size(const char *text, uint64_t *bytes, char **cause);
 int config_split_command(const char *text, char ***argv, char **cause);
 void config_free_argv(char **argv);

@@ -805,6 +805,10 @@ schedule_field_item(const struct schedule_field *f, const char *text, const char
 			                            f->max - f->min);
 		end = slash;
 	}
+	if (end == item)
+		return schedule_field_error(cause, f, text, item,
+		                            "a step needs something to step through before the "
+		                            "\"/\": write e.g. \"*/5\" or \"0-30/5\"");
 	if (end - item == 1 && *item == '*') {
 		lo = f->min;
 		hi = f->max;
@@ -893,6 +897,13 @@ schedule_cron_possible(const struct schedule *s)
 		}
 	}
 	return 0;
+}
+
+/* Whether s is a cron schedule that can never fire, such as "0 0 30 2 *". */
+int
+schedule_never(const struct schedule *s)
+{
+	return s->kind == SCHEDULE_CRON && s->never;
 }
 
 /* Parse a 5-field cron expression into s. */

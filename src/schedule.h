@@ -26,6 +26,9 @@ enum schedule_kind schedule_kind(const struct schedule *);
  */
 int64_t schedule_next(const struct schedule *, int64_t after);
 
+/* Whether a cron schedule can never fire (its day-of-month never falls in its months). */
+int schedule_never(const struct schedule *);
+
 /* The latest fire time at or before `at`, or -1 when none within the past 400 days. */
 int64_t schedule_prev(const struct schedule *, int64_t at);
 

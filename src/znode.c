@@ -17,47 +17,77 @@
 #include <sys/random.h>
 
 #include "log.h"
+#include "utf8.h"
 #include "xmalloc.h"
 #include "znode.h"
 
-/* Whether name is a valid single ZooKeeper node name; if not, *cause says why. */
+/* Whether ZooKeeper's PathUtils.validatePath refuses code point cp in a path. */
+static int
+znode_refused_char(uint32_t cp)
+{
+	/*
+	 * The server checks UTF-16 units: characters beyond U+FFFF become surrogates
+	 * (U+D800-U+DFFF), which it refuses along with the rest of U+D800-U+F8FF.
+	 */
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) ||
+	       cp >= 0xfff0;
+}
+
+/*
+ * Whether name is a valid single ZooKeeper node name: UTF-8, none of the characters the
+ * server refuses, not "." or ".."; if not, *cause says why, which character and where.
+ */
 int
 znode_valid_name(const char *name, char **cause)
 {
-	const unsigned char *p;
+	size_t len = strlen(name), off, n, pos;
+	uint32_t cp;
+	char *q;
 
 	if (*name == '\0') {
 		*cause = xstrdup("empty name: give a name such as \"backup\"");
 		return 0;
 	}
+	q = utf8_quote(name, len);
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		xasprintf(cause,
-		          "\"%s\" is not allowed as a ZooKeeper node name: pick another name",
-		          name);
-		return 0;
+		xasprintf(cause, "%s is not allowed as a ZooKeeper node name: pick another name",
+		          q);
+		goto bad;
 	}
-	for (p = (const unsigned char *)name; *p != '\0'; p++) {
-		if (*p == '/') {
-			xasprintf(
-			    cause,
-			    "\"%s\" contains '/': a name is one path element (use lock_path for "
-			    "a full path)",
-			    name);
-			return 0;
-		}
-		if (*p < 0x20 || *p == 0x7f) {
+	for (off = 0, pos = 1; off < len; off += n, pos++) {
+		if ((n = utf8_char(name + off, len - off, &cp)) == 0) {
 			xasprintf(cause,
-			          "\"%s\" contains a control character: use letters, digits, '-', "
-			          "'_' and '.'",
-			          name);
-			return 0;
+			          "%s is not UTF-8 (byte \\x%02x at byte %zu): write the name in "
+			          "UTF-8, or use letters, digits, '-', '_' and '.'",
+			          q, (unsigned char)name[off], off + 1);
+			goto bad;
+		}
+		if (cp == '/') {
+			xasprintf(cause,
+			          "%s contains '/': a name is one path element (use lock_path for "
+			          "a full path)",
+			          q);
+			goto bad;
+		}
+		if (znode_refused_char(cp)) {
+			xasprintf(cause,
+			          "%s has character %zu, U+%04X, which ZooKeeper refuses in a node "
+			          "name (control characters, U+007F-U+009F, U+D800-U+F8FF, "
+			          "U+FFF0-U+FFFF and anything beyond U+FFFF, such as emoji): use "
+			          "letters, digits, '-', '_' and '.'",
+			          q, pos, (unsigned)cp);
+			goto bad;
 		}
 	}
-	if (strlen(name) > 255) {
-		*cause = xstrdup("name longer than 255 characters: shorten it");
-		return 0;
+	if (len > 255) {
+		*cause = xstrdup("name longer than 255 bytes: shorten it");
+		goto bad;
 	}
+	free(q);
 	return 1;
+bad:
+	free(q);
+	return 0;
 }
 
 /* Whether path is a valid absolute ZooKeeper path other than "/"; if not, *cause says why. */

@@ -373,6 +373,9 @@ test_bad_configs(void **state)
 		put("worker.ini", c->worker != NULL ? c->worker : BASE);
 		if (c->job != NULL)
 			put("jobs/a.ini", c->job);
+		else /* a worker needs a job (or allow_no_jobs) */
+			put("jobs/z.ini", geteuid() == 0 ? "[job z]\ncommand = true\nuser = nobody\n"
+			                                 : "[job z]\ncommand = true\n");
 		rc = load("worker.ini", &cfg, &errors);
 		if (getenv("LK_TEST_VERBOSE") != NULL)
 			dump(&errors);
@@ -599,7 +602,7 @@ test_every_key(void **state)
 	                    "leases = 3\n"
 	                    "lock = shared\n"
 	                    "max_failures = 1\n"
-	                    "restart_backoff = 250ms\n");
+	                    "restart_backoff = 2500ms\n");
 	if (load("conf/worker.ini", &cfg, &errors) != 0)
 		dump(&errors);
 	assert_non_null(cfg);
@@ -670,7 +673,7 @@ test_every_key(void **state)
 	job = config_find_job(cfg, "sem");
 	assert_non_null(job);
 	assert_int_equal(job->max_failures, 1);
-	assert_int_equal(job->restart_backoff_ms, 250);
+	assert_int_equal(job->restart_backoff_ms, 2500);
 	config_free(cfg);
 	config_errors_free(&errors);
 }
@@ -780,7 +783,7 @@ test_durations(void **state)
 	/* exactly half the timeout is still safe; one millisecond more is not */
 	put("worker.ini", BASE "[zookeeper]\nsession_timeout = 6s\n[safety]\nsafety_margin = 1s\n"
 	                       "kill_grace = 2s\n");
-	put("jobs/a.ini", "");
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
 	config_errors_free(&errors);
@@ -848,7 +851,7 @@ test_split_command(void **state)
 	    {"\"a \\\" b\" c", {"a \" b", "c"}},
 	    {"\"a\\\\b\" \"x\\ny\"", {"a\\b", "x\\ny"}},
 	    {"a'b c'd", {"ab cd"}},
-	    {"'' x \"\"", {"", "x", ""}},
+	    {"x '' \"\"", {"x", "", ""}},
 	    {"a\\ b c", {"a b", "c"}},
 	    {"'it''s' \"$HOME\"", {"its", "$HOME"}},
 	    {"'say \"hi\"' \"it's\"", {"say \"hi\"", "it's"}},
@@ -863,6 +866,8 @@ test_split_command(void **state)
 	    {"echo \\", "lone backslash"},
 	    {"", "command is empty"},
 	    {"   \t ", "command is empty"},
+	    {"'' x", "the program to run is an empty word"},
+	    {"\"\"", "the program to run is an empty word"},
 	};
 	char **argv, *cause;
 	size_t i, j;
@@ -901,7 +906,7 @@ test_jobs_directory(void **state)
 	put("d/a.ini", "[job a1]\ncommand = true\n[job a2]\ncommand = true\n");
 	put("d/notes.txt", "[job ignored]\n");
 	put("d/.hidden.ini", "[job hidden]\n");
-	put("d/sub.ini/c.ini", "[job nested]\n");
+	put("d/sub/c.ini", "[job nested]\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	assert_int_equal(cfg->njob_files, 2);
 	snprintf(path, sizeof path, "%s/d/a.ini", tdir);
@@ -944,7 +949,14 @@ test_jobs_glob(void **state)
 	config_free(cfg);
 	config_errors_free(&errors);
 
+	/* a glob that matches nothing gives no jobs: an error unless allowed */
 	put("worker.ini", BASE "jobs = nothing/*.ini\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "worker.ini", 6, "no jobs: jobs = \"nothing/*.ini\" found 0",
+	                      "set allow_no_jobs = true in [worker]", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	put("worker.ini", BASE "jobs = nothing/*.ini\nallow_no_jobs = true\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	assert_int_equal(cfg->njobs, 0);
 	assert_int_equal(cfg->njob_files, 0);

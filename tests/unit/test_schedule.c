@@ -198,6 +198,20 @@ test_parse_errors(void **state)
 	     "day-of-week field \"5#2\": \"#\" (nth weekday) is not supported: run the job on the "
 	     "days it can fall on (e.g. day-of-month 8-14 for the second) and test the weekday in "
 	     "the command, e.g. [ \"$(date +%u)\" = 5 ]"},
+	    /* an item that starts with '/' once read before its start (a length that wrapped) */
+	    {"/5 * * * *", NULL,
+	     "minute field \"/5\": a step needs something to step through before the \"/\": "
+	     "write e.g. \"*/5\" or \"0-30/5\""},
+	    {"0 0 * * /7", NULL,
+	     "day-of-week field \"/7\": a step needs something to step through before the "
+	     "\"/\": write e.g. \"*/5\" or \"0-30/5\""},
+	    {"*/5 /2 * * *", NULL,
+	     "hour field \"/2\": a step needs something to step through before the \"/\": "
+	     "write e.g. \"*/5\" or \"0-30/5\""},
+	    {"0 0 1,/3 * *", NULL,
+	     "day-of-month field \"1,/3\", item \"/3\": a step needs something to step "
+	     "through before the \"/\": write e.g. \"*/5\" or \"0-30/5\""},
+	    {"/ * * * *", NULL, "minute field \"/\": the step is missing: write e.g. \"*/5\""},
 	    {"@dayly", NULL,
 	     "unknown schedule \"@dayly\": use @yearly, @annually, @monthly, @weekly, @daily, "
 	     "@midnight, @hourly, \"@every DURATION\" or @continuous"},
@@ -508,12 +522,14 @@ test_impossible(void **state)
 	for (n = 0; n < 200; n++) {
 		for (i = 0; i < sizeof never / sizeof never[0]; i++) {
 			s = parse(never[i], "Europe/Berlin");
+			assert_true(schedule_never(s));
 			assert_int_equal(schedule_next(s, utc(2024, 1, 1, 0, 0) + n), -1);
 			assert_int_equal(schedule_prev(s, utc(2024, 1, 1, 0, 0) + n), -1);
 			schedule_free(s);
 		}
 		/* Rare but possible: 29 February on a Sunday, in a DST zone. */
 		s = parse("0 0 29 2 */7", "America/New_York");
+		assert_false(schedule_never(s));
 		assert_int_equal(schedule_next(s, utc(2060, 3, 1, 0, 0) + n),
 		                 utc(2088, 2, 29, 5, 0));
 		schedule_free(s);

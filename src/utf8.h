@@ -1,0 +1,16 @@
+/* utf8.h: UTF-8 text: decoding one character, and quoting untrusted text for messages. */
+#ifndef UTF8_H
+#define UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How many characters utf8_quote keeps before it cuts the text short with "...". */
+#define UTF8_QUOTE_MAX 64
+
+size_t utf8_char(const char *s, size_t len, uint32_t *cp);
+size_t utf8_invalid(const char *s, size_t len);
+char *utf8_quote(const char *s, size_t len);
+char *utf8_quote_str(const char *s);
+
+#endif
