@@ -25,6 +25,7 @@
 #include "lease.h"
 #include "log.h"
 #include "schedule.h"
+#include "tickstate.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -252,11 +253,17 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 }
 
 /* Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). */
-static void
+void
 admin_node_data(json_t *obj, const char *value, int len)
 {
-	json_t *data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
+	json_t *data;
 
+	/* Anyone can write a node: a huge one is named, not parsed or printed. */
+	if (len > TICKSTATE_MAX_SIZE) {
+		json_object_set_new(obj, "data_too_large", json_integer(len));
+		return;
+	}
+	data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
 	if (json_is_object(data))
 		json_object_update(obj, data);
 	else if (value != NULL && len > 0)
@@ -352,6 +359,10 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 		case ADMIN_STATE:
 			state = json_object();
 			admin_node_data(state, reply->value, reply->value_len);
+			/* A claim no sane clock makes: workers override it (tickstate.c). */
+			if (json_integer_value(json_object_get(state, "tick")) >
+			    tickstate_horizon(NULL, (int64_t)(clock_wall_ms() / 1000)))
+				json_object_set_new(state, "corrupt", json_true());
 			json_object_set_new(r->target, "state", state);
 			break;
 		case ADMIN_RUNS:
@@ -490,8 +501,11 @@ admin_status_print(json_t *out)
 			clock_iso8601((uint64_t)json_integer_value(json_object_get(state, "tick")) *
 			                  1000,
 			              tick, sizeof tick);
-			printf("    last claimed tick %s%s\n", tick,
-			       json_is_true(json_object_get(state, "missed")) ? " (missed)" : "");
+			printf("    last claimed tick %s%s%s\n", tick,
+			       json_is_true(json_object_get(state, "missed")) ? " (missed)" : "",
+			       json_is_true(json_object_get(state, "corrupt"))
+			           ? "  CORRUPT: beyond any sane clock, workers override it"
+			           : "");
 		}
 		runs = json_object_get(job, "runs");
 		if (json_array_size(runs) > 0)

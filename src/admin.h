@@ -7,4 +7,8 @@
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
 
+/* status reads worker nodes, holders and run records with this (a fuzzer drives it). */
+#include <jansson.h>
+void admin_node_data(json_t *obj, const char *value, int len);
+
 #endif

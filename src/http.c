@@ -80,6 +80,9 @@ static const struct {
      "1 while the cluster agreed on another number of leases than this worker's", "gauge", NULL, 2},
     {"leasekeeper_job_runs_total", "runs started here", "counter", "runs", 0},
     {"leasekeeper_job_failures_total", "runs that failed here", "counter", "failures", 0},
+    {"leasekeeper_job_corrupt_states_total",
+     "tick states read corrupt, or claiming a tick too far ahead, and repaired here", "counter",
+     "corrupt_states", 0},
 };
 
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */

@@ -677,10 +677,13 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	struct job *job = arg;
 
 	(void)jr;
-	log_warnx("job %s: the cluster agreed on %d lease(s) but this worker is configured with "
-	          "%d: not contending (set leases = %d in the job, or run `leasekeeper set-leases "
-	          "%s %d` to change the cluster's count on purpose)",
-	          job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
+	if (cluster > 0)
+		log_warnx(
+		    "job %s: the cluster agreed on %d lease(s) but this worker is configured "
+		    "with %d: not contending (set leases = %d in the job, or run `leasekeeper "
+		    "set-leases %s %d` to change the cluster's count on purpose)",
+		    job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
+	/* cluster < 0: the record is corrupt, jobrec.c said so and why. */
 	job->agreed = 0;
 	job->await_verify = 0;
 	evtimer_del(job->timer);
@@ -1000,6 +1003,7 @@ job_status_json(const struct job *job)
 	if (jobrec_cluster_leases(job->rec) > 0)
 		json_object_set_new(o, "cluster_leases",
 		                    json_integer(jobrec_cluster_leases(job->rec)));
+	json_object_set_new(o, "corrupt_states", json_integer(jobrec_corrupt_states(job->rec)));
 	if (job->next_tick >= 0 && job_scheduled(job)) {
 		clock_iso8601((uint64_t)job->next_tick * 1000, next, sizeof next);
 		json_object_set_new(o, "next_tick", json_string(next));

@@ -24,15 +24,26 @@
 #include "clock.h"
 #include "compat.h"
 #include "jobrec.h"
+#include "leasekeeper.h"
 #include "log.h"
 #include "schedule.h"
+#include "tickstate.h"
 #include "xmalloc.h"
 #include "znode.h"
 
 enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
 
-#define JOBREC_KEEP_TICKS  64      /* claimed and missed ticks remembered in the state */
-#define JOBREC_MAX_SKIPPED 1000000 /* ticks looked at between two claims, at most */
+#define JOBREC_WINDOW_NS    (60 * 1000000000ULL) /* the window of the write limits below */
+#define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
+#define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
+#define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
+
+/* A count of events in a window of time, for the write limits. */
+struct jobrec_window {
+	uint64_t start_ns;
+	int count;
+	int dropped;
+};
 
 /* One multi-step operation on the records, with the context its replies need. */
 struct jobrec_task {
@@ -61,7 +72,12 @@ struct jobrec {
 	char *lock_path; /* recorded with the count, so that status can find the lock */
 	int cluster;     /* the agreed count, 0 until known */
 	int checking;
-	int recheck; /* check again after the reconnect */
+	int recheck;                   /* check again after the reconnect */
+	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
+	struct jobrec_window runs;     /* run records written */
+	int64_t corrupt;               /* tick states found corrupt or claimed too far ahead */
+	uint64_t warned_ns;            /* the last warning about the state (rate limit) */
+	int warned_dropped;            /* warnings not logged since */
 	struct jobrec_cb cb;
 	void *arg;
 	TAILQ_HEAD(, jobrec_task) tasks;
@@ -81,23 +97,54 @@ jobrec_path(const char *root, const char *job)
 	return path;
 }
 
-/* The "leases" of a job record's JSON, or 0 if there is none. */
+/*
+ * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
+ * key), -1 if it is corrupt (too large, not an object, or a count that is not an integer in
+ * 1..LK_MAX_LEASES): a corrupt record is a conflict, never "no count", or a worker would
+ * rewrite it in a loop against whoever wrote it.
+ */
 int
 jobrec_parse_leases(const char *data, int len)
 {
 	json_t *o, *n;
-	int leases = 0;
+	int leases = -1;
 
 	if (data == NULL || len <= 0)
 		return 0;
+	if (len > JOBREC_MAX_SIZE)
+		return -1;
 	o = json_loadb(data, (size_t)len, 0, NULL);
-	if (o == NULL)
-		return 0;
+	if (!json_is_object(o)) {
+		if (o != NULL)
+			json_decref(o);
+		return -1;
+	}
 	n = json_object_get(o, "leases");
-	if (json_is_integer(n) && json_integer_value(n) >= 1 && json_integer_value(n) <= 1000000)
+	if (n == NULL)
+		leases = 0;
+	else if (json_is_integer(n) && json_integer_value(n) >= 1 &&
+	         json_integer_value(n) <= LK_MAX_LEASES)
 		leases = (int)json_integer_value(n);
 	json_decref(o);
 	return leases;
+}
+
+/* Whether one more event fits in w's window of max; else counted as dropped. */
+static int
+jobrec_window_take(struct jobrec_window *w, int max)
+{
+	uint64_t now = clock_now_ns();
+
+	if (w->start_ns == 0 || now - w->start_ns >= JOBREC_WINDOW_NS) {
+		w->start_ns = now;
+		w->count = 0;
+	}
+	if (w->count >= max) {
+		w->dropped++;
+		return 0;
+	}
+	w->count++;
+	return 1;
 }
 
 /* Whether a job record's JSON names its lock. */
@@ -107,7 +154,8 @@ jobrec_has_lock(const char *data, int len)
 	json_t *o;
 	int has;
 
-	if (data == NULL || len <= 0 || (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
+	if (data == NULL || len <= 0 || len > JOBREC_MAX_SIZE ||
+	    (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
 		return 0;
 	has = json_is_string(json_object_get(o, "lock"));
 	json_decref(o);
@@ -164,6 +212,13 @@ jobrec_free(struct jobrec *jr)
 	free(jr->runs_path);
 	free(jr->lock_path);
 	free(jr);
+}
+
+/* How many times the tick state was found corrupt or claimed too far ahead, and repaired. */
+int64_t
+jobrec_corrupt_states(const struct jobrec *jr)
+{
+	return jr->corrupt;
 }
 
 /* The agreed count as last read, 0 if unknown. */
@@ -229,11 +284,36 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	n = jobrec_parse_leases(reply->value, reply->value_len);
+	if (n < 0) {
+		/* Corrupt: not ours to fix by writing (whoever wrote it would write it back). */
+		log_warnx(
+		    "%s holds an invalid lease count (not an integer in 1..%d): not "
+		    "contending until it is fixed (`leasekeeper set-leases %s %d` writes ours)",
+		    jr->path, LK_MAX_LEASES, znode_basename(jr->path), jr->leases);
+		jr->cluster = 0;
+		jr->cb.conflict(jr, -1, jr->arg);
+		return;
+	}
 	if (n == 0 || (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len))) {
 		/*
 		 * A record without a count (made by hand?), or one that does not say where the
-		 * lock lives (older, or written by set-leases): write ours, at its version.
+		 * lock lives (older, or written by set-leases): write ours, at its version. At
+		 * most JOBREC_MAX_REWRITES a minute: another writer must not make this a loop.
 		 */
+		if (!jobrec_window_take(&jr->rewrites, JOBREC_MAX_REWRITES)) {
+			if (jr->rewrites.dropped == 1)
+				log_warnx(
+				    "%s was rewritten %d times in a minute: someone writes it "
+				    "back; not contending until it changes",
+				    jr->path, JOBREC_MAX_REWRITES);
+			if (n == 0) {
+				jr->cluster = 0;
+				jr->cb.conflict(jr, -1, jr->arg);
+				return;
+			}
+			goto agreed; /* the count is ours; the lock path can wait */
+		}
+		jr->rewrites.dropped = 0;
 		if (n == 0)
 			log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
 		data = jobrec_data(jr);
@@ -243,6 +323,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		free(data);
 		return;
 	}
+agreed:
 	jr->cluster = n;
 	if (n == jr->leases)
 		jr->cb.agreed(jr, jr->arg);
@@ -339,54 +420,41 @@ jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, con
 	return t;
 }
 
-/* The claimed tick and its lists, from the state's JSON. */
-static json_t *
-jobrec_parse_state(const struct zk_reply *reply, int64_t *tick)
-{
-	json_t *o = NULL, *t;
-	const char *lists[] = {"runners", "recent", "missed"};
-	size_t i;
-
-	*tick = -1;
-	if (reply->value != NULL && reply->value_len > 0)
-		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
-	if (o == NULL || !json_is_object(o)) {
-		if (o != NULL)
-			json_decref(o);
-		o = json_object();
-	}
-	t = json_object_get(o, "tick");
-	if (json_is_integer(t))
-		*tick = json_integer_value(t);
-	for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-		if (!json_is_array(json_object_get(o, lists[i])))
-			json_object_set_new(o, lists[i], json_array());
-	}
-	return o;
-}
-
-/* Whether a list of ticks holds tick. */
-static int
-jobrec_has_tick(json_t *list, int64_t tick)
-{
-	json_t *v;
-	size_t i;
-
-	json_array_foreach(list, i, v)
-	{
-		if (json_is_integer(v) && json_integer_value(v) == tick)
-			return 1;
-	}
-	return 0;
-}
-
-/* Append tick to a list of ticks, keeping the newest JOBREC_KEEP_TICKS. */
+/* Warn about what was wrong with a state read, at most once a minute per job. */
 static void
-jobrec_add_tick(json_t *list, int64_t tick)
+jobrec_state_warn(struct jobrec *jr, const struct tickstate *st)
 {
-	json_array_append_new(list, json_integer(tick));
-	while (json_array_size(list) > JOBREC_KEEP_TICKS)
-		json_array_remove(list, 0);
+	uint64_t now = clock_now_ns();
+
+	if ((st->flags & (TICKSTATE_CORRUPT | TICKSTATE_FUTURE)) != 0)
+		jr->corrupt++;
+	if (st->flags == 0)
+		return;
+	if (jr->warned_ns != 0 && now - jr->warned_ns < JOBREC_WARN_NS) {
+		jr->warned_dropped++;
+		return;
+	}
+	log_warnx(
+	    "job %s: %s %s: %s%s%s (%d similar warning(s) not logged in the last minute)",
+	    znode_basename(jr->path), st->flags & TICKSTATE_FUTURE ? "overriding" : "repairing",
+	    jr->state_path,
+	    st->flags & TICKSTATE_CORRUPT ? "not a JSON object, or larger than the limit; " : "",
+	    st->flags & TICKSTATE_TRUNCATED ? "lists too long or of the wrong type, trimmed; " : "",
+	    st->flags & TICKSTATE_FUTURE ? "a tick claimed beyond the next few ticks, which "
+	                                   "no sane clock claims"
+	                                 : "rewritten sanely at the next claim",
+	    jr->warned_dropped);
+	jr->warned_ns = now;
+	jr->warned_dropped = 0;
+}
+
+/* The state as read, bounded (none, ZNONODE, reads as empty). */
+static void
+jobrec_read_state(const struct zk_reply *reply, struct tickstate *st)
+{
+	tickstate_parse(reply->rc == ZOK ? reply->value : NULL,
+	                reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0,
+	                st);
 }
 
 /* Record that a tick was missed (one run record, and a log line). */
@@ -411,12 +479,12 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
  * again.
  */
 static void
-jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, json_t *state,
+jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, struct tickstate *st,
                    zk_reply_cb cb)
 {
-	char *data = json_dumps(state, JSON_COMPACT);
+	char *data = tickstate_dump(st);
 
-	json_decref(state);
+	tickstate_free(st);
 	if (read->rc == ZNONODE)
 		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
 		               ZOO_PERSISTENT, cb, t);
@@ -424,21 +492,6 @@ jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, json_t *s
 		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), read->stat->version,
 		       cb, t);
 	free(data);
-}
-
-/* Whether node is among the runners. */
-static int
-jobrec_has_runner(json_t *state, const char *node)
-{
-	json_t *v;
-	size_t i;
-
-	json_array_foreach(json_object_get(state, "runners"), i, v)
-	{
-		if (json_is_string(v) && strcmp(json_string_value(v), node) == 0)
-			return 1;
-	}
-	return 0;
 }
 
 /* End a claim with its result. */
@@ -484,10 +537,10 @@ static void
 jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	json_t *state, *runners, *missed, *v;
-	int64_t tick, x;
-	size_t i;
-	int n;
+	struct tickstate st;
+	struct tickstate_claim c;
+	enum tickstate_verdict verdict;
+	json_t *skipped;
 
 	if (zk_connection_error(reply->rc)) {
 		t->waiting = 1;
@@ -498,47 +551,29 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_claim_done(t, JOBREC_ERROR);
 		return;
 	}
-	state = jobrec_parse_state(reply, &tick);
-	runners = json_object_get(state, "runners");
-	missed = json_object_get(state, "missed");
-	if (tick == t->tick && jobrec_has_runner(state, t->node)) {
-		/* Our earlier write landed, its answer was lost: finish what it started. */
-		json_decref(state);
-		if (t->maybe_set)
+	jobrec_read_state(reply, &st);
+	c.tick = t->tick;
+	c.per_tick = t->per_tick;
+	c.node = t->node;
+	c.sched = t->sched;
+	c.history = t->history;
+	c.now = (int64_t)(clock_wall_ms() / 1000);
+	verdict = tickstate_claim(&st, &c, &skipped);
+	jobrec_state_warn(t->jr, &st);
+	if (verdict != TICKSTATE_CLAIM) {
+		tickstate_free(&st);
+		/* Ours already: our earlier write landed, its answer was lost; finish it. */
+		if (verdict == TICKSTATE_OURS && t->maybe_set)
 			jobrec_claim_set_cb(&(struct zk_reply){.rc = ZOK}, t);
 		else
 			jobrec_claim_done(t, JOBREC_TAKEN);
 		return;
 	}
-	if (tick > t->tick || jobrec_has_tick(missed, t->tick) ||
-	    (tick == t->tick && json_array_size(runners) >= (size_t)t->per_tick)) {
-		json_decref(state);
-		jobrec_claim_done(t, JOBREC_TAKEN);
-		return;
-	}
-	if (tick < t->tick) {
-		/* The ticks between the last claim and this one can never run now: missed. */
-		if (t->skipped != NULL)
-			json_decref(t->skipped);
-		t->skipped = json_array();
-		/* The most recent of them, up to history (after a long outage, many). */
-		for (x = tick < 0 || t->sched == NULL ? -1 : schedule_next(t->sched, tick), n = 0;
-		     x >= 0 && x < t->tick && n < JOBREC_MAX_SKIPPED;
-		     x = schedule_next(t->sched, x), n++) {
-			if (jobrec_has_tick(missed, x))
-				continue;
-			json_array_append_new(t->skipped, json_integer(x));
-			while (json_array_size(t->skipped) > (size_t)t->history)
-				json_array_remove(t->skipped, 0);
-		}
-		json_array_foreach(t->skipped, i, v) jobrec_add_tick(missed, json_integer_value(v));
-		json_array_clear(runners);
-		json_object_set_new(state, "tick", json_integer(t->tick));
-		jobrec_add_tick(json_object_get(state, "recent"), t->tick);
-	}
-	json_array_append_new(runners, json_string(t->node));
+	if (t->skipped != NULL)
+		json_decref(t->skipped);
+	t->skipped = skipped;
 	t->maybe_set = 1;
-	jobrec_write_state(t, reply, state, jobrec_claim_set_cb);
+	jobrec_write_state(t, reply, &st, jobrec_claim_set_cb);
 }
 
 static void
@@ -602,8 +637,7 @@ static void
 jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	json_t *state, *missed;
-	int64_t tick;
+	struct tickstate st;
 
 	if (zk_connection_error(reply->rc)) {
 		t->waiting = 1;
@@ -613,16 +647,14 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_task_free(t);
 		return;
 	}
-	state = jobrec_parse_state(reply, &tick);
-	missed = json_object_get(state, "missed");
-	if (tick == t->tick || jobrec_has_tick(json_object_get(state, "recent"), t->tick) ||
-	    jobrec_has_tick(missed, t->tick)) {
-		json_decref(state);
+	jobrec_read_state(reply, &st);
+	jobrec_state_warn(t->jr, &st);
+	if (!tickstate_mark_missed(&st, t->tick)) {
+		tickstate_free(&st);
 		jobrec_task_free(t);
 		return;
 	}
-	jobrec_add_tick(missed, t->tick);
-	jobrec_write_state(t, reply, state, jobrec_missed_set_cb);
+	jobrec_write_state(t, reply, &st, jobrec_missed_set_cb);
 }
 
 static void
@@ -713,6 +745,22 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 	if (history <= 0) {
 		json_decref(record);
 		return;
+	}
+	/* A job that ends at once and restarts must not write thousands of records a minute. */
+	if (!jobrec_window_take(&jr->runs, JOBREC_MAX_RUNS)) {
+		if (jr->runs.dropped == 1)
+			log_warnx(
+			    "job %s: %d run records in the last minute: not recording more "
+			    "runs until the minute is over (they are counted in the next one)",
+			    znode_basename(jr->path), JOBREC_MAX_RUNS);
+		json_decref(record);
+		return;
+	}
+	if (jr->runs.dropped > 0) {
+		log_warnx("job %s: %d run record(s) were not written in the last minute",
+		          znode_basename(jr->path), jr->runs.dropped);
+		json_object_set_new(record, "runs_not_recorded", json_integer(jr->runs.dropped));
+		jr->runs.dropped = 0;
 	}
 	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
 	t->record = record;

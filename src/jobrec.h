@@ -8,6 +8,8 @@
 
 #include "zk.h"
 
+#define JOBREC_MAX_SIZE 65536 /* bytes of a job record parsed; a larger one is corrupt */
+
 struct jobrec;
 
 enum jobrec_claim_result {
@@ -29,6 +31,7 @@ void jobrec_free(struct jobrec *);
 void jobrec_check(struct jobrec *);
 void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
+int64_t jobrec_corrupt_states(const struct jobrec *);
 
 struct schedule;
 void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,

@@ -251,10 +251,11 @@ test_jobrec_leases(void **state)
 {
 	(void)state;
 	assert_int_equal(jobrec_parse_leases("{\"leases\":3}", 12), 3);
-	assert_int_equal(jobrec_parse_leases("{\"leases\":0}", 12), 0);
 	assert_int_equal(jobrec_parse_leases("{\"x\":1}", 7), 0);
-	assert_int_equal(jobrec_parse_leases("not json", 8), 0);
 	assert_int_equal(jobrec_parse_leases(NULL, 0), 0);
+	/* A count that is there but invalid is corrupt (-1), never "no count" (0). */
+	assert_int_equal(jobrec_parse_leases("{\"leases\":0}", 12), -1);
+	assert_int_equal(jobrec_parse_leases("not json", 8), -1);
 }
 
 int

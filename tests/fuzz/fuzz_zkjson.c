@@ -1,0 +1,103 @@
+/*
+ * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
+ * The first byte chooses the reader: 0 the job record, 1 the tick state and the claim computed
+ * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
+ * nodes as status reads them.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "admin.h"
+#include "jobrec.h"
+#include "schedule.h"
+#include "tickstate.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The schedules claims are computed with: frequent, sparse, and an interval. */
+static struct schedule *fuzz_sched[3];
+
+/* Parse the schedules once. */
+static void
+fuzz_init(void)
+{
+	const char *specs[] = {"* * * * *", "0 3 * * 1", "@every 1s"};
+	char *cause = NULL;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		if (fuzz_sched[i] == NULL &&
+		    schedule_parse(specs[i], "UTC", &fuzz_sched[i], &cause) != 0)
+			abort();
+	}
+}
+
+/* Claims of a few ticks around the state's own, for each schedule. */
+static void
+fuzz_tickstate(const char *s, size_t n)
+{
+	const int64_t now = 1800000000;
+	const int64_t ticks[] = {now, now - 60, now + 3600 * 24 * 365};
+	struct tickstate st, again;
+	struct tickstate_claim c;
+	json_t *skipped;
+	char *out;
+	size_t i, k;
+
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < sizeof ticks / sizeof ticks[0]; i++) {
+			tickstate_parse(s, n, &st);
+			c = (struct tickstate_claim){ticks[i],      1 + (int)(i % 2), "fuzz",
+			                             fuzz_sched[k], (int)(k * 40),    now};
+			if (tickstate_claim(&st, &c, &skipped) == TICKSTATE_CLAIM) {
+				if (json_array_size(skipped) > TICKSTATE_MAX_SKIPPED)
+					abort();
+				/* What we write must read back clean, and small. */
+				out = tickstate_dump(&st);
+				tickstate_parse(out, strlen(out), &again);
+				if (again.flags != 0 || again.tick != ticks[i])
+					abort();
+				tickstate_free(&again);
+				free(out);
+			}
+			if (skipped != NULL)
+				json_decref(skipped);
+			tickstate_mark_missed(&st, ticks[i] - 60);
+			tickstate_free(&st);
+		}
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data + 1;
+	size_t n = size - 1;
+	json_t *o;
+	int leases;
+
+	if (size < 1)
+		return 0;
+	fuzz_init();
+	switch (data[0] % 3) {
+	case 0:
+		leases = jobrec_parse_leases(s, (int)n);
+		if (leases < -1 || leases > LK_MAX_LEASES)
+			abort();
+		break;
+	case 1:
+		fuzz_tickstate(s, n);
+		break;
+	default:
+		o = json_object();
+		admin_node_data(o, s, (int)n);
+		json_decref(o);
+		break;
+	}
+	return 0;
+}

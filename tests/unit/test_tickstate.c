@@ -1,0 +1,291 @@
+/* test_tickstate.c: the tick state read from ZooKeeper, bounded, and the claim computed on it. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "jobrec.h"
+#include "leasekeeper.h"
+#include "schedule.h"
+#include "tickstate.h"
+
+#define T0 1800000000 /* 2027-01-15T08:00:00Z, a whole minute */
+
+/* {"tick":tick,"missed":[0,0,...]} with n zeros (caller frees). */
+static char *
+hostile_state(int64_t tick, size_t n, size_t *len)
+{
+	char *s = malloc(64 + 2 * n), *p = s;
+	size_t i;
+
+	p += sprintf(p, "{\"tick\":%lld,\"missed\":[", (long long)tick);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, i == 0 ? "0" : ",0");
+	p += sprintf(p, "]}");
+	*len = (size_t)(p - s);
+	return s;
+}
+
+/* A minutely cron schedule in UTC. */
+static struct schedule *
+minutely(void)
+{
+	struct schedule *s = NULL;
+	char *cause = NULL;
+
+	assert_int_equal(schedule_parse("* * * * *", "UTC", &s, &cause), 0);
+	return s;
+}
+
+static void
+test_parse_plain(void **state)
+{
+	const char *j = "{\"tick\":60,\"runners\":[\"a\",\"b\"],\"recent\":[0,60],\"missed\":[30]}";
+	struct tickstate st;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(st.flags, 0);
+	assert_int_equal(st.tick, 60);
+	assert_int_equal(json_array_size(json_object_get(st.o, "runners")), 2);
+	assert_true(tickstate_has_tick(json_object_get(st.o, "missed"), 30));
+	tickstate_free(&st);
+}
+
+static void
+test_parse_garbage(void **state)
+{
+	const char *bad[] = {"", "not json", "[1,2]", "{\"tick\":\"x\",\"missed\":{}}",
+	                     "{\"tick\":-5,\"runners\":[1,null,\"\"],\"missed\":[\"a\",-1]}"};
+	struct tickstate st;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		tickstate_parse(bad[i], strlen(bad[i]), &st);
+		assert_int_equal(st.tick, -1);
+		assert_int_equal(json_array_size(json_object_get(st.o, "runners")), 0);
+		assert_int_equal(json_array_size(json_object_get(st.o, "missed")), 0);
+		assert_true(i == 0 || st.flags != 0);
+		tickstate_free(&st);
+	}
+}
+
+/* A long list is cut to TICKSTATE_MAX_LIST, keeping the newest (last) entries. */
+static void
+test_parse_long_list_truncated(void **state)
+{
+	size_t len;
+	char *j = hostile_state(1, 1000, &len);
+	struct tickstate st;
+
+	(void)state;
+	tickstate_parse(j, len, &st);
+	assert_true(st.flags & TICKSTATE_TRUNCATED);
+	assert_int_equal(st.tick, 1);
+	assert_int_equal(json_array_size(json_object_get(st.o, "missed")), TICKSTATE_MAX_LIST);
+	tickstate_free(&st);
+	free(j);
+}
+
+/* A node above TICKSTATE_MAX_SIZE is corrupt and not parsed at all. */
+static void
+test_parse_too_large(void **state)
+{
+	size_t len;
+	char *j = hostile_state(1, 300000, &len);
+	struct tickstate st;
+
+	(void)state;
+	tickstate_parse(j, len, &st);
+	assert_true(st.flags & TICKSTATE_CORRUPT);
+	assert_int_equal(st.tick, -1);
+	assert_int_equal(json_array_size(json_object_get(st.o, "missed")), 0);
+	tickstate_free(&st);
+	free(j);
+}
+
+/* The ticks skipped since the last claim are the newest ones, at most history of them. */
+static void
+test_claim_skipped(void **state)
+{
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "me", s, 3, T0 + 5};
+	const char *j = "{\"tick\":1799999400,\"missed\":[1799999940]}"; /* T0-600; T0-60 */
+	struct tickstate st;
+	json_t *skipped;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_int_equal(json_array_size(skipped), 3);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 0)), T0 - 240);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 1)), T0 - 180);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 2)), T0 - 120);
+	assert_int_equal(st.tick, T0);
+	assert_true(tickstate_has_tick(json_object_get(st.o, "missed"), T0 - 120));
+	assert_true(tickstate_has_tick(json_object_get(st.o, "recent"), T0));
+	json_decref(skipped);
+	tickstate_free(&st);
+	schedule_free(s);
+}
+
+/*
+ * Item 4 of issue 8: an old tick and a long missed list. The claim still lands, names at
+ * most history skipped ticks, and its work is bounded by the lists' caps (the old code
+ * walked every tick since 1970 against the whole list).
+ */
+static void
+test_claim_hostile_old_tick(void **state)
+{
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "me", s, 20, T0 + 1};
+	size_t len;
+	char *j = hostile_state(1, 5000, &len);
+	struct tickstate st;
+	json_t *skipped;
+	char *out;
+
+	(void)state;
+	tickstate_parse(j, len, &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_int_equal(json_array_size(skipped), 20);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 19)), T0 - 60);
+	out = tickstate_dump(&st);
+	assert_true(strlen(out) < 4096); /* rewritten sanely: short lists */
+	free(out);
+	json_decref(skipped);
+	tickstate_free(&st);
+	free(j);
+	schedule_free(s);
+}
+
+/* Item 5 of issue 8: a tick claimed far in the future is overridden and flagged. */
+static void
+test_claim_future_overridden(void **state)
+{
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "me", s, 20, T0 + 1};
+	const char *j =
+	    "{\"tick\":4102444800,\"runners\":[\"clock-ahead\"],\"missed\":[4102444740]}";
+	struct tickstate st;
+	json_t *skipped;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_true(st.flags & TICKSTATE_FUTURE);
+	assert_int_equal(st.tick, T0);
+	assert_int_equal(json_array_size(skipped), 0);
+	assert_int_equal(json_array_size(json_object_get(st.o, "missed")), 0);
+	assert_int_equal(json_array_size(json_object_get(st.o, "runners")), 1);
+	json_decref(skipped);
+	tickstate_free(&st);
+	schedule_free(s);
+}
+
+/* A later tick within the horizon (a peer's clock a minute ahead) is respected. */
+static void
+test_claim_later_within_horizon(void **state)
+{
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "me", s, 20, T0 + 1};
+	const char *j = "{\"tick\":1800000060,\"runners\":[\"peer\"]}";
+	struct tickstate st;
+	json_t *skipped;
+
+	(void)state;
+	assert_true(tickstate_horizon(s, T0 + 1) >= T0 + TICKSTATE_MIN_HORIZON);
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_TAKEN);
+	assert_int_equal(st.flags, 0);
+	assert_null(skipped);
+	tickstate_free(&st);
+	schedule_free(s);
+}
+
+static void
+test_claim_taken_and_ours(void **state)
+{
+	struct tickstate_claim c = {T0, 2, "me", NULL, 20, T0};
+	const char *full = "{\"tick\":1800000000,\"runners\":[\"a\",\"b\"]}";
+	const char *ours = "{\"tick\":1800000000,\"runners\":[\"me\"]}";
+	const char *one = "{\"tick\":1800000000,\"runners\":[\"a\"]}";
+	const char *missed = "{\"tick\":1799999940,\"missed\":[1800000000]}";
+	struct tickstate st;
+	json_t *skipped;
+
+	(void)state;
+	tickstate_parse(full, strlen(full), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_TAKEN);
+	tickstate_free(&st);
+	tickstate_parse(ours, strlen(ours), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_OURS);
+	tickstate_free(&st);
+	tickstate_parse(missed, strlen(missed), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_TAKEN);
+	tickstate_free(&st);
+	tickstate_parse(one, strlen(one), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_null(skipped);
+	assert_int_equal(json_array_size(json_object_get(st.o, "runners")), 2);
+	tickstate_free(&st);
+}
+
+static void
+test_mark_missed(void **state)
+{
+	const char *j = "{\"tick\":1800000000,\"recent\":[1799999940]}";
+	struct tickstate st;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_false(tickstate_mark_missed(&st, T0));
+	assert_false(tickstate_mark_missed(&st, T0 - 60));
+	assert_true(tickstate_mark_missed(&st, T0 + 60));
+	assert_false(tickstate_mark_missed(&st, T0 + 60));
+	tickstate_free(&st);
+}
+
+/* Item 6 of issue 8: a count above LK_MAX_LEASES is corrupt, not "no count". */
+static void
+test_jobrec_leases_limit(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	snprintf(buf, sizeof buf, "{\"leases\":%d}", LK_MAX_LEASES);
+	assert_int_equal(jobrec_parse_leases(buf, (int)strlen(buf)), LK_MAX_LEASES);
+	snprintf(buf, sizeof buf, "{\"leases\":%d}", LK_MAX_LEASES + 1);
+	assert_int_equal(jobrec_parse_leases(buf, (int)strlen(buf)), -1);
+	assert_int_equal(jobrec_parse_leases("{\"leases\":2000000}", 18), -1);
+	assert_int_equal(jobrec_parse_leases("{\"leases\":\"3\"}", 14), -1);
+	assert_int_equal(jobrec_parse_leases("{}", 2), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_plain),
+	    cmocka_unit_test(test_parse_garbage),
+	    cmocka_unit_test(test_parse_long_list_truncated),
+	    cmocka_unit_test(test_parse_too_large),
+	    cmocka_unit_test(test_claim_skipped),
+	    cmocka_unit_test(test_claim_hostile_old_tick),
+	    cmocka_unit_test(test_claim_future_overridden),
+	    cmocka_unit_test(test_claim_later_within_horizon),
+	    cmocka_unit_test(test_claim_taken_and_ours),
+	    cmocka_unit_test(test_mark_missed),
+	    cmocka_unit_test(test_jobrec_leases_limit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
