@@ -61,19 +61,40 @@ proto_conn_eof(struct proto_conn *c)
 		c->eof_cb(c->arg);
 }
 
+/* Decode one frame: a header and its payload; -1 if truncated, oversized or of no known type. */
+int
+proto_decode(const void *buf, size_t len, struct proto_msg *out)
+{
+	struct proto_hdr hdr;
+
+	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
+		return -1;
+	memcpy(&hdr, buf, sizeof hdr);
+	if (hdr.type < PROTO_START || hdr.type > PROTO_EXITED)
+		return -1;
+	out->type = hdr.type;
+	out->job = hdr.job;
+	out->epoch = hdr.epoch;
+	out->v1 = hdr.v1;
+	out->v2 = hdr.v2;
+	out->len = len - sizeof hdr;
+	out->payload = (const char *)buf + sizeof hdr;
+	return 0;
+}
+
 /* Read every message that is waiting. */
 static void
 proto_read_cb(int fd, short what, void *arg)
 {
 	struct proto_conn *c = arg;
 	static char buf[sizeof(struct proto_hdr) + PROTO_MAX_PAYLOAD + 1];
-	struct proto_hdr hdr;
 	struct proto_msg msg;
 	ssize_t n;
 
 	(void)what;
 	while (!c->eof) {
-		n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+		/* MSG_TRUNC: the real size, so a message cut to fit is refused, not run. */
+		n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n < 0 && errno == EINTR)
@@ -84,19 +105,11 @@ proto_read_cb(int fd, short what, void *arg)
 			proto_conn_eof(c);
 			return;
 		}
-		if ((size_t)n < sizeof hdr) {
-			log_warnx("proto: short message (%zd bytes) ignored", n);
+		if ((size_t)n > sizeof buf - 1 || proto_decode(buf, (size_t)n, &msg) != 0) {
+			log_warnx("proto: bad message (%zd bytes) ignored", n);
 			continue;
 		}
-		memcpy(&hdr, buf, sizeof hdr);
 		buf[n] = '\0';
-		msg.type = hdr.type;
-		msg.job = hdr.job;
-		msg.epoch = hdr.epoch;
-		msg.v1 = hdr.v1;
-		msg.v2 = hdr.v2;
-		msg.len = (size_t)n - sizeof hdr;
-		msg.payload = buf + sizeof hdr;
 		c->msg_cb(&msg, c->arg);
 	}
 }

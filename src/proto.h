@@ -68,6 +68,13 @@ void proto_conn_free(struct proto_conn *);
 void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
                 int64_t v2, const void *payload, size_t len);
 
+/*
+ * Decode one frame (header and payload, as one recv() returned it) into out, whose payload
+ * then points into buf. Returns -1 for a frame that is truncated, oversized or of no known
+ * type. Pure, so a fuzzer can drive it.
+ */
+int proto_decode(const void *buf, size_t len, struct proto_msg *out);
+
 void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
 void proto_spec_free(struct proto_spec *);
 int proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value);

@@ -441,9 +441,49 @@ schedule_tzif_parse(const unsigned char *buf, size_t len, struct schedule_zone *
 	return schedule_posix_parse(footer, z);
 }
 
-/* Load the TZif file at path into z; returns 0, or -1 with errno (EINVAL: not TZif). */
+/* Parse a zone from memory: a TZif file, or a POSIX TZ string (no NUL, under 256 bytes). */
 static int
-schedule_zone_load_file(const char *path, struct schedule_zone *z)
+schedule_zone_from_buf(const void *buf, size_t len, struct schedule_zone *z)
+{
+	char tz[256];
+	int r = -1;
+
+	memset(z, 0, sizeof *z);
+	if (len >= 4 && memcmp(buf, "TZif", 4) == 0)
+		r = schedule_tzif_parse(buf, len, z);
+	else if (len > 0 && len < sizeof tz && memchr(buf, '\0', len) == NULL) {
+		memcpy(tz, buf, len);
+		tz[len] = '\0';
+		r = schedule_posix_parse(tz, z);
+	}
+	if (r != 0) {
+		free(z->times);
+		free(z->offs);
+		memset(z, 0, sizeof *z);
+	}
+	return r;
+}
+
+/* Replace s's zone with one parsed from memory; the zone loaders come through here. */
+int
+schedule_zone_parse(struct schedule *s, const void *buf, size_t len, char **cause)
+{
+	struct schedule_zone z;
+
+	if (schedule_zone_from_buf(buf, len, &z) != 0) {
+		*cause = xstrdup("bad time zone data: neither a TZif file (RFC 8536) nor a POSIX "
+		                 "TZ string such as \"CET-1CEST,M3.5.0,M10.5.0/3\"");
+		return -1;
+	}
+	free(s->zone.times);
+	free(s->zone.offs);
+	s->zone = z;
+	return 0;
+}
+
+/* Read the TZif file at path; returns 0, or -1 with errno (EINVAL: not a TZif file). */
+static int
+schedule_zone_read(const char *path, unsigned char **out, size_t *outlen)
 {
 	struct stat sb;
 	unsigned char *buf;
@@ -471,16 +511,31 @@ schedule_zone_load_file(const char *path, struct schedule_zone *z)
 		done += (size_t)r;
 	}
 	close(fd);
-	if (schedule_tzif_parse(buf, done, z) != 0) {
+	if (done < 4 || memcmp(buf, "TZif", 4) != 0) {
 		free(buf);
-		free(z->times);
-		free(z->offs);
-		memset(z, 0, sizeof *z);
 		errno = EINVAL;
 		return -1;
 	}
-	free(buf);
+	*out = buf;
+	*outlen = done;
 	return 0;
+}
+
+/* Load the TZif file at path as s's zone; returns 0, or -1 (not readable or not TZif). */
+static int
+schedule_zone_load_file(struct schedule *s, const char *path)
+{
+	unsigned char *buf;
+	size_t len;
+	char *cause = NULL;
+	int r;
+
+	if (schedule_zone_read(path, &buf, &len) != 0)
+		return -1;
+	if ((r = schedule_zone_parse(s, buf, len, &cause)) != 0)
+		free(cause);
+	free(buf);
+	return r;
 }
 
 /* Whether name looks like an IANA zone name we may look up under the zoneinfo directory. */
@@ -507,50 +562,43 @@ schedule_zone_name_ok(const char *name)
 
 /* Load the process's zone the way libc does: TZ, else /etc/localtime, else UTC. */
 static void
-schedule_zone_load_local(struct schedule_zone *z)
+schedule_zone_load_local(struct schedule *s)
 {
 	const char *tz = getenv("TZ");
-	char *path;
+	char *path, *cause = NULL;
 	int r = -1;
 
-	memset(z, 0, sizeof *z);
 	if (tz == NULL) {
-		if (schedule_zone_load_file("/etc/localtime", z) == 0)
-			return;
-	} else {
-		if (*tz == ':')
-			tz++;
-		if (*tz == '/')
-			r = schedule_zone_load_file(tz, z);
-		else if (schedule_zone_name_ok(tz)) {
-			xasprintf(&path, "%s/%s", SCHEDULE_ZONEINFO, tz);
-			r = schedule_zone_load_file(path, z);
-			free(path);
-		}
-		if (r == 0)
-			return;
-		memset(z, 0, sizeof *z);
-		if (*tz != '\0' && schedule_posix_parse(tz, z) == 0)
-			return;
+		schedule_zone_load_file(s, "/etc/localtime");
+		return;
 	}
-	memset(z, 0, sizeof *z); /* UTC */
+	if (*tz == ':')
+		tz++;
+	if (*tz == '/')
+		r = schedule_zone_load_file(s, tz);
+	else if (schedule_zone_name_ok(tz)) {
+		xasprintf(&path, "%s/%s", SCHEDULE_ZONEINFO, tz);
+		r = schedule_zone_load_file(s, path);
+		free(path);
+	}
+	if (r != 0 && *tz != '\0' && schedule_zone_parse(s, tz, strlen(tz), &cause) != 0)
+		free(cause);
 }
 
-/* Load the zone called name, or the process's zone for NULL; on error *cause names the fix. */
+/* Load the zone called name as s's, or the process's zone for NULL; else *cause names the fix. */
 static int
-schedule_zone_load(const char *name, struct schedule_zone *z, char **cause)
+schedule_zone_load(struct schedule *s, const char *name, char **cause)
 {
 	char *path;
 	int r;
 
-	memset(z, 0, sizeof *z);
 	if (name == NULL) {
-		schedule_zone_load_local(z);
+		schedule_zone_load_local(s);
 		return 0;
 	}
 	if (schedule_zone_name_ok(name)) {
 		xasprintf(&path, "%s/%s", SCHEDULE_ZONEINFO, name);
-		r = schedule_zone_load_file(path, z);
+		r = schedule_zone_load_file(s, path);
 		free(path);
 		if (r == 0)
 			return 0;
@@ -1008,7 +1056,7 @@ schedule_parse(const char *spec, const char *tz, struct schedule **out, char **c
 		}
 	}
 	free(trimmed);
-	if (r == 0 && (r = schedule_zone_load(tz, &s->zone, cause)) == 0 && tz != NULL)
+	if (r == 0 && (r = schedule_zone_load(s, tz, cause)) == 0 && tz != NULL)
 		s->tz = xstrdup(tz);
 	if (r != 0) {
 		schedule_free(s);

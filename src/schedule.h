@@ -2,6 +2,7 @@
 #ifndef SCHEDULE_H
 #define SCHEDULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -33,6 +34,13 @@ int64_t schedule_prev(const struct schedule *, int64_t at);
 
 /* A canonical text of the schedule, for logs and `check`. */
 const char *schedule_text(const struct schedule *);
+
+/*
+ * Replace the zone s runs in with one parsed from memory: a TZif file (RFC 8536) or a POSIX
+ * TZ string such as "CET-1CEST,M3.5.0,M10.5.0/3". schedule_parse loads its zones through
+ * this; data that is neither returns -1 with *cause (caller frees) and leaves s as it was.
+ */
+int schedule_zone_parse(struct schedule *, const void *buf, size_t len, char **cause);
 
 /* The time zone name the schedule was parsed with, or NULL for the process's local zone. */
 const char *schedule_timezone(const struct schedule *);

@@ -1,0 +1,196 @@
+/* test_proto.c: the main <-> supervisor frame decoder and the start spec decoder. */
+
+#include <sys/socket.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "proto.h"
+#include "supervisor.h"
+
+/* A frame as proto_send writes it: the header, then the payload. */
+static size_t
+frame(char *buf, uint32_t type, const void *payload, size_t len)
+{
+	struct {
+		uint32_t type, job;
+		uint64_t epoch;
+		int64_t v1, v2;
+	} hdr = {type, 7, 3, -1, 2000};
+
+	memcpy(buf, &hdr, sizeof hdr);
+	memcpy(buf + sizeof hdr, payload, len);
+	return sizeof hdr + len;
+}
+
+/* A well-formed frame decodes; short, oversized and unknown ones do not. */
+static void
+test_decode(void **state)
+{
+	static char buf[32 + PROTO_MAX_PAYLOAD + 2];
+	struct proto_msg m;
+	size_t n;
+
+	(void)state;
+	n = frame(buf, PROTO_STOP, "ab", 2);
+	assert_int_equal(proto_decode(buf, n, &m), 0);
+	assert_int_equal(m.type, PROTO_STOP);
+	assert_int_equal(m.job, 7);
+	assert_int_equal(m.epoch, 3);
+	assert_int_equal(m.v1, -1);
+	assert_int_equal(m.v2, 2000);
+	assert_int_equal(m.len, 2);
+	assert_memory_equal(m.payload, "ab", 2);
+	assert_int_equal(proto_decode(buf, n - 3, &m), -1);
+	n = frame(buf, 0, "", 0);
+	assert_int_equal(proto_decode(buf, n, &m), -1);
+	n = frame(buf, PROTO_EXITED + 1, "", 0);
+	assert_int_equal(proto_decode(buf, n, &m), -1);
+	memset(buf + 32, 'x', PROTO_MAX_PAYLOAD + 1);
+	n = frame(buf, PROTO_START_FAILED, buf + 32, PROTO_MAX_PAYLOAD);
+	assert_int_equal(proto_decode(buf, n, &m), 0);
+	assert_int_equal(proto_decode(buf, n + 1, &m), -1);
+}
+
+static int received;
+static size_t received_len;
+
+/* Count what the connection delivers. */
+static void
+msg_cb(const struct proto_msg *m, void *arg)
+{
+	(void)arg;
+	received++;
+	received_len = m->len;
+}
+
+/* A frame longer than the largest payload is refused, not cut to fit and delivered. */
+static void
+test_oversized_frame(void **state)
+{
+	static char buf[32 + PROTO_MAX_PAYLOAD + 1];
+	struct event_base *base = event_base_new();
+	struct proto_conn *c;
+	int sv[2];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
+	c = proto_conn_new(base, sv[0], msg_cb, NULL, NULL);
+	memset(buf + 32, 'a', PROTO_MAX_PAYLOAD + 1);
+	n = frame(buf, PROTO_START, buf + 32, PROTO_MAX_PAYLOAD + 1);
+	assert_int_equal(send(sv[1], buf, n, 0), (ssize_t)n);
+	n = frame(buf, PROTO_EPOCH_END, "", 0);
+	assert_int_equal(send(sv[1], buf, n, 0), (ssize_t)n);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(received, 1); /* the second frame only */
+	assert_int_equal(received_len, 0);
+	proto_conn_free(c);
+	close(sv[1]);
+	event_base_free(base);
+}
+
+/* Decode a spec written as tag/value pairs; returns supervisor_spec_parse's result. */
+static int
+parse(const char *const *items, struct supervisor_spec *spec, char **cause)
+{
+	struct proto_spec s = {NULL, 0};
+	int r;
+
+	for (; *items != NULL; items++)
+		proto_spec_add(&s, (enum proto_tag)(*items)[0], *items + 1);
+	r = supervisor_spec_parse(s.buf, s.len, spec, cause);
+	/* The spec's strings point into s.buf: tests only look at the numbers and counts. */
+	proto_spec_free(&s);
+	return r;
+}
+
+/* What main sends decodes into a run. */
+static void
+test_spec_ok(void **state)
+{
+	const char *items[] = {"njob",        "a/bin/sh",  "a-c",     "aecho hi", "eA=1",
+	                       "eB=",         "w/tmp",     "unobody", "gnogroup", "m22",
+	                       "o/tmp/x.log", "M10485760", "k2500",   NULL};
+	struct supervisor_spec spec;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(parse(items, &spec, &cause), 0);
+	assert_non_null(spec.argv[2]);
+	assert_null(spec.argv[3]);
+	assert_non_null(spec.env[1]);
+	assert_null(spec.env[2]);
+	assert_int_equal(spec.umask, 022);
+	assert_int_equal(spec.log_max, 10485760);
+	assert_int_equal(spec.grace_ms, 2500);
+	supervisor_spec_free(&spec);
+}
+
+/* A malformed spec is refused with a reason, never half-run or run with wrapped numbers. */
+static void
+test_spec_bad(void **state)
+{
+	static const char *const cases[][4] = {
+	    {"njob", NULL},                           /* no command */
+	    {"a", NULL},                              /* an empty command */
+	    {"atrue", "k99999999999999999999", NULL}, /* grace wraps around */
+	    {"atrue", "k18446744073709552", NULL},    /* grace * 1e6 ns wraps around */
+	    {"atrue", "k1x", NULL},
+	    {"atrue", "m999", NULL},
+	    {"atrue", "m-1", NULL},
+	    {"atrue", "eNOEQUALS", NULL},
+	    {"atrue", "e=x", NULL},
+	    {"atrue", "zwhat", NULL}, /* unknown tag */
+	    {"atrue", "nx", "ny", NULL},
+	    {"atrue", "orelative.log", NULL},
+	    {"atrue", "M", NULL},
+	};
+	struct supervisor_spec spec;
+	char *cause;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cause = NULL;
+		if (parse(cases[i], &spec, &cause) != -1)
+			fail_msg("case %zu was accepted", i);
+		assert_non_null(cause);
+		free(cause);
+	}
+}
+
+/* A value without its NUL, or a tag alone at the end, is refused. */
+static void
+test_spec_truncated(void **state)
+{
+	struct supervisor_spec spec;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(supervisor_spec_parse("atrue\0ash", 9, &spec, &cause), -1);
+	free(cause);
+	cause = NULL;
+	assert_int_equal(supervisor_spec_parse("atrue\0a", 7, &spec, &cause), -1);
+	free(cause);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_decode),         cmocka_unit_test(test_oversized_frame),
+	    cmocka_unit_test(test_spec_ok),        cmocka_unit_test(test_spec_bad),
+	    cmocka_unit_test(test_spec_truncated),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
