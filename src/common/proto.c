@@ -283,3 +283,20 @@ proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const c
 	*off = (size_t)(end - payload) + 1;
 	return 1;
 }
+
+/* The name of an exit reason, for logs. */
+const char *
+proto_exit_reason_name(enum proto_exit_reason reason)
+{
+	switch (reason) {
+	case PROTO_EXIT_NORMAL:
+		return "ended on its own";
+	case PROTO_EXIT_STOPPED:
+		return "stopped";
+	case PROTO_EXIT_DEADLINE:
+		return "killed at the lease deadline";
+	case PROTO_EXIT_EPOCH:
+		return "killed: session lost";
+	}
+	return "?";
+}

@@ -28,7 +28,7 @@
 #include "jobrec.h"
 #include "lease.h"
 #include "log.h"
-#include "supervisor.h"
+#include "svlink.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -44,7 +44,7 @@ enum exec_state {
 struct exec {
 	struct event_base *base;
 	struct zk *zk;
-	struct supervisor *sv;
+	struct svlink *sv;
 	struct lease *lease;
 	struct jobrec *rec;
 	enum exec_state state;
@@ -111,7 +111,7 @@ exec_start(struct exec *e)
 	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
 	free(s);
 	exec_set_state(e, EXEC_RUNNING);
-	supervisor_job_start(e->sv, 1, zk_epoch(e->zk), &spec);
+	svlink_job_start(e->sv, 1, zk_epoch(e->zk), &spec);
 	proto_spec_free(&spec);
 }
 
@@ -134,7 +134,7 @@ exec_lost_cb(struct lease *l, const char *why, void *arg)
 	(void)l;
 	log_warnx("exec: lease lost: %s; killing the command", why);
 	if (e->state == EXEC_RUNNING)
-		supervisor_job_stop(e->sv, 1, SIGKILL, -1);
+		svlink_job_stop(e->sv, 1, SIGKILL, -1);
 }
 
 static void
@@ -197,7 +197,7 @@ exec_exited_cb(uint32_t job, int status, enum proto_exit_reason reason, void *ar
 	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH)
 		log_warnx("exec: the command was killed because the lease could no longer be "
 		          "trusted (%s)",
-		          supervisor_exit_reason_name(reason));
+		          proto_exit_reason_name(reason));
 	log_debug("exec: command ended with %d", code);
 	exec_finish(e, code);
 }
@@ -253,11 +253,11 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 	if (e->state == EXEC_DONE)
 		return;
 	if (event == ZK_EVENT_DEADLINE) {
-		supervisor_deadline(e->sv, zk_epoch(zk), zk_deadline_ns(zk));
+		svlink_deadline(e->sv, zk_epoch(zk), zk_deadline_ns(zk));
 		return;
 	}
 	if (event == ZK_EVENT_EXPIRED)
-		supervisor_epoch_end(e->sv, zk_epoch(zk));
+		svlink_epoch_end(e->sv, zk_epoch(zk));
 	lease_session(e->lease, event);
 	if (e->rec != NULL)
 		jobrec_session(e->rec, event);
@@ -307,7 +307,7 @@ exec_signal_cb(int sig, short what, void *arg)
 	}
 	if (e->state == EXEC_RUNNING) {
 		log_debug("exec: passing signal %d on to the command", sig);
-		supervisor_job_stop(e->sv, 1, sig, -1);
+		svlink_job_stop(e->sv, 1, sig, -1);
 		return;
 	}
 	log_info("exec: interrupted before the lease was acquired");
@@ -376,8 +376,8 @@ exec_main(int argc, char **argv)
 	                                         {NULL, 0, NULL, 0}};
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb};
-	static const struct supervisor_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
-	                                         exec_exited_cb, exec_sv_died_cb};
+	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
+	                                     exec_exited_cb, exec_sv_died_cb};
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
 	struct exec e;
 	struct config_errors errors = {NULL, 0};
@@ -553,7 +553,7 @@ exec_main(int argc, char **argv)
 
 		evtimer_add(e.timer, &tv);
 	}
-	e.sv = supervisor_start(e.base, &scb, &e);
+	e.sv = svlink_start(e.base, &scb, &e);
 	e.zk = zk_create(e.base, hosts, (int)session_timeout_ms, e.safety_margin_ms,
 	                 cfg != NULL ? cfg->auth : NULL, exec_zk_cb, &e);
 	data = lease_data(e.node_id, e.name, clock_wall_ms());
@@ -566,7 +566,7 @@ exec_main(int argc, char **argv)
 
 	rc = e.exit_code;
 	/* The supervisor goes first: the session may close only once no job can be alive. */
-	if (!supervisor_free(e.sv))
+	if (!svlink_free(e.sv))
 		zk_abandon(e.zk);
 	lease_free(e.lease);
 	jobrec_free(e.rec);

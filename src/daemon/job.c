@@ -40,7 +40,7 @@
 #include "lease.h"
 #include "log.h"
 #include "schedule.h"
-#include "supervisor.h"
+#include "svlink.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -335,7 +335,7 @@ job_lease_lost_cb(struct lease *l, const char *why, void *arg)
 	job->await_verify = 0;
 	if (job_busy(job)) {
 		/* Another host may take the lease now: the run must not outlive it. */
-		supervisor_job_stop(worker_supervisor(job->w), job->run, SIGKILL, -1);
+		svlink_job_stop(worker_supervisor(job->w), job->run, SIGKILL, -1);
 		job->lost_pending = 1;
 		job_set_state(job, JOB_STOPPING);
 		return;
@@ -469,7 +469,7 @@ job_start_run(struct job *job)
 	free(s);
 
 	job_set_state(job, JOB_STARTING);
-	supervisor_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
+	svlink_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);
 }
 
@@ -556,8 +556,8 @@ job_run_timer_cb(int fd, short what, void *arg)
 	duration_format(job->cfg->timeout_ms, dur, sizeof dur);
 	log_warnx("job %s: timeout (%s): stopping the run", job->name, dur);
 	job->timed_out = 1;
-	supervisor_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                    (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+	                (int64_t)job->cfg->kill_grace_ms);
 }
 
 /* A tick is due. */
@@ -700,8 +700,8 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	evtimer_del(job->timer);
 	if (job_busy(job)) {
 		job->conflict_pending = 1;
-		supervisor_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-		                    (int64_t)job->cfg->kill_grace_ms);
+		svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+		                (int64_t)job->cfg->kill_grace_ms);
 		job_set_state(job, JOB_STOPPING);
 		return;
 	}
@@ -815,8 +815,8 @@ job_stop(struct job *job, int wait)
 		return;
 	}
 	log_info("job %s: stopping the run", job->name);
-	supervisor_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                    (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+	                (int64_t)job->cfg->kill_grace_ms);
 	job_set_state(job, JOB_STOPPING);
 }
 

@@ -34,7 +34,7 @@
 #include "http.h"
 #include "job.h"
 #include "log.h"
-#include "supervisor.h"
+#include "svlink.h"
 #include "worker.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -73,7 +73,7 @@ struct worker {
 	struct config *initial_cfg; /* the caller's: freed by the caller */
 	struct event_base *base;
 	struct zk *zk;
-	struct supervisor *sv;
+	struct svlink *sv;
 	struct http *http;
 	enum worker_state state;
 	char *path; /* <root>/workers/<node_id> */
@@ -461,7 +461,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	switch (event) {
 	case ZK_EVENT_DEADLINE:
-		supervisor_deadline(w->sv, zk_epoch(zk), zk_deadline_ns(zk));
+		svlink_deadline(w->sv, zk_epoch(zk), zk_deadline_ns(zk));
 		break;
 	case ZK_EVENT_SESSION_NEW:
 		worker_jobs_session(w, event);
@@ -479,7 +479,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		worker_jobs_session(w, event);
 		break;
 	case ZK_EVENT_EXPIRED:
-		supervisor_epoch_end(w->sv, zk_epoch(zk));
+		svlink_epoch_end(w->sv, zk_epoch(zk));
 		worker_jobs_session(w, event);
 		if (w->state != WORKER_STOPPING)
 			worker_set_state(w, WORKER_CONNECTING);
@@ -576,11 +576,11 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	supervisor_free(w->sv);
+	svlink_free(w->sv);
 	worker_start_supervisor(w);
-	log_info("started a new supervisor, pid %ld", (long)supervisor_pid(w->sv));
+	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
 	if (zk_deadline_ns(w->zk) != 0)
-		supervisor_deadline(w->sv, zk_epoch(w->zk), zk_deadline_ns(w->zk));
+		svlink_deadline(w->sv, zk_epoch(w->zk), zk_deadline_ns(w->zk));
 	if (w->state != WORKER_READY)
 		return;
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
@@ -592,10 +592,10 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 static void
 worker_start_supervisor(struct worker *w)
 {
-	static const struct supervisor_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
-	                                        worker_sv_exited_cb, worker_sv_died_cb};
+	static const struct svlink_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
+	                                    worker_sv_exited_cb, worker_sv_died_cb};
 
-	w->sv = supervisor_start(w->base, &cb, w);
+	w->sv = svlink_start(w->base, &cb, w);
 }
 
 /*
@@ -621,11 +621,11 @@ worker_finish(struct worker *w)
 	 * Closing the session gives every lease away at once: only when no job runs. Else
 	 * the supervisor first kills what is left (see worker_run's end).
 	 */
-	if (supervisor_running_jobs(w->sv) == 0)
+	if (svlink_running_jobs(w->sv) == 0)
 		zk_close(w->zk);
 	else
 		log_warnx("%d job(s) still running: killing them before the session is closed",
-		          supervisor_running_jobs(w->sv));
+		          svlink_running_jobs(w->sv));
 	event_base_loopbreak(w->base);
 }
 
@@ -812,7 +812,7 @@ worker_signal_cb(int sig, short what, void *arg)
 		break;
 	case SIGCHLD:
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-			if (!supervisor_reap(w->sv, pid, status))
+			if (!svlink_reap(w->sv, pid, status))
 				log_debug("reaped unknown child %ld", (long)pid);
 		}
 		break;
@@ -903,7 +903,7 @@ worker_zk(struct worker *w)
 	return w->zk;
 }
 
-struct supervisor *
+struct svlink *
 worker_supervisor(struct worker *w)
 {
 	return w->sv;
@@ -988,7 +988,7 @@ worker_run(const char *config_file, struct config *cfg)
 	w.flush_timer = evtimer_new(w.base, worker_flush_cb, &w);
 	worker_start_supervisor(&w);
 	log_info("leasekeeper %s starting as node \"%s\", %zu job(s), supervisor pid %ld",
-	         LEASEKEEPER_VERSION, cfg->node_id, cfg->njobs, (long)supervisor_pid(w.sv));
+	         LEASEKEEPER_VERSION, cfg->node_id, cfg->njobs, (long)svlink_pid(w.sv));
 
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
@@ -1006,7 +1006,7 @@ worker_run(const char *config_file, struct config *cfg)
 	 * The supervisor goes first: leases may be released and the session closed only once
 	 * no job can be alive. If that is not certain, the session is left to expire.
 	 */
-	if (!supervisor_free(w.sv))
+	if (!svlink_free(w.sv))
 		zk_abandon(w.zk);
 	worker_free_jobs(&w, 1);
 	zk_free(w.zk);

@@ -9,7 +9,7 @@
 struct config;
 struct event_base;
 struct job;
-struct supervisor;
+struct svlink;
 struct worker;
 struct zk;
 
@@ -17,7 +17,7 @@ int worker_run(const char *config_file, struct config *cfg);
 
 struct event_base *worker_base(struct worker *);
 struct zk *worker_zk(struct worker *);
-struct supervisor *worker_supervisor(struct worker *);
+struct svlink *worker_supervisor(struct worker *);
 const struct config *worker_config(struct worker *);
 uint32_t worker_next_run_id(struct worker *);
 void worker_job_done(struct worker *, struct job *);

@@ -1,5 +1,6 @@
 /*
- * supervisor.c: the process that runs jobs and enforces lease deadlines.
+ * supervisor.c: runs in the supervisor process. Its loop: runs jobs and enforces lease
+ * deadlines.
  *
  * The supervisor is forked by the main process and is the parent of every job. It never
  * talks to ZooKeeper and never waits on anything but its own events. Main tells it the
@@ -18,21 +19,18 @@
  * Deadlines are on CLOCK_BOOTTIME and the timer is a timerfd on that clock with an
  * absolute expiry, so a suspend does not postpone a kill.
  *
- * The second half of the file is main's handle on the supervisor.
+ * A job's child between fork and exec is child.c, its log file joblog.c; main's handle on
+ * this process is src/daemon/svlink.c.
  */
 
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,14 +41,12 @@
 
 #include "clock.h"
 #include "compat.h"
+#include "child.h"
+#include "joblog.h"
 #include "log.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "xmalloc.h"
-
-/* ------------------------------------------------------------------------------------- */
-/* The supervisor process.                                                                 */
-/* ------------------------------------------------------------------------------------- */
 
 enum sjob_state { SJOB_STARTING, SJOB_RUNNING, SJOB_ENDING };
 
@@ -71,11 +67,7 @@ struct sjob {
 	struct event *errev;
 	int outfd; /* output pipe, when logging to a file */
 	struct event *outev;
-	int logfd;
-	char *log_path;
-	uint64_t log_max;
-	uint64_t log_size;
-	struct log_limit log_warnings; /* a full disk fails every write: say so once a while */
+	struct joblog log;
 
 	int term_sent;
 	int kill_sent;
@@ -158,61 +150,6 @@ sv_job_terminate(struct sjob *j, int sig, uint64_t kill_at, enum proto_exit_reas
 		j->kill_at = kill_at;
 }
 
-/* Write job output to its log; at the size cap the log becomes LOG.1 and a new one starts. */
-static void
-sv_log_write(struct sjob *j, const char *buf, size_t len)
-{
-	char *old;
-	ssize_t n;
-	size_t chunk;
-
-	while (len > 0 && j->logfd >= 0) {
-		if (j->log_max > 0 && j->log_size >= j->log_max) {
-			xasprintf(&old, "%s.1", j->log_path);
-			if (rename(j->log_path, old) != 0)
-				log_warn_limited(&j->log_warnings, "supervisor: rename %s",
-				                 j->log_path);
-			free(old);
-			close(j->logfd);
-			j->logfd =
-			    open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-			if (j->logfd < 0) {
-				log_warn_limited(&j->log_warnings, "supervisor: open %s",
-				                 j->log_path);
-				return;
-			}
-			j->log_size = 0;
-		}
-		/* Never past the cap: the rest goes to the next file. */
-		chunk = len;
-		if (j->log_max > 0 && chunk > j->log_max - j->log_size)
-			chunk = (size_t)(j->log_max - j->log_size);
-		n = write(j->logfd, buf, chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			log_warn_limited(&j->log_warnings, "supervisor: write %s", j->log_path);
-			return;
-		}
-		buf += n;
-		len -= (size_t)n;
-		j->log_size += (uint64_t)n;
-	}
-}
-
-/* A line of our own in the job's log. */
-static void
-sv_log_note(struct sjob *j, const char *what)
-{
-	char stamp[40], *line;
-	int n;
-
-	clock_iso8601(clock_wall_ms(), stamp, sizeof stamp);
-	n = xasprintf(&line, "--- leasekeeper %s: job %s %s\n", stamp, j->name, what);
-	sv_log_write(j, line, (size_t)n);
-	free(line);
-}
-
 /*
  * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
  * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
@@ -236,7 +173,7 @@ sv_output_cb(int fd, short what, void *arg)
 			event_del(j->outev);
 			return;
 		}
-		sv_log_write(j, buf, (size_t)n);
+		joblog_write(&j->log, buf, (size_t)n);
 		done += (size_t)n;
 	}
 }
@@ -256,10 +193,7 @@ sv_job_free(struct sv *sv, struct sjob *j)
 		event_free(j->errev);
 	if (j->errfd >= 0)
 		close(j->errfd);
-	if (j->logfd >= 0)
-		close(j->logfd);
-	log_limit_flush(&j->log_warnings);
-	free(j->log_path);
+	joblog_close(&j->log);
 	free(j->name);
 	free(j);
 }
@@ -306,8 +240,8 @@ sv_job_check_done(struct sv *sv, struct sjob *j)
 	else
 		snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
 	log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
-	         supervisor_exit_reason_name(j->reason));
-	sv_log_note(j, what);
+	         proto_exit_reason_name(j->reason));
+	joblog_note(&j->log, j->name, what);
 	if (sv->conn != NULL)
 		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, j->reason, NULL, 0);
 	sv_job_free(sv, j);
@@ -334,7 +268,7 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 	if (n > 0) {
 		buf[n] = '\0';
 		log_debug("supervisor: job %s could not start: %s", j->name, buf);
-		sv_log_note(j, buf);
+		joblog_note(&j->log, j->name, buf);
 		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, buf, (size_t)n);
 		j->state = SJOB_ENDING;
 		j->reason = PROTO_EXIT_NORMAL;
@@ -357,31 +291,6 @@ sv_exec_cb(int fd, short what, void *arg)
 	(void)what;
 	sv_job_exec_result(j->sv, j);
 	sv_schedule(j->sv);
-}
-
-/* In the child: report why it cannot exec, and exit. */
-static void __attribute__((noreturn)) sv_child_fail(int errfd, const char *what, const char *arg)
-{
-	char buf[512];
-	int n;
-
-	n = snprintf(buf, sizeof buf, "%s %s: %s", what, arg, strerror(errno));
-	if (n > 0 && write(errfd, buf, (size_t)n) < 0)
-		_exit(126);
-	_exit(127);
-}
-
-/* Mark every descriptor from lowfd on close-on-exec. */
-static void
-sv_cloexec_from(int lowfd)
-{
-	long fd, max;
-
-	if (close_range((unsigned)lowfd, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
-		return;
-	max = sysconf(_SC_OPEN_MAX);
-	for (fd = lowfd; fd < (max > 0 ? max : 1024); fd++)
-		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 }
 
 /* Parse an unsigned decimal of at most max; 0, or -1 if text is not one. */
@@ -534,104 +443,6 @@ supervisor_spec_free(struct supervisor_spec *spec)
 	spec->argv = spec->env = NULL;
 }
 
-/* In the child: become the job. Never returns. */
-static void __attribute__((noreturn))
-sv_child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd)
-{
-	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
-	char **argv = spec->argv;
-	struct passwd *pw;
-	struct group *gr;
-	sigset_t all;
-	int sig, fd;
-	size_t i;
-	gid_t gid;
-
-	setsid();
-	for (sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-
-	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
-		putenv(spec->env[i]);
-	if (outfd >= 0) {
-		if ((fd = open("/dev/null", O_RDONLY)) < 0)
-			sv_child_fail(errfd, "open", "/dev/null");
-		dup2(fd, STDIN_FILENO);
-		dup2(outfd, STDOUT_FILENO);
-		dup2(outfd, STDERR_FILENO);
-	}
-	if (spec->umask >= 0)
-		umask((mode_t)spec->umask);
-	if (user != NULL) {
-		if ((pw = getpwnam(user)) == NULL) {
-			errno = ENOENT;
-			sv_child_fail(errfd, "unknown user", user);
-		}
-		gid = pw->pw_gid;
-		if (group != NULL) {
-			if ((gr = getgrnam(group)) == NULL) {
-				errno = ENOENT;
-				sv_child_fail(errfd, "unknown group", group);
-			}
-			gid = gr->gr_gid;
-		}
-		if (getuid() == 0 && initgroups(user, gid) != 0)
-			sv_child_fail(errfd, "initgroups", user);
-		if (setgid(gid) != 0)
-			sv_child_fail(errfd, "setgid for", user);
-		if (setuid(pw->pw_uid) != 0)
-			sv_child_fail(errfd, "setuid to", user);
-		setenv("HOME", pw->pw_dir, 1);
-		setenv("USER", pw->pw_name, 1);
-		setenv("LOGNAME", pw->pw_name, 1);
-	} else if (group != NULL) {
-		if ((gr = getgrnam(group)) == NULL) {
-			errno = ENOENT;
-			sv_child_fail(errfd, "unknown group", group);
-		}
-		if (setgid(gr->gr_gid) != 0)
-			sv_child_fail(errfd, "setgid to", group);
-	}
-	if (workdir != NULL && chdir(workdir) != 0)
-		sv_child_fail(errfd, "chdir", workdir);
-	if (workdir == NULL && user != NULL && chdir(getenv("HOME")) != 0 && chdir("/") != 0)
-		sv_child_fail(errfd, "chdir", "/");
-	sv_cloexec_from(STDERR_FILENO + 1);
-	/*
-	 * Die with the supervisor. Set last: changing credentials clears it. If the
-	 * supervisor is already gone, so is the point of running.
-	 */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != svpid)
-		_exit(127);
-	execvp(argv[0], argv);
-	sv_child_fail(errfd, "exec", argv[0]);
-}
-
-/* Open (creating its directory) the log file of a job. */
-static int
-sv_log_open(struct sjob *j)
-{
-	char dir[PATH_MAX], *slash;
-	struct stat sb;
-
-	snprintf(dir, sizeof dir, "%s", j->log_path);
-	for (slash = strchr(dir + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(dir, 0750) != 0 && errno != EEXIST)
-			return -1;
-		*slash = '/';
-	}
-	j->logfd = open(j->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-	if (j->logfd < 0)
-		return -1;
-	if (fstat(j->logfd, &sb) == 0)
-		j->log_size = (uint64_t)sb.st_size;
-	return 0;
-}
-
 /* Refuse a start, telling main why. */
 static void
 sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
@@ -662,26 +473,26 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->sv = sv;
 	j->id = msg->job;
 	j->epoch = msg->epoch;
-	j->errfd = j->outfd = j->logfd = -1;
+	j->errfd = j->outfd = j->log.fd = -1;
 	j->grace_ns = spec.grace_ms * CLOCK_NS_PER_MS;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
 	if (spec.log_path != NULL)
-		j->log_path = xstrdup(spec.log_path);
-	j->log_max = spec.log_max;
+		j->log.path = xstrdup(spec.log_path);
+	j->log.max = spec.log_max;
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->grace_ns >= deadline) {
 		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
 		goto discard;
 	}
-	if (j->log_path != NULL && sv_log_open(j) != 0) {
-		snprintf(why, sizeof why, "cannot open log file %s: %s", j->log_path,
+	if (j->log.path != NULL && joblog_open(&j->log) != 0) {
+		snprintf(why, sizeof why, "cannot open log file %s: %s", j->log.path,
 		         strerror(errno));
 		sv_refuse(sv, msg, why);
 		goto discard;
 	}
 	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
-	    (j->log_path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
+	    (j->log.path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
 		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
 		sv_refuse(sv, msg, why);
 		goto discard;
@@ -694,7 +505,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		close(errpipe[0]);
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
-		sv_child_exec(&spec, svpid, errpipe[1], outpipe[1]);
+		child_exec(&spec, svpid, errpipe[1], outpipe[1]);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(errpipe[1]);
@@ -717,7 +528,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		fcntl(j->outfd, F_SETFL, O_NONBLOCK);
 		j->outev = event_new(sv->base, j->outfd, EV_READ | EV_PERSIST, sv_output_cb, j);
 		event_add(j->outev, NULL);
-		sv_log_note(j, "starting");
+		joblog_note(&j->log, j->name, "starting");
 	}
 	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
 	event_add(j->errev, NULL);
@@ -943,8 +754,8 @@ sv_sigchld_cb(int fd, short what, void *arg)
 }
 
 /* The supervisor's life, on the socket at fd. Returns the exit status. */
-static int
-sv_main(int fd)
+int
+supervisor_main(int fd)
 {
 	struct sv sv;
 	struct sepoch *e;
@@ -999,326 +810,4 @@ sv_main(int fd)
 	event_base_free(sv.base);
 	log_debug("supervisor: exiting");
 	return 0;
-}
-
-/* The name of an exit reason, for logs. */
-const char *
-supervisor_exit_reason_name(enum proto_exit_reason reason)
-{
-	switch (reason) {
-	case PROTO_EXIT_NORMAL:
-		return "ended on its own";
-	case PROTO_EXIT_STOPPED:
-		return "stopped";
-	case PROTO_EXIT_DEADLINE:
-		return "killed at the lease deadline";
-	case PROTO_EXIT_EPOCH:
-		return "killed: session lost";
-	}
-	return "?";
-}
-
-/* ------------------------------------------------------------------------------------- */
-/* Main's handle on the supervisor.                                                        */
-/* ------------------------------------------------------------------------------------- */
-
-/* A job main started, remembered so its group can be killed if the supervisor dies. */
-struct supervisor_job {
-	uint32_t id;
-	pid_t pgid;
-	TAILQ_ENTRY(supervisor_job) entry;
-};
-
-struct supervisor {
-	pid_t pid;
-	struct proto_conn *conn;
-	struct supervisor_cb cb;
-	void *arg;
-	int dead;
-	struct event *gone_timer; /* waiting for the dead supervisor's jobs to be gone */
-	uint64_t gone_until;
-	TAILQ_HEAD(, supervisor_job) jobs;
-};
-
-/* Forget a job. */
-static void
-supervisor_forget(struct supervisor *s, uint32_t id)
-{
-	struct supervisor_job *sj;
-
-	TAILQ_FOREACH(sj, &s->jobs, entry) {
-		if (sj->id == id) {
-			TAILQ_REMOVE(&s->jobs, sj, entry);
-			free(sj);
-			return;
-		}
-	}
-}
-
-/* A message from the supervisor. */
-static void
-supervisor_msg_cb(const struct proto_msg *msg, void *arg)
-{
-	struct supervisor *s = arg;
-	struct supervisor_job *sj;
-
-	switch (msg->type) {
-	case PROTO_STARTED:
-		TAILQ_FOREACH(sj, &s->jobs, entry) {
-			if (sj->id == msg->job)
-				sj->pgid = (pid_t)msg->v1;
-		}
-		if (s->cb.started != NULL)
-			s->cb.started(msg->job, (pid_t)msg->v1, s->arg);
-		break;
-	case PROTO_START_FAILED:
-		supervisor_forget(s, msg->job);
-		if (s->cb.start_failed != NULL)
-			s->cb.start_failed(msg->job, msg->payload, s->arg);
-		break;
-	case PROTO_EXITED:
-		supervisor_forget(s, msg->job);
-		if (s->cb.exited != NULL)
-			s->cb.exited(msg->job, (int)msg->v1, (enum proto_exit_reason)msg->v2,
-			             s->arg);
-		break;
-	default:
-		log_warnx("unknown message type %u from the supervisor ignored", msg->type);
-		break;
-	}
-}
-
-/*
- * Whether every process group of the dead supervisor's jobs is gone. Main is a child
- * subreaper, so the orphans come to it and its SIGCHLD handler reaps them: a group whose
- * last process has been reaped no longer exists.
- */
-static int
-supervisor_groups_gone(struct supervisor *s)
-{
-	struct supervisor_job *sj;
-
-	TAILQ_FOREACH(sj, &s->jobs, entry) {
-		if (sj->pgid > 0 && (kill(-sj->pgid, 0) == 0 || errno == EPERM))
-			return 0;
-	}
-	return 1;
-}
-
-/* Tell main's owner once the dead supervisor's jobs are really gone (or after 5 s). */
-static void
-supervisor_gone_cb(int fd, short what, void *arg)
-{
-	struct supervisor *s = arg;
-	struct timeval tv = {0, 10000};
-
-	(void)fd;
-	(void)what;
-	if (!supervisor_groups_gone(s) && clock_now_ns() < s->gone_until) {
-		evtimer_add(s->gone_timer, &tv);
-		return;
-	}
-	if (!supervisor_groups_gone(s))
-		log_warnx("processes of jobs of the dead supervisor are still alive after 5 s");
-	if (s->cb.died != NULL)
-		s->cb.died(s->arg);
-}
-
-/*
- * The supervisor is gone. Its jobs die with it (PR_SET_PDEATHSIG), but their own children
- * do not inherit that: kill every job's process group from here as well, and report the
- * death (after which leases are released) only once those groups are gone, since both
- * kills take effect asynchronously.
- */
-static void
-supervisor_eof_cb(void *arg)
-{
-	struct supervisor *s = arg;
-	struct supervisor_job *sj;
-
-	if (s->dead)
-		return;
-	s->dead = 1;
-	log_warnx("the supervisor (pid %ld) is gone", (long)s->pid);
-	TAILQ_FOREACH(sj, &s->jobs, entry) {
-		if (sj->pgid > 0 && kill(-sj->pgid, SIGKILL) == 0)
-			log_warnx("killed process group %ld of a job left behind by the supervisor",
-			          (long)sj->pgid);
-	}
-	s->gone_until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
-	supervisor_gone_cb(-1, 0, s);
-}
-
-/* Fork the supervisor. */
-struct supervisor *
-supervisor_start(struct event_base *base, const struct supervisor_cb *cb, void *arg)
-{
-	struct supervisor *s;
-	sigset_t all, old;
-	int sp[2], sig, status;
-	pid_t pid;
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
-		fatal("socketpair");
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pid = fork();
-	if (pid < 0)
-		fatal("fork");
-	if (pid == 0) {
-		/* Forget main's signal handlers before they can run here. */
-		for (sig = 1; sig < NSIG; sig++)
-			signal(sig, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(sp[0]);
-		if (dup2(sp[1], 3) < 0)
-			_exit(1);
-		close_range(4, ~0U, 0);
-		status = sv_main(3);
-		exit(status);
-	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(sp[1]);
-	s = xcalloc(1, sizeof *s);
-	s->pid = pid;
-	s->cb = *cb;
-	s->arg = arg;
-	TAILQ_INIT(&s->jobs);
-	s->gone_timer = evtimer_new(base, supervisor_gone_cb, s);
-	/* Orphans of a dead supervisor come to us, so that we can tell when they are gone. */
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-		log_warn("PR_SET_CHILD_SUBREAPER");
-	s->conn = proto_conn_new(base, sp[0], supervisor_msg_cb, supervisor_eof_cb, s);
-	log_debug("supervisor started, pid %ld", (long)pid);
-	return s;
-}
-
-/* The supervisor's pid. */
-pid_t
-supervisor_pid(const struct supervisor *s)
-{
-	return s->pid;
-}
-
-/* Called by main's SIGCHLD handler: whether pid was the supervisor. */
-int
-supervisor_reap(struct supervisor *s, pid_t pid, int status)
-{
-	if (pid != s->pid)
-		return 0;
-	if (WIFSIGNALED(status))
-		log_warnx("the supervisor (pid %ld) was killed by signal %d", (long)pid,
-		          WTERMSIG(status));
-	else if (WEXITSTATUS(status) != 0)
-		log_warnx("the supervisor (pid %ld) exited with status %d", (long)pid,
-		          WEXITSTATUS(status));
-	s->pid = -1;
-	supervisor_eof_cb(s);
-	return 1;
-}
-
-/*
- * Close the socket (the supervisor kills what is left, waits until every job's process
- * group is gone, and exits) and wait for it, at most 5 s. Returns 1 if every job is known
- * to be gone, 0 if the supervisor had to be killed with jobs perhaps still alive: then the
- * caller must not give their leases away (it must not close its session).
- */
-int
-supervisor_free(struct supervisor *s)
-{
-	struct supervisor_job *sj;
-	uint64_t until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
-	int status, gone = 1;
-	pid_t pid = s->pid;
-
-	s->dead = 1;
-	evtimer_del(s->gone_timer);
-	event_free(s->gone_timer);
-	proto_conn_free(s->conn);
-	while (pid > 0) {
-		if (waitpid(pid, &status, WNOHANG) == pid || errno == ECHILD)
-			break;
-		if (clock_now_ns() > until) {
-			log_warnx("the supervisor (pid %ld) did not exit: killing it", (long)pid);
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			gone = 0;
-			break;
-		}
-		usleep(5000);
-	}
-	TAILQ_FOREACH(sj, &s->jobs, entry) {
-		if (sj->pgid > 0 && (kill(-sj->pgid, 0) == 0 || errno == EPERM))
-			gone = 0;
-	}
-	while ((sj = TAILQ_FIRST(&s->jobs)) != NULL) {
-		TAILQ_REMOVE(&s->jobs, sj, entry);
-		free(sj);
-	}
-	free(s);
-	return gone;
-}
-
-/* Tell the supervisor the lease deadline of an epoch (it only ever moves forward). */
-void
-supervisor_deadline(struct supervisor *s, uint64_t epoch, uint64_t deadline_ns)
-{
-	if (!s->dead)
-		proto_send(s->conn, PROTO_DEADLINE, 0, epoch, (int64_t)deadline_ns, 0, NULL, 0);
-}
-
-/* Tell the supervisor that a session and every older one are over. */
-void
-supervisor_epoch_end(struct supervisor *s, uint64_t epoch)
-{
-	if (!s->dead)
-		proto_send(s->conn, PROTO_EPOCH_END, 0, epoch, 0, 0, NULL, 0);
-}
-
-/* Ask the supervisor to start a job under the lease of an epoch. */
-void
-supervisor_job_start(struct supervisor *s, uint32_t job, uint64_t epoch,
-                     const struct proto_spec *spec)
-{
-	struct supervisor_job *sj;
-
-	char why[128];
-
-	if (s->dead) {
-		if (s->cb.start_failed != NULL)
-			s->cb.start_failed(job, "the supervisor is gone", s->arg);
-		return;
-	}
-	if (spec->len > PROTO_MAX_PAYLOAD) {
-		snprintf(why, sizeof why,
-		         "the command and its environment take %zu bytes; the most is %d",
-		         spec->len, PROTO_MAX_PAYLOAD);
-		if (s->cb.start_failed != NULL)
-			s->cb.start_failed(job, why, s->arg);
-		return;
-	}
-	sj = xcalloc(1, sizeof *sj);
-	sj->id = job;
-	TAILQ_INSERT_TAIL(&s->jobs, sj, entry);
-	proto_send(s->conn, PROTO_START, job, epoch, 0, 0, spec->buf, spec->len);
-}
-
-/* Ask the supervisor to stop a job: sig now, SIGKILL after grace_ms (-1: never). */
-void
-supervisor_job_stop(struct supervisor *s, uint32_t job, int sig, int64_t grace_ms)
-{
-	if (!s->dead)
-		proto_send(s->conn, PROTO_STOP, job, 0, sig, grace_ms, NULL, 0);
-}
-
-/* How many jobs main believes are running. */
-int
-supervisor_running_jobs(const struct supervisor *s)
-{
-	const struct supervisor_job *sj;
-	int n = 0;
-
-	TAILQ_FOREACH(sj, &s->jobs, entry)
-		n++;
-	return n;
 }

@@ -1,4 +1,4 @@
-/* supervisor.h: the process that runs jobs and enforces lease deadlines, and main's handle. */
+/* supervisor.h: runs in the supervisor process: its entry point and the start spec it decodes. */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H
 
@@ -8,26 +8,8 @@
 
 #include "proto.h"
 
-struct event_base;
-struct supervisor;
-
-struct supervisor_cb {
-	void (*started)(uint32_t job, pid_t pid, void *arg);
-	void (*start_failed)(uint32_t job, const char *why, void *arg);
-	void (*exited)(uint32_t job, int status, enum proto_exit_reason, void *arg);
-	void (*died)(void *arg); /* the supervisor is gone; its jobs were killed */
-};
-
-struct supervisor *supervisor_start(struct event_base *, const struct supervisor_cb *, void *arg);
-int supervisor_free(struct supervisor *);
-pid_t supervisor_pid(const struct supervisor *);
-int supervisor_reap(struct supervisor *, pid_t pid, int status);
-void supervisor_deadline(struct supervisor *, uint64_t epoch, uint64_t deadline_ns);
-void supervisor_epoch_end(struct supervisor *, uint64_t epoch);
-void supervisor_job_start(struct supervisor *, uint32_t job, uint64_t epoch,
-                          const struct proto_spec *);
-void supervisor_job_stop(struct supervisor *, uint32_t job, int sig, int64_t grace_ms);
-int supervisor_running_jobs(const struct supervisor *);
+/* The supervisor's life, on the socket at fd (main forks it: svlink.c). Returns the exit status. */
+int supervisor_main(int fd);
 
 /* Kill grace when a start spec names none, and the most one may name (a day). */
 #define SUPERVISOR_DEFAULT_GRACE_MS 2000
@@ -53,7 +35,5 @@ struct supervisor_spec {
  */
 int supervisor_spec_parse(const char *payload, size_t len, struct supervisor_spec *, char **cause);
 void supervisor_spec_free(struct supervisor_spec *);
-
-const char *supervisor_exit_reason_name(enum proto_exit_reason);
 
 #endif
