@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /*
  * clock.c: the clocks leasekeeper measures with.
  *

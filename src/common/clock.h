@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* clock.h: the clocks leasekeeper measures with. */
 #ifndef CLOCK_H
 #define CLOCK_H

@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* compat.h: what BSD systems have and glibc lacks. */
 #ifndef COMPAT_H
 #define COMPAT_H

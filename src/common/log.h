@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* log.h: leveled logging to stderr, printf-checked, errno preserved. */
 #ifndef LOG_H
 #define LOG_H

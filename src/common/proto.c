@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /*
  * proto.c: the messages between the main process and the supervisor.
  *

@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* proto.h: the messages between the main process and the supervisor. */
 #ifndef PROTO_H
 #define PROTO_H

@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* xmalloc.c: allocation that ends the process on exhaustion. */
 
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /* xmalloc.h: allocation that ends the process on exhaustion, so callers never test for NULL. */
 #ifndef XMALLOC_H
 #define XMALLOC_H

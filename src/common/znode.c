@@ -1,3 +1,4 @@
+/* Runs in: any process (main or the supervisor). */
 /*
  * znode.c: ZooKeeper node names and paths.
  *

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * config.c: the worker file and its job files, parsed and validated in two passes.
  *

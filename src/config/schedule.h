@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* schedule.h: when a job runs: @continuous, cron expressions and @every intervals. */
 #ifndef SCHEDULE_H
 #define SCHEDULE_H

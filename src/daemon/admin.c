@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * admin.c: one-shot commands that read or change the cluster: status, set-leases.
  *

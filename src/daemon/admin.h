@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* admin.h: one-shot commands that read or change the cluster: status, set-leases. */
 #ifndef ADMIN_H
 #define ADMIN_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * exec.c: `leasekeeper exec`: run one command under a lease, with the worker's safety.
  *

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* exec.h: `leasekeeper exec`: run one command under a lease. */
 #ifndef EXEC_H
 #define EXEC_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * http.c: the worker's HTTP status endpoint, for operators and monitoring.
  *

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* http.h: the worker's HTTP status endpoint. */
 #ifndef HTTP_H
 #define HTTP_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * job.c: one configured job's life in the main process.
  *

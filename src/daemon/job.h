@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* job.h: one configured job's life in the main process. */
 #ifndef JOB_H
 #define JOB_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * jobrec.c: a job's records in ZooKeeper: the agreed lease count, tick claims, runs.
  *

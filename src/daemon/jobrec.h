@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* jobrec.h: a job's records in ZooKeeper: the agreed lease count, tick claims, runs. */
 #ifndef JOBREC_H
 #define JOBREC_H

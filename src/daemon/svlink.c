@@ -1,7 +1,8 @@
+/* Runs in: the main process. */
 /*
- * svlink.c: runs in the main process. Main's handle on the supervisor process: forks it,
- * tells it deadlines and which jobs to start and stop, hears what became of them, and
- * kills what the supervisor leaves behind if it dies.
+ * svlink.c: main's handle on the supervisor process: forks it, tells it deadlines and
+ * which jobs to start and stop, hears what became of them, and kills what the supervisor
+ * leaves behind if it dies.
  */
 
 #include <sys/prctl.h>

@@ -1,4 +1,5 @@
-/* svlink.h: runs in the main process: main's handle on the supervisor process. */
+/* Runs in: the main process. */
+/* svlink.h: main's handle on the supervisor process. */
 #ifndef SVLINK_H
 #define SVLINK_H
 

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * tickstate.c: a job's tick state read from ZooKeeper, bounded, and the claim computed on it.
  *

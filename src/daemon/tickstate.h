@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* tickstate.h: a job's tick state read from ZooKeeper, bounded, and the claim computed on it. */
 #ifndef TICKSTATE_H
 #define TICKSTATE_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* worker.h: the daemon: one worker per host, running its jobs under leases. */
 #ifndef WORKER_H
 #define WORKER_H

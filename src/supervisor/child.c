@@ -1,7 +1,8 @@
+/* Runs in: a job's child process, between the supervisor's fork and exec. */
 /*
- * child.c: runs in a job's child process, between the supervisor's fork and the exec of
- * the job's command. Whatever goes wrong here is written to the error pipe for the
- * supervisor to report, and the child exits 127.
+ * child.c: a job's child, from the supervisor's fork to the exec of the job's command.
+ * Whatever goes wrong here is written to the error pipe for the supervisor to report, and
+ * the child exits 127.
  */
 
 #include <sys/prctl.h>

@@ -1,4 +1,5 @@
-/* child.h: runs in a job's child process, between fork and exec. */
+/* Runs in: a job's child process, between the supervisor's fork and exec. */
+/* child.h: a job's child, from the supervisor's fork to the exec of its command. */
 #ifndef CHILD_H
 #define CHILD_H
 

@@ -1,6 +1,7 @@
+/* Runs in: the supervisor process. */
 /*
- * joblog.c: runs in the supervisor process. A job's log file: its output, lines of our
- * own, and the rotation at the size cap (LOG becomes LOG.1).
+ * joblog.c: a job's log file: its output, lines of our own, and the rotation at the size
+ * cap (LOG becomes LOG.1).
  */
 
 #include <sys/stat.h>

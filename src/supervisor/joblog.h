@@ -1,4 +1,5 @@
-/* joblog.h: runs in the supervisor process. A job's log file. */
+/* Runs in: the supervisor process. */
+/* joblog.h: a job's log file. */
 #ifndef JOBLOG_H
 #define JOBLOG_H
 

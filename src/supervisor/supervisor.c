@@ -1,6 +1,6 @@
+/* Runs in: the supervisor process. */
 /*
- * supervisor.c: runs in the supervisor process. Its loop: runs jobs and enforces lease
- * deadlines.
+ * supervisor.c: the supervisor process's loop: runs jobs and enforces lease deadlines.
  *
  * The supervisor is forked by the main process and is the parent of every job. It never
  * talks to ZooKeeper and never waits on anything but its own events. Main tells it the

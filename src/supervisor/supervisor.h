@@ -1,4 +1,5 @@
-/* supervisor.h: runs in the supervisor process: its entry point and the start spec it decodes. */
+/* Runs in: the supervisor process. */
+/* supervisor.h: the supervisor process's entry point and the start spec it decodes. */
 #ifndef SUPERVISOR_H
 #define SUPERVISOR_H
 

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * mutex.c: Curator's InterProcessMutex protocol, asynchronous.
  *

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* mutex.h: Curator's InterProcessMutex protocol, asynchronous. */
 #ifndef MUTEX_H
 #define MUTEX_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* pnode.h: one protected ephemeral sequential node, created the way Curator creates it. */
 #ifndef PNODE_H
 #define PNODE_H

@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /*
  * semaphore.c: Curator's InterProcessSemaphoreV2 protocol, asynchronous.
  *

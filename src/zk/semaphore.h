@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* semaphore.h: Curator's InterProcessSemaphoreV2 protocol, asynchronous. */
 #ifndef SEMAPHORE_H
 #define SEMAPHORE_H
