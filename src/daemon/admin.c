@@ -544,8 +544,7 @@ admin_status_print(json_t *out)
 	size_t i, j;
 
 	printf("workers (%zu):\n", json_array_size(workers));
-	json_array_foreach(workers, i, w)
-	{
+	json_array_foreach(workers, i, w) {
 		printf("  %-16s pid %-8lld host %-16s since %s\n",
 		       json_string_value(json_object_get(w, "znode")),
 		       (long long)json_integer_value(json_object_get(w, "pid")),
@@ -553,8 +552,7 @@ admin_status_print(json_t *out)
 		       json_string_value(json_object_get(w, "start")) ?: "?");
 	}
 	printf("jobs (%zu):\n", json_array_size(jobs));
-	json_array_foreach(jobs, i, job)
-	{
+	json_array_foreach(jobs, i, job) {
 		int leases = (int)json_integer_value(json_object_get(job, "leases"));
 		json_t *cl = json_object_get(job, "cluster_leases");
 
@@ -577,16 +575,16 @@ admin_status_print(json_t *out)
 			       json_object_get(job, "next_tick") != NULL ? ", next tick " : "",
 			       json_string_value(json_object_get(job, "next_tick")) ?: "");
 		json_array_foreach(json_object_get(job, "holders"), j, n)
-		    admin_print_node(leases == 1 && j > 0 ? "waiting" : "holder", n);
+			admin_print_node(leases == 1 && j > 0 ? "waiting" : "holder", n);
 		json_array_foreach(json_object_get(job, "waiters"), j, n)
-		    admin_print_node("waiting", n);
+			admin_print_node("waiting", n);
 		if (json_array_size(json_object_get(job, "holders")) == 0 &&
 		    json_array_size(json_object_get(job, "waiters")) == 0)
 			printf("    (no holder, nobody waiting)\n");
 		json_array_foreach(json_object_get(job, "strangers"), j, n)
-		    printf("    %-8s %s (%s)\n", "STRANGER",
-		           json_string_value(json_object_get(n, "znode")),
-		           json_string_value(json_object_get(n, "stranger")));
+			printf("    %-8s %s (%s)\n", "STRANGER",
+			       json_string_value(json_object_get(n, "znode")),
+			       json_string_value(json_object_get(n, "stranger")));
 		if (json_object_get(job, "warning") != NULL)
 			printf("    WARNING: %s\n",
 			       json_string_value(json_object_get(job, "warning")));
@@ -606,8 +604,7 @@ admin_status_print(json_t *out)
 		runs = json_object_get(job, "runs");
 		if (json_array_size(runs) > 0)
 			printf("    last runs:\n");
-		json_array_foreach(runs, j, n)
-		{
+		json_array_foreach(runs, j, n) {
 			json_t *st = json_object_get(n, "status"),
 			       *sig = json_object_get(n, "signal");
 
@@ -665,8 +662,7 @@ admin_status_flag_strangers(json_t *out)
 	size_t i;
 	char *text;
 
-	json_array_foreach(json_object_get(out, "jobs"), i, job)
-	{
+	json_array_foreach(json_object_get(out, "jobs"), i, job) {
 		strangers = json_array();
 		admin_status_strangers(json_object_get(job, "holders"), strangers);
 		admin_status_strangers(json_object_get(job, "waiters"), strangers);
@@ -701,8 +697,7 @@ admin_status_split(json_t *out)
 	json_t *job, *holders, *waiters, *extra;
 	size_t i, n;
 
-	json_array_foreach(json_object_get(out, "jobs"), i, job)
-	{
+	json_array_foreach(json_object_get(out, "jobs"), i, job) {
 		n = (size_t)json_integer_value(json_object_get(job, "leases"));
 		holders = json_object_get(job, "holders");
 		waiters = json_object_get(job, "waiters");

@@ -113,8 +113,7 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 		evbuffer_add_printf(buf, "# HELP %s %s\n# TYPE %s %s\n", http_job_metrics[m].name,
 		                    http_job_metrics[m].help, http_job_metrics[m].name,
 		                    http_job_metrics[m].type);
-		json_array_foreach(jobs, i, job)
-		{
+		json_array_foreach(jobs, i, job) {
 			name = json_string_value(json_object_get(job, "name"));
 			state = json_string_value(json_object_get(job, "state"));
 			switch (http_job_metrics[m].kind) {

@@ -525,7 +525,7 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 
 	if (reply->rc == ZOK) {
 		json_array_foreach(t->skipped, i, v)
-		    jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history);
+			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history);
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
