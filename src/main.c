@@ -1,3 +1,4 @@
+/* Runs in: the main process. */
 /* main.c: the command line: run, check, next, status, exec, set-leases. */
 
 #include <errno.h>

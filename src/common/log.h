@@ -1,0 +1,42 @@
+/* Runs in: any process (main or the supervisor). */
+/* log.h: leveled logging to stderr, printf-checked, errno preserved. */
+#ifndef LOG_H
+#define LOG_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+enum log_level { LOG_LEVEL_FATAL, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+
+void log_init(int verbose, const char *process);
+void log_set_process(const char *process);
+int log_verbose(void);
+void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * A fault that can repeat (a full disk, a server that refuses us) is logged once, then
+ * counted for LOG_LIMIT_INTERVAL_MS; the next occurrence after that logs again with how
+ * many were held back. A caller keeps one struct per site or per job, zeroed to start.
+ */
+#define LOG_LIMIT_INTERVAL_MS 30000
+#define LOG_LIMIT_TEXT        512
+
+struct log_limit {
+	uint64_t interval_ms; /* 0: LOG_LIMIT_INTERVAL_MS */
+	uint64_t since_ms;    /* when the last line went out */
+	unsigned long held;   /* occurrences held back since then */
+	int started;
+	char last[LOG_LIMIT_TEXT]; /* the last held-back line, for log_limit_flush */
+};
+
+int log_limit_check(struct log_limit *, uint64_t now_ms, unsigned long *held, uint64_t *span_ms);
+void log_warn_limited(struct log_limit *, const char *, ...) __attribute__((format(printf, 2, 3)));
+void log_warnx_limited(struct log_limit *, const char *, ...) __attribute__((format(printf, 2, 3)));
+void log_limit_flush(struct log_limit *);
+
+#endif

@@ -1,0 +1,303 @@
+/* Runs in: any process (main or the supervisor). */
+/*
+ * proto.c: the messages between the main process and the supervisor.
+ *
+ * A SOCK_SEQPACKET socketpair keeps message boundaries, so a message is one fixed
+ * header and an optional payload in one sendmsg(). Neither side may block on the other
+ * (a stopped main must not stall the supervisor): sockets are non-blocking and what
+ * cannot be sent at once waits in an outbox drained by a write event.
+ */
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "compat.h"
+#include "log.h"
+#include "proto.h"
+#include "xmalloc.h"
+
+struct proto_hdr {
+	uint32_t type;
+	uint32_t job;
+	uint64_t epoch;
+	int64_t v1;
+	int64_t v2;
+};
+
+struct proto_out {
+	struct proto_hdr hdr;
+	char *payload;
+	size_t len;
+	TAILQ_ENTRY(proto_out) entry;
+};
+
+struct proto_conn {
+	int fd;
+	struct event *rev;
+	struct event *wev;
+	proto_msg_cb msg_cb;
+	proto_eof_cb eof_cb;
+	void *arg;
+	int eof;
+	TAILQ_HEAD(, proto_out) outbox;
+};
+
+/* Report the end of the peer once. */
+static void
+proto_conn_eof(struct proto_conn *c)
+{
+	if (c->eof)
+		return;
+	c->eof = 1;
+	event_del(c->rev);
+	event_del(c->wev);
+	if (c->eof_cb != NULL)
+		c->eof_cb(c->arg);
+}
+
+/* Decode one frame: a header and its payload; -1 if truncated, oversized or of no known type. */
+int
+proto_decode(const void *buf, size_t len, struct proto_msg *out)
+{
+	struct proto_hdr hdr;
+
+	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
+		return -1;
+	memcpy(&hdr, buf, sizeof hdr);
+	if (hdr.type < PROTO_START || hdr.type > PROTO_EXITED)
+		return -1;
+	out->type = hdr.type;
+	out->job = hdr.job;
+	out->epoch = hdr.epoch;
+	out->v1 = hdr.v1;
+	out->v2 = hdr.v2;
+	out->len = len - sizeof hdr;
+	out->payload = (const char *)buf + sizeof hdr;
+	return 0;
+}
+
+/* Read every message that is waiting. */
+static void
+proto_read_cb(int fd, short what, void *arg)
+{
+	struct proto_conn *c = arg;
+	static char buf[sizeof(struct proto_hdr) + PROTO_MAX_PAYLOAD + 1];
+	struct proto_msg msg;
+	ssize_t n;
+
+	(void)what;
+	while (!c->eof) {
+		/* MSG_TRUNC: the real size, so a message cut to fit is refused, not run. */
+		n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				log_warn("proto: recv");
+			proto_conn_eof(c);
+			return;
+		}
+		if ((size_t)n > sizeof buf - 1 || proto_decode(buf, (size_t)n, &msg) != 0) {
+			log_warnx("proto: bad message (%zd bytes) ignored", n);
+			continue;
+		}
+		buf[n] = '\0';
+		c->msg_cb(&msg, c->arg);
+	}
+}
+
+/* Try to send one message now; 0 sent, -1 would block (or the peer is gone). */
+static int
+proto_write(struct proto_conn *c, const struct proto_hdr *hdr, const char *payload, size_t len)
+{
+	struct iovec iov[2];
+	struct msghdr mh;
+	ssize_t n;
+
+	memset(&mh, 0, sizeof mh);
+	iov[0].iov_base = (void *)hdr;
+	iov[0].iov_len = sizeof *hdr;
+	iov[1].iov_base = (void *)payload;
+	iov[1].iov_len = len;
+	mh.msg_iov = iov;
+	mh.msg_iovlen = len > 0 ? 2 : 1;
+	do
+		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return 0;
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+		if (errno != EPIPE && errno != ECONNRESET)
+			log_warn("proto: sendmsg");
+		return -2;
+	}
+	return -1;
+}
+
+/* Drain the outbox while the socket takes it. */
+static void
+proto_flush_cb(int fd, short what, void *arg)
+{
+	struct proto_conn *c = arg;
+	struct proto_out *o;
+	int rc;
+
+	(void)fd;
+	(void)what;
+	while ((o = TAILQ_FIRST(&c->outbox)) != NULL) {
+		rc = proto_write(c, &o->hdr, o->payload, o->len);
+		if (rc == -1) {
+			event_add(c->wev, NULL);
+			return;
+		}
+		TAILQ_REMOVE(&c->outbox, o, entry);
+		free(o->payload);
+		free(o);
+		if (rc == -2) {
+			proto_conn_eof(c);
+			return;
+		}
+	}
+}
+
+/* Wrap a connected SEQPACKET socket. */
+struct proto_conn *
+proto_conn_new(struct event_base *base, int fd, proto_msg_cb msg_cb, proto_eof_cb eof_cb, void *arg)
+{
+	struct proto_conn *c = xcalloc(1, sizeof *c);
+	int size = 4 * (PROTO_MAX_PAYLOAD + (int)sizeof(struct proto_hdr));
+
+	c->fd = fd;
+	c->msg_cb = msg_cb;
+	c->eof_cb = eof_cb;
+	c->arg = arg;
+	TAILQ_INIT(&c->outbox);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	c->rev = event_new(base, fd, EV_READ | EV_PERSIST, proto_read_cb, c);
+	c->wev = event_new(base, fd, EV_WRITE, proto_flush_cb, c);
+	event_add(c->rev, NULL);
+	return c;
+}
+
+/* Free the connection and close its socket. */
+void
+proto_conn_free(struct proto_conn *c)
+{
+	struct proto_out *o;
+
+	while ((o = TAILQ_FIRST(&c->outbox)) != NULL) {
+		TAILQ_REMOVE(&c->outbox, o, entry);
+		free(o->payload);
+		free(o);
+	}
+	event_free(c->rev);
+	event_free(c->wev);
+	close(c->fd);
+	free(c);
+}
+
+/* Send a message now, or queue it behind those already waiting. */
+void
+proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
+           int64_t v2, const void *payload, size_t len)
+{
+	struct proto_hdr hdr;
+	struct proto_out *o;
+	int rc;
+
+	if (c->eof)
+		return;
+	if (len > PROTO_MAX_PAYLOAD) {
+		/* Callers check sizes first; never send a message the peer would cut. */
+		log_warnx("proto: message of %zu bytes is too large; not sent", len);
+		return;
+	}
+	memset(&hdr, 0, sizeof hdr);
+	hdr.type = type;
+	hdr.job = job;
+	hdr.epoch = epoch;
+	hdr.v1 = v1;
+	hdr.v2 = v2;
+	if (TAILQ_EMPTY(&c->outbox)) {
+		rc = proto_write(c, &hdr, payload, len);
+		if (rc == 0)
+			return;
+		if (rc == -2) {
+			proto_conn_eof(c);
+			return;
+		}
+	}
+	o = xcalloc(1, sizeof *o);
+	o->hdr = hdr;
+	if (len > 0) {
+		o->payload = xmalloc(len);
+		memcpy(o->payload, payload, len);
+	}
+	o->len = len;
+	TAILQ_INSERT_TAIL(&c->outbox, o, entry);
+	event_add(c->wev, NULL);
+}
+
+/* Append one tagged string to a start spec. */
+void
+proto_spec_add(struct proto_spec *spec, enum proto_tag tag, const char *value)
+{
+	size_t vlen = strlen(value);
+
+	spec->buf = xrealloc(spec->buf, spec->len + vlen + 2);
+	spec->buf[spec->len] = (char)tag;
+	memcpy(spec->buf + spec->len + 1, value, vlen + 1);
+	spec->len += vlen + 2;
+}
+
+/* Free a start spec's buffer. */
+void
+proto_spec_free(struct proto_spec *spec)
+{
+	free(spec->buf);
+	spec->buf = NULL;
+	spec->len = 0;
+}
+
+/* Walk a start spec: 1 and the next tag and value, 0 at the end, -1 if malformed. */
+int
+proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value)
+{
+	const char *end;
+
+	if (*off >= len)
+		return 0;
+	end = memchr(payload + *off + 1, '\0', len - *off - 1);
+	if (*off + 1 >= len || end == NULL)
+		return -1;
+	*tag = payload[*off];
+	*value = payload + *off + 1;
+	*off = (size_t)(end - payload) + 1;
+	return 1;
+}
+
+/* The name of an exit reason, for logs. */
+const char *
+proto_exit_reason_name(enum proto_exit_reason reason)
+{
+	switch (reason) {
+	case PROTO_EXIT_NORMAL:
+		return "ended on its own";
+	case PROTO_EXIT_STOPPED:
+		return "stopped";
+	case PROTO_EXIT_DEADLINE:
+		return "killed at the lease deadline";
+	case PROTO_EXIT_EPOCH:
+		return "killed: session lost";
+	}
+	return "?";
+}

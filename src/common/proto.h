@@ -1,0 +1,85 @@
+/* Runs in: any process (main or the supervisor). */
+/* proto.h: the messages between the main process and the supervisor. */
+#ifndef PROTO_H
+#define PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct proto_conn;
+
+#define PROTO_MAX_PAYLOAD 65536
+
+enum proto_type {
+	/* main -> supervisor */
+	PROTO_START = 1, /* job, epoch; payload: the start spec */
+	PROTO_STOP,      /* job; v1 first signal, v2 grace ms before SIGKILL (-1: never) */
+	PROTO_DEADLINE,  /* epoch; v1 lease deadline (CLOCK_BOOTTIME ns) */
+	PROTO_EPOCH_END, /* epoch: that session and every older one is gone: kill their jobs */
+	/* supervisor -> main */
+	PROTO_STARTED,      /* job; v1 pid (= process group) */
+	PROTO_START_FAILED, /* job; payload: the reason */
+	PROTO_EXITED,       /* job; v1 wait status of the leader, v2 enum proto_exit_reason */
+};
+
+/* Why a job ended, as the supervisor saw it. */
+enum proto_exit_reason {
+	PROTO_EXIT_NORMAL,   /* the command ended on its own */
+	PROTO_EXIT_STOPPED,  /* main asked */
+	PROTO_EXIT_DEADLINE, /* the lease deadline passed */
+	PROTO_EXIT_EPOCH,    /* the session was declared lost */
+};
+
+struct proto_msg {
+	uint32_t type;
+	uint32_t job;
+	uint64_t epoch;
+	int64_t v1;
+	int64_t v2;
+	size_t len;
+	const char *payload; /* NUL-terminated for convenience; valid during the callback */
+};
+
+/* Start spec: tagged strings. */
+enum proto_tag {
+	PROTO_TAG_NAME = 'n', /* job name, for logs */
+	PROTO_TAG_ARG = 'a',  /* one argv element, in order */
+	PROTO_TAG_ENV = 'e',  /* one KEY=VALUE, added to the supervisor's environment */
+	PROTO_TAG_WORKDIR = 'w',
+	PROTO_TAG_USER = 'u',    /* user name: uid, primary gid, groups, HOME */
+	PROTO_TAG_GROUP = 'g',   /* group name overriding the primary group */
+	PROTO_TAG_UMASK = 'm',   /* octal */
+	PROTO_TAG_LOG = 'o',     /* output file; absent: inherit stdin/stdout/stderr */
+	PROTO_TAG_LOG_MAX = 'M', /* bytes before rotation */
+	PROTO_TAG_GRACE = 'k',   /* kill grace in ms for deadline kills */
+};
+
+struct proto_spec {
+	char *buf;
+	size_t len;
+};
+
+typedef void (*proto_msg_cb)(const struct proto_msg *, void *arg);
+typedef void (*proto_eof_cb)(void *arg);
+
+struct proto_conn *proto_conn_new(struct event_base *, int fd, proto_msg_cb, proto_eof_cb,
+                                  void *arg);
+void proto_conn_free(struct proto_conn *);
+void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
+                int64_t v2, const void *payload, size_t len);
+
+/*
+ * Decode one frame (header and payload, as one recv() returned it) into out, whose payload
+ * then points into buf. Returns -1 for a frame that is truncated, oversized or of no known
+ * type. Pure, so a fuzzer can drive it.
+ */
+int proto_decode(const void *buf, size_t len, struct proto_msg *out);
+
+void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
+void proto_spec_free(struct proto_spec *);
+int proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value);
+
+const char *proto_exit_reason_name(enum proto_exit_reason);
+
+#endif

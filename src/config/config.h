@@ -1,0 +1,115 @@
+/* Runs in: the main process. */
+/* config.h: the worker configuration and its job files, parsed and validated. */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct schedule;
+
+/* What a job does with its running command when the worker is asked to stop. */
+enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
+
+/* One [job NAME] section, with every default resolved. */
+struct config_job {
+	char *name;
+	char *file; /* where the section starts */
+	int line;
+
+	char *command;
+	int shell;              /* 1: /bin/sh -c command; 0: split on whitespace, quotes group */
+	char **argv;            /* the resolved argv (NULL terminated): sh -c or the split words */
+	char *schedule;         /* as written: "@continuous", "0 3 * * *", "@every 30s" */
+	struct schedule *sched; /* parsed; never NULL once loaded */
+	char *timezone;         /* IANA name; NULL: the worker's */
+	char *zone; /* the zone sched runs in: timezone, else the worker's; NULL: local */
+
+	int leases;      /* >= 1; 1 is a mutex, N a semaphore */
+	char *lock;      /* lock name (defaults to the job name) */
+	char *lock_path; /* absolute path that overrides <root>/{mutex,semaphore}/<lock>, or NULL */
+	char *lock_znode; /* resolved: lock_path, <root>/mutex/<lock> or <root>/semaphore/<lock> */
+	int per_tick;     /* hosts that run one tick (scheduled jobs), default 1 */
+	uint64_t start_deadline_ms; /* scheduled: a tick not started by then is missed */
+
+	uint64_t timeout_ms;       /* 0: none */
+	int retries;               /* scheduled: extra attempts after a failed run */
+	uint64_t retry_backoff_ms; /* first retry delay, doubled each time, with jitter */
+	int max_failures; /* @continuous: consecutive failures before handing the lease over */
+	uint64_t restart_backoff_ms; /* @continuous: first restart delay, doubled per failure */
+	uint64_t kill_grace_ms; /* SIGTERM to SIGKILL when the job is stopped; default [safety] */
+
+	char *user;    /* run as; NULL: the worker's user */
+	char *group;   /* NULL: the user's primary group */
+	uid_t uid;     /* user resolved at load time; (uid_t)-1 when user is NULL */
+	gid_t gid;     /* group, else the user's primary group; (gid_t)-1 when neither is set */
+	int umask;     /* -1: inherit */
+	char *workdir; /* NULL: the state dir */
+	char **env;    /* "KEY=VALUE", NULL terminated */
+	size_t nenv;
+
+	char *log_file;         /* default <state_dir>/jobs/<name>.log */
+	uint64_t log_max_bytes; /* size cap before rotation to .1 */
+	int history;            /* run records kept in ZooKeeper */
+	enum config_on_shutdown on_shutdown;
+};
+
+/* The worker: conf/worker.ini plus every job file it names. */
+struct config {
+	char *file;
+	char *dir;        /* absolute directory of file: relative paths are resolved against it */
+	char **job_files; /* the job files [worker] jobs matched, in the order they were read */
+	size_t njob_files;
+
+	/* [zookeeper] */
+	char *hosts; /* "host:port,host:port[/chroot]" */
+	char *root;  /* default /leasekeeper */
+	uint64_t session_timeout_ms;
+	char *auth; /* "user:password" for digest auth, or NULL */
+
+	/* [worker] */
+	char *node_id; /* default: the host name */
+	char *jobs;    /* a file, a directory (every *.ini in it) or a glob; relative to file */
+	char *state_dir;
+	int allow_root_jobs; /* jobs may run as root only when this is set */
+	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
+	enum config_on_shutdown on_shutdown;
+	char *timezone; /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
+
+	/* [safety] */
+	uint64_t safety_margin_ms;
+	uint64_t kill_grace_ms;
+
+	/* [http] */
+	char *http_listen; /* "127.0.0.1:9187", or NULL when disabled */
+
+	struct config_job **jobs_list;
+	size_t njobs;
+};
+
+/* Every problem found while loading, each "file:line: message" (the message names the fix). */
+struct config_errors {
+	char **lines;
+	size_t n;
+};
+
+int config_load(const char *file, struct config **out, struct config_errors *errors);
+void config_free(struct config *);
+void config_errors_free(struct config_errors *);
+void config_print(const struct config *, FILE *);
+struct config_job *config_find_job(const struct config *, const char *name);
+int config_job_equal(const struct config_job *, const struct config_job *);
+const char *config_on_shutdown_name(enum config_on_shutdown);
+
+/*
+ * Whether hosts is a valid ZooKeeper connect string, "HOST:PORT[,HOST:PORT...][/chroot]"
+ * (hosts are names, IPv4 or [IPv6] addresses, ports 1-65535); if not, *cause names the fix.
+ */
+int config_valid_hosts(const char *hosts, char **cause);
+int config_parse_size(const char *text, uint64_t *bytes, char **cause);
+int config_split_command(const char *text, char ***argv, char **cause);
+void config_free_argv(char **argv);
+
+#endif

@@ -1,0 +1,49 @@
+/* Runs in: the main process. */
+/* schedule.h: when a job runs: @continuous, cron expressions and @every intervals. */
+#ifndef SCHEDULE_H
+#define SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+enum schedule_kind { SCHEDULE_CONTINUOUS, SCHEDULE_CRON, SCHEDULE_EVERY };
+
+struct schedule;
+
+/*
+ * Parse "@continuous", a 5-field cron expression, an alias (@yearly @annually @monthly
+ * @weekly @daily @midnight @hourly) or "@every DURATION" evaluated in time zone tz
+ * (an IANA name; NULL: the process's local zone). On error returns -1 and sets *cause
+ * to a message that names the fix (caller frees).
+ */
+int schedule_parse(const char *spec, const char *tz, struct schedule **out, char **cause);
+void schedule_free(struct schedule *);
+enum schedule_kind schedule_kind(const struct schedule *);
+
+/*
+ * The first fire time strictly after `after` (Unix seconds), or -1 when none exists
+ * (e.g. "0 0 30 2 *") or for @continuous.
+ */
+int64_t schedule_next(const struct schedule *, int64_t after);
+
+/* Whether a cron schedule can never fire (its day-of-month never falls in its months). */
+int schedule_never(const struct schedule *);
+
+/* The latest fire time at or before `at`, or -1 when none within the past 400 days. */
+int64_t schedule_prev(const struct schedule *, int64_t at);
+
+/* A canonical text of the schedule, for logs and `check`. */
+const char *schedule_text(const struct schedule *);
+
+/*
+ * Replace the zone s runs in with one parsed from memory: a TZif file (RFC 8536) or a POSIX
+ * TZ string such as "CET-1CEST,M3.5.0,M10.5.0/3". schedule_parse loads its zones through
+ * this; data that is neither returns -1 with *cause (caller frees) and leaves s as it was.
+ */
+int schedule_zone_parse(struct schedule *, const void *buf, size_t len, char **cause);
+
+/* The time zone name the schedule was parsed with, or NULL for the process's local zone. */
+const char *schedule_timezone(const struct schedule *);
+
+#endif

@@ -1,0 +1,16 @@
+/* Runs in: the main process. */
+/* admin.h: one-shot commands that read or change the cluster: status, set-leases. */
+#ifndef ADMIN_H
+#define ADMIN_H
+
+#include <jansson.h>
+
+#include "leasekeeper.h"
+
+int admin_status(int argc, char **argv);
+int admin_set_leases(int argc, char **argv);
+
+/* status reads worker nodes, holders and run records with this (a fuzzer drives it). */
+void admin_node_data(json_t *obj, const char *value, int len);
+
+#endif

@@ -1,0 +1,1030 @@
+/* Runs in: the main process. */
+/*
+ * job.c: one configured job's life in the main process.
+ *
+ * A job first checks that the cluster agrees on its number of leases (jobrec.c), then:
+ *
+ * @continuous: contend for a lease and run the command while holding it; when the
+ * command ends, start it again after a back-off that doubles with each consecutive
+ * failure; after max_failures consecutive failures give the lease up so that another
+ * host takes over, and contend again after a cool-down.
+ *
+ * cron and @every: at each tick, contend for a lease within start_deadline, claim the
+ * tick in <root>/jobs/<job>/state, run, retry on failure, record the run, release. A
+ * tick nobody starts in time is recorded as missed; at start-up the most recent tick
+ * still inside start_deadline is contended for (catch-up after an outage), and the
+ * claim keeps it from running twice.
+ *
+ * Whatever the schedule, the command runs only while the lease is held: when the lease
+ * is lost the run is killed at once (the supervisor has usually done so already, at the
+ * lease deadline); after a disconnect a run is restarted only once the lease has been
+ * verified.
+ */
+
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "config.h"
+#include "duration.h"
+#include "job.h"
+#include "jobrec.h"
+#include "lease.h"
+#include "log.h"
+#include "schedule.h"
+#include "svlink.h"
+#include "worker.h"
+#include "xmalloc.h"
+
+#define JOB_LONG_RUN_MS    60000ULL  /* a run this long resets the failure count */
+#define JOB_MAX_BACKOFF_MS 300000ULL /* no back-off or cool-down is longer */
+#define JOB_RETRY_MS       5000ULL   /* after an unexpected acquire failure */
+
+struct job {
+	struct worker *w;
+	const struct config_job *cfg;
+	char *name;
+	char *lock_path;
+	enum job_state state;
+	struct lease *lease;
+	struct jobrec *rec;
+
+	int ready;            /* registered in the current session */
+	int agreed;           /* the cluster's lease count is ours */
+	int stop_requested;   /* job_stop: finish and be done */
+	int lost_pending;     /* the lease went while running: contend again after the exit */
+	int conflict_pending; /* the count changed while running: stop contending after */
+	int await_verify;     /* start once the lease is confirmed after a reconnect */
+
+	uint32_t run;
+	pid_t pid;
+	uint64_t run_start_ns;
+	uint64_t run_start_ms;
+	int64_t run_fence;
+	int timed_out;
+	int failures;  /* consecutive */
+	int cooldowns; /* consecutive cool-downs, each longer */
+	uint64_t runs;
+	uint64_t failures_total;
+	char *last_result;
+
+	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
+	int64_t next_tick;    /* scheduled: the next tick the timer waits for */
+	int attempt;          /* scheduled: retries of this tick so far */
+	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
+
+	struct event *timer;      /* back-off, retry, cool-down */
+	struct event *tick_timer; /* scheduled: the next tick */
+	struct event *run_timer;  /* the run's timeout */
+
+	/* A job that keeps failing the same way warns once, then counts (see log.h). */
+	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start;
+};
+
+static const char *job_state_names[] = {
+    "IDLE",    "CONFLICT", "WAITING",  "CONTENDING", "CLAIMING", "STARTING",
+    "RUNNING", "BACKOFF",  "STOPPING", "COOLDOWN",   "DONE",
+};
+
+static void job_contend(struct job *, int64_t tick);
+static void job_start_run(struct job *);
+static void job_go(struct job *);
+static void job_arm_tick(struct job *);
+static void job_wait_tick(struct job *);
+
+/* The name of a state, for logs. */
+const char *
+job_state_name(enum job_state state)
+{
+	return job_state_names[state];
+}
+
+/* Move to a new state, logging the transition by name. */
+static void
+job_set_state(struct job *job, enum job_state state)
+{
+	if (job->state == state)
+		return;
+	log_debug("job %s: %s -> %s", job->name, job_state_name(job->state), job_state_name(state));
+	job->state = state;
+}
+
+/* Whether the job runs at ticks (as opposed to continuously). */
+static int
+job_scheduled(const struct job *job)
+{
+	return schedule_kind(job->cfg->sched) != SCHEDULE_CONTINUOUS;
+}
+
+/* Arm a timer for ms from now. */
+static void
+job_timer(struct event *ev, uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(ev, &tv);
+}
+
+/* base * 2^(n-1), capped, with +-20% jitter so that hosts do not move in lockstep. */
+static uint64_t
+job_backoff(uint64_t base, int n)
+{
+	uint64_t ms = base;
+	double jitter;
+	int i;
+
+	for (i = 1; i < n && ms < JOB_MAX_BACKOFF_MS; i++)
+		ms *= 2;
+	if (ms > JOB_MAX_BACKOFF_MS)
+		ms = JOB_MAX_BACKOFF_MS;
+	jitter = 0.8 + 0.4 * ((double)random() / (double)RAND_MAX);
+	return (uint64_t)((double)ms * jitter);
+}
+
+/* Whether a run of this job is under way (started or starting). */
+static int
+job_busy(const struct job *job)
+{
+	return job->run != 0;
+}
+
+/* Remember the last outcome, for status. */
+static void job_set_result(struct job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+job_set_result(struct job *job, const char *fmt, ...)
+{
+	va_list ap;
+
+	free(job->last_result);
+	va_start(ap, fmt);
+	if (vasprintf(&job->last_result, fmt, ap) < 0)
+		fatalx("out of memory");
+	va_end(ap);
+}
+
+/* Record a finished run in ZooKeeper. */
+static void
+job_record(struct job *job, const char *reason, int status, int have_status, const char *error)
+{
+	char start[40], end[40];
+	json_t *o;
+
+	clock_iso8601(job->run_start_ms, start, sizeof start);
+	clock_iso8601(clock_wall_ms(), end, sizeof end);
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", worker_config(job->w)->node_id, "fence",
+	              (json_int_t)job->run_fence, "start", start, "end", end, "reason", reason);
+	if (job->tick >= 0)
+		json_object_set_new(o, "tick", json_integer(job->tick));
+	if (have_status && WIFEXITED(status))
+		json_object_set_new(o, "status", json_integer(WEXITSTATUS(status)));
+	else if (have_status && WIFSIGNALED(status))
+		json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
+	if (error != NULL)
+		json_object_set_new(o, "error", json_string(error));
+	jobrec_record_run(job->rec, o, job->cfg->history);
+}
+
+/* Stopped for good: give the lease back and tell the worker. */
+static void
+job_finish_stop(struct job *job)
+{
+	evtimer_del(job->timer);
+	evtimer_del(job->tick_timer);
+	evtimer_del(job->run_timer);
+	jobrec_cancel_claim(job->rec);
+	lease_release(job->lease);
+	job_set_state(job, JOB_DONE);
+	log_info("job %s: stopped", job->name);
+	worker_job_done(job->w, job);
+}
+
+/* The lease is gone or given up: go back to contending when the session allows. */
+static void
+job_after_loss(struct job *job)
+{
+	job->await_verify = 0;
+	evtimer_del(job->timer);
+	jobrec_cancel_claim(job->rec);
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return;
+	}
+	if (job->conflict_pending) {
+		job->conflict_pending = 0;
+		lease_release(job->lease);
+		evtimer_del(job->tick_timer);
+		job_set_state(job, JOB_CONFLICT);
+		return;
+	}
+	if (!job->ready || !job->agreed) {
+		job_set_state(job, JOB_IDLE);
+		/* Registered again while the run was ending: the agreement is to be checked. */
+		if (job->ready)
+			jobrec_check(job->rec);
+		return;
+	}
+	if (job_scheduled(job)) {
+		lease_release(job->lease);
+		job_wait_tick(job);
+		return;
+	}
+	if (lease_state(job->lease) == LEASE_IDLE)
+		job_contend(job, -1);
+}
+
+/* Start contending for the lease (for tick, if scheduled). */
+static void
+job_contend(struct job *job, int64_t tick)
+{
+	uint64_t timeout = 0, now_ms = clock_wall_ms();
+	char *data;
+
+	if (!job->ready || !job->agreed || job->stop_requested)
+		return;
+	if (lease_state(job->lease) != LEASE_IDLE)
+		lease_release(job->lease);
+	job->tick = tick;
+	if (tick >= 0) {
+		uint64_t until = (uint64_t)tick * 1000 + job->cfg->start_deadline_ms;
+
+		if (now_ms >= until) {
+			jobrec_missed(job->rec, tick, worker_config(job->w)->node_id,
+			              job->cfg->history);
+			job_wait_tick(job);
+			return;
+		}
+		timeout = until - now_ms;
+		job->attempt = 0;
+	}
+	data = lease_data(worker_config(job->w)->node_id, job->name, now_ms);
+	lease_set_data(job->lease, data);
+	free(data);
+	job_set_state(job, JOB_CONTENDING);
+	lease_acquire(job->lease, timeout);
+}
+
+/* The claim of a tick: run it, or leave it to the worker that has it. */
+static void
+job_claim_cb(enum jobrec_claim_result result, void *arg)
+{
+	struct job *job = arg;
+	char when[40];
+
+	if (job->state != JOB_CLAIMING)
+		return;
+	clock_iso8601((uint64_t)job->tick * 1000, when, sizeof when);
+	if (result == JOBREC_CLAIMED) {
+		log_info("job %s: running the tick of %s", job->name, when);
+		job_start_run(job);
+		return;
+	}
+	log_debug("job %s: the tick of %s %s", job->name, when,
+	          result == JOBREC_TAKEN ? "is already run or missed" : "could not be claimed");
+	lease_release(job->lease);
+	if (job->ready)
+		job_wait_tick(job);
+	else
+		job_set_state(job, JOB_IDLE);
+}
+
+/* Lease callbacks. */
+static void
+job_lease_acquired_cb(struct lease *l, void *arg)
+{
+	struct job *job = arg;
+
+	if (job_scheduled(job))
+		log_debug("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
+		          (long long)lease_fence(l));
+	else
+		log_info("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
+		         (long long)lease_fence(l));
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return;
+	}
+	if (job_scheduled(job)) {
+		job_set_state(job, JOB_CLAIMING);
+		jobrec_claim(job->rec, job->tick, job->cfg->per_tick,
+		             worker_config(job->w)->node_id, job->cfg->sched, job->cfg->history,
+		             job_claim_cb, job);
+		return;
+	}
+	job_start_run(job);
+}
+
+static void
+job_lease_lost_cb(struct lease *l, const char *why, void *arg)
+{
+	struct job *job = arg;
+
+	(void)l;
+	log_warnx_limited(&job->lim_lost, "job %s: lease lost: %s", job->name, why);
+	job->await_verify = 0;
+	if (job_busy(job)) {
+		/* Another host may take the lease now: the run must not outlive it. */
+		svlink_job_stop(worker_supervisor(job->w), job->run, SIGKILL, -1);
+		job->lost_pending = 1;
+		job_set_state(job, JOB_STOPPING);
+		return;
+	}
+	job_after_loss(job);
+}
+
+static void
+job_lease_failed_cb(struct lease *l, const char *why, void *arg)
+{
+	struct job *job = arg;
+
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return;
+	}
+	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
+		log_debug("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
+		jobrec_missed(job->rec, job->tick, worker_config(job->w)->node_id,
+		              job->cfg->history);
+		job_wait_tick(job);
+		return;
+	}
+	log_warnx_limited(&job->lim_acquire, "job %s: could not acquire a lease: %s", job->name,
+	                  why);
+	job->tick = -1;
+	if (!job->ready) {
+		job_set_state(job, JOB_IDLE);
+		return;
+	}
+	if (job_scheduled(job)) {
+		job_wait_tick(job);
+		return;
+	}
+	job_set_state(job, JOB_BACKOFF);
+	job_timer(job->timer, JOB_RETRY_MS);
+}
+
+static void
+job_lease_verified_cb(struct lease *l, void *arg)
+{
+	struct job *job = arg;
+
+	(void)l;
+	log_info("job %s: lease verified after the reconnect", job->name);
+	if (job->await_verify && job->state == JOB_BACKOFF && !job_busy(job)) {
+		job->await_verify = 0;
+		job_start_run(job);
+	}
+}
+
+/* Ask the supervisor to start the command under the current session's lease. */
+static void
+job_start_run(struct job *job)
+{
+	const struct config_job *cj = job->cfg;
+	const struct config *cfg = worker_config(job->w);
+	struct zk *zk = worker_zk(job->w);
+	struct proto_spec spec = {NULL, 0};
+	char *s, tick[40];
+	size_t i;
+
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return;
+	}
+	if (lease_state(job->lease) == LEASE_UNVERIFIED) {
+		job->await_verify = 1;
+		job_set_state(job, JOB_BACKOFF);
+		return;
+	}
+	if (lease_state(job->lease) != LEASE_HELD) {
+		job_after_loss(job);
+		return;
+	}
+	job->run = worker_next_run_id(job->w);
+	job->run_start_ns = clock_now_ns();
+	job->run_start_ms = clock_wall_ms();
+	job->run_fence = lease_fence(job->lease);
+	job->timed_out = 0;
+
+	proto_spec_add(&spec, PROTO_TAG_NAME, job->name);
+	for (i = 0; cj->argv[i] != NULL; i++)
+		proto_spec_add(&spec, PROTO_TAG_ARG, cj->argv[i]);
+	for (i = 0; i < cj->nenv; i++)
+		proto_spec_add(&spec, PROTO_TAG_ENV, cj->env[i]);
+	xasprintf(&s, "LEASEKEEPER_JOB=%s", job->name);
+	proto_spec_add(&spec, PROTO_TAG_ENV, s);
+	free(s);
+	xasprintf(&s, "LEASEKEEPER_NODE=%s", cfg->node_id);
+	proto_spec_add(&spec, PROTO_TAG_ENV, s);
+	free(s);
+	xasprintf(&s, "LEASEKEEPER_FENCE=%lld", (long long)job->run_fence);
+	proto_spec_add(&spec, PROTO_TAG_ENV, s);
+	free(s);
+	xasprintf(&s, "LEASEKEEPER_LEASES=%d", cj->leases);
+	proto_spec_add(&spec, PROTO_TAG_ENV, s);
+	free(s);
+	xasprintf(&s, "LEASEKEEPER_DEADLINE_MS=%d", zk_timeout_ms(zk) - (int)cfg->safety_margin_ms);
+	proto_spec_add(&spec, PROTO_TAG_ENV, s);
+	free(s);
+	if (job->tick >= 0) {
+		clock_iso8601((uint64_t)job->tick * 1000, tick, sizeof tick);
+		tick[19] = 'Z'; /* whole seconds: 2026-01-02T03:04:05Z */
+		tick[20] = '\0';
+		xasprintf(&s, "LEASEKEEPER_TICK=%s", tick);
+		proto_spec_add(&spec, PROTO_TAG_ENV, s);
+		free(s);
+	}
+	/* Without a workdir: the user's home for a job run as another user, as cron does. */
+	if (cj->workdir != NULL || cj->user == NULL)
+		proto_spec_add(&spec, PROTO_TAG_WORKDIR,
+		               cj->workdir != NULL ? cj->workdir : cfg->state_dir);
+	if (cj->user != NULL)
+		proto_spec_add(&spec, PROTO_TAG_USER, cj->user);
+	if (cj->group != NULL)
+		proto_spec_add(&spec, PROTO_TAG_GROUP, cj->group);
+	if (cj->umask >= 0) {
+		xasprintf(&s, "%o", cj->umask);
+		proto_spec_add(&spec, PROTO_TAG_UMASK, s);
+		free(s);
+	}
+	if (cj->log_file != NULL) {
+		proto_spec_add(&spec, PROTO_TAG_LOG, cj->log_file);
+		xasprintf(&s, "%llu", (unsigned long long)cj->log_max_bytes);
+		proto_spec_add(&spec, PROTO_TAG_LOG_MAX, s);
+		free(s);
+	}
+	xasprintf(&s, "%llu", (unsigned long long)cj->kill_grace_ms);
+	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
+	free(s);
+
+	job_set_state(job, JOB_STARTING);
+	svlink_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
+	proto_spec_free(&spec);
+}
+
+/* What to do after a run ended: restart, retry, hand over, or finish the tick. */
+static void
+job_after_run(struct job *job, int failed)
+{
+	uint64_t delay;
+
+	if (!job_scheduled(job)) {
+		if (failed && job->failures >= job->cfg->max_failures) {
+			/* Each cool-down in a row doubles, up to the cap: a job that never works
+			 * must not churn the cluster for ever. */
+			job->cooldowns++;
+			delay = job_backoff(job->cfg->restart_backoff_ms,
+			                    job->cfg->max_failures + job->cooldowns);
+			log_warnx_limited(
+			    &job->lim_cooldown,
+			    "job %s: failed %d times in a row: giving the lease up for %llu ms "
+			    "so that another host can take over",
+			    job->name, job->failures, (unsigned long long)delay);
+			lease_release(job->lease);
+			job->failures = 0;
+			job_set_state(job, JOB_COOLDOWN);
+			job_timer(job->timer, delay);
+			return;
+		}
+		delay = failed ? job_backoff(job->cfg->restart_backoff_ms, job->failures)
+		               : job->cfg->restart_backoff_ms;
+		log_info("job %s: restarting in %llu ms", job->name, (unsigned long long)delay);
+		job_set_state(job, JOB_BACKOFF);
+		job_timer(job->timer, delay);
+		return;
+	}
+	if (failed && job->attempt < job->cfg->retries) {
+		job->attempt++;
+		delay = job_backoff(job->cfg->retry_backoff_ms, job->attempt);
+		log_info("job %s: retry %d of %d in %llu ms", job->name, job->attempt,
+		         job->cfg->retries, (unsigned long long)delay);
+		job_set_state(job, JOB_BACKOFF);
+		job_timer(job->timer, delay);
+		return;
+	}
+	lease_release(job->lease);
+	job_wait_tick(job);
+}
+
+/* The back-off, retry or cool-down timer. */
+static void
+job_timer_cb(int fd, short what, void *arg)
+{
+	struct job *job = arg;
+
+	(void)fd;
+	(void)what;
+	switch (job->state) {
+	case JOB_BACKOFF:
+		if (lease_state(job->lease) != LEASE_IDLE)
+			job_start_run(job); /* restart, or retry the tick, under the lease held */
+		else if (job_scheduled(job))
+			job_wait_tick(job); /* the lease went meanwhile: this tick is over for us */
+		else
+			job_contend(job, -1);
+		break;
+	case JOB_COOLDOWN:
+		job_contend(job, -1);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The run's timeout. */
+static void
+job_run_timer_cb(int fd, short what, void *arg)
+{
+	struct job *job = arg;
+	char dur[32];
+
+	(void)fd;
+	(void)what;
+	if (!job_busy(job))
+		return;
+	duration_format(job->cfg->timeout_ms, dur, sizeof dur);
+	log_warnx("job %s: timeout (%s): stopping the run", job->name, dur);
+	job->timed_out = 1;
+	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+	                (int64_t)job->cfg->kill_grace_ms);
+}
+
+/* A tick is due. */
+static void
+job_tick_cb(int fd, short what, void *arg)
+{
+	struct job *job = arg;
+	int64_t tick = job->next_tick;
+	uint64_t now = clock_wall_ms();
+
+	(void)fd;
+	(void)what;
+	if (now + 5 < (uint64_t)tick * 1000) {
+		/* Early (the wall clock moved): wait for the rest. */
+		job_timer(job->tick_timer, (uint64_t)tick * 1000 - now);
+		return;
+	}
+	job_arm_tick(job);
+	if (!job->ready || !job->agreed || job->stop_requested)
+		return;
+	switch (job->state) {
+	case JOB_WAITING:
+		job_contend(job, tick);
+		break;
+	case JOB_CONTENDING:
+		/*
+		 * Still waiting for a lease for an older tick: the newest due tick is what
+		 * counts now (claims only move forward, so the older one could not run after
+		 * it anyway). Keep the place in the queue; only the target and its deadline
+		 * change.
+		 */
+		job->tick = tick;
+		job->attempt = 0;
+		lease_retime(job->lease, job->cfg->start_deadline_ms);
+		break;
+	default:
+		/* Busy with a run: the tick is for the others, or for us right after. */
+		job->pending_tick = tick;
+		break;
+	}
+}
+
+/* Arm the tick timer for the first fire time after now, and after the current one. */
+static void
+job_arm_tick(struct job *job)
+{
+	uint64_t now = clock_wall_ms();
+	int64_t after = (int64_t)(now / 1000), next;
+
+	if (job->next_tick > after)
+		after = job->next_tick;
+	next = schedule_next(job->cfg->sched, after);
+	evtimer_del(job->tick_timer);
+	job->next_tick = next;
+	if (next < 0) {
+		log_warnx("job %s: its schedule \"%s\" never fires", job->name, job->cfg->schedule);
+		return;
+	}
+	job_timer(job->tick_timer, (uint64_t)next * 1000 > now ? (uint64_t)next * 1000 - now : 0);
+}
+
+/*
+ * Between ticks: the timer armed for the next one. A tick that came due during the run
+ * just ended is contended for now if it is still inside its start_deadline (another
+ * worker may have run it meanwhile: the claim tells); past it, it is recorded as missed
+ * unless someone ran it.
+ */
+static void
+job_wait_tick(struct job *job)
+{
+	int64_t pending = job->pending_tick;
+
+	job->tick = -1;
+	job->pending_tick = -1;
+	job_set_state(job, JOB_WAITING);
+	if (!evtimer_pending(job->tick_timer, NULL))
+		job_arm_tick(job);
+	if (pending >= 0 && job->ready && job->agreed && !job->stop_requested)
+		job_contend(job, pending);
+}
+
+/* Agreed and registered: start doing the job. */
+static void
+job_go(struct job *job)
+{
+	uint64_t now = clock_wall_ms();
+	int64_t prev;
+
+	if (!job->ready || !job->agreed || job->stop_requested)
+		return;
+	if (job->state != JOB_IDLE && job->state != JOB_CONFLICT)
+		return;
+	if (!job_scheduled(job)) {
+		job_contend(job, -1);
+		return;
+	}
+	job_wait_tick(job);
+	/* Catch-up: the latest tick still within its start deadline, if nobody ran it. */
+	prev = schedule_prev(job->cfg->sched, (int64_t)(now / 1000));
+	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms) {
+		char when[32];
+
+		clock_iso8601((uint64_t)prev * 1000, when, sizeof when);
+		log_info("job %s: catching up the tick of %s, still inside its start_deadline",
+		         job->name, when);
+		job_contend(job, prev);
+	}
+}
+
+/* The cluster's lease count is ours. */
+static void
+job_agreed_cb(struct jobrec *jr, void *arg)
+{
+	struct job *job = arg;
+
+	(void)jr;
+	if (job->state == JOB_CONFLICT)
+		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
+		         job->cfg->leases);
+	job->agreed = 1;
+	job_go(job);
+}
+
+/* The cluster's lease count is not ours: stop contending until that changes. */
+static void
+job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
+{
+	struct job *job = arg;
+
+	(void)jr;
+	if (cluster > 0)
+		log_warnx(
+		    "job %s: the cluster agreed on %d lease(s) but this worker is configured "
+		    "with %d: not contending (set leases = %d in the job, or run `leasekeeper "
+		    "set-leases %s %d` to change the cluster's count on purpose)",
+		    job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
+	/* cluster < 0: the record is corrupt, jobrec.c said so and why. */
+	job->agreed = 0;
+	job->await_verify = 0;
+	evtimer_del(job->timer);
+	if (job_busy(job)) {
+		job->conflict_pending = 1;
+		svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+		                (int64_t)job->cfg->kill_grace_ms);
+		job_set_state(job, JOB_STOPPING);
+		return;
+	}
+	jobrec_cancel_claim(job->rec);
+	lease_release(job->lease);
+	evtimer_del(job->tick_timer);
+	job_set_state(job, JOB_CONFLICT);
+}
+
+/* A job of the worker, idle until job_ready. */
+struct job *
+job_new(struct worker *w, const struct config_job *cj)
+{
+	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
+	                                    job_lease_failed_cb, job_lease_verified_cb};
+	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb};
+	const struct config *cfg = worker_config(w);
+	struct job *job = xcalloc(1, sizeof *job);
+	struct event_base *base = worker_base(w);
+	char *data;
+
+	job->w = w;
+	job->cfg = cj;
+	job->name = xstrdup(cj->name);
+	job->state = JOB_IDLE;
+	job->tick = job->next_tick = job->pending_tick = -1;
+	job->lock_path = lease_lock_path(cfg->root, cj->lock, cj->lock_path, cj->leases);
+	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
+	job->lease = lease_new(base, worker_zk(w), job->lock_path, cj->leases, data, &lcb, job);
+	free(data);
+	job->rec =
+	    jobrec_new(worker_zk(w), cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
+	job->timer = evtimer_new(base, job_timer_cb, job);
+	job->tick_timer = evtimer_new(base, job_tick_cb, job);
+	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
+	return job;
+}
+
+/* Free the job; its lease nodes are deleted (or go with the session). */
+void
+job_free(struct job *job)
+{
+	if (job == NULL)
+		return;
+	lease_free(job->lease);
+	jobrec_free(job->rec);
+	event_free(job->timer);
+	event_free(job->tick_timer);
+	event_free(job->run_timer);
+	log_limit_flush(&job->lim_lost);
+	log_limit_flush(&job->lim_acquire);
+	log_limit_flush(&job->lim_cooldown);
+	log_limit_flush(&job->lim_start);
+	free(job->lock_path);
+	free(job->last_result);
+	free(job->name);
+	free(job);
+}
+
+/* The worker is registered in a session: check the agreement, then contend. */
+void
+job_ready(struct job *job)
+{
+	if (job->stop_requested || job->state == JOB_DONE)
+		return;
+	job->ready = 1;
+	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT)
+		jobrec_check(job->rec);
+}
+
+/* Session events, forwarded by the worker. */
+void
+job_session(struct job *job, enum zk_event event)
+{
+	if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_SESSION_NEW) {
+		job->ready = 0;
+		job->agreed = 0;
+	}
+	lease_session(job->lease, event);
+	jobrec_session(job->rec, event);
+	if (event == ZK_EVENT_EXPIRED && !job_busy(job) && job->state != JOB_DONE &&
+	    job->state != JOB_CONFLICT && job->state != JOB_STOPPING) {
+		/* Nothing survives the session: start over once registered again. */
+		evtimer_del(job->timer);
+		evtimer_del(job->tick_timer);
+		jobrec_cancel_claim(job->rec);
+		lease_release(job->lease);
+		job->tick = -1;
+		job->await_verify = 0;
+		job_set_state(job, JOB_IDLE);
+	}
+}
+
+/* Stop: end the run (unless wait, then let it finish), release, and report done. */
+void
+job_stop(struct job *job, int wait)
+{
+	if (job->stop_requested && !wait && job->state == JOB_STOPPING)
+		return;
+	job->stop_requested = 1;
+	evtimer_del(job->timer);
+	evtimer_del(job->tick_timer);
+	jobrec_cancel_claim(job->rec);
+	if (!job_busy(job)) {
+		if (job->state != JOB_DONE)
+			job_finish_stop(job);
+		return;
+	}
+	if (wait) {
+		log_info("job %s: waiting for the run to finish (on_shutdown = wait)", job->name);
+		return;
+	}
+	log_info("job %s: stopping the run", job->name);
+	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+	                (int64_t)job->cfg->kill_grace_ms);
+	job_set_state(job, JOB_STOPPING);
+}
+
+/* A reload found the job unchanged: adopt the new configuration's copy. */
+void
+job_update(struct job *job, const struct config_job *cj)
+{
+	job->cfg = cj;
+}
+
+/*
+ * A run ended while something else was decided for the job (stop, lease lost, count
+ * changed): carry that out and return 1; return 0 if the job goes on as usual.
+ */
+static int
+job_run_ended_elsewise(struct job *job)
+{
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return 1;
+	}
+	if (job->lost_pending || job->conflict_pending) {
+		job->lost_pending = 0;
+		job_after_loss(job);
+		return 1;
+	}
+	return 0;
+}
+
+/* The supervisor started the run. */
+void
+job_started(struct job *job, uint32_t run, pid_t pid)
+{
+	if (run != job->run)
+		return;
+	job->pid = pid;
+	job->runs++;
+	log_info("job %s: running, pid %d, fence %lld", job->name, (int)pid,
+	         (long long)job->run_fence);
+	if (job->state == JOB_STARTING)
+		job_set_state(job, JOB_RUNNING);
+	if (job->cfg->timeout_ms > 0)
+		job_timer(job->run_timer, job->cfg->timeout_ms);
+}
+
+/* The supervisor could not start the run. */
+void
+job_start_failed(struct job *job, uint32_t run, const char *why)
+{
+	if (run != job->run)
+		return;
+	job->run = 0;
+	job->pid = 0;
+	job->failures++;
+	job->failures_total++;
+	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
+	job_set_result(job, "could not start: %s", why);
+	job_record(job, "failed", 0, 0, why);
+	if (!job_run_ended_elsewise(job))
+		job_after_run(job, 1);
+}
+
+/* The run ended, and its whole process group is gone. */
+void
+job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason reason)
+{
+	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out;
+	const char *what;
+	char how[64];
+
+	if (run != job->run)
+		return;
+	job->run = 0;
+	job->pid = 0;
+	evtimer_del(job->run_timer);
+	if (WIFEXITED(status))
+		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+	else
+		snprintf(how, sizeof how, "signal %d", WTERMSIG(status));
+
+	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH || job->lost_pending)
+		what = "aborted";
+	else if (job->timed_out)
+		what = "timeout";
+	else if (job->stop_requested || job->conflict_pending || reason == PROTO_EXIT_STOPPED)
+		what = "stopped";
+	else
+		what = ok ? "ok" : "failed";
+	log_info("job %s: run ended after %llu ms: %s (%s)", job->name, (unsigned long long)ran_ms,
+	         how, what);
+	job_set_result(job, "%s (%s)", what, how);
+	job_record(job, what, status, 1, NULL);
+	if (job_run_ended_elsewise(job))
+		return;
+	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH) {
+		/* Killed because the session could not be trusted, not the command's fault. */
+		if (lease_state(job->lease) == LEASE_IDLE) {
+			job_after_loss(job);
+			return;
+		}
+		if (job_scheduled(job) && job->attempt >= job->cfg->retries) {
+			job_after_run(job, 0);
+			return;
+		}
+		if (job_scheduled(job))
+			job->attempt++;
+		job_start_run(job);
+		return;
+	}
+	if (ok || ran_ms >= JOB_LONG_RUN_MS) {
+		job->failures = ok ? 0 : 1;
+		job->cooldowns = 0;
+	} else
+		job->failures++;
+	if (!ok)
+		job->failures_total++;
+	job_after_run(job, !ok);
+}
+
+/* The supervisor died: the run died with it; the lease can no longer be trusted. */
+void
+job_supervisor_died(struct job *job)
+{
+	if (job_busy(job)) {
+		job->run = 0;
+		job->pid = 0;
+		evtimer_del(job->run_timer);
+		job_set_result(job, "aborted (the supervisor died)");
+		job_record(job, "aborted", 0, 0, "the supervisor died");
+	}
+	evtimer_del(job->timer);
+	jobrec_cancel_claim(job->rec);
+	job->lost_pending = job->conflict_pending = job->await_verify = 0;
+	if (job->stop_requested) {
+		job_finish_stop(job);
+		return;
+	}
+	if (lease_state(job->lease) != LEASE_IDLE)
+		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
+	lease_release(job->lease);
+	job->tick = -1;
+	evtimer_del(job->tick_timer);
+	job_set_state(job, JOB_IDLE);
+}
+
+/* Whether the job was told to stop (for good). */
+int
+job_stopping(const struct job *job)
+{
+	return job->stop_requested;
+}
+
+/* Whether run is this job's current run. */
+int
+job_owns_run(const struct job *job, uint32_t run)
+{
+	return run != 0 && job->run == run;
+}
+
+/* The job's name. */
+const char *
+job_name(const struct job *job)
+{
+	return job->name;
+}
+
+/* The job's configuration. */
+const struct config_job *
+job_config(const struct job *job)
+{
+	return job->cfg;
+}
+
+/* The job's state. */
+enum job_state
+job_state(const struct job *job)
+{
+	return job->state;
+}
+
+/* The job as JSON, for the HTTP status. */
+json_t *
+job_status_json(const struct job *job)
+{
+	char next[40];
+	json_t *o;
+	enum lease_state ls = lease_state(job->lease);
+
+	o = json_pack(
+	    "{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:I, s:I, s:I, s:i}", "name", job->name, "state",
+	    job_state_name(job->state), "schedule", job->cfg->schedule, "leases", job->cfg->leases,
+	    "lock_path", job->lock_path, "lease_state", lease_state_name(ls), "lease_held",
+	    ls == LEASE_HELD || ls == LEASE_UNVERIFIED, "fence",
+	    (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs", (json_int_t)job->runs,
+	    "failures", (json_int_t)job->failures_total, "consecutive_failures", job->failures);
+	if (job->pid > 0)
+		json_object_set_new(o, "pid", json_integer(job->pid));
+	if (jobrec_cluster_leases(job->rec) > 0)
+		json_object_set_new(o, "cluster_leases",
+		                    json_integer(jobrec_cluster_leases(job->rec)));
+	json_object_set_new(o, "corrupt_states", json_integer(jobrec_corrupt_states(job->rec)));
+	if (job->next_tick >= 0 && job_scheduled(job)) {
+		clock_iso8601((uint64_t)job->next_tick * 1000, next, sizeof next);
+		json_object_set_new(o, "next_tick", json_string(next));
+	}
+	if (job->last_result != NULL)
+		json_object_set_new(o, "last_result", json_string(job->last_result));
+	return o;
+}

@@ -1,0 +1,51 @@
+/* Runs in: the main process. */
+/* job.h: one configured job's life in the main process. */
+#ifndef JOB_H
+#define JOB_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "proto.h"
+#include "zk.h"
+
+struct config_job;
+struct job;
+struct worker;
+
+enum job_state {
+	JOB_IDLE,       /* not contending: no session yet, or stopped */
+	JOB_CONFLICT,   /* the cluster agreed on another number of leases */
+	JOB_WAITING,    /* scheduled: waiting for the next tick */
+	JOB_CONTENDING, /* waiting for a lease */
+	JOB_CLAIMING,   /* scheduled: claiming the tick in <root>/jobs/<job>/state */
+	JOB_STARTING,   /* the supervisor is starting the command */
+	JOB_RUNNING,
+	JOB_BACKOFF,  /* the command ended; restarting (continuous) or retrying (scheduled) */
+	JOB_STOPPING, /* the command is being stopped */
+	JOB_COOLDOWN, /* continuous: gave the lease up after repeated failures */
+	JOB_DONE,     /* stopped for good (shutdown or removal) */
+};
+
+struct job *job_new(struct worker *, const struct config_job *);
+void job_free(struct job *);
+void job_ready(struct job *);
+void job_session(struct job *, enum zk_event);
+void job_stop(struct job *, int wait);
+void job_update(struct job *, const struct config_job *);
+void job_started(struct job *, uint32_t run, pid_t pid);
+void job_start_failed(struct job *, uint32_t run, const char *why);
+void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason);
+void job_supervisor_died(struct job *);
+int job_owns_run(const struct job *, uint32_t run);
+int job_stopping(const struct job *);
+
+const char *job_name(const struct job *);
+const struct config_job *job_config(const struct job *);
+enum job_state job_state(const struct job *);
+const char *job_state_name(enum job_state);
+json_t *job_status_json(const struct job *);
+
+#endif

@@ -1,0 +1,31 @@
+/* Runs in: the main process. */
+/* svlink.h: main's handle on the supervisor process. */
+#ifndef SVLINK_H
+#define SVLINK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+struct event_base;
+struct svlink;
+
+struct svlink_cb {
+	void (*started)(uint32_t job, pid_t pid, void *arg);
+	void (*start_failed)(uint32_t job, const char *why, void *arg);
+	void (*exited)(uint32_t job, int status, enum proto_exit_reason, void *arg);
+	void (*died)(void *arg); /* the supervisor is gone; its jobs were killed */
+};
+
+struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void *arg);
+int svlink_free(struct svlink *);
+pid_t svlink_pid(const struct svlink *);
+int svlink_reap(struct svlink *, pid_t pid, int status);
+void svlink_deadline(struct svlink *, uint64_t epoch, uint64_t deadline_ns);
+void svlink_epoch_end(struct svlink *, uint64_t epoch);
+void svlink_job_start(struct svlink *, uint32_t job, uint64_t epoch, const struct proto_spec *);
+void svlink_job_stop(struct svlink *, uint32_t job, int sig, int64_t grace_ms);
+int svlink_running_jobs(const struct svlink *);
+
+#endif

@@ -1,0 +1,1036 @@
+/* Runs in: the main process. */
+/*
+ * worker.c: the daemon: one worker per host, running its jobs under leases.
+ *
+ * Start-up: fork the supervisor (the parent of every job), open the ZooKeeper session,
+ * create the root paths and register <root>/workers/<node_id> as an ephemeral node. A
+ * node id held by another live session means another worker already runs with it: we
+ * wait up to a session timeout for it to go (a previous incarnation of this worker
+ * killed without closing its session leaves its node behind until it expires), then
+ * refuse to start. After registration the jobs contend for their leases.
+ *
+ * Everything runs on one libevent loop: the session, timers, the supervisor's socket
+ * and the signals, which all arrive as events and go through worker_signal_cb.
+ */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "compat.h"
+#include "config.h"
+#include "http.h"
+#include "job.h"
+#include "log.h"
+#include "svlink.h"
+#include "worker.h"
+#include "xmalloc.h"
+#include "zk.h"
+#include "znode.h"
+
+#define WORKER_SUPERVISOR_RESTARTS 5    /* at most this many ... */
+#define WORKER_SUPERVISOR_WINDOW_S 60   /* ... within this many seconds */
+#define WORKER_STOP_SLACK_MS       2000 /* beyond the longest kill_grace at shutdown */
+#define WORKER_FLUSH_MS            2000 /* at most this long for the last writes to land */
+#define WORKER_REREGISTER_MAX      5    /* registrations again after a deletion, at most ... */
+#define WORKER_REREGISTER_WINDOW_S 60   /* ... within this many seconds; then wait */
+
+enum worker_state {
+	WORKER_CONNECTING,  /* no session yet */
+	WORKER_REGISTERING, /* creating our node */
+	WORKER_DUPLICATE,   /* another session holds our node id: waiting for it to go */
+	WORKER_READY,       /* registered: jobs may contend */
+	WORKER_STOPPING,    /* stopping jobs before closing the session */
+};
+
+struct worker_job {
+	struct job *job;
+	int done;
+	TAILQ_ENTRY(worker_job) entry;
+};
+
+/* A configuration replaced by a reload, kept while jobs it describes may still stop. */
+struct worker_config {
+	struct config *cfg;
+	TAILQ_ENTRY(worker_config) entry;
+};
+
+struct worker {
+	char *config_file;
+	struct config *cfg;
+	struct config *initial_cfg; /* the caller's: freed by the caller */
+	struct event_base *base;
+	struct zk *zk;
+	struct svlink *sv;
+	struct http *http;
+	enum worker_state state;
+	char *path; /* <root>/workers/<node_id> */
+	uint64_t started_ms;
+	int notified_ready;
+	int exit_code;
+	uint32_t next_run;
+
+	struct event *signals[5];
+	struct event *dup_timer;
+	struct event *reg_timer; /* registering again, once the rate limit allows */
+	uint64_t rereg_start_ns; /* the window of WORKER_REREGISTER_MAX */
+	int rereg_count;
+	struct event *stop_timer;
+	struct event *sv_timer;
+	struct event *reap;
+	struct event *flush_timer;
+	uint64_t flush_until;
+	uint64_t sv_restarts[WORKER_SUPERVISOR_RESTARTS];
+	int sv_restart_count;
+
+	TAILQ_HEAD(, worker_job) jobs;
+	TAILQ_HEAD(, worker_config) retired;
+};
+
+static const char *worker_state_names[] = {
+    "CONNECTING", "REGISTERING", "DUPLICATE", "READY", "STOPPING",
+};
+
+/* ZooKeeper refusals of our registration repeat at every attempt: warn once, then count. */
+static struct log_limit worker_lim_read, worker_lim_register, worker_lim_create;
+
+static void worker_register(struct worker *);
+static void worker_finish(struct worker *);
+static void worker_start_supervisor(struct worker *);
+
+/* Move to a new state, logging the transition by name. */
+static void
+worker_set_state(struct worker *w, enum worker_state state)
+{
+	if (w->state == state)
+		return;
+	log_debug("worker: %s -> %s", worker_state_names[w->state], worker_state_names[state]);
+	w->state = state;
+}
+
+/* Tell systemd (Type=notify) how we are, if it is listening. */
+static void
+worker_notify(const char *message)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa;
+	socklen_t len;
+	int fd;
+
+	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof sa.sun_path)
+		return;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	if (sendto(fd, message, strlen(message), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0)
+		log_warn("sd_notify");
+	close(fd);
+}
+
+/* The JSON of our worker node. */
+static char *
+worker_node_data(struct worker *w)
+{
+	struct worker_job *wj;
+	char host[HOST_NAME_MAX + 1], stamp[40], *out;
+	json_t *o, *jobs;
+
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	clock_iso8601(w->started_ms, stamp, sizeof stamp);
+	jobs = json_array();
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			json_array_append_new(jobs, json_string(job_name(wj->job)));
+	}
+	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o}", "version", LEASEKEEPER_VERSION, "node",
+	              w->cfg->node_id, "pid", (json_int_t)getpid(), "host", host, "start", stamp,
+	              "jobs", jobs);
+	out = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return out;
+}
+
+static void worker_watch_own(struct worker *);
+static void worker_dup_watch_cb(int, const char *, void *);
+static void worker_dup_get_cb(const struct zk_reply *, void *);
+
+/*
+ * Our node is gone (deleted by someone else, or the whole root): not ready (/health says
+ * so) until registered again, at most WORKER_REREGISTER_MAX times a minute so that
+ * someone deleting it in a loop cannot make us write in a loop.
+ */
+static void
+worker_lost_node(struct worker *w, const char *why)
+{
+	uint64_t now = clock_now_ns();
+	struct timeval tv;
+
+	worker_set_state(w, WORKER_REGISTERING);
+	if (w->rereg_start_ns == 0 ||
+	    now - w->rereg_start_ns >= (uint64_t)WORKER_REREGISTER_WINDOW_S * 1000000000ULL) {
+		w->rereg_start_ns = now;
+		w->rereg_count = 0;
+	}
+	if (w->rereg_count++ < WORKER_REREGISTER_MAX) {
+		log_warnx("%s %s: registering again", w->path, why);
+		worker_register(w);
+		return;
+	}
+	tv.tv_sec = WORKER_REREGISTER_WINDOW_S;
+	tv.tv_usec = 0;
+	log_warnx("%s %s, %d times within %d s: registering again in %d s (not ready until then)",
+	          w->path, why, w->rereg_count, WORKER_REREGISTER_WINDOW_S,
+	          WORKER_REREGISTER_WINDOW_S);
+	evtimer_add(w->reg_timer, &tv);
+}
+
+/* The rate limit of registrations allows one again. */
+static void
+worker_reg_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state == WORKER_REGISTERING)
+		worker_register(w);
+}
+
+/* Our node changed (our own update) or went away. */
+static void
+worker_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)path;
+	if (w->state != WORKER_READY)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		worker_lost_node(w, "was deleted by someone else");
+	else
+		worker_watch_own(w);
+}
+
+/* Our node as read with its watch: still ours? */
+static void
+worker_own_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state != WORKER_READY || zk_connection_error(reply->rc))
+		return; /* a reconnect watches it again */
+	if (reply->rc == ZNONODE)
+		worker_lost_node(w, "is gone");
+	else if (reply->rc == ZOK && reply->stat != NULL &&
+	         reply->stat->ephemeralOwner != zk_session_id(w->zk)) {
+		/* Deleted and made again by another session under our node id. */
+		log_warnx("%s is now held by another session (0x%llx)", w->path,
+		          (unsigned long long)reply->stat->ephemeralOwner);
+		worker_set_state(w, WORKER_REGISTERING);
+		zk_get(w->zk, w->path, worker_dup_watch_cb, worker_dup_get_cb, w);
+	}
+}
+
+/* Watch our node, so that its deletion by anyone else is noticed. */
+static void
+worker_watch_own(struct worker *w)
+{
+	zk_get(w->zk, w->path, worker_own_watch_cb, worker_own_get_cb, w);
+}
+
+/* Registered: tell systemd once, and let the jobs contend. */
+static void
+worker_registered(struct worker *w)
+{
+	struct worker_job *wj;
+
+	evtimer_del(w->dup_timer);
+	evtimer_del(w->reg_timer);
+	worker_set_state(w, WORKER_READY);
+	log_info("registered as %s (session 0x%llx)", w->path,
+	         (unsigned long long)zk_session_id(w->zk));
+	if (!w->notified_ready) {
+		w->notified_ready = 1;
+		worker_notify("READY=1\nSTATUS=registered");
+	}
+	worker_watch_own(w);
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			job_ready(wj->job);
+	}
+}
+
+/* Another session's node under our id went away: try again. */
+static void
+worker_dup_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)path;
+	if (w->state == WORKER_DUPLICATE && type == ZOO_DELETED_EVENT) {
+		log_info("the other session's %s is gone; registering", w->path);
+		worker_register(w);
+	}
+}
+
+/* The node under our id: ours after all (a create whose answer we lost), or another's. */
+static void
+worker_dup_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+	struct timeval tv;
+	int wait_ms;
+
+	if (w->state != WORKER_REGISTERING && w->state != WORKER_DUPLICATE)
+		return;
+	if (zk_connection_error(reply->rc))
+		return; /* registered again after the reconnect */
+	if (reply->rc == ZNONODE) {
+		worker_register(w);
+		return;
+	}
+	if (reply->rc != ZOK || reply->stat == NULL) {
+		log_warnx_limited(&worker_lim_read, "cannot read %s: %s", w->path,
+		                  zerror(reply->rc));
+		return;
+	}
+	if (reply->stat->ephemeralOwner == zk_session_id(w->zk)) {
+		worker_registered(w);
+		return;
+	}
+	if (w->state == WORKER_DUPLICATE)
+		return;
+	worker_set_state(w, WORKER_DUPLICATE);
+	wait_ms = zk_timeout_ms(w->zk) + 2000;
+	log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting up to "
+	          "%d ms for it to expire",
+	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner,
+	          reply->value != NULL ? reply->value : "", wait_ms);
+	tv.tv_sec = wait_ms / 1000;
+	tv.tv_usec = (wait_ms % 1000) * 1000;
+	evtimer_add(w->dup_timer, &tv);
+}
+
+/* The other session kept our node id: another worker is running with it. */
+static void
+worker_dup_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state != WORKER_DUPLICATE)
+		return;
+	log_warnx("another worker is running with node id \"%s\" (%s is held by a live session): "
+	          "give this worker another node_id in [worker], or stop the other one",
+	          w->cfg->node_id, w->path);
+	w->exit_code = 1;
+	worker_finish(w);
+}
+
+/* The answer to our registration. */
+static void
+worker_register_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state != WORKER_REGISTERING)
+		return;
+	if (reply->rc == ZOK) {
+		worker_registered(w);
+		return;
+	}
+	if (reply->rc == ZNODEEXISTS) {
+		zk_get(w->zk, w->path, worker_dup_watch_cb, worker_dup_get_cb, w);
+		return;
+	}
+	if (zk_connection_error(reply->rc))
+		return; /* registered again after the reconnect */
+	if (reply->rc == ZNOAUTH) {
+		log_warnx("not allowed to create %s: check the ACLs of [zookeeper] root and the "
+		          "credentials in [zookeeper] auth",
+		          w->path);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE && !w->notified_ready && strchr(w->cfg->hosts, '/') != NULL) {
+		/*
+		 * Never registered: the root paths could not be made either, so the chroot of
+		 * hosts does not exist. Retrying would not make it: a fatal error, as the README
+		 * says (exit 1), rather than "not ready" for ever.
+		 */
+		log_warnx("cannot register %s: no node: the chroot of [zookeeper] hosts (\"%s\") "
+		          "does not exist: create it in ZooKeeper, or remove it from hosts",
+		          w->path, w->cfg->hosts);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE) {
+		/* The root went while we made it (deleted by someone else): again, bounded. */
+		worker_lost_node(w, "could not be created, its parent is gone");
+		return;
+	}
+	log_warnx_limited(&worker_lim_register, "cannot register %s: %s", w->path,
+	                  zerror(reply->rc));
+}
+
+/* Creating a root path: only a refusal matters. */
+static void
+worker_root_cb(const struct zk_reply *reply, void *arg)
+{
+	(void)arg;
+	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && !zk_connection_error(reply->rc) &&
+	    reply->rc != ZCLOSING)
+		log_warnx_limited(&worker_lim_create, "cannot create %s: %s", reply->path,
+		                  zerror(reply->rc));
+}
+
+/* Create the root paths and our node, in one pipeline (the server keeps the order). */
+static void
+worker_register(struct worker *w)
+{
+	static const char *dirs[] = {"jobs", "workers", "mutex", "semaphore"};
+	char *path, *data;
+	size_t i;
+
+	worker_set_state(w, WORKER_REGISTERING);
+	zk_create_path(w->zk, w->cfg->root, ZOO_PERSISTENT, worker_root_cb, w);
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		path = znode_join(w->cfg->root, dirs[i]);
+		zk_create_node(w->zk, path, NULL, -1, ZOO_PERSISTENT, worker_root_cb, w);
+		free(path);
+	}
+	data = worker_node_data(w);
+	zk_create_node(w->zk, w->path, data, (int)strlen(data), ZOO_EPHEMERAL, worker_register_cb,
+	               w);
+	free(data);
+}
+
+/* Update our node's job list after a reload. */
+static void
+worker_update_node(struct worker *w)
+{
+	char *data;
+
+	if (w->state != WORKER_READY)
+		return;
+	data = worker_node_data(w);
+	zk_set(w->zk, w->path, data, (int)strlen(data), -1, worker_root_cb, w);
+	free(data);
+}
+
+/* Forward a session event to every job. */
+static void
+worker_jobs_session(struct worker *w, enum zk_event event)
+{
+	struct worker_job *wj, *next;
+
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_session(wj->job, event);
+	}
+}
+
+/* What the session tells us. */
+static void
+worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
+{
+	struct worker *w = arg;
+
+	switch (event) {
+	case ZK_EVENT_DEADLINE:
+		svlink_deadline(w->sv, zk_epoch(zk), zk_deadline_ns(zk));
+		break;
+	case ZK_EVENT_SESSION_NEW:
+		worker_jobs_session(w, event);
+		if (w->state != WORKER_STOPPING)
+			worker_register(w);
+		break;
+	case ZK_EVENT_RECONNECTED:
+		worker_jobs_session(w, event);
+		if (w->state == WORKER_REGISTERING)
+			worker_register(w);
+		else if (w->state == WORKER_DUPLICATE)
+			zk_get(w->zk, w->path, worker_dup_watch_cb, worker_dup_get_cb, w);
+		break;
+	case ZK_EVENT_DISCONNECTED:
+		worker_jobs_session(w, event);
+		break;
+	case ZK_EVENT_EXPIRED:
+		svlink_epoch_end(w->sv, zk_epoch(zk));
+		worker_jobs_session(w, event);
+		if (w->state != WORKER_STOPPING)
+			worker_set_state(w, WORKER_CONNECTING);
+		break;
+	case ZK_EVENT_CLOSED:
+		break;
+	}
+}
+
+/* Find the job a supervisor run id belongs to. */
+static struct job *
+worker_find_run(struct worker *w, uint32_t run)
+{
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (job_owns_run(wj->job, run))
+			return wj->job;
+	}
+	return NULL;
+}
+
+static void
+worker_sv_started_cb(uint32_t run, pid_t pid, void *arg)
+{
+	struct job *job = worker_find_run(arg, run);
+
+	if (job != NULL)
+		job_started(job, run, pid);
+}
+
+static void
+worker_sv_start_failed_cb(uint32_t run, const char *why, void *arg)
+{
+	struct job *job = worker_find_run(arg, run);
+
+	if (job != NULL)
+		job_start_failed(job, run, why);
+}
+
+static void
+worker_sv_exited_cb(uint32_t run, int status, enum proto_exit_reason reason, void *arg)
+{
+	struct job *job = worker_find_run(arg, run);
+
+	if (job != NULL)
+		job_exited(job, run, status, reason);
+}
+
+/*
+ * The supervisor died, and its jobs with it. Whatever they held can no longer be
+ * trusted to be free of a stray process, so every job gives its lease up and contends
+ * again once a new supervisor runs; if it keeps dying, we stop (systemd restarts us).
+ */
+static void
+worker_sv_died_cb(void *arg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj, *next;
+	struct timeval tv = {0, 200000};
+	uint64_t now = clock_now_ns();
+	int i, recent = 0;
+
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_supervisor_died(wj->job);
+	}
+	if (w->state == WORKER_STOPPING) {
+		worker_finish(w);
+		return;
+	}
+	for (i = 0; i < WORKER_SUPERVISOR_RESTARTS; i++) {
+		if (w->sv_restarts[i] != 0 &&
+		    now - w->sv_restarts[i] < WORKER_SUPERVISOR_WINDOW_S * 1000000000ULL)
+			recent++;
+	}
+	if (recent >= WORKER_SUPERVISOR_RESTARTS) {
+		log_warnx("the supervisor died %d times within %d s: giving up", recent,
+		          WORKER_SUPERVISOR_WINDOW_S);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	w->sv_restarts[w->sv_restart_count++ % WORKER_SUPERVISOR_RESTARTS] = now;
+	evtimer_add(w->sv_timer, &tv);
+}
+
+/* Replace a dead supervisor. */
+static void
+worker_sv_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj, *next;
+
+	(void)fd;
+	(void)what;
+	svlink_free(w->sv);
+	worker_start_supervisor(w);
+	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
+	if (zk_deadline_ns(w->zk) != 0)
+		svlink_deadline(w->sv, zk_epoch(w->zk), zk_deadline_ns(w->zk));
+	if (w->state != WORKER_READY)
+		return;
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_ready(wj->job);
+	}
+}
+
+static void
+worker_start_supervisor(struct worker *w)
+{
+	static const struct svlink_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
+	                                    worker_sv_exited_cb, worker_sv_died_cb};
+
+	w->sv = svlink_start(w->base, &cb, w);
+}
+
+/*
+ * Leave the loop: let the last writes (run records) land, then close the session, which
+ * deletes its ephemeral nodes at once.
+ */
+static void
+worker_finish(struct worker *w)
+{
+	struct timeval tv = {0, 20000};
+
+	evtimer_del(w->stop_timer);
+	evtimer_del(w->dup_timer);
+	evtimer_del(w->reg_timer);
+	if (w->flush_until == 0)
+		w->flush_until = clock_now_ns() + WORKER_FLUSH_MS * CLOCK_NS_PER_MS;
+	if (zk_state(w->zk) == ZK_STATE_CONNECTED && zk_pending_ops(w->zk) > 0 &&
+	    clock_now_ns() < w->flush_until) {
+		evtimer_add(w->flush_timer, &tv);
+		return;
+	}
+	/*
+	 * Closing the session gives every lease away at once: only when no job runs. Else
+	 * the supervisor first kills what is left (see worker_run's end).
+	 */
+	if (svlink_running_jobs(w->sv) == 0)
+		zk_close(w->zk);
+	else
+		log_warnx("%d job(s) still running: killing them before the session is closed",
+		          svlink_running_jobs(w->sv));
+	event_base_loopbreak(w->base);
+}
+
+/* Waiting for the last writes before closing. */
+static void
+worker_flush_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	worker_finish(arg);
+}
+
+/* A job finished stopping (shutdown, removal or change). */
+void
+worker_job_done(struct worker *w, struct job *job)
+{
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (wj->job == job)
+			wj->done = 1;
+	}
+	if (w->state != WORKER_STOPPING) {
+		event_active(w->reap, EV_TIMEOUT, 0);
+		return;
+	}
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			return;
+	}
+	log_info("every job is stopped");
+	worker_finish(w);
+}
+
+/* The jobs did not stop in time: leave anyway (the supervisor kills what is left). */
+static void
+worker_stop_timer_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	log_warnx("jobs did not stop in time; leaving");
+	worker_finish(arg);
+}
+
+/* Graceful stop: stop the jobs, give their leases back, close the session. */
+static void
+worker_stop(struct worker *w)
+{
+	struct worker_job *wj, *next;
+	struct timeval tv;
+	uint64_t grace = w->cfg->kill_grace_ms;
+	int waiting = 0;
+
+	if (w->state == WORKER_STOPPING) {
+		log_info("second stop request: leaving now");
+		worker_finish(w);
+		return;
+	}
+	worker_set_state(w, WORKER_STOPPING);
+	worker_notify("STOPPING=1");
+	log_info("stopping");
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (job_config(wj->job)->kill_grace_ms > grace)
+			grace = job_config(wj->job)->kill_grace_ms;
+		if (job_config(wj->job)->on_shutdown == CONFIG_SHUTDOWN_WAIT)
+			waiting = 1;
+	}
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_stop(wj->job, job_config(wj->job)->on_shutdown == CONFIG_SHUTDOWN_WAIT);
+	}
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			break;
+	}
+	if (wj == NULL) {
+		worker_finish(w);
+		return;
+	}
+	if (!waiting) {
+		grace += WORKER_STOP_SLACK_MS;
+		tv.tv_sec = (time_t)(grace / 1000);
+		tv.tv_usec = (suseconds_t)(grace % 1000) * 1000;
+		evtimer_add(w->stop_timer, &tv);
+	}
+}
+
+/* Reload the configuration: jobs come, go or change; a broken file changes nothing. */
+static void
+worker_reload(struct worker *w)
+{
+	struct config *cfg;
+	struct config_errors errors = {NULL, 0};
+	struct worker_config *rc;
+	struct config_job *cj;
+	struct worker_job *wj, *next;
+	struct job *job;
+	size_t i;
+
+	log_info("reloading %s", w->config_file);
+	if (config_load(w->config_file, &cfg, &errors) != 0) {
+		for (i = 0; i < errors.n; i++)
+			log_warnx("%s", errors.lines[i]);
+		log_warnx("reload refused: %zu error(s); the running configuration stays",
+		          errors.n);
+		config_errors_free(&errors);
+		return;
+	}
+	config_errors_free(&errors);
+	if (strcmp(cfg->hosts, w->cfg->hosts) != 0 || strcmp(cfg->root, w->cfg->root) != 0 ||
+	    strcmp(cfg->node_id, w->cfg->node_id) != 0 ||
+	    cfg->session_timeout_ms != w->cfg->session_timeout_ms ||
+	    cfg->safety_margin_ms != w->cfg->safety_margin_ms ||
+	    (cfg->auth == NULL) != (w->cfg->auth == NULL) ||
+	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0) ||
+	    (cfg->http_listen == NULL) != (w->cfg->http_listen == NULL) ||
+	    (cfg->http_listen != NULL && strcmp(cfg->http_listen, w->cfg->http_listen) != 0))
+		log_warnx("reload: changes to [zookeeper], node_id, safety_margin or [http] take "
+		          "effect only after a restart; job changes are applied now");
+
+	/*
+	 * Removed or changed jobs stop; unchanged ones take the new configuration. A copy
+	 * that is already stopping (an earlier reload changed or removed it) is left to
+	 * finish and never counts as present: the loop below starts a new one if needed.
+	 */
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (wj->done || job_stopping(wj->job))
+			continue;
+		cj = config_find_job(cfg, job_name(wj->job));
+		if (cj != NULL && config_job_equal(cj, job_config(wj->job))) {
+			job_update(wj->job, cj);
+			continue;
+		}
+		log_info("reload: job %s %s", job_name(wj->job),
+		         cj == NULL ? "removed" : "changed");
+		job_stop(wj->job, 0);
+	}
+	/* New and changed jobs start. */
+	for (i = 0; i < cfg->njobs; i++) {
+		cj = cfg->jobs_list[i];
+		TAILQ_FOREACH(wj, &w->jobs, entry) {
+			if (!wj->done && !job_stopping(wj->job) &&
+			    strcmp(job_name(wj->job), cj->name) == 0 && job_config(wj->job) == cj)
+				break;
+		}
+		if (wj != NULL)
+			continue;
+		log_info("reload: job %s starts", cj->name);
+		job = job_new(w, cj);
+		wj = xcalloc(1, sizeof *wj);
+		wj->job = job;
+		TAILQ_INSERT_TAIL(&w->jobs, wj, entry);
+		if (w->state == WORKER_READY)
+			job_ready(job);
+	}
+	/* Jobs still stopping point into the old configuration: keep it until exit. */
+	rc = xcalloc(1, sizeof *rc);
+	rc->cfg = w->cfg;
+	TAILQ_INSERT_TAIL(&w->retired, rc, entry);
+	w->cfg = cfg;
+	worker_update_node(w);
+	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
+	log_info("reloaded: %zu job(s)", cfg->njobs);
+}
+
+/* Signals arrive here as events. */
+static void
+worker_signal_cb(int sig, short what, void *arg)
+{
+	struct worker *w = arg;
+	int status;
+	pid_t pid;
+
+	(void)what;
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		log_info("received %s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		worker_stop(w);
+		break;
+	case SIGHUP:
+		if (w->state != WORKER_STOPPING)
+			worker_reload(w);
+		break;
+	case SIGCHLD:
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (!svlink_reap(w->sv, pid, status))
+				log_debug("reaped unknown child %ld", (long)pid);
+		}
+		break;
+	}
+}
+
+/* Make a directory and its parents. */
+static int
+worker_mkdirs(const char *dir)
+{
+	char path[PATH_MAX], *slash;
+
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+		if (slash != NULL)
+			*slash = '\0';
+		if (mkdir(path, 0750) != 0 && errno != EEXIST)
+			return -1;
+		if (slash == NULL)
+			return 0;
+		*slash = '/';
+	}
+}
+
+/* Free the jobs that are done stopping; the others are freed at exit. */
+static void
+worker_free_jobs(struct worker *w, int all)
+{
+	struct worker_job *wj, *next;
+
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (all || wj->done) {
+			TAILQ_REMOVE(&w->jobs, wj, entry);
+			job_free(wj->job);
+			free(wj);
+		}
+	}
+}
+
+/* Whether any job still points into a retired configuration. */
+static int
+worker_config_in_use(struct worker *w, const struct config *cfg)
+{
+	struct worker_job *wj;
+	size_t i;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		for (i = 0; i < cfg->njobs; i++) {
+			if (job_config(wj->job) == cfg->jobs_list[i])
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Free finished jobs, and the retired configurations no job uses any more. */
+static void
+worker_reap_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_config *rc, *next;
+
+	(void)fd;
+	(void)what;
+	worker_free_jobs(w, 0);
+	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
+		if (rc->cfg != w->initial_cfg && !worker_config_in_use(w, rc->cfg)) {
+			TAILQ_REMOVE(&w->retired, rc, entry);
+			config_free(rc->cfg);
+			free(rc);
+		}
+	}
+}
+
+/* The loop's accessors, for jobs. */
+struct event_base *
+worker_base(struct worker *w)
+{
+	return w->base;
+}
+
+struct zk *
+worker_zk(struct worker *w)
+{
+	return w->zk;
+}
+
+struct svlink *
+worker_supervisor(struct worker *w)
+{
+	return w->sv;
+}
+
+const struct config *
+worker_config(struct worker *w)
+{
+	return w->cfg;
+}
+
+/* A fresh id for one run of a job, never 0. */
+uint32_t
+worker_next_run_id(struct worker *w)
+{
+	if (++w->next_run == 0)
+		w->next_run = 1;
+	return w->next_run;
+}
+
+/* The worker's view of itself, for the HTTP status. */
+json_t *
+worker_status_json(struct worker *w)
+{
+	struct worker_job *wj;
+	json_t *o, *jobs = json_array();
+	uint64_t deadline = zk_deadline_ns(w->zk), now = clock_now_ns();
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			json_array_append_new(jobs, job_status_json(wj->job));
+	}
+	o = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id, "version",
+	    LEASEKEEPER_VERSION, "state", worker_state_names[w->state], "session_state",
+	    zk_state_name(zk_state(w->zk)), "session_id", (json_int_t)zk_session_id(w->zk),
+	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
+	    (json_int_t)(deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0), "jobs", jobs);
+	return o;
+}
+
+/* The `run` command: the daemon, in the foreground, until SIGTERM or SIGINT. */
+int
+worker_run(const char *config_file, struct config *cfg)
+{
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+	struct worker w;
+	struct worker_job *wj;
+	struct worker_config *rc;
+	char *jobs_dir;
+	size_t i;
+
+	memset(&w, 0, sizeof w);
+	w.config_file = xstrdup(config_file);
+	w.cfg = cfg;
+	w.initial_cfg = cfg;
+	w.started_ms = clock_wall_ms();
+	w.state = WORKER_CONNECTING;
+	TAILQ_INIT(&w.jobs);
+	TAILQ_INIT(&w.retired);
+	xasprintf(&w.path, "%s/workers/%s", cfg->root, cfg->node_id);
+
+	jobs_dir = znode_join(cfg->state_dir, "jobs");
+	if (worker_mkdirs(jobs_dir) != 0)
+		fatal("cannot create the state directory %s (set [worker] state_dir to a "
+		      "writable directory)",
+		      jobs_dir);
+	free(jobs_dir);
+
+	signal(SIGPIPE, SIG_IGN);
+	if ((w.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		w.signals[i] = evsignal_new(w.base, sigs[i], worker_signal_cb, &w);
+		event_add(w.signals[i], NULL);
+	}
+	w.dup_timer = evtimer_new(w.base, worker_dup_timer_cb, &w);
+	w.reg_timer = evtimer_new(w.base, worker_reg_timer_cb, &w);
+	w.stop_timer = evtimer_new(w.base, worker_stop_timer_cb, &w);
+	w.sv_timer = evtimer_new(w.base, worker_sv_timer_cb, &w);
+	w.reap = event_new(w.base, -1, 0, worker_reap_cb, &w);
+	w.flush_timer = evtimer_new(w.base, worker_flush_cb, &w);
+	worker_start_supervisor(&w);
+	log_info("leasekeeper %s starting as node \"%s\", %zu job(s), supervisor pid %ld",
+	         LEASEKEEPER_VERSION, cfg->node_id, cfg->njobs, (long)svlink_pid(w.sv));
+
+	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
+	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
+	for (i = 0; i < cfg->njobs; i++) {
+		wj = xcalloc(1, sizeof *wj);
+		wj->job = job_new(&w, cfg->jobs_list[i]);
+		TAILQ_INSERT_TAIL(&w.jobs, wj, entry);
+	}
+	if (cfg->http_listen != NULL)
+		w.http = http_start(w.base, cfg->http_listen, &w);
+
+	event_base_dispatch(w.base);
+
+	/*
+	 * The supervisor goes first: leases may be released and the session closed only once
+	 * no job can be alive. If that is not certain, the session is left to expire.
+	 */
+	if (!svlink_free(w.sv))
+		zk_abandon(w.zk);
+	worker_free_jobs(&w, 1);
+	zk_free(w.zk);
+	http_free(w.http);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		event_free(w.signals[i]);
+	event_free(w.dup_timer);
+	event_free(w.reg_timer);
+	event_free(w.stop_timer);
+	event_free(w.sv_timer);
+	event_free(w.reap);
+	event_free(w.flush_timer);
+	event_base_free(w.base);
+	log_info("stopped");
+	free(w.path);
+	free(w.config_file);
+	while ((rc = TAILQ_FIRST(&w.retired)) != NULL) {
+		TAILQ_REMOVE(&w.retired, rc, entry);
+		if (rc->cfg != cfg)
+			config_free(rc->cfg);
+		free(rc);
+	}
+	if (w.cfg != cfg)
+		config_free(w.cfg);
+	return w.exit_code;
+}

@@ -1,0 +1,122 @@
+/* Runs in: a job's child process, between the supervisor's fork and exec. */
+/*
+ * child.c: a job's child, from the supervisor's fork to the exec of the job's command.
+ * Whatever goes wrong here is written to the error pipe for the supervisor to report, and
+ * the child exits 127.
+ */
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "child.h"
+
+/* In the child: report why it cannot exec, and exit. */
+static void __attribute__((noreturn)) child_fail(int errfd, const char *what, const char *arg)
+{
+	char buf[512];
+	int n;
+
+	n = snprintf(buf, sizeof buf, "%s %s: %s", what, arg, strerror(errno));
+	if (n > 0 && write(errfd, buf, (size_t)n) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+/* Mark every descriptor from lowfd on close-on-exec. */
+static void
+child_cloexec_from(int lowfd)
+{
+	long fd, max;
+
+	if (close_range((unsigned)lowfd, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	for (fd = lowfd; fd < (max > 0 ? max : 1024); fd++)
+		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Become the job: session, signals, environment, output, credentials, directory, exec. */
+void
+child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd)
+{
+	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
+	char **argv = spec->argv;
+	struct passwd *pw;
+	struct group *gr;
+	sigset_t all;
+	int sig, fd;
+	size_t i;
+	gid_t gid;
+
+	setsid();
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+
+	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
+		putenv(spec->env[i]);
+	if (outfd >= 0) {
+		if ((fd = open("/dev/null", O_RDONLY)) < 0)
+			child_fail(errfd, "open", "/dev/null");
+		dup2(fd, STDIN_FILENO);
+		dup2(outfd, STDOUT_FILENO);
+		dup2(outfd, STDERR_FILENO);
+	}
+	if (spec->umask >= 0)
+		umask((mode_t)spec->umask);
+	if (user != NULL) {
+		if ((pw = getpwnam(user)) == NULL) {
+			errno = ENOENT;
+			child_fail(errfd, "unknown user", user);
+		}
+		gid = pw->pw_gid;
+		if (group != NULL) {
+			if ((gr = getgrnam(group)) == NULL) {
+				errno = ENOENT;
+				child_fail(errfd, "unknown group", group);
+			}
+			gid = gr->gr_gid;
+		}
+		if (getuid() == 0 && initgroups(user, gid) != 0)
+			child_fail(errfd, "initgroups", user);
+		if (setgid(gid) != 0)
+			child_fail(errfd, "setgid for", user);
+		if (setuid(pw->pw_uid) != 0)
+			child_fail(errfd, "setuid to", user);
+		setenv("HOME", pw->pw_dir, 1);
+		setenv("USER", pw->pw_name, 1);
+		setenv("LOGNAME", pw->pw_name, 1);
+	} else if (group != NULL) {
+		if ((gr = getgrnam(group)) == NULL) {
+			errno = ENOENT;
+			child_fail(errfd, "unknown group", group);
+		}
+		if (setgid(gr->gr_gid) != 0)
+			child_fail(errfd, "setgid to", group);
+	}
+	if (workdir != NULL && chdir(workdir) != 0)
+		child_fail(errfd, "chdir", workdir);
+	if (workdir == NULL && user != NULL && chdir(getenv("HOME")) != 0 && chdir("/") != 0)
+		child_fail(errfd, "chdir", "/");
+	child_cloexec_from(STDERR_FILENO + 1);
+	/*
+	 * Die with the supervisor. Set last: changing credentials clears it. If the
+	 * supervisor is already gone, so is the point of running.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != svpid)
+		_exit(127);
+	execvp(argv[0], argv);
+	child_fail(errfd, "exec", argv[0]);
+}

@@ -1,0 +1,17 @@
+/* Runs in: a job's child process, between the supervisor's fork and exec. */
+/* child.h: a job's child, from the supervisor's fork to the exec of its command. */
+#ifndef CHILD_H
+#define CHILD_H
+
+#include <sys/types.h>
+
+#include "supervisor.h"
+
+/*
+ * In the child just forked by the supervisor (svpid): become the job described by spec
+ * and exec it; output to outfd (-1: inherit), why it failed to errfd. Never returns.
+ */
+void child_exec(const struct supervisor_spec *, pid_t svpid, int errfd, int outfd)
+    __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,813 @@
+/* Runs in: the supervisor process. */
+/*
+ * supervisor.c: the supervisor process's loop: runs jobs and enforces lease deadlines.
+ *
+ * The supervisor is forked by the main process and is the parent of every job. It never
+ * talks to ZooKeeper and never waits on anything but its own events. Main tells it the
+ * lease deadline of each session epoch; the supervisor sends SIGTERM to every job of
+ * that epoch at deadline - kill_grace and SIGKILL at the deadline, on its own clock, so a
+ * main process that is stopped, swapped out or stuck cannot keep a job alive past the
+ * time its session could expire. If main goes away (EOF on the socket) every job is
+ * killed at once. Jobs get PR_SET_PDEATHSIG(SIGKILL) in case the supervisor itself dies,
+ * and main kills their process groups too when it sees the supervisor go.
+ *
+ * A job is its own session and process group; stopping it means the whole group. A job
+ * is over only when its group is empty: if the leader exits and leaves processes behind,
+ * they are sent SIGTERM and then SIGKILL, and the supervisor is a child subreaper so
+ * that it reaps them. Only then does main hear that the job exited and release its lease.
+ *
+ * Deadlines are on CLOCK_BOOTTIME and the timer is a timerfd on that clock with an
+ * absolute expiry, so a suspend does not postpone a kill.
+ *
+ * A job's child between fork and exec is child.c, its log file joblog.c; main's handle on
+ * this process is src/daemon/svlink.c.
+ */
+
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "compat.h"
+#include "child.h"
+#include "joblog.h"
+#include "log.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "xmalloc.h"
+
+enum sjob_state { SJOB_STARTING, SJOB_RUNNING, SJOB_ENDING };
+
+#define SV_OUTPUT_BURST (64 * 1024)
+
+/* One job the supervisor runs. */
+struct sjob {
+	struct sv *sv;
+	uint32_t id;
+	uint64_t epoch;
+	char *name;
+	pid_t pid; /* leader, and process group id */
+	enum sjob_state state;
+	uint64_t grace_ns;
+	enum proto_exit_reason reason;
+
+	int errfd; /* exec error pipe, until exec or failure */
+	struct event *errev;
+	int outfd; /* output pipe, when logging to a file */
+	struct event *outev;
+	struct joblog log;
+
+	int term_sent;
+	int kill_sent;
+	int leftovers;    /* the leader exited, others of its group remain */
+	uint64_t kill_at; /* 0: no SIGKILL scheduled */
+	int reaped;
+	int status;
+
+	TAILQ_ENTRY(sjob) entry;
+};
+
+/* The deadline of one session epoch. */
+struct sepoch {
+	uint64_t epoch;
+	uint64_t deadline_ns;
+	TAILQ_ENTRY(sepoch) entry;
+};
+
+struct sv {
+	struct event_base *base;
+	struct proto_conn *conn;
+	int timerfd;
+	struct event *timerev;
+	int sigfd;
+	struct event *sigchld;
+	uint64_t ended_epoch; /* every epoch up to this one is over */
+	int exiting;
+	TAILQ_HEAD(, sjob) jobs;
+	TAILQ_HEAD(, sepoch) epochs;
+};
+
+static void sv_schedule(struct sv *);
+
+/* The deadline known for an epoch, or 0 if none (or if it ended). */
+static uint64_t
+sv_deadline(struct sv *sv, uint64_t epoch)
+{
+	struct sepoch *e;
+
+	if (epoch <= sv->ended_epoch)
+		return 0;
+	TAILQ_FOREACH(e, &sv->epochs, entry) {
+		if (e->epoch == epoch)
+			return e->deadline_ns;
+	}
+	return 0;
+}
+
+/*
+ * Send sig to a job's whole process group. Until the child's setsid() has run there is
+ * no group yet: then the child alone is signalled (it has no children of its own yet).
+ */
+static void
+sv_signal(struct sjob *j, int sig)
+{
+	if (kill(-j->pid, sig) == 0)
+		return;
+	if (errno == ESRCH && !j->reaped && kill(j->pid, sig) == 0)
+		return;
+	if (errno != ESRCH)
+		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
+}
+
+/* Begin ending a job: SIGTERM now (unless sig says otherwise), SIGKILL at kill_at. */
+static void
+sv_job_terminate(struct sjob *j, int sig, uint64_t kill_at, enum proto_exit_reason reason)
+{
+	if (j->kill_sent)
+		return;
+	if (j->reason == PROTO_EXIT_NORMAL)
+		j->reason = reason;
+	if (sig == SIGKILL) {
+		sv_signal(j, SIGKILL);
+		j->kill_sent = 1;
+		return;
+	}
+	sv_signal(j, sig);
+	j->term_sent = 1;
+	if (kill_at != 0 && (j->kill_at == 0 || kill_at < j->kill_at))
+		j->kill_at = kill_at;
+}
+
+/*
+ * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
+ * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
+ */
+static void
+sv_output_cb(int fd, short what, void *arg)
+{
+	struct sjob *j = arg;
+	char buf[16384];
+	ssize_t n;
+	size_t done = 0;
+
+	(void)what;
+	while (done < SV_OUTPUT_BURST) {
+		n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			event_del(j->outev);
+			return;
+		}
+		joblog_write(&j->log, buf, (size_t)n);
+		done += (size_t)n;
+	}
+}
+
+/* Free a job's resources. */
+static void
+sv_job_free(struct sv *sv, struct sjob *j)
+{
+	TAILQ_REMOVE(&sv->jobs, j, entry);
+	if (j->outev != NULL) {
+		sv_output_cb(j->outfd, EV_READ, j);
+		event_free(j->outev);
+	}
+	if (j->outfd >= 0)
+		close(j->outfd);
+	if (j->errev != NULL)
+		event_free(j->errev);
+	if (j->errfd >= 0)
+		close(j->errfd);
+	joblog_close(&j->log);
+	free(j->name);
+	free(j);
+}
+
+/* Whether any process is left in the job's group. */
+static int
+sv_group_alive(struct sjob *j)
+{
+	return kill(-j->pid, 0) == 0 || errno == EPERM;
+}
+
+/* The job is over when its leader is reaped and its group is empty: tell main. */
+static void
+sv_job_check_done(struct sv *sv, struct sjob *j)
+{
+	char what[128];
+
+	if (!j->reaped)
+		return;
+	if (sv_group_alive(j)) {
+		/*
+		 * Leftovers: the job is not over until they are gone, so they get SIGTERM and,
+		 * after the grace but never later than the lease deadline, SIGKILL.
+		 */
+		if (!j->leftovers && !j->kill_sent) {
+			uint64_t kill_at = clock_now_ns() + j->grace_ns;
+			uint64_t deadline = sv_deadline(sv, j->epoch);
+
+			j->leftovers = 1;
+			log_info("supervisor: job %s (pid %ld) exited and left processes in its "
+			         "group: terminating them",
+			         j->name, (long)j->pid);
+			sv_signal(j, SIGTERM);
+			j->term_sent = 1;
+			if (deadline != 0 && deadline < kill_at)
+				kill_at = deadline;
+			if (j->kill_at == 0 || kill_at < j->kill_at)
+				j->kill_at = kill_at;
+		}
+		return;
+	}
+	if (WIFEXITED(j->status))
+		snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(j->status));
+	else
+		snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
+	log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
+	         proto_exit_reason_name(j->reason));
+	joblog_note(&j->log, j->name, what);
+	if (sv->conn != NULL)
+		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, j->reason, NULL, 0);
+	sv_job_free(sv, j);
+}
+
+/* Read what a job's child wrote before exec: nothing (exec worked) or why it failed. */
+static void
+sv_job_exec_result(struct sv *sv, struct sjob *j)
+{
+	char buf[512];
+	ssize_t n;
+
+	do
+		n = read(j->errfd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN) {
+		event_add(j->errev, NULL);
+		return;
+	}
+	event_free(j->errev);
+	j->errev = NULL;
+	close(j->errfd);
+	j->errfd = -1;
+	if (n > 0) {
+		buf[n] = '\0';
+		log_debug("supervisor: job %s could not start: %s", j->name, buf);
+		joblog_note(&j->log, j->name, buf);
+		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, buf, (size_t)n);
+		j->state = SJOB_ENDING;
+		j->reason = PROTO_EXIT_NORMAL;
+		/* The child exits 127 on its own; reap it without an EXITED message. */
+		j->id = 0;
+		return;
+	}
+	j->state = SJOB_RUNNING;
+	log_info("supervisor: job %s started, pid %ld", j->name, (long)j->pid);
+	proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
+}
+
+/* The exec error pipe is readable: exec happened, or the child says why it failed. */
+static void
+sv_exec_cb(int fd, short what, void *arg)
+{
+	struct sjob *j = arg;
+
+	(void)fd;
+	(void)what;
+	sv_job_exec_result(j->sv, j);
+	sv_schedule(j->sv);
+}
+
+/* Parse an unsigned decimal of at most max; 0, or -1 if text is not one. */
+static int
+supervisor_spec_number(const char *text, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (*text == '\0')
+		return -1;
+	for (p = text; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || v > (max - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Set a tag that may appear once; -1 with *cause the second time. */
+static int
+supervisor_spec_once(const char **slot, const char *value, char tag, char **cause)
+{
+	if (*slot != NULL) {
+		xasprintf(cause, "tag '%c' given twice", tag);
+		return -1;
+	}
+	*slot = value;
+	return 0;
+}
+
+/* Decode a start spec into spec (strings point into payload); -1 with *cause if malformed. */
+int
+supervisor_spec_parse(const char *payload, size_t len, struct supervisor_spec *spec, char **cause)
+{
+	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL;
+	size_t off = 0, argc = 0, nenv = 0;
+	char tag;
+	int r, bad;
+
+	memset(spec, 0, sizeof *spec);
+	spec->grace_ms = SUPERVISOR_DEFAULT_GRACE_MS;
+	spec->umask = -1;
+	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
+		bad = 0;
+		switch (tag) {
+		case PROTO_TAG_NAME:
+			bad = supervisor_spec_once(&spec->name, value, tag, cause);
+			break;
+		case PROTO_TAG_ARG:
+			if (argc >= SUPERVISOR_SPEC_MAX_ITEMS) {
+				xasprintf(cause, "more than %d arguments",
+				          SUPERVISOR_SPEC_MAX_ITEMS);
+				bad = -1;
+				break;
+			}
+			spec->argv = xreallocarray(spec->argv, argc + 2, sizeof *spec->argv);
+			spec->argv[argc++] = (char *)value;
+			spec->argv[argc] = NULL;
+			break;
+		case PROTO_TAG_ENV:
+			if (value[0] == '=' || strchr(value, '=') == NULL) {
+				xasprintf(cause, "environment entry is not KEY=VALUE");
+				bad = -1;
+				break;
+			}
+			if (nenv >= SUPERVISOR_SPEC_MAX_ITEMS) {
+				xasprintf(cause, "more than %d environment entries",
+				          SUPERVISOR_SPEC_MAX_ITEMS);
+				bad = -1;
+				break;
+			}
+			spec->env = xreallocarray(spec->env, nenv + 2, sizeof *spec->env);
+			spec->env[nenv++] = (char *)value;
+			spec->env[nenv] = NULL;
+			break;
+		case PROTO_TAG_WORKDIR:
+			bad = supervisor_spec_once(&spec->workdir, value, tag, cause);
+			break;
+		case PROTO_TAG_USER:
+			bad = supervisor_spec_once(&spec->user, value, tag, cause);
+			break;
+		case PROTO_TAG_GROUP:
+			bad = supervisor_spec_once(&spec->group, value, tag, cause);
+			break;
+		case PROTO_TAG_UMASK:
+			bad = supervisor_spec_once(&umask_s, value, tag, cause);
+			break;
+		case PROTO_TAG_LOG:
+			bad = supervisor_spec_once(&spec->log_path, value, tag, cause);
+			break;
+		case PROTO_TAG_LOG_MAX:
+			bad = supervisor_spec_once(&log_max, value, tag, cause);
+			break;
+		case PROTO_TAG_GRACE:
+			bad = supervisor_spec_once(&grace, value, tag, cause);
+			break;
+		default:
+			xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
+			bad = -1;
+			break;
+		}
+		if (bad != 0)
+			goto fail;
+	}
+	if (r != 0) {
+		*cause = xstrdup("a tag without its NUL-terminated value");
+		goto fail;
+	}
+	if (spec->argv == NULL || spec->argv[0][0] == '\0') {
+		*cause = xstrdup("no command");
+		goto fail;
+	}
+	if (spec->log_path != NULL &&
+	    (spec->log_path[0] != '/' || strlen(spec->log_path) >= PATH_MAX)) {
+		*cause = xstrdup("the log file is not an absolute path shorter than PATH_MAX");
+		goto fail;
+	}
+	if (log_max != NULL && supervisor_spec_number(log_max, UINT64_MAX, &spec->log_max) != 0) {
+		*cause = xstrdup("bad log size");
+		goto fail;
+	}
+	if (grace != NULL &&
+	    supervisor_spec_number(grace, SUPERVISOR_MAX_GRACE_MS, &spec->grace_ms) != 0) {
+		*cause = xstrdup("bad kill grace");
+		goto fail;
+	}
+	if (umask_s != NULL) {
+		if (umask_s[0] == '\0' || strspn(umask_s, "01234567") != strlen(umask_s) ||
+		    strtol(umask_s, NULL, 8) > 0777) {
+			*cause = xstrdup("bad umask");
+			goto fail;
+		}
+		spec->umask = (int)strtol(umask_s, NULL, 8);
+	}
+	return 0;
+
+fail:
+	supervisor_spec_free(spec);
+	return -1;
+}
+
+/* Free what supervisor_spec_parse allocated. */
+void
+supervisor_spec_free(struct supervisor_spec *spec)
+{
+	free(spec->argv);
+	free(spec->env);
+	spec->argv = spec->env = NULL;
+}
+
+/* Refuse a start, telling main why. */
+static void
+sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
+{
+	log_warnx("supervisor: refusing to start job %u: %s", msg->job, why);
+	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
+}
+
+/* Start a job, unless its lease deadline is unknown or too close. */
+static void
+sv_start(struct sv *sv, const struct proto_msg *msg)
+{
+	struct sjob *j;
+	struct supervisor_spec spec;
+	char why[PATH_MAX + 64], *cause = NULL;
+	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
+	int errpipe[2], outpipe[2] = {-1, -1};
+	sigset_t all, old;
+	pid_t pid, svpid;
+
+	if (supervisor_spec_parse(msg->payload, msg->len, &spec, &cause) != 0) {
+		snprintf(why, sizeof why, "bad start spec: %s", cause);
+		free(cause);
+		sv_refuse(sv, msg, why);
+		return;
+	}
+	j = xcalloc(1, sizeof *j);
+	j->sv = sv;
+	j->id = msg->job;
+	j->epoch = msg->epoch;
+	j->errfd = j->outfd = j->log.fd = -1;
+	j->grace_ns = spec.grace_ms * CLOCK_NS_PER_MS;
+	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
+	if (spec.log_path != NULL)
+		j->log.path = xstrdup(spec.log_path);
+	j->log.max = spec.log_max;
+	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
+
+	if (deadline == 0 || now + j->grace_ns >= deadline) {
+		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
+		goto discard;
+	}
+	if (j->log.path != NULL && joblog_open(&j->log) != 0) {
+		snprintf(why, sizeof why, "cannot open log file %s: %s", j->log.path,
+		         strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
+	    (j->log.path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
+		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	svpid = getpid();
+	pid = fork();
+	if (pid == 0) {
+		close(errpipe[0]);
+		if (outpipe[0] >= 0)
+			close(outpipe[0]);
+		child_exec(&spec, svpid, errpipe[1], outpipe[1]);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(errpipe[1]);
+	if (outpipe[1] >= 0)
+		close(outpipe[1]);
+	if (pid < 0) {
+		close(errpipe[0]);
+		if (outpipe[0] >= 0)
+			close(outpipe[0]);
+		snprintf(why, sizeof why, "fork: %s", strerror(errno));
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
+	j->pid = pid;
+	j->state = SJOB_STARTING;
+	j->errfd = errpipe[0];
+	fcntl(j->errfd, F_SETFL, O_NONBLOCK);
+	if (outpipe[0] >= 0) {
+		j->outfd = outpipe[0];
+		fcntl(j->outfd, F_SETFL, O_NONBLOCK);
+		j->outev = event_new(sv->base, j->outfd, EV_READ | EV_PERSIST, sv_output_cb, j);
+		event_add(j->outev, NULL);
+		joblog_note(&j->log, j->name, "starting");
+	}
+	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
+	event_add(j->errev, NULL);
+	supervisor_spec_free(&spec);
+	sv_schedule(sv);
+	return;
+
+discard:
+	supervisor_spec_free(&spec);
+	sv_job_free(sv, j);
+}
+
+/* Find a job by id. */
+static struct sjob *
+sv_find(struct sv *sv, uint32_t id)
+{
+	struct sjob *j;
+
+	TAILQ_FOREACH(j, &sv->jobs, entry) {
+		if (j->id == id && id != 0)
+			return j;
+	}
+	return NULL;
+}
+
+/* Kill every job of epochs up to `epoch`, at once. */
+static void
+sv_epoch_end(struct sv *sv, uint64_t epoch)
+{
+	struct sjob *j;
+	struct sepoch *e, *next;
+
+	if (epoch > sv->ended_epoch)
+		sv->ended_epoch = epoch;
+	TAILQ_FOREACH_SAFE(e, &sv->epochs, entry, next) {
+		if (e->epoch <= sv->ended_epoch) {
+			TAILQ_REMOVE(&sv->epochs, e, entry);
+			free(e);
+		}
+	}
+	TAILQ_FOREACH(j, &sv->jobs, entry) {
+		if (j->epoch <= sv->ended_epoch && !j->kill_sent) {
+			log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s "
+			          "(pgid %ld)",
+			          (unsigned long long)j->epoch, j->name, (long)j->pid);
+			sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
+		}
+	}
+}
+
+/* A message from main. */
+static void
+sv_msg_cb(const struct proto_msg *msg, void *arg)
+{
+	struct sv *sv = arg;
+	struct sepoch *e;
+	struct sjob *j;
+
+	switch (msg->type) {
+	case PROTO_START:
+		sv_start(sv, msg);
+		break;
+	case PROTO_STOP:
+		if ((j = sv_find(sv, msg->job)) == NULL)
+			break;
+		log_info("supervisor: stopping job %s (pgid %ld) with signal %d", j->name,
+		         (long)j->pid, (int)msg->v1);
+		sv_job_terminate(j, (int)msg->v1,
+		                 msg->v2 < 0 ? 0
+		                             : clock_now_ns() + (uint64_t)msg->v2 * CLOCK_NS_PER_MS,
+		                 PROTO_EXIT_STOPPED);
+		break;
+	case PROTO_DEADLINE:
+		if (msg->epoch <= sv->ended_epoch)
+			break;
+		TAILQ_FOREACH(e, &sv->epochs, entry) {
+			if (e->epoch == msg->epoch)
+				break;
+		}
+		if (e == NULL) {
+			e = xcalloc(1, sizeof *e);
+			e->epoch = msg->epoch;
+			TAILQ_INSERT_TAIL(&sv->epochs, e, entry);
+			/* A new session: every older one is over. */
+			if (msg->epoch > 1)
+				sv_epoch_end(sv, msg->epoch - 1);
+		}
+		if ((uint64_t)msg->v1 > e->deadline_ns)
+			e->deadline_ns = (uint64_t)msg->v1;
+		break;
+	case PROTO_EPOCH_END:
+		sv_epoch_end(sv, msg->epoch);
+		break;
+	default:
+		log_warnx("supervisor: unknown message type %u ignored", msg->type);
+		break;
+	}
+	sv_schedule(sv);
+}
+
+/* Main is gone: kill every job now, and exit once they are all reaped. */
+static void
+sv_eof_cb(void *arg)
+{
+	struct sv *sv = arg;
+	struct sjob *j;
+
+	if (!TAILQ_EMPTY(&sv->jobs))
+		log_warnx("supervisor: the main process is gone: killing every job");
+	sv->exiting = 1;
+	TAILQ_FOREACH(j, &sv->jobs, entry)
+		sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
+	sv_schedule(sv);
+}
+
+/* Enforce deadlines and escalations that are due, then arm the timer for the next one. */
+static void
+sv_schedule(struct sv *sv)
+{
+	struct sjob *j, *next;
+	struct itimerspec its;
+	uint64_t now = clock_now_ns(), wake = 0, deadline, term_at;
+	int poll_groups = 0;
+
+#define SV_WAKE(t) (wake = (wake == 0 || (t) < wake) ? (t) : wake)
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
+		if (j->state != SJOB_ENDING && !j->kill_sent) {
+			deadline = sv_deadline(sv, j->epoch);
+			term_at = deadline > j->grace_ns ? deadline - j->grace_ns : 0;
+			if (!j->term_sent && now >= term_at) {
+				log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to "
+				          "pgid %ld",
+				          j->name, deadline == 0 ? "gone" : "near", (long)j->pid);
+				sv_job_terminate(j, SIGTERM, deadline, PROTO_EXIT_DEADLINE);
+			} else if (!j->term_sent)
+				SV_WAKE(term_at);
+			if (!j->kill_sent && now >= deadline) {
+				log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to "
+				          "pgid %ld",
+				          j->name, (long)j->pid);
+				sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_DEADLINE);
+			} else if (!j->kill_sent)
+				SV_WAKE(deadline);
+		}
+		if (j->kill_at != 0 && !j->kill_sent) {
+			if (now >= j->kill_at) {
+				log_info(
+				    "supervisor: job %s did not stop within its grace: SIGKILL "
+				    "to pgid %ld",
+				    j->name, (long)j->pid);
+				sv_signal(j, SIGKILL);
+				j->kill_sent = 1;
+			} else
+				SV_WAKE(j->kill_at);
+		}
+		if (j->reaped)
+			poll_groups = 1;
+	}
+	/* Jobs whose leader is reaped are done when their group is empty. */
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
+		if (j->reaped && j->id == 0 && j->errfd < 0)
+			sv_job_free(sv, j);
+		else if (j->reaped)
+			sv_job_check_done(sv, j);
+	}
+	if (poll_groups && !TAILQ_EMPTY(&sv->jobs))
+		SV_WAKE(now + 20 * CLOCK_NS_PER_MS);
+#undef SV_WAKE
+
+	if (sv->exiting && TAILQ_EMPTY(&sv->jobs)) {
+		event_base_loopbreak(sv->base);
+		return;
+	}
+	memset(&its, 0, sizeof its);
+	if (wake != 0) {
+		its.it_value.tv_sec = (time_t)(wake / 1000000000ULL);
+		its.it_value.tv_nsec = (long)(wake % 1000000000ULL);
+		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+			its.it_value.tv_nsec = 1;
+	}
+	if (timerfd_settime(sv->timerfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+		fatal("supervisor: timerfd_settime");
+}
+
+/* The timer fired. */
+static void
+sv_timer_cb(int fd, short what, void *arg)
+{
+	uint64_t expirations;
+
+	(void)what;
+	if (read(fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+		log_warn("supervisor: timerfd read");
+	sv_schedule(arg);
+}
+
+/* SIGCHLD (through a signalfd): reap every child that is done. */
+static void
+sv_sigchld_cb(int fd, short what, void *arg)
+{
+	struct sv *sv = arg;
+	struct signalfd_siginfo si;
+	struct sjob *j;
+	int status;
+	pid_t pid;
+
+	(void)what;
+	while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		TAILQ_FOREACH(j, &sv->jobs, entry) {
+			if (j->pid == pid && !j->reaped)
+				break;
+		}
+		if (j == NULL)
+			continue; /* an orphaned grandchild we adopted as subreaper */
+		if (j->errfd >= 0)
+			sv_job_exec_result(sv, j); /* the child is gone: no read can wait */
+		j->reaped = 1;
+		j->status = status;
+	}
+	sv_schedule(sv);
+}
+
+/* The supervisor's life, on the socket at fd. Returns the exit status. */
+int
+supervisor_main(int fd)
+{
+	struct sv sv;
+	struct sepoch *e;
+	sigset_t mask;
+
+	memset(&sv, 0, sizeof sv);
+	TAILQ_INIT(&sv.jobs);
+	TAILQ_INIT(&sv.epochs);
+	log_set_process("supervisor");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		log_warn("supervisor: PR_SET_CHILD_SUBREAPER");
+	if ((sv.base = event_base_new()) == NULL)
+		fatalx("supervisor: event_base_new");
+	sv.timerfd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sv.timerfd < 0)
+		fatal("supervisor: timerfd_create");
+	/* Two priorities: the deadline timer (0) runs before anything else that is ready. */
+	event_base_priority_init(sv.base, 2);
+	sv.timerev = event_new(sv.base, sv.timerfd, EV_READ | EV_PERSIST, sv_timer_cb, &sv);
+	event_priority_set(sv.timerev, 0);
+	event_add(sv.timerev, NULL);
+	/*
+	 * Main decides when to stop: a terminal's ^C or systemd's SIGTERM is its to handle.
+	 * SIGCHLD comes through a signalfd rather than libevent's signal handling, whose
+	 * process-wide state we inherited from main's event base.
+	 */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((sv.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+		fatal("supervisor: signalfd");
+	sv.sigchld = event_new(sv.base, sv.sigfd, EV_READ | EV_PERSIST, sv_sigchld_cb, &sv);
+	event_add(sv.sigchld, NULL);
+	sv.conn = proto_conn_new(sv.base, fd, sv_msg_cb, sv_eof_cb, &sv);
+	log_debug("supervisor: started");
+
+	event_base_dispatch(sv.base);
+
+	while ((e = TAILQ_FIRST(&sv.epochs)) != NULL) {
+		TAILQ_REMOVE(&sv.epochs, e, entry);
+		free(e);
+	}
+	proto_conn_free(sv.conn);
+	event_free(sv.timerev);
+	event_free(sv.sigchld);
+	close(sv.sigfd);
+	close(sv.timerfd);
+	event_base_free(sv.base);
+	log_debug("supervisor: exiting");
+	return 0;
+}

@@ -1,0 +1,434 @@
+/* Runs in: the main process. */
+/*
+ * mutex.c: Curator's InterProcessMutex protocol, asynchronous.
+ *
+ * A contender creates a protected ephemeral sequential node "_c_<uuid>-lock-" in the lock
+ * folder and pipelines a listing right behind the create: the server answers a
+ * session's requests in order, so the listing already holds the new node and an
+ * uncontended acquire costs one round trip. Children sort by the text after the last
+ * "lock-" (see znode.c). The head holds the lock; every other contender watches its
+ * immediate predecessor with a get-data watch, which a vanished node does not leave
+ * behind, and looks again when it fires.
+ *
+ * Hand-over without a round trip: nodes are only ever appended behind a contender, so
+ * the queue in front of it only shrinks. A waiter whose predecessor was the head at its
+ * last listing and is now deleted is the head: it holds the lock at once, where Curator
+ * lists again. Every other wake-up lists again, as does any wake-up once names that do
+ * not parse, wrapped (negative) sequences, or sequences near 2^31 were seen, since then a
+ * newer node could sort in front.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mutex.h"
+#include "pnode.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+#define MUTEX_BASE      "lock-"
+#define MUTEX_NEAR_WRAP (INT32_MAX - (1 << 20))
+
+struct mutex {
+	struct zk *zk;
+	char *dir;
+	struct pnode *node;
+	struct mutex_cb cb;
+	void *arg;
+
+	enum mutex_state state;
+	int listing; /* listings in flight */
+	char *pred;  /* the predecessor we watch */
+	int pred_was_head;
+	int shortcut_ok;
+	int wrapped;
+	uint64_t shortcuts;
+
+	/* Each retry of a failing step would warn again: once, then a count (see log.h). */
+	struct log_limit lim_gone, lim_list;
+};
+
+static const char *mutex_state_names[] = {
+    "IDLE", "CREATING", "LISTING", "WAITING", "HELD", "VERIFYING",
+};
+
+static void mutex_list(struct mutex *);
+static void mutex_restart(struct mutex *);
+
+/* The name of a state, for logs. */
+const char *
+mutex_state_name(enum mutex_state state)
+{
+	return mutex_state_names[state];
+}
+
+/* Move to a new state, logging the transition by name. */
+static void
+mutex_set_state(struct mutex *m, enum mutex_state state)
+{
+	if (m->state == state)
+		return;
+	log_debug("mutex %s: %s -> %s", m->dir, mutex_state_name(m->state),
+	          mutex_state_name(state));
+	m->state = state;
+}
+
+static void mutex_watch_own(struct mutex *);
+
+/* Our own node, watched while we hold: deleted by anyone but us, the lock is gone. */
+static void
+mutex_own_lost(struct mutex *m)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "lock node %s vanished while held", pnode_path(m->node));
+	mutex_release(m);
+	m->cb.lost(m, why, m->arg);
+}
+
+static void
+mutex_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct mutex *m = arg;
+
+	if ((m->state != MUTEX_HELD && m->state != MUTEX_VERIFYING) ||
+	    pnode_path(m->node) == NULL || strcmp(path, pnode_path(m->node)) != 0)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		mutex_own_lost(m);
+	else
+		mutex_watch_own(m);
+}
+
+static void
+mutex_own_cb(const struct zk_reply *reply, void *arg)
+{
+	struct mutex *m = arg;
+
+	if (m->state == MUTEX_HELD && reply->rc == ZNONODE)
+		mutex_own_lost(m);
+}
+
+static void
+mutex_watch_own(struct mutex *m)
+{
+	zk_get(m->zk, pnode_path(m->node), mutex_own_watch_cb, mutex_own_cb, m);
+}
+
+/* We are at the head. */
+static void
+mutex_hold(struct mutex *m)
+{
+	free(m->pred);
+	m->pred = NULL;
+	mutex_set_state(m, MUTEX_HELD);
+	m->cb.acquired(m, m->arg);
+	/* After the owner's reaction (a job start), off the hand-over's path. */
+	if (m->state == MUTEX_HELD)
+		mutex_watch_own(m);
+}
+
+/* Our node exists: find our place, unless the pipelined listing is on its way. */
+static void
+mutex_created_cb(struct pnode *p, void *arg)
+{
+	struct mutex *m = arg;
+
+	(void)p;
+	if (m->state != MUTEX_CREATING)
+		return;
+	mutex_set_state(m, MUTEX_LISTING);
+	if (m->listing == 0)
+		mutex_list(m);
+}
+
+/* Our node cannot be created. */
+static void
+mutex_create_failed_cb(struct pnode *p, int rc, void *arg)
+{
+	struct mutex *m = arg;
+	char why[256];
+
+	(void)p;
+	zk_cancel(m->zk, m);
+	m->listing = 0;
+	mutex_set_state(m, MUTEX_IDLE);
+	snprintf(why, sizeof why, "cannot create a lock node in %s: %s", m->dir, zerror(rc));
+	if (m->cb.failed != NULL)
+		m->cb.failed(m, why, m->arg);
+}
+
+/* The predecessor's data came back (so the watch is set), or it is gone. */
+static void
+mutex_pred_cb(const struct zk_reply *reply, void *arg)
+{
+	struct mutex *m = arg;
+
+	if (m->state != MUTEX_WAITING || m->pred == NULL || strcmp(reply->path, m->pred) != 0)
+		return;
+	if (reply->rc == ZOK || zk_connection_error(reply->rc))
+		return; /* watching; or relist after the reconnect */
+	if (reply->rc == ZNONODE && m->pred_was_head && m->shortcut_ok) {
+		m->shortcuts++;
+		mutex_hold(m);
+		return;
+	}
+	mutex_list(m);
+}
+
+/* The predecessor changed or went away. */
+static void
+mutex_watch_cb(int type, const char *path, void *arg)
+{
+	struct mutex *m = arg;
+
+	if (m->state != MUTEX_WAITING || m->pred == NULL || strcmp(path, m->pred) != 0)
+		return;
+	if (type == ZOO_DELETED_EVENT && m->pred_was_head && m->shortcut_ok) {
+		log_debug("mutex %s: predecessor (the head) deleted: holding without a listing",
+		          m->dir);
+		m->shortcuts++;
+		mutex_hold(m);
+		return;
+	}
+	mutex_list(m);
+}
+
+/* Find our place in a listing: hold, or watch the predecessor. */
+static void
+mutex_place(struct mutex *m, char *const *children, int n)
+{
+	const char *own = pnode_name(m->node);
+	char **sorted;
+	int i, index = -1, ok = 1;
+	int64_t seq;
+
+	sorted = xcalloc((size_t)n + 1, sizeof *sorted);
+	for (i = 0; i < n; i++) {
+		sorted[i] = children[i];
+		if (znode_sequence(children[i], MUTEX_BASE, &seq) != 0)
+			ok = 0;
+		else if (seq < 0 || seq > MUTEX_NEAR_WRAP) {
+			ok = 0;
+			if (seq < 0 && !m->wrapped) {
+				m->wrapped = 1;
+				log_warnx("lock %s: sequence numbers have wrapped past 2^31 (node "
+				          "%s); leasekeeper orders them correctly but Curator "
+				          "clients on this lock will not: delete the lock folder "
+				          "while no one contends for it",
+				          m->dir, children[i]);
+			}
+		}
+	}
+	znode_sort(sorted, (size_t)n, MUTEX_BASE);
+	for (i = 0; i < n; i++) {
+		if (strcmp(sorted[i], own) == 0) {
+			index = i;
+			break;
+		}
+	}
+	if (index < 0) {
+		free(sorted);
+		log_warnx_limited(&m->lim_gone,
+		                  "lock %s: our node %s is not in the folder any more; contending "
+		                  "again",
+		                  m->dir, own);
+		mutex_restart(m);
+		return;
+	}
+	if (index == 0) {
+		free(sorted);
+		mutex_hold(m);
+		return;
+	}
+	free(m->pred);
+	m->pred = znode_join(m->dir, sorted[index - 1]);
+	m->pred_was_head = index == 1;
+	m->shortcut_ok = ok;
+	free(sorted);
+	mutex_set_state(m, MUTEX_WAITING);
+	log_debug("mutex %s: position %d, watching %s", m->dir, index, m->pred);
+	zk_get(m->zk, m->pred, mutex_watch_cb, mutex_pred_cb, m);
+}
+
+/* A listing of the folder. */
+static void
+mutex_list_cb(const struct zk_reply *reply, void *arg)
+{
+	struct mutex *m = arg;
+
+	m->listing--;
+	if (m->state != MUTEX_LISTING || m->listing > 0)
+		return;
+	if (zk_connection_error(reply->rc))
+		return; /* listed again after the reconnect */
+	if (reply->rc != ZOK) {
+		log_warnx_limited(&m->lim_list, "lock %s: cannot list: %s; contending again",
+		                  m->dir, zerror(reply->rc));
+		mutex_restart(m);
+		return;
+	}
+	mutex_place(m, reply->children, reply->nchildren);
+}
+
+/* List the folder. */
+static void
+mutex_list(struct mutex *m)
+{
+	mutex_set_state(m, MUTEX_LISTING);
+	m->listing++;
+	zk_children(m->zk, m->dir, NULL, mutex_list_cb, m);
+}
+
+/* Create our node, with the listing pipelined right behind it. */
+static void
+mutex_start(struct mutex *m)
+{
+	mutex_set_state(m, MUTEX_CREATING);
+	pnode_create(m->node);
+	m->listing++;
+	zk_children(m->zk, m->dir, NULL, mutex_list_cb, m);
+}
+
+/* Our node vanished or the folder misbehaved: drop what we have and start over. */
+static void
+mutex_restart(struct mutex *m)
+{
+	zk_cancel(m->zk, m);
+	m->listing = 0;
+	pnode_delete(m->node);
+	mutex_start(m);
+}
+
+/* A contender on the lock folder dir; data is written into its node. */
+struct mutex *
+mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_cb *cb, void *arg)
+{
+	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb};
+	struct mutex *m = xcalloc(1, sizeof *m);
+
+	m->zk = zk;
+	m->dir = xstrdup(dir);
+	m->cb = *cb;
+	m->arg = arg;
+	m->node = pnode_new(zk, dir, MUTEX_BASE, data, &pcb, m);
+	return m;
+}
+
+/* Start contending. */
+void
+mutex_acquire(struct mutex *m)
+{
+	if (m->state != MUTEX_IDLE)
+		fatalx("mutex_acquire on %s in state %s", m->dir, mutex_state_name(m->state));
+	mutex_start(m);
+}
+
+/* Stop contending, or give the lock up: delete our node (guaranteed). */
+void
+mutex_release(struct mutex *m)
+{
+	zk_cancel(m->zk, m);
+	m->listing = 0;
+	free(m->pred);
+	m->pred = NULL;
+	pnode_delete(m->node);
+	mutex_set_state(m, MUTEX_IDLE);
+}
+
+/* Replace the data written into our node at the next acquire. */
+void
+mutex_set_data(struct mutex *m, const char *data)
+{
+	pnode_set_data(m->node, data);
+}
+
+/* Release and free. */
+void
+mutex_free(struct mutex *m)
+{
+	if (m == NULL)
+		return;
+	mutex_release(m);
+	log_limit_flush(&m->lim_gone);
+	log_limit_flush(&m->lim_list);
+	pnode_free(m->node);
+	free(m->dir);
+	free(m);
+}
+
+/* After a reconnect, a holder checks that its node is still there and still ours. */
+static void
+mutex_verify_cb(const struct zk_reply *reply, void *arg)
+{
+	struct mutex *m = arg;
+	char why[256];
+
+	if (m->state != MUTEX_VERIFYING || zk_connection_error(reply->rc))
+		return;
+	if (reply->rc == ZOK && reply->stat != NULL &&
+	    reply->stat->ephemeralOwner == zk_session_id(m->zk)) {
+		mutex_set_state(m, MUTEX_HELD);
+		if (m->cb.verified != NULL)
+			m->cb.verified(m, m->arg);
+		return;
+	}
+	snprintf(why, sizeof why, "lock node %s %s", reply->path,
+	         reply->rc == ZOK ? "belongs to another session" : "vanished");
+	mutex_release(m);
+	m->cb.lost(m, why, m->arg);
+}
+
+/* Session events, forwarded by the owner. */
+void
+mutex_session(struct mutex *m, enum zk_event event)
+{
+	enum mutex_state was = m->state;
+
+	pnode_session(m->node, event);
+	switch (event) {
+	case ZK_EVENT_RECONNECTED:
+		if (was == MUTEX_HELD || was == MUTEX_VERIFYING) {
+			mutex_set_state(m, MUTEX_VERIFYING);
+			zk_exists(m->zk, pnode_path(m->node), mutex_verify_cb, m);
+		} else if (was == MUTEX_WAITING || (was == MUTEX_LISTING && m->listing == 0))
+			mutex_list(m);
+		break;
+	case ZK_EVENT_EXPIRED:
+	case ZK_EVENT_CLOSED:
+		zk_cancel(m->zk, m);
+		m->listing = 0;
+		free(m->pred);
+		m->pred = NULL;
+		mutex_set_state(m, MUTEX_IDLE);
+		if (was == MUTEX_HELD || was == MUTEX_VERIFYING)
+			m->cb.lost(m, "the session expired", m->arg);
+		else if (was != MUTEX_IDLE && m->cb.failed != NULL)
+			m->cb.failed(m, "the session expired", m->arg);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The state. */
+enum mutex_state
+mutex_state(const struct mutex *m)
+{
+	return m->state;
+}
+
+/* Our node's czxid: the fencing token. */
+int64_t
+mutex_czxid(const struct mutex *m)
+{
+	return pnode_czxid(m->node);
+}
+
+/* How many times the lock was taken over without a listing. */
+uint64_t
+mutex_shortcuts(const struct mutex *m)
+{
+	return m->shortcuts;
+}

@@ -1,0 +1,79 @@
+/* Runs in: the main process. */
+/* zk.h: one ZooKeeper session on a libevent loop, with a heartbeat and a lease deadline. */
+#ifndef ZK_H
+#define ZK_H
+
+#include <stdint.h>
+
+#include <zookeeper/zookeeper.h>
+
+struct event_base;
+struct zk;
+
+enum zk_state {
+	ZK_STATE_CONNECTING,
+	ZK_STATE_CONNECTED,
+	ZK_STATE_EXPIRED,
+	ZK_STATE_AUTH_FAILED,
+	ZK_STATE_CLOSING,
+	ZK_STATE_CLOSED,
+};
+
+/* What the session tells its owner. */
+enum zk_event {
+	ZK_EVENT_SESSION_NEW,  /* connected with a new session: nothing of the old one remains */
+	ZK_EVENT_RECONNECTED,  /* the same session is back after a disconnect */
+	ZK_EVENT_DISCONNECTED, /* the connection dropped; the session may still be alive */
+	ZK_EVENT_EXPIRED,      /* the session is gone, with its ephemeral nodes and watches */
+	ZK_EVENT_DEADLINE,     /* the lease deadline moved forward */
+	ZK_EVENT_CLOSED,       /* zk_close finished */
+};
+
+/* The answer to one request, valid only during the callback. */
+struct zk_reply {
+	int rc;
+	const char *path;    /* the request's path */
+	const char *created; /* create: the path the server created */
+	const char *value;   /* get */
+	int value_len;
+	const struct Stat *stat; /* get, exists, create, set, children; NULL otherwise */
+	char *const *children;   /* children */
+	int nchildren;
+	uint64_t sent_ns;
+};
+
+typedef void (*zk_event_cb)(struct zk *, enum zk_event, void *arg);
+typedef void (*zk_reply_cb)(const struct zk_reply *, void *arg);
+typedef void (*zk_watch_cb)(int type, const char *path, void *arg);
+
+struct zk *zk_create(struct event_base *, const char *hosts, int timeout_ms, int margin_ms,
+                     const char *auth, zk_event_cb, void *arg);
+void zk_close(struct zk *);
+void zk_free(struct zk *);
+void zk_abandon(struct zk *);
+
+enum zk_state zk_state(const struct zk *);
+const char *zk_state_name(enum zk_state);
+const char *zk_event_name(enum zk_event);
+int64_t zk_session_id(const struct zk *);
+uint64_t zk_epoch(const struct zk *);
+int zk_timeout_ms(const struct zk *);
+uint64_t zk_deadline_ns(const struct zk *);
+int zk_answered(int rc);
+int zk_connection_error(int rc);
+int zk_pending_ops(const struct zk *);
+
+void zk_create_node(struct zk *, const char *path, const char *data, int len, int flags,
+                    zk_reply_cb, void *arg);
+void zk_create_path(struct zk *, const char *path, int flags, zk_reply_cb, void *arg);
+void zk_get(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
+void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
+void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
+void zk_set(struct zk *, const char *path, const char *data, int len, int version, zk_reply_cb,
+            void *arg);
+void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *arg);
+void zk_delete_guaranteed(struct zk *, const char *path);
+void zk_delete_protected(struct zk *, const char *dir, const char *uuid);
+void zk_cancel(struct zk *, void *arg);
+
+#endif
