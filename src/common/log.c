@@ -149,6 +149,10 @@ log_limit_check(struct log_limit *l, uint64_t now_ms, unsigned long *held, uint6
 	*held = 0;
 	*span_ms = 0;
 	if (l->started && now_ms >= l->since_ms && now_ms - l->since_ms < interval) {
+		if (l->held == 0 && l->sent < (l->burst != 0 ? l->burst : 1)) {
+			l->sent++;
+			return 1;
+		}
 		l->held++;
 		return 0;
 	}
@@ -159,6 +163,7 @@ log_limit_check(struct log_limit *l, uint64_t now_ms, unsigned long *held, uint6
 	l->started = 1;
 	l->since_ms = now_ms;
 	l->held = 0;
+	l->sent = 1;
 	return 1;
 }
 

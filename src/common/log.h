@@ -22,6 +22,8 @@ void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
  * A fault that can repeat (a full disk, a server that refuses us) is logged once, then
  * counted for LOG_LIMIT_INTERVAL_MS; the next occurrence after that logs again with how
  * many were held back. A caller keeps one struct per site or per job, zeroed to start.
+ * Events that matter one by one but could still come in a storm (a failover, a lost lease)
+ * set burst: that many go out in each interval before the rest are counted.
  */
 #define LOG_LIMIT_INTERVAL_MS 30000
 #define LOG_LIMIT_TEXT        512
@@ -29,6 +31,8 @@ void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 struct log_limit {
 	uint64_t interval_ms; /* 0: LOG_LIMIT_INTERVAL_MS */
 	uint64_t since_ms;    /* when the last line went out */
+	unsigned long burst;  /* lines let out per interval; 0: 1 */
+	unsigned long sent;   /* lines let out in the current interval */
 	unsigned long held;   /* occurrences held back since then */
 	int started;
 	char last[LOG_LIMIT_TEXT]; /* the last held-back line, for log_limit_flush */

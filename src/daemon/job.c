@@ -724,6 +724,7 @@ job_new(struct worker *w, const struct config_job *cj)
 	struct event_base *base = worker_base(w);
 	char *data;
 
+	job->lim_lost.burst = 5; /* each one matters; only a storm is counted */
 	job->w = w;
 	job->cfg = cj;
 	job->name = xstrdup(cj->name);

@@ -1088,6 +1088,8 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	struct zk *zk = xcalloc(1, sizeof *zk);
 	struct timeval tv;
 
+	zk->lim_stall.burst = 5; /* each one matters; only a storm is counted */
+	zk->lim_lost.burst = 5;  /* each one matters; only a storm is counted */
 	zk->base = base;
 	zk->hosts = xstrdup(hosts);
 	zk->auth = auth != NULL ? xstrdup(auth) : NULL;

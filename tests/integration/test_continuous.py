@@ -338,20 +338,19 @@ class ContinuousTest(lktest.TestCase):
 
     def test_server_restart_verifies_the_lease_and_keeps_the_run(self):
         # The run survives the restart only if the server is back within T - safety_margin -
-        # kill_grace: measure a restart of this server on this machine first, and give the
-        # session three times that (tickTime 2 s lets it be up to 40 s).
+        # kill_grace. A restart on a busy 2-core machine was seen to take 10 s, and varies
+        # from one restart to the next: the session gets the most the server allows (tickTime
+        # 2 s: 40 s), and the restart's length is reported.
         zk = self.start_zookeeper(tick_ms=2000)
-        t0 = time.monotonic()
-        zk.restart()
-        took = time.monotonic() - t0
-        session = min(40.0, max(8.0, 3 * took + 1.5))
-        print("a restart took %.1f s: session timeout %.1f s" % (took, session))
+        session = 40.0
         rec = self.record_file()
         procs = self.start_workers(self.record_job(rec), names=("alpha",),
                                    session="%dms" % int(session * 1000))
         first = rec.wait_for("start", who="alpha", timeout=30)[0]
-        zk.restart()
-        procs["alpha"].wait_log(r"session 0x[0-9a-f]+ reconnected", timeout=20)
+        t0 = time.monotonic()
+        zk.restart(timeout=30)
+        print("the restart took %.1f s (budget %.1f s)" % (time.monotonic() - t0, session - 1.5))
+        procs["alpha"].wait_log(r"session 0x[0-9a-f]+ reconnected", timeout=30)
         procs["alpha"].wait_log(r"job work: lease verified after the reconnect", timeout=20)
         time.sleep(1.0)
         self.assertEqual([r.pid for r in rec.starts()], [first.pid])

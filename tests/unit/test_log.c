@@ -118,6 +118,30 @@ test_limit_output_and_flush(void **state)
 	fclose(f);
 }
 
+/* With a burst of 3, three lines go out in an interval, then the rest are counted. */
+static void
+test_limit_burst(void **state)
+{
+	struct log_limit l = {.burst = 3};
+	unsigned long held;
+	uint64_t span;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(log_limit_check(&l, 1000 + (uint64_t)i * 100, &held, &span), 1);
+		assert_int_equal(held, 0);
+	}
+	for (i = 0; i < 10; i++)
+		assert_int_equal(log_limit_check(&l, 1500 + (uint64_t)i, &held, &span), 0);
+	/* The next interval: a line with the count, and a fresh burst. */
+	assert_int_equal(log_limit_check(&l, 31000, &held, &span), 1);
+	assert_int_equal(held, 10);
+	assert_int_equal(log_limit_check(&l, 31001, &held, &span), 1);
+	assert_int_equal(log_limit_check(&l, 31002, &held, &span), 1);
+	assert_int_equal(log_limit_check(&l, 31003, &held, &span), 0);
+}
+
 int
 main(void)
 {
@@ -126,6 +150,7 @@ main(void)
 	    cmocka_unit_test(test_limit_rare_fault_always_logged),
 	    cmocka_unit_test(test_limit_clock_backwards),
 	    cmocka_unit_test(test_limit_output_and_flush),
+	    cmocka_unit_test(test_limit_burst),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
