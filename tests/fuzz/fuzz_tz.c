@@ -1,5 +1,5 @@
 /*
- * fuzz_tz.c: time zones from TZif files and POSIX TZ strings (schedule_zone_parse), then the
+ * fuzz_tz.c: time zones from TZif files and POSIX TZ strings (tz_parse), then the
  * fire times of a few schedules in the zone around a few instants (schedule_next,
  * schedule_prev), which walk the zone's transitions and its footer rule.
  */
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "schedule.h"
+#include "tz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,6 +24,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct schedule *s;
+	struct tz *z;
 	char *cause = NULL;
 	int64_t t, prev;
 	size_t i, j, k;
@@ -33,11 +35,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < sizeof fuzz_tz_specs / sizeof fuzz_tz_specs[0]; i++) {
 		if (schedule_parse(fuzz_tz_specs[i], NULL, &s, &cause) != 0)
 			abort();
-		if (schedule_zone_parse(s, data, size, &cause) != 0) {
+		if (tz_parse(data, size, &z, &cause) != 0) {
 			free(cause);
 			schedule_free(s);
 			return 0;
 		}
+		schedule_set_zone(s, z);
 		for (j = 0; j < sizeof fuzz_tz_instants / sizeof fuzz_tz_instants[0]; j++) {
 			t = fuzz_tz_instants[j];
 			for (k = 0; k < 3; k++) {

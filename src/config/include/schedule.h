@@ -10,6 +10,7 @@
 enum schedule_kind { SCHEDULE_CONTINUOUS, SCHEDULE_CRON, SCHEDULE_EVERY };
 
 struct schedule;
+struct tz;
 
 /*
  * Parse "@continuous", a 5-field cron expression, an alias (@yearly @annually @monthly
@@ -37,11 +38,10 @@ int64_t schedule_prev(const struct schedule *, int64_t at);
 const char *schedule_text(const struct schedule *);
 
 /*
- * Replace the zone s runs in with one parsed from memory: a TZif file (RFC 8536) or a POSIX
- * TZ string such as "CET-1CEST,M3.5.0,M10.5.0/3". schedule_parse loads its zones through
- * this; data that is neither returns -1 with *cause (caller frees) and leaves s as it was.
+ * Make z (from tz_load or tz_parse) the zone s runs in, in place of the one schedule_parse
+ * loaded; s owns z from then on. schedule_timezone still names the zone s was parsed with.
  */
-int schedule_zone_parse(struct schedule *, const void *buf, size_t len, char **cause);
+void schedule_set_zone(struct schedule *, struct tz *z);
 
 /* The time zone name the schedule was parsed with, or NULL for the process's local zone. */
 const char *schedule_timezone(const struct schedule *);

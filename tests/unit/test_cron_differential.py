@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # ctest: timeout=300
-"""Differential test of src/config/schedule.c (through tests/tools/cronnext) against python3-croniter.
+"""Differential test of src/config/schedule.c and tz.c (through tests/tools/cronnext) against
+python3-croniter. It needs no ZooKeeper: ctest runs it as a unit test.
 
 Reference. croniter does the calendar work (fields, ranges, steps, names, month ends, leap
 years): it iterates wall-clock times on naive datetimes, where it has no time-zone code to get

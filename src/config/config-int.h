@@ -1,0 +1,109 @@
+/* Runs in: the main process. */
+/*
+ * config-int.h: what the files of src/config share to load a configuration: the sections
+ * the reader builds, the load's context, its error collection, and the steps of each pass.
+ * Nothing outside src/config includes it (lk_config's public include path is
+ * src/config/include; this header sits beside the sources).
+ */
+#ifndef CONFIG_INT_H
+#define CONFIG_INT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h"
+
+/* The kinds of section; the worker's come first, in the order of config_sections. */
+enum config_kind {
+	CONFIG_ZOOKEEPER,
+	CONFIG_WORKER,
+	CONFIG_SAFETY,
+	CONFIG_HTTP,
+	CONFIG_JOB,
+	CONFIG_NKINDS
+};
+
+/* One key = value line. */
+struct config_kv {
+	char *key;
+	char *value;
+	int line;
+};
+
+/* One section: a worker section (all its headers merged) or one [job NAME]. */
+struct config_sec {
+	enum config_kind kind;
+	char *name; /* the job's name */
+	size_t file;
+	int line;
+	int discard; /* a duplicate or badly named job: checked, then dropped */
+	int refused; /* lines refused by config_line_ok: a missing key may be one of them */
+	struct config_kv *kv;
+	size_t nkv;
+};
+
+/* One problem, kept apart from its file and line until they are sorted. */
+struct config_err {
+	size_t file;
+	int line; /* 0: about the whole file */
+	size_t seq;
+	char *text;
+};
+
+/* Where the reader stands in the current file. */
+enum config_where { CONFIG_WHERE_NONE, CONFIG_WHERE_SECTION, CONFIG_WHERE_SKIP };
+
+/* The state of one config_load. */
+struct config_ctx {
+	char **files;
+	size_t nfiles;
+	struct config_err *errs;
+	size_t nerrs;
+	struct config_sec **secs;
+	size_t nsecs;
+	struct config_sec *worker[CONFIG_JOB];
+
+	/* the file being read */
+	FILE *f;
+	size_t file;
+	int worker_file;
+	int line;
+	size_t bytes; /* read so far, against CONFIG_MAX_FILE_BYTES */
+	char *raw;
+	size_t rawsize;
+	enum config_where where;
+	struct config_sec *cur;
+	const char *key;
+	const char *value;
+
+	char **quoted; /* config_q's strings, freed with the context */
+	size_t nquoted;
+};
+
+/* config-read.c */
+void config_error(struct config_ctx *, size_t, int, const char *, ...)
+    __attribute__((format(printf, 4, 5)));
+void config_error_kv(struct config_ctx *, const struct config_sec *, const struct config_kv *,
+                     const char *, ...) __attribute__((format(printf, 4, 5)));
+const char *config_q(struct config_ctx *ctx, const char *s);
+struct config_kv *config_kv_find(const struct config_sec *sec, const char *key);
+int config_valid_name(const char *name, const char *what, char **cause);
+size_t config_add_file(struct config_ctx *ctx, const char *path);
+int config_read_file(struct config_ctx *ctx, size_t file, int worker_file);
+char *config_join(const char *dir, const char *path);
+char *config_dirname(const char *path);
+char *config_absolute(const char *dir);
+char *config_clean_path(const char *path);
+void config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct config_kv *kv,
+                           const char *dir);
+void config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors);
+
+/* config-valid.c */
+void config_resolve_worker(struct config_ctx *ctx, struct config *cfg);
+struct config_job *config_resolve_job(struct config_ctx *ctx, const struct config *cfg,
+                                      const struct config_sec *sec);
+void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
+void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
+
+#endif

@@ -1,0 +1,157 @@
+/* Runs in: the main process. */
+/* config-print.c: a loaded configuration printed for `leasekeeper check`. */
+
+#include <pwd.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "duration.h"
+#include "schedule.h"
+
+/* Print a word of an argv, quoted when the shell would need it. */
+static void
+config_print_word(const char *word, FILE *f)
+{
+	const char *p;
+
+	if (*word != '\0' && strpbrk(word, " \t\n'\"\\$`*?[]{}()<>|&;#~") == NULL) {
+		fputs(word, f);
+		return;
+	}
+	fputc('\'', f);
+	for (p = word; *p != '\0'; p++) {
+		if (*p == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*p, f);
+	}
+	fputc('\'', f);
+}
+
+/* Print a size the way it would be written: 10M, 512K, 1000. */
+static void
+config_print_size(uint64_t bytes, FILE *f)
+{
+	if (bytes != 0 && bytes % (1024 * 1024 * 1024) == 0)
+		fprintf(f, "%lluG", (unsigned long long)(bytes >> 30));
+	else if (bytes != 0 && bytes % (1024 * 1024) == 0)
+		fprintf(f, "%lluM", (unsigned long long)(bytes >> 20));
+	else if (bytes != 0 && bytes % 1024 == 0)
+		fprintf(f, "%lluK", (unsigned long long)(bytes >> 10));
+	else
+		fprintf(f, "%llu", (unsigned long long)bytes);
+}
+
+/* Print one resolved job. */
+static void
+config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
+{
+	char d1[32], d2[32];
+	struct passwd *pw;
+	char **p;
+	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
+
+	fprintf(f, "\njob %s (%s:%d)\n", job->name, job->file, job->line);
+	fprintf(f, "  schedule         %s",
+	        job->sched != NULL ? schedule_text(job->sched) : job->schedule);
+	if (job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CRON)
+		fprintf(f, " (time zone %s)", job->zone != NULL ? job->zone : "local");
+	fputc('\n', f);
+	if (job->leases == 1)
+		fprintf(f, "  leases           1: mutex, at most one host runs it\n");
+	else
+		fprintf(f, "  leases           %d: semaphore, at most %d hosts run it at once\n",
+		        job->leases, job->leases);
+	fprintf(f, "  lock             %s%s\n", job->lock_znode,
+	        job->lock_path != NULL ? " (lock_path)" : "");
+	if (!continuous) {
+		duration_format(job->start_deadline_ms, d1, sizeof d1);
+		fprintf(f, "  per tick         %d host%s, must start within %s\n", job->per_tick,
+		        job->per_tick == 1 ? "" : "s", d1);
+	}
+	fprintf(f, "  command          ");
+	for (p = job->argv; p != NULL && *p != NULL; p++) {
+		if (p != job->argv)
+			fputc(' ', f);
+		config_print_word(*p, f);
+	}
+	fputc('\n', f);
+	if (job->user != NULL)
+		fprintf(f, "  run as           %s", job->user);
+	else if ((pw = getpwuid(geteuid())) != NULL)
+		fprintf(f, "  run as           %s (the worker's user)", pw->pw_name);
+	else
+		fprintf(f, "  run as           uid %ld (the worker's user)", (long)geteuid());
+	if (job->group != NULL)
+		fprintf(f, ", group %s", job->group);
+	if (job->umask != -1)
+		fprintf(f, ", umask %03o", (unsigned)job->umask);
+	fputc('\n', f);
+	if (job->workdir != NULL)
+		fprintf(f, "  workdir          %s\n", job->workdir);
+	else if (job->user != NULL)
+		fprintf(f, "  workdir          the home directory of %s\n", job->user);
+	else
+		fprintf(f, "  workdir          %s\n", cfg->state_dir);
+	for (p = job->env; p != NULL && *p != NULL; p++)
+		fprintf(f, "  env              %s\n", *p);
+	if (job->timeout_ms == 0)
+		fprintf(f, "  timeout          none\n");
+	else {
+		duration_format(job->timeout_ms, d1, sizeof d1);
+		fprintf(f, "  timeout          %s\n", d1);
+	}
+	if (continuous) {
+		duration_format(job->restart_backoff_ms, d1, sizeof d1);
+		fprintf(f,
+		        "  restarts         back-off from %s; hand the lease over after %d "
+		        "failures in a row\n",
+		        d1, job->max_failures);
+	} else {
+		duration_format(job->retry_backoff_ms, d1, sizeof d1);
+		fprintf(f, "  retries          %d, back-off from %s\n", job->retries, d1);
+	}
+	duration_format(job->kill_grace_ms, d2, sizeof d2);
+	fprintf(f, "  kill_grace       %s\n", d2);
+	fprintf(f, "  log              %s, up to ", job->log_file);
+	config_print_size(job->log_max_bytes, f);
+	fprintf(f, "\n  history          %d runs\n", job->history);
+	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(job->on_shutdown));
+}
+
+/* Print the worker settings and every resolved job, for `leasekeeper check`. */
+void
+config_print(const struct config *cfg, FILE *f)
+{
+	char d1[32], d2[32], d3[32];
+	const char *colon;
+	size_t i;
+
+	duration_format(cfg->session_timeout_ms, d1, sizeof d1);
+	fprintf(f, "worker %s (%s)\n", cfg->node_id, cfg->file);
+	fprintf(f, "  zookeeper        %s\n", cfg->hosts);
+	fprintf(f, "  root             %s\n", cfg->root);
+	fprintf(f, "  session_timeout  %s\n", d1);
+	if (cfg->auth != NULL) {
+		colon = strchr(cfg->auth, ':');
+		fprintf(f, "  auth             digest as %.*s\n",
+		        (int)(colon != NULL ? colon - cfg->auth : (ptrdiff_t)strlen(cfg->auth)),
+		        cfg->auth);
+	}
+	fprintf(f, "  jobs             %s (%zu file%s, %zu job%s)\n", cfg->jobs, cfg->njob_files,
+	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
+	fprintf(f, "  state_dir        %s\n", cfg->state_dir);
+	fprintf(f, "  allow_root_jobs  %s\n", cfg->allow_root_jobs ? "true" : "false");
+	if (cfg->allow_no_jobs)
+		fprintf(f, "  allow_no_jobs    true\n");
+	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
+	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
+	duration_format(cfg->safety_margin_ms, d2, sizeof d2);
+	duration_format(cfg->kill_grace_ms, d3, sizeof d3);
+	fprintf(f, "  safety           safety_margin %s, kill_grace %s\n", d2, d3);
+	fprintf(f, "  http             %s\n", cfg->http_listen != NULL ? cfg->http_listen : "off");
+	for (i = 0; i < cfg->njobs; i++)
+		config_print_job(cfg, cfg->jobs_list[i], f);
+}
