@@ -253,12 +253,9 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	if (e->state == EXEC_DONE)
 		return;
-	if (event == ZK_EVENT_DEADLINE) {
-		svlink_deadline(e->sv, zk_epoch(zk), zk_deadline_ns(zk));
+	svlink_session(e->sv, zk, event);
+	if (event == ZK_EVENT_DEADLINE)
 		return;
-	}
-	if (event == ZK_EVENT_EXPIRED)
-		svlink_epoch_end(e->sv, zk_epoch(zk));
 	lease_session(e->lease, event);
 	if (e->rec != NULL)
 		jobrec_session(e->rec, event);

@@ -462,7 +462,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	switch (event) {
 	case ZK_EVENT_DEADLINE:
-		svlink_deadline(w->sv, zk_epoch(zk), zk_deadline_ns(zk));
+		svlink_session(w->sv, zk, event);
 		break;
 	case ZK_EVENT_SESSION_NEW:
 		worker_jobs_session(w, event);
@@ -480,7 +480,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		worker_jobs_session(w, event);
 		break;
 	case ZK_EVENT_EXPIRED:
-		svlink_epoch_end(w->sv, zk_epoch(zk));
+		svlink_session(w->sv, zk, event);
 		worker_jobs_session(w, event);
 		if (w->state != WORKER_STOPPING)
 			worker_set_state(w, WORKER_CONNECTING);
@@ -580,8 +580,7 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 	svlink_free(w->sv);
 	worker_start_supervisor(w);
 	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
-	if (zk_deadline_ns(w->zk) != 0)
-		svlink_deadline(w->sv, zk_epoch(w->zk), zk_deadline_ns(w->zk));
+	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE); /* the new one learns the deadline */
 	if (w->state != WORKER_READY)
 		return;
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
