@@ -29,6 +29,7 @@
 #include "jobrec.h"
 #include "lease.h"
 #include "log.h"
+#include "runspec.h"
 #include "svlink.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -87,30 +88,17 @@ static void
 exec_start(struct exec *e)
 {
 	struct proto_spec spec = {NULL, 0};
-	char *s;
-	int i;
+	struct runspec rs;
 
-	proto_spec_add(&spec, PROTO_TAG_NAME, e->name);
-	for (i = 0; e->argv[i] != NULL; i++)
-		proto_spec_add(&spec, PROTO_TAG_ARG, e->argv[i]);
-	xasprintf(&s, "LEASEKEEPER_JOB=%s", e->name);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_NODE=%s", e->node_id);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_FENCE=%lld", (long long)lease_fence(e->lease));
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_LEASES=%d", e->leases);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_DEADLINE_MS=%d", zk_timeout_ms(e->zk) - e->safety_margin_ms);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "%llu", (unsigned long long)e->kill_grace_ms);
-	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
-	free(s);
+	runspec_init(&rs);
+	rs.name = e->name;
+	rs.argv = e->argv;
+	rs.node_id = e->node_id;
+	rs.fence = lease_fence(e->lease);
+	rs.leases = e->leases;
+	rs.deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms;
+	rs.kill_grace_ms = e->kill_grace_ms;
+	runspec_build(&rs, &spec);
 	exec_set_state(e, EXEC_RUNNING);
 	svlink_job_start(e->sv, 1, zk_epoch(e->zk), &spec);
 	proto_spec_free(&spec);

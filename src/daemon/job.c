@@ -40,6 +40,7 @@
 #include "jobrec.h"
 #include "lease.h"
 #include "log.h"
+#include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
 #include "worker.h"
@@ -396,8 +397,7 @@ job_start_run(struct job *job)
 	const struct config *cfg = worker_config(job->w);
 	struct zk *zk = worker_zk(job->w);
 	struct proto_spec spec = {NULL, 0};
-	char *s, tick[40];
-	size_t i;
+	struct runspec rs;
 
 	if (job->stop_requested) {
 		job_finish_stop(job);
@@ -418,56 +418,26 @@ job_start_run(struct job *job)
 	job->run_fence = lease_fence(job->lease);
 	job->timed_out = 0;
 
-	proto_spec_add(&spec, PROTO_TAG_NAME, job->name);
-	for (i = 0; cj->argv[i] != NULL; i++)
-		proto_spec_add(&spec, PROTO_TAG_ARG, cj->argv[i]);
-	for (i = 0; i < cj->nenv; i++)
-		proto_spec_add(&spec, PROTO_TAG_ENV, cj->env[i]);
-	xasprintf(&s, "LEASEKEEPER_JOB=%s", job->name);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_NODE=%s", cfg->node_id);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_FENCE=%lld", (long long)job->run_fence);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_LEASES=%d", cj->leases);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_DEADLINE_MS=%d", zk_timeout_ms(zk) - (int)cfg->safety_margin_ms);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	if (job->tick >= 0) {
-		clock_iso8601((uint64_t)job->tick * 1000, tick, sizeof tick);
-		tick[19] = 'Z'; /* whole seconds: 2026-01-02T03:04:05Z */
-		tick[20] = '\0';
-		xasprintf(&s, "LEASEKEEPER_TICK=%s", tick);
-		proto_spec_add(&spec, PROTO_TAG_ENV, s);
-		free(s);
-	}
+	runspec_init(&rs);
+	rs.name = job->name;
+	rs.argv = cj->argv;
+	rs.env = cj->env;
+	rs.nenv = cj->nenv;
+	rs.node_id = cfg->node_id;
+	rs.fence = job->run_fence;
+	rs.leases = cj->leases;
+	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
+	rs.tick = job->tick;
 	/* Without a workdir: the user's home for a job run as another user, as cron does. */
 	if (cj->workdir != NULL || cj->user == NULL)
-		proto_spec_add(&spec, PROTO_TAG_WORKDIR,
-		               cj->workdir != NULL ? cj->workdir : cfg->state_dir);
-	if (cj->user != NULL)
-		proto_spec_add(&spec, PROTO_TAG_USER, cj->user);
-	if (cj->group != NULL)
-		proto_spec_add(&spec, PROTO_TAG_GROUP, cj->group);
-	if (cj->umask >= 0) {
-		xasprintf(&s, "%o", cj->umask);
-		proto_spec_add(&spec, PROTO_TAG_UMASK, s);
-		free(s);
-	}
-	if (cj->log_file != NULL) {
-		proto_spec_add(&spec, PROTO_TAG_LOG, cj->log_file);
-		xasprintf(&s, "%llu", (unsigned long long)cj->log_max_bytes);
-		proto_spec_add(&spec, PROTO_TAG_LOG_MAX, s);
-		free(s);
-	}
-	xasprintf(&s, "%llu", (unsigned long long)cj->kill_grace_ms);
-	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
-	free(s);
+		rs.workdir = cj->workdir != NULL ? cj->workdir : cfg->state_dir;
+	rs.user = cj->user;
+	rs.group = cj->group;
+	rs.umask = cj->umask;
+	rs.log_file = cj->log_file;
+	rs.log_max_bytes = cj->log_max_bytes;
+	rs.kill_grace_ms = cj->kill_grace_ms;
+	runspec_build(&rs, &spec);
 
 	job_set_state(job, JOB_STARTING);
 	svlink_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
