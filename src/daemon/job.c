@@ -43,7 +43,6 @@
 #include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
-#include "worker.h"
 #include "xmalloc.h"
 
 #define JOB_LONG_RUN_MS    60000ULL  /* a run this long resets the failure count */
@@ -51,7 +50,9 @@
 #define JOB_RETRY_MS       5000ULL   /* after an unexpected acquire failure */
 
 struct job {
-	struct worker *w;
+	struct zk *zk;
+	const struct job_cb *cb;
+	void *cb_arg;
 	const struct config_job *cfg;
 	char *name;
 	char *lock_path;
@@ -101,6 +102,20 @@ static void job_start_run(struct job *);
 static void job_go(struct job *);
 static void job_arm_tick(struct job *);
 static void job_wait_tick(struct job *);
+
+/* The worker's configuration (replaced at each reload). */
+static const struct config *
+job_main_config(const struct job *job)
+{
+	return job->cb->config(job->cb_arg);
+}
+
+/* The supervisor (replaced when one dies). */
+static struct svlink *
+job_supervisor(const struct job *job)
+{
+	return job->cb->supervisor(job->cb_arg);
+}
 
 /* The name of a state, for logs. */
 const char *
@@ -185,7 +200,7 @@ job_record(struct job *job, const char *reason, int status, int have_status, con
 
 	clock_iso8601(job->run_start_ms, start, sizeof start);
 	clock_iso8601(clock_wall_ms(), end, sizeof end);
-	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", worker_config(job->w)->node_id, "fence",
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", job_main_config(job)->node_id, "fence",
 	              (json_int_t)job->run_fence, "start", start, "end", end, "reason", reason);
 	if (job->tick >= 0)
 		json_object_set_new(o, "tick", json_integer(job->tick));
@@ -209,7 +224,7 @@ job_finish_stop(struct job *job)
 	lease_release(job->lease);
 	job_set_state(job, JOB_DONE);
 	log_info("job %s: stopped", job->name);
-	worker_job_done(job->w, job);
+	job->cb->done(job, job->cb_arg);
 }
 
 /* The lease is gone or given up: go back to contending when the session allows. */
@@ -262,7 +277,7 @@ job_contend(struct job *job, int64_t tick)
 		uint64_t until = (uint64_t)tick * 1000 + job->cfg->start_deadline_ms;
 
 		if (now_ms >= until) {
-			jobrec_missed(job->rec, tick, worker_config(job->w)->node_id,
+			jobrec_missed(job->rec, tick, job_main_config(job)->node_id,
 			              job->cfg->history);
 			job_wait_tick(job);
 			return;
@@ -270,7 +285,7 @@ job_contend(struct job *job, int64_t tick)
 		timeout = until - now_ms;
 		job->attempt = 0;
 	}
-	data = lease_data(worker_config(job->w)->node_id, job->name, now_ms);
+	data = lease_data(job_main_config(job)->node_id, job->name, now_ms);
 	lease_set_data(job->lease, data);
 	free(data);
 	job_set_state(job, JOB_CONTENDING);
@@ -319,9 +334,8 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 	}
 	if (job_scheduled(job)) {
 		job_set_state(job, JOB_CLAIMING);
-		jobrec_claim(job->rec, job->tick, job->cfg->per_tick,
-		             worker_config(job->w)->node_id, job->cfg->sched, job->cfg->history,
-		             job_claim_cb, job);
+		jobrec_claim(job->rec, job->tick, job->cfg->per_tick, job_main_config(job)->node_id,
+		             job->cfg->sched, job->cfg->history, job_claim_cb, job);
 		return;
 	}
 	job_start_run(job);
@@ -337,7 +351,7 @@ job_lease_lost_cb(struct lease *l, const char *why, void *arg)
 	job->await_verify = 0;
 	if (job_busy(job)) {
 		/* Another host may take the lease now: the run must not outlive it. */
-		svlink_job_stop(worker_supervisor(job->w), job->run, SIGKILL, -1);
+		svlink_job_stop(job_supervisor(job), job->run, SIGKILL, -1);
 		job->lost_pending = 1;
 		job_set_state(job, JOB_STOPPING);
 		return;
@@ -356,7 +370,7 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 	}
 	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
 		log_debug("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
-		jobrec_missed(job->rec, job->tick, worker_config(job->w)->node_id,
+		jobrec_missed(job->rec, job->tick, job_main_config(job)->node_id,
 		              job->cfg->history);
 		job_wait_tick(job);
 		return;
@@ -394,8 +408,8 @@ static void
 job_start_run(struct job *job)
 {
 	const struct config_job *cj = job->cfg;
-	const struct config *cfg = worker_config(job->w);
-	struct zk *zk = worker_zk(job->w);
+	const struct config *cfg = job_main_config(job);
+	struct zk *zk = job->zk;
 	struct proto_spec spec = {NULL, 0};
 	struct runspec rs;
 
@@ -412,7 +426,7 @@ job_start_run(struct job *job)
 		job_after_loss(job);
 		return;
 	}
-	job->run = worker_next_run_id(job->w);
+	job->run = job->cb->next_run(job->cb_arg);
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
 	job->run_fence = lease_fence(job->lease);
@@ -440,7 +454,7 @@ job_start_run(struct job *job)
 	runspec_build(&rs, &spec);
 
 	job_set_state(job, JOB_STARTING);
-	svlink_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
+	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);
 }
 
@@ -527,8 +541,7 @@ job_run_timer_cb(int fd, short what, void *arg)
 	duration_format(job->cfg->timeout_ms, dur, sizeof dur);
 	log_warnx("job %s: timeout (%s): stopping the run", job->name, dur);
 	job->timed_out = 1;
-	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(job_supervisor(job), job->run, SIGTERM, (int64_t)job->cfg->kill_grace_ms);
 }
 
 /* A tick is due. */
@@ -671,7 +684,7 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	evtimer_del(job->timer);
 	if (job_busy(job)) {
 		job->conflict_pending = 1;
-		svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+		svlink_job_stop(job_supervisor(job), job->run, SIGTERM,
 		                (int64_t)job->cfg->kill_grace_ms);
 		job_set_state(job, JOB_STOPPING);
 		return;
@@ -682,29 +695,30 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	job_set_state(job, JOB_CONFLICT);
 }
 
-/* A job of the worker, idle until job_ready. */
+/* A job of the worker, idle until job_ready; cb tells it what it needs from the worker. */
 struct job *
-job_new(struct worker *w, const struct config_job *cj)
+job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
+        const struct job_cb *cb, void *arg)
 {
 	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
 	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb};
-	const struct config *cfg = worker_config(w);
+	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
-	struct event_base *base = worker_base(w);
 	char *data;
 
-	job->w = w;
+	job->zk = zk;
+	job->cb = cb;
+	job->cb_arg = arg;
 	job->cfg = cj;
 	job->name = xstrdup(cj->name);
 	job->state = JOB_IDLE;
 	job->tick = job->next_tick = job->pending_tick = -1;
 	job->lock_path = lease_lock_path(cfg->root, cj->lock, cj->lock_path, cj->leases);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
-	job->lease = lease_new(base, worker_zk(w), job->lock_path, cj->leases, data, &lcb, job);
+	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
 	free(data);
-	job->rec =
-	    jobrec_new(worker_zk(w), cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
+	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
@@ -786,8 +800,7 @@ job_stop(struct job *job, int wait)
 		return;
 	}
 	log_info("job %s: stopping the run", job->name);
-	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(job_supervisor(job), job->run, SIGTERM, (int64_t)job->cfg->kill_grace_ms);
 	job_set_state(job, JOB_STOPPING);
 }
 
@@ -969,27 +982,40 @@ job_state(const struct job *job)
 	return job->state;
 }
 
+/* The job's counters and whether it holds a lease. */
+void
+job_stats(const struct job *job, struct job_stats *st)
+{
+	enum lease_state ls = lease_state(job->lease);
+
+	st->lease_held = ls == LEASE_HELD || ls == LEASE_UNVERIFIED;
+	st->runs = job->runs;
+	st->failures = job->failures_total;
+	st->corrupt_states = jobrec_corrupt_states(job->rec);
+}
+
 /* The job as JSON, for the HTTP status. */
 json_t *
 job_status_json(const struct job *job)
 {
+	struct job_stats st;
 	char next[40];
 	json_t *o;
-	enum lease_state ls = lease_state(job->lease);
 
-	o = json_pack(
-	    "{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:I, s:I, s:I, s:i}", "name", job->name, "state",
-	    job_state_name(job->state), "schedule", job->cfg->schedule, "leases", job->cfg->leases,
-	    "lock_path", job->lock_path, "lease_state", lease_state_name(ls), "lease_held",
-	    ls == LEASE_HELD || ls == LEASE_UNVERIFIED, "fence",
-	    (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs", (json_int_t)job->runs,
-	    "failures", (json_int_t)job->failures_total, "consecutive_failures", job->failures);
+	job_stats(job, &st);
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:I, s:I, s:I, s:i}", "name", job->name,
+	              "state", job_state_name(job->state), "schedule", job->cfg->schedule, "leases",
+	              job->cfg->leases, "lock_path", job->lock_path, "lease_state",
+	              lease_state_name(lease_state(job->lease)), "lease_held", st.lease_held,
+	              "fence", (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs",
+	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
+	              "consecutive_failures", job->failures);
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)
 		json_object_set_new(o, "cluster_leases",
 		                    json_integer(jobrec_cluster_leases(job->rec)));
-	json_object_set_new(o, "corrupt_states", json_integer(jobrec_corrupt_states(job->rec)));
+	json_object_set_new(o, "corrupt_states", json_integer(st.corrupt_states));
 	if (job->next_tick >= 0 && job_scheduled(job)) {
 		clock_iso8601((uint64_t)job->next_tick * 1000, next, sizeof next);
 		json_object_set_new(o, "next_tick", json_string(next));
