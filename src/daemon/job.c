@@ -38,6 +38,7 @@
 #include "duration.h"
 #include "job.h"
 #include "jobrec.h"
+#include "jobstate.h"
 #include "lease.h"
 #include "log.h"
 #include "runspec.h"
@@ -458,48 +459,75 @@ job_start_run(struct job *job)
 	proto_spec_free(&spec);
 }
 
-/* What to do after a run ended: restart, retry, hand over, or finish the tick. */
+/*
+ * A run ended (or could not start): decide what follows (jobstate.c) and do it:
+ * restart, retry, hand over, finish the tick, or carry out what was decided meanwhile.
+ */
 static void
-job_after_run(struct job *job, int failed)
+job_run_end(struct job *job, struct jobstate_end *e)
 {
+	struct jobstate_counts c = {job->failures, job->cooldowns, job->attempt};
+	struct jobstate_decision d;
 	uint64_t delay;
 
-	if (!job_scheduled(job)) {
-		if (failed && job->failures >= job->cfg->max_failures) {
-			/* Each cool-down in a row doubles, up to the cap: a job that never works
-			 * must not churn the cluster for ever. */
-			job->cooldowns++;
-			delay = job_backoff(job->cfg->restart_backoff_ms,
-			                    job->cfg->max_failures + job->cooldowns);
-			log_warnx_limited(
-			    &job->lim_cooldown,
-			    "job %s: failed %d times in a row: giving the lease up for %llu ms "
-			    "so that another host can take over",
-			    job->name, job->failures, (unsigned long long)delay);
-			lease_release(job->lease);
-			job->failures = 0;
-			job_set_state(job, JOB_COOLDOWN);
-			job_timer(job->timer, delay);
-			return;
-		}
-		delay = failed ? job_backoff(job->cfg->restart_backoff_ms, job->failures)
-		               : job->cfg->restart_backoff_ms;
+	e->scheduled = job_scheduled(job);
+	e->stop_requested = job->stop_requested;
+	e->pending = job->lost_pending || job->conflict_pending;
+	e->lease_idle = lease_state(job->lease) == LEASE_IDLE;
+	e->max_failures = job->cfg->max_failures;
+	e->retries = job->cfg->retries;
+	d = jobstate_run_ended(e, &c);
+	job->failures = c.failures;
+	job->cooldowns = c.cooldowns;
+	job->attempt = c.attempt;
+	if (d.counted && d.failed && !e->start_failed)
+		job->failures_total++;
+	log_debug("job %s: after the run: %s", job->name, jobstate_action_name(d.action));
+
+	switch (d.action) {
+	case JOBSTATE_FINISH:
+		job_finish_stop(job);
+		break;
+	case JOBSTATE_AFTER_LOSS:
+		job->lost_pending = 0;
+		job_after_loss(job);
+		break;
+	case JOBSTATE_RUN_AGAIN:
+		job_start_run(job);
+		break;
+	case JOBSTATE_COOLDOWN:
+		/* Each cool-down in a row doubles, up to the cap: a job that never works must
+		 * not churn the cluster for ever. */
+		delay = job_backoff(job->cfg->restart_backoff_ms,
+		                    job->cfg->max_failures + job->cooldowns);
+		log_warnx_limited(
+		    &job->lim_cooldown,
+		    "job %s: failed %d times in a row: giving the lease up for %llu ms "
+		    "so that another host can take over",
+		    job->name, d.in_a_row, (unsigned long long)delay);
+		lease_release(job->lease);
+		job_set_state(job, JOB_COOLDOWN);
+		job_timer(job->timer, delay);
+		break;
+	case JOBSTATE_RESTART:
+		delay = d.failed ? job_backoff(job->cfg->restart_backoff_ms, job->failures)
+		                 : job->cfg->restart_backoff_ms;
 		log_info("job %s: restarting in %llu ms", job->name, (unsigned long long)delay);
 		job_set_state(job, JOB_BACKOFF);
 		job_timer(job->timer, delay);
-		return;
-	}
-	if (failed && job->attempt < job->cfg->retries) {
-		job->attempt++;
+		break;
+	case JOBSTATE_RETRY:
 		delay = job_backoff(job->cfg->retry_backoff_ms, job->attempt);
 		log_info("job %s: retry %d of %d in %llu ms", job->name, job->attempt,
 		         job->cfg->retries, (unsigned long long)delay);
 		job_set_state(job, JOB_BACKOFF);
 		job_timer(job->timer, delay);
-		return;
+		break;
+	case JOBSTATE_NEXT_TICK:
+		lease_release(job->lease);
+		job_wait_tick(job);
+		break;
 	}
-	lease_release(job->lease);
-	job_wait_tick(job);
 }
 
 /* The back-off, retry or cool-down timer. */
@@ -811,25 +839,6 @@ job_update(struct job *job, const struct config_job *cj)
 	job->cfg = cj;
 }
 
-/*
- * A run ended while something else was decided for the job (stop, lease lost, count
- * changed): carry that out and return 1; return 0 if the job goes on as usual.
- */
-static int
-job_run_ended_elsewise(struct job *job)
-{
-	if (job->stop_requested) {
-		job_finish_stop(job);
-		return 1;
-	}
-	if (job->lost_pending || job->conflict_pending) {
-		job->lost_pending = 0;
-		job_after_loss(job);
-		return 1;
-	}
-	return 0;
-}
-
 /* The supervisor started the run. */
 void
 job_started(struct job *job, uint32_t run, pid_t pid)
@@ -850,17 +859,18 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 void
 job_start_failed(struct job *job, uint32_t run, const char *why)
 {
+	struct jobstate_end e = {0};
+
 	if (run != job->run)
 		return;
+	e.start_failed = 1;
 	job->run = 0;
 	job->pid = 0;
-	job->failures++;
 	job->failures_total++;
 	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
 	job_record(job, "failed", 0, 0, why);
-	if (!job_run_ended_elsewise(job))
-		job_after_run(job, 1);
+	job_run_end(job, &e);
 }
 
 /* The run ended, and its whole process group is gone. */
@@ -869,6 +879,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 {
 	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out;
+	struct jobstate_end e = {0};
 	const char *what;
 	char how[64];
 
@@ -894,31 +905,10 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	         how, what);
 	job_set_result(job, "%s (%s)", what, how);
 	job_record(job, what, status, 1, NULL);
-	if (job_run_ended_elsewise(job))
-		return;
-	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH) {
-		/* Killed because the session could not be trusted, not the command's fault. */
-		if (lease_state(job->lease) == LEASE_IDLE) {
-			job_after_loss(job);
-			return;
-		}
-		if (job_scheduled(job) && job->attempt >= job->cfg->retries) {
-			job_after_run(job, 0);
-			return;
-		}
-		if (job_scheduled(job))
-			job->attempt++;
-		job_start_run(job);
-		return;
-	}
-	if (ok || ran_ms >= JOB_LONG_RUN_MS) {
-		job->failures = ok ? 0 : 1;
-		job->cooldowns = 0;
-	} else
-		job->failures++;
-	if (!ok)
-		job->failures_total++;
-	job_after_run(job, !ok);
+	e.ok = ok;
+	e.long_run = ran_ms >= JOB_LONG_RUN_MS;
+	e.untrusted = reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH;
+	job_run_end(job, &e);
 }
 
 /* The supervisor died: the run died with it; the lease can no longer be trusted. */
