@@ -90,14 +90,17 @@ exec_start(struct exec *e)
 	struct proto_spec spec = {NULL, 0};
 	struct runspec rs;
 
-	runspec_init(&rs);
-	rs.name = e->name;
-	rs.argv = e->argv;
-	rs.node_id = e->node_id;
-	rs.fence = lease_fence(e->lease);
-	rs.leases = e->leases;
-	rs.deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms;
-	rs.kill_grace_ms = e->kill_grace_ms;
+	rs = (struct runspec){
+	    .name = e->name,
+	    .argv = e->argv,
+	    .node_id = e->node_id,
+	    .fence = lease_fence(e->lease),
+	    .leases = e->leases,
+	    .deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms,
+	    .tick = -1,
+	    .umask = -1,
+	    .kill_grace_ms = e->kill_grace_ms,
+	};
 	runspec_build(&rs, &spec);
 	exec_set_state(e, EXEC_RUNNING);
 	svlink_job_start(e->sv, 1, zk_epoch(e->zk), &spec);

@@ -433,25 +433,27 @@ job_start_run(struct job *job)
 	job->run_fence = lease_fence(job->lease);
 	job->timed_out = 0;
 
-	runspec_init(&rs);
-	rs.name = job->name;
-	rs.argv = cj->argv;
-	rs.env = cj->env;
-	rs.nenv = cj->nenv;
-	rs.node_id = cfg->node_id;
-	rs.fence = job->run_fence;
-	rs.leases = cj->leases;
-	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
-	rs.tick = job->tick;
-	/* Without a workdir: the user's home for a job run as another user, as cron does. */
-	if (cj->workdir != NULL || cj->user == NULL)
-		rs.workdir = cj->workdir != NULL ? cj->workdir : cfg->state_dir;
-	rs.user = cj->user;
-	rs.group = cj->group;
-	rs.umask = cj->umask;
-	rs.log_file = cj->log_file;
-	rs.log_max_bytes = cj->log_max_bytes;
-	rs.kill_grace_ms = cj->kill_grace_ms;
+	rs = (struct runspec){
+	    .name = job->name,
+	    .argv = cj->argv,
+	    .env = cj->env,
+	    .nenv = cj->nenv,
+	    .node_id = cfg->node_id,
+	    .fence = job->run_fence,
+	    .leases = cj->leases,
+	    .deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms,
+	    .tick = job->tick,
+	    /* Without a workdir: the user's home for a job run as another user, as cron does. */
+	    .workdir = cj->workdir != NULL ? cj->workdir
+	               : cj->user == NULL  ? cfg->state_dir
+	                                   : NULL,
+	    .user = cj->user,
+	    .group = cj->group,
+	    .umask = cj->umask,
+	    .log_file = cj->log_file,
+	    .log_max_bytes = cj->log_max_bytes,
+	    .kill_grace_ms = cj->kill_grace_ms,
+	};
 	runspec_build(&rs, &spec);
 
 	job_set_state(job, JOB_STARTING);

@@ -8,20 +8,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "clock.h"
 #include "log.h"
 #include "runspec.h"
-
-/* A run with nothing optional set. */
-void
-runspec_init(struct runspec *rs)
-{
-	memset(rs, 0, sizeof *rs);
-	rs->tick = -1;
-	rs->umask = -1;
-}
 
 /* Add one formatted entry. */
 static void runspec_addf(struct proto_spec *, enum proto_tag, const char *fmt, ...)

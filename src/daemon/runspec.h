@@ -8,7 +8,10 @@
 
 #include "proto.h"
 
-/* A run: the command, its LEASEKEEPER_* facts and how the supervisor runs it. */
+/*
+ * A run: the command, its LEASEKEEPER_* facts and how the supervisor runs it. Optional
+ * strings are NULL when not set; tick and umask are -1.
+ */
 struct runspec {
 	const char *name;
 	char *const *argv; /* NULL-terminated */
@@ -28,7 +31,6 @@ struct runspec {
 	uint64_t kill_grace_ms;
 };
 
-void runspec_init(struct runspec *);
 void runspec_build(const struct runspec *, struct proto_spec *);
 
 #endif
