@@ -29,6 +29,7 @@
 #include "jobrec.h"
 #include "lease.h"
 #include "log.h"
+#include "runspec.h"
 #include "svlink.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -87,30 +88,20 @@ static void
 exec_start(struct exec *e)
 {
 	struct proto_spec spec = {NULL, 0};
-	char *s;
-	int i;
+	struct runspec rs;
 
-	proto_spec_add(&spec, PROTO_TAG_NAME, e->name);
-	for (i = 0; e->argv[i] != NULL; i++)
-		proto_spec_add(&spec, PROTO_TAG_ARG, e->argv[i]);
-	xasprintf(&s, "LEASEKEEPER_JOB=%s", e->name);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_NODE=%s", e->node_id);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_FENCE=%lld", (long long)lease_fence(e->lease));
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_LEASES=%d", e->leases);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_DEADLINE_MS=%d", zk_timeout_ms(e->zk) - e->safety_margin_ms);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "%llu", (unsigned long long)e->kill_grace_ms);
-	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
-	free(s);
+	rs = (struct runspec){
+	    .name = e->name,
+	    .argv = e->argv,
+	    .node_id = e->node_id,
+	    .fence = lease_fence(e->lease),
+	    .leases = e->leases,
+	    .deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms,
+	    .tick = -1,
+	    .umask = -1,
+	    .kill_grace_ms = e->kill_grace_ms,
+	};
+	runspec_build(&rs, &spec);
 	exec_set_state(e, EXEC_RUNNING);
 	svlink_job_start(e->sv, 1, zk_epoch(e->zk), &spec);
 	proto_spec_free(&spec);
@@ -253,12 +244,9 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	if (e->state == EXEC_DONE)
 		return;
-	if (event == ZK_EVENT_DEADLINE) {
-		svlink_deadline(e->sv, zk_epoch(zk), zk_deadline_ns(zk));
+	svlink_session(e->sv, zk, event);
+	if (event == ZK_EVENT_DEADLINE)
 		return;
-	}
-	if (event == ZK_EVENT_EXPIRED)
-		svlink_epoch_end(e->sv, zk_epoch(zk));
 	lease_session(e->lease, event);
 	if (e->rec != NULL)
 		jobrec_session(e->rec, event);

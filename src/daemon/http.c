@@ -17,13 +17,14 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "job.h"
 #include "log.h"
-#include "worker.h"
 #include "xmalloc.h"
 
 struct http {
 	struct evhttp *evh;
-	struct worker *w;
+	const struct http_cb *cb;
+	void *arg;
 };
 
 /* Reply with a body and a content type. */
@@ -43,7 +44,7 @@ static void
 http_status_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
-	json_t *o = worker_status_json(h->w);
+	json_t *o = h->cb->status(h->arg);
 	char *body = json_dumps(o, JSON_INDENT(2));
 
 	http_reply(req, 200, "application/json", body);
@@ -56,90 +57,110 @@ static void
 http_health_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
-	json_t *o = worker_status_json(h->w);
-	const char *state = json_string_value(json_object_get(o, "state"));
-	const char *session = json_string_value(json_object_get(o, "session_state"));
-	int ok = state != NULL && session != NULL && strcmp(state, "READY") == 0 &&
-	         strcmp(session, "CONNECTED") == 0;
+	int ok = h->cb->ready(h->arg);
 
 	http_reply(req, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "not ready\n");
-	json_decref(o);
 }
 
-/* The per-job metrics: name, help, type, and how to read the value from a job's JSON. */
+/* What a per-job metric reads. */
+enum http_metric {
+	HTTP_METRIC_RUNNING,
+	HTTP_METRIC_LEASE_HELD,
+	HTTP_METRIC_CONFLICT,
+	HTTP_METRIC_RUNS,
+	HTTP_METRIC_FAILURES,
+	HTTP_METRIC_CORRUPT_STATES,
+};
+
+/* The per-job metrics: name, help, type, and what each reads. */
 static const struct {
 	const char *name;
 	const char *help;
 	const char *type;
-	const char *field; /* integer field, or NULL for the special cases below */
-	int kind;          /* 0 integer field, 1 state == RUNNING, 2 state == CONFLICT, 3 bool */
+	enum http_metric what;
 } http_job_metrics[] = {
-    {"leasekeeper_job_running", "1 while the job's command runs here", "gauge", NULL, 1},
+    {"leasekeeper_job_running", "1 while the job's command runs here", "gauge",
+     HTTP_METRIC_RUNNING},
     {"leasekeeper_job_lease_held", "1 while this worker holds a lease of the job", "gauge",
-     "lease_held", 3},
+     HTTP_METRIC_LEASE_HELD},
     {"leasekeeper_job_lease_conflict",
-     "1 while the cluster agreed on another number of leases than this worker's", "gauge", NULL, 2},
-    {"leasekeeper_job_runs_total", "runs started here", "counter", "runs", 0},
-    {"leasekeeper_job_failures_total", "runs that failed here", "counter", "failures", 0},
+     "1 while the cluster agreed on another number of leases than this worker's", "gauge",
+     HTTP_METRIC_CONFLICT},
+    {"leasekeeper_job_runs_total", "runs started here", "counter", HTTP_METRIC_RUNS},
+    {"leasekeeper_job_failures_total", "runs that failed here", "counter", HTTP_METRIC_FAILURES},
     {"leasekeeper_job_corrupt_states_total",
      "tick states read corrupt, or claiming a tick too far ahead, and repaired here", "counter",
-     "corrupt_states", 0},
+     HTTP_METRIC_CORRUPT_STATES},
 };
+
+/* One metric of the /metrics reply being written. */
+struct http_metric_out {
+	struct evbuffer *buf;
+	size_t m;
+};
+
+/* One job's sample of a metric. */
+static void
+http_metric_job_cb(const struct job *job, void *arg)
+{
+	struct http_metric_out *out = arg;
+	struct job_stats st;
+	long long v = 0;
+
+	job_stats(job, &st);
+	switch (http_job_metrics[out->m].what) {
+	case HTTP_METRIC_RUNNING:
+		v = job_state(job) == JOB_RUNNING;
+		break;
+	case HTTP_METRIC_LEASE_HELD:
+		v = st.lease_held;
+		break;
+	case HTTP_METRIC_CONFLICT:
+		v = job_state(job) == JOB_CONFLICT;
+		break;
+	case HTTP_METRIC_RUNS:
+		v = (long long)st.runs;
+		break;
+	case HTTP_METRIC_FAILURES:
+		v = (long long)st.failures;
+		break;
+	case HTTP_METRIC_CORRUPT_STATES:
+		v = (long long)st.corrupt_states;
+		break;
+	}
+	evbuffer_add_printf(out->buf, "%s{job=\"%s\"} %lld\n", http_job_metrics[out->m].name,
+	                    job_name(job), v);
+}
 
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 http_metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
-	json_t *o = worker_status_json(h->w), *jobs = json_object_get(o, "jobs"), *job;
-	struct evbuffer *buf = evbuffer_new();
-	const char *session = json_string_value(json_object_get(o, "session_state"));
-	const char *name, *state;
-	size_t i, m;
-	long long v;
+	struct http_metric_out out;
 
-	evbuffer_add_printf(buf,
+	out.buf = evbuffer_new();
+	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_session_connected 1 while the ZooKeeper "
 	                    "session is connected\n# TYPE leasekeeper_session_connected gauge\n"
 	                    "leasekeeper_session_connected %d\n",
-	                    session != NULL && strcmp(session, "CONNECTED") == 0);
+	                    h->cb->session(h->arg) == ZK_STATE_CONNECTED);
 	evbuffer_add_printf(
-	    buf,
+	    out.buf,
 	    "# HELP leasekeeper_lease_deadline_seconds time left before jobs are killed if no "
 	    "answer arrives\n# TYPE leasekeeper_lease_deadline_seconds gauge\n"
 	    "leasekeeper_lease_deadline_seconds %.3f\n",
-	    (double)json_integer_value(json_object_get(o, "lease_deadline_in_ms")) / 1000.0);
-	for (m = 0; m < sizeof http_job_metrics / sizeof http_job_metrics[0]; m++) {
-		evbuffer_add_printf(buf, "# HELP %s %s\n# TYPE %s %s\n", http_job_metrics[m].name,
-		                    http_job_metrics[m].help, http_job_metrics[m].name,
-		                    http_job_metrics[m].type);
-		json_array_foreach(jobs, i, job) {
-			name = json_string_value(json_object_get(job, "name"));
-			state = json_string_value(json_object_get(job, "state"));
-			switch (http_job_metrics[m].kind) {
-			case 1:
-				v = state != NULL && strcmp(state, "RUNNING") == 0;
-				break;
-			case 2:
-				v = state != NULL && strcmp(state, "CONFLICT") == 0;
-				break;
-			case 3:
-				v = json_is_true(json_object_get(job, http_job_metrics[m].field));
-				break;
-			default:
-				v = (long long)json_integer_value(
-				    json_object_get(job, http_job_metrics[m].field));
-				break;
-			}
-			evbuffer_add_printf(buf, "%s{job=\"%s\"} %lld\n", http_job_metrics[m].name,
-			                    name, v);
-		}
+	    (double)h->cb->deadline_in_ms(h->arg) / 1000.0);
+	for (out.m = 0; out.m < sizeof http_job_metrics / sizeof http_job_metrics[0]; out.m++) {
+		evbuffer_add_printf(out.buf, "# HELP %s %s\n# TYPE %s %s\n",
+		                    http_job_metrics[out.m].name, http_job_metrics[out.m].help,
+		                    http_job_metrics[out.m].name, http_job_metrics[out.m].type);
+		h->cb->jobs(h->arg, http_metric_job_cb, &out);
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	                  "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", buf);
-	evbuffer_free(buf);
-	json_decref(o);
+	evhttp_send_reply(req, 200, "OK", out.buf);
+	evbuffer_free(out.buf);
 }
 
 /*
@@ -159,13 +180,14 @@ http_libevent_log_cb(int severity, const char *msg)
 
 /* Listen on HOST:PORT; a failure is logged and the worker runs without HTTP. */
 struct http *
-http_start(struct event_base *base, const char *listen, struct worker *w)
+http_start(struct event_base *base, const char *listen, const struct http_cb *cb, void *arg)
 {
 	struct http *h = xcalloc(1, sizeof *h);
 	char *host = xstrdup(listen), *colon = strrchr(host, ':');
 	long port;
 
-	h->w = w;
+	h->cb = cb;
+	h->arg = arg;
 	event_set_log_callback(http_libevent_log_cb);
 	h->evh = evhttp_new(base);
 	if (colon == NULL || (port = strtol(colon + 1, NULL, 10)) <= 0 || port > 65535) {

@@ -3,11 +3,27 @@
 #ifndef HTTP_H
 #define HTTP_H
 
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "zk.h"
+
 struct event_base;
 struct http;
-struct worker;
+struct job;
 
-struct http *http_start(struct event_base *, const char *listen, struct worker *);
+/* What the endpoint reads from its owner (the worker), at each request. */
+struct http_cb {
+	json_t *(*status)(void *arg); /* GET /status, the caller's reference */
+	int (*ready)(void *arg);      /* registered with a connected session: /health */
+	enum zk_state (*session)(void *arg);
+	uint64_t (*deadline_in_ms)(void *arg); /* before jobs are killed if no answer arrives */
+	/* Call fn for each job, in order. */
+	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
+};
+
+struct http *http_start(struct event_base *, const char *listen, const struct http_cb *, void *arg);
 void http_free(struct http *);
 
 #endif

@@ -38,11 +38,12 @@
 #include "duration.h"
 #include "job.h"
 #include "jobrec.h"
+#include "jobstate.h"
 #include "lease.h"
 #include "log.h"
+#include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
-#include "worker.h"
 #include "xmalloc.h"
 
 #define JOB_LONG_RUN_MS    60000ULL  /* a run this long resets the failure count */
@@ -50,7 +51,9 @@
 #define JOB_RETRY_MS       5000ULL   /* after an unexpected acquire failure */
 
 struct job {
-	struct worker *w;
+	struct zk *zk;
+	const struct job_cb *cb;
+	void *cb_arg;
 	const struct config_job *cfg;
 	char *name;
 	char *lock_path;
@@ -100,6 +103,20 @@ static void job_start_run(struct job *);
 static void job_go(struct job *);
 static void job_arm_tick(struct job *);
 static void job_wait_tick(struct job *);
+
+/* The worker's configuration (replaced at each reload). */
+static const struct config *
+job_main_config(const struct job *job)
+{
+	return job->cb->config(job->cb_arg);
+}
+
+/* The supervisor (replaced when one dies). */
+static struct svlink *
+job_supervisor(const struct job *job)
+{
+	return job->cb->supervisor(job->cb_arg);
+}
 
 /* The name of a state, for logs. */
 const char *
@@ -184,7 +201,7 @@ job_record(struct job *job, const char *reason, int status, int have_status, con
 
 	clock_iso8601(job->run_start_ms, start, sizeof start);
 	clock_iso8601(clock_wall_ms(), end, sizeof end);
-	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", worker_config(job->w)->node_id, "fence",
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", job_main_config(job)->node_id, "fence",
 	              (json_int_t)job->run_fence, "start", start, "end", end, "reason", reason);
 	if (job->tick >= 0)
 		json_object_set_new(o, "tick", json_integer(job->tick));
@@ -208,7 +225,7 @@ job_finish_stop(struct job *job)
 	lease_release(job->lease);
 	job_set_state(job, JOB_DONE);
 	log_info("job %s: stopped", job->name);
-	worker_job_done(job->w, job);
+	job->cb->done(job, job->cb_arg);
 }
 
 /* The lease is gone or given up: go back to contending when the session allows. */
@@ -261,7 +278,7 @@ job_contend(struct job *job, int64_t tick)
 		uint64_t until = (uint64_t)tick * 1000 + job->cfg->start_deadline_ms;
 
 		if (now_ms >= until) {
-			jobrec_missed(job->rec, tick, worker_config(job->w)->node_id,
+			jobrec_missed(job->rec, tick, job_main_config(job)->node_id,
 			              job->cfg->history);
 			job_wait_tick(job);
 			return;
@@ -269,7 +286,7 @@ job_contend(struct job *job, int64_t tick)
 		timeout = until - now_ms;
 		job->attempt = 0;
 	}
-	data = lease_data(worker_config(job->w)->node_id, job->name, now_ms);
+	data = lease_data(job_main_config(job)->node_id, job->name, now_ms);
 	lease_set_data(job->lease, data);
 	free(data);
 	job_set_state(job, JOB_CONTENDING);
@@ -318,9 +335,8 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 	}
 	if (job_scheduled(job)) {
 		job_set_state(job, JOB_CLAIMING);
-		jobrec_claim(job->rec, job->tick, job->cfg->per_tick,
-		             worker_config(job->w)->node_id, job->cfg->sched, job->cfg->history,
-		             job_claim_cb, job);
+		jobrec_claim(job->rec, job->tick, job->cfg->per_tick, job_main_config(job)->node_id,
+		             job->cfg->sched, job->cfg->history, job_claim_cb, job);
 		return;
 	}
 	job_start_run(job);
@@ -336,7 +352,7 @@ job_lease_lost_cb(struct lease *l, const char *why, void *arg)
 	job->await_verify = 0;
 	if (job_busy(job)) {
 		/* Another host may take the lease now: the run must not outlive it. */
-		svlink_job_stop(worker_supervisor(job->w), job->run, SIGKILL, -1);
+		svlink_job_stop(job_supervisor(job), job->run, SIGKILL, -1);
 		job->lost_pending = 1;
 		job_set_state(job, JOB_STOPPING);
 		return;
@@ -355,7 +371,7 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 	}
 	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
 		log_debug("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
-		jobrec_missed(job->rec, job->tick, worker_config(job->w)->node_id,
+		jobrec_missed(job->rec, job->tick, job_main_config(job)->node_id,
 		              job->cfg->history);
 		job_wait_tick(job);
 		return;
@@ -393,11 +409,10 @@ static void
 job_start_run(struct job *job)
 {
 	const struct config_job *cj = job->cfg;
-	const struct config *cfg = worker_config(job->w);
-	struct zk *zk = worker_zk(job->w);
+	const struct config *cfg = job_main_config(job);
+	struct zk *zk = job->zk;
 	struct proto_spec spec = {NULL, 0};
-	char *s, tick[40];
-	size_t i;
+	struct runspec rs;
 
 	if (job->stop_requested) {
 		job_finish_stop(job);
@@ -412,110 +427,109 @@ job_start_run(struct job *job)
 		job_after_loss(job);
 		return;
 	}
-	job->run = worker_next_run_id(job->w);
+	job->run = job->cb->next_run(job->cb_arg);
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
 	job->run_fence = lease_fence(job->lease);
 	job->timed_out = 0;
 
-	proto_spec_add(&spec, PROTO_TAG_NAME, job->name);
-	for (i = 0; cj->argv[i] != NULL; i++)
-		proto_spec_add(&spec, PROTO_TAG_ARG, cj->argv[i]);
-	for (i = 0; i < cj->nenv; i++)
-		proto_spec_add(&spec, PROTO_TAG_ENV, cj->env[i]);
-	xasprintf(&s, "LEASEKEEPER_JOB=%s", job->name);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_NODE=%s", cfg->node_id);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_FENCE=%lld", (long long)job->run_fence);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_LEASES=%d", cj->leases);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	xasprintf(&s, "LEASEKEEPER_DEADLINE_MS=%d", zk_timeout_ms(zk) - (int)cfg->safety_margin_ms);
-	proto_spec_add(&spec, PROTO_TAG_ENV, s);
-	free(s);
-	if (job->tick >= 0) {
-		clock_iso8601((uint64_t)job->tick * 1000, tick, sizeof tick);
-		tick[19] = 'Z'; /* whole seconds: 2026-01-02T03:04:05Z */
-		tick[20] = '\0';
-		xasprintf(&s, "LEASEKEEPER_TICK=%s", tick);
-		proto_spec_add(&spec, PROTO_TAG_ENV, s);
-		free(s);
-	}
-	/* Without a workdir: the user's home for a job run as another user, as cron does. */
-	if (cj->workdir != NULL || cj->user == NULL)
-		proto_spec_add(&spec, PROTO_TAG_WORKDIR,
-		               cj->workdir != NULL ? cj->workdir : cfg->state_dir);
-	if (cj->user != NULL)
-		proto_spec_add(&spec, PROTO_TAG_USER, cj->user);
-	if (cj->group != NULL)
-		proto_spec_add(&spec, PROTO_TAG_GROUP, cj->group);
-	if (cj->umask >= 0) {
-		xasprintf(&s, "%o", cj->umask);
-		proto_spec_add(&spec, PROTO_TAG_UMASK, s);
-		free(s);
-	}
-	if (cj->log_file != NULL) {
-		proto_spec_add(&spec, PROTO_TAG_LOG, cj->log_file);
-		xasprintf(&s, "%llu", (unsigned long long)cj->log_max_bytes);
-		proto_spec_add(&spec, PROTO_TAG_LOG_MAX, s);
-		free(s);
-	}
-	xasprintf(&s, "%llu", (unsigned long long)cj->kill_grace_ms);
-	proto_spec_add(&spec, PROTO_TAG_GRACE, s);
-	free(s);
+	rs = (struct runspec){
+	    .name = job->name,
+	    .argv = cj->argv,
+	    .env = cj->env,
+	    .nenv = cj->nenv,
+	    .node_id = cfg->node_id,
+	    .fence = job->run_fence,
+	    .leases = cj->leases,
+	    .deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms,
+	    .tick = job->tick,
+	    /* Without a workdir: the user's home for a job run as another user, as cron does. */
+	    .workdir = cj->workdir != NULL ? cj->workdir
+	               : cj->user == NULL  ? cfg->state_dir
+	                                   : NULL,
+	    .user = cj->user,
+	    .group = cj->group,
+	    .umask = cj->umask,
+	    .log_file = cj->log_file,
+	    .log_max_bytes = cj->log_max_bytes,
+	    .kill_grace_ms = cj->kill_grace_ms,
+	};
+	runspec_build(&rs, &spec);
 
 	job_set_state(job, JOB_STARTING);
-	svlink_job_start(worker_supervisor(job->w), job->run, zk_epoch(zk), &spec);
+	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);
 }
 
-/* What to do after a run ended: restart, retry, hand over, or finish the tick. */
+/*
+ * A run ended (or could not start): decide what follows (jobstate.c) and do it:
+ * restart, retry, hand over, finish the tick, or carry out what was decided meanwhile.
+ */
 static void
-job_after_run(struct job *job, int failed)
+job_run_end(struct job *job, struct jobstate_end *e)
 {
+	struct jobstate_counts c = {job->failures, job->cooldowns, job->attempt};
+	struct jobstate_decision d;
 	uint64_t delay;
 
-	if (!job_scheduled(job)) {
-		if (failed && job->failures >= job->cfg->max_failures) {
-			/* Each cool-down in a row doubles, up to the cap: a job that never works
-			 * must not churn the cluster for ever. */
-			job->cooldowns++;
-			delay = job_backoff(job->cfg->restart_backoff_ms,
-			                    job->cfg->max_failures + job->cooldowns);
-			log_warnx_limited(
-			    &job->lim_cooldown,
-			    "job %s: failed %d times in a row: giving the lease up for %llu ms "
-			    "so that another host can take over",
-			    job->name, job->failures, (unsigned long long)delay);
-			lease_release(job->lease);
-			job->failures = 0;
-			job_set_state(job, JOB_COOLDOWN);
-			job_timer(job->timer, delay);
-			return;
-		}
-		delay = failed ? job_backoff(job->cfg->restart_backoff_ms, job->failures)
-		               : job->cfg->restart_backoff_ms;
+	e->scheduled = job_scheduled(job);
+	e->stop_requested = job->stop_requested;
+	e->pending = job->lost_pending || job->conflict_pending;
+	e->lease_idle = lease_state(job->lease) == LEASE_IDLE;
+	e->max_failures = job->cfg->max_failures;
+	e->retries = job->cfg->retries;
+	d = jobstate_run_ended(e, &c);
+	job->failures = c.failures;
+	job->cooldowns = c.cooldowns;
+	job->attempt = c.attempt;
+	if (d.counted && d.failed && !e->start_failed)
+		job->failures_total++;
+	log_debug("job %s: after the run: %s", job->name, jobstate_action_name(d.action));
+
+	switch (d.action) {
+	case JOBSTATE_FINISH:
+		job_finish_stop(job);
+		break;
+	case JOBSTATE_AFTER_LOSS:
+		job->lost_pending = 0;
+		job_after_loss(job);
+		break;
+	case JOBSTATE_RUN_AGAIN:
+		job_start_run(job);
+		break;
+	case JOBSTATE_COOLDOWN:
+		/* Each cool-down in a row doubles, up to the cap: a job that never works must
+		 * not churn the cluster for ever. */
+		delay = job_backoff(job->cfg->restart_backoff_ms,
+		                    job->cfg->max_failures + job->cooldowns);
+		log_warnx_limited(
+		    &job->lim_cooldown,
+		    "job %s: failed %d times in a row: giving the lease up for %llu ms "
+		    "so that another host can take over",
+		    job->name, d.in_a_row, (unsigned long long)delay);
+		lease_release(job->lease);
+		job_set_state(job, JOB_COOLDOWN);
+		job_timer(job->timer, delay);
+		break;
+	case JOBSTATE_RESTART:
+		delay = d.failed ? job_backoff(job->cfg->restart_backoff_ms, job->failures)
+		                 : job->cfg->restart_backoff_ms;
 		log_info("job %s: restarting in %llu ms", job->name, (unsigned long long)delay);
 		job_set_state(job, JOB_BACKOFF);
 		job_timer(job->timer, delay);
-		return;
-	}
-	if (failed && job->attempt < job->cfg->retries) {
-		job->attempt++;
+		break;
+	case JOBSTATE_RETRY:
 		delay = job_backoff(job->cfg->retry_backoff_ms, job->attempt);
 		log_info("job %s: retry %d of %d in %llu ms", job->name, job->attempt,
 		         job->cfg->retries, (unsigned long long)delay);
 		job_set_state(job, JOB_BACKOFF);
 		job_timer(job->timer, delay);
-		return;
+		break;
+	case JOBSTATE_NEXT_TICK:
+		lease_release(job->lease);
+		job_wait_tick(job);
+		break;
 	}
-	lease_release(job->lease);
-	job_wait_tick(job);
 }
 
 /* The back-off, retry or cool-down timer. */
@@ -557,8 +571,7 @@ job_run_timer_cb(int fd, short what, void *arg)
 	duration_format(job->cfg->timeout_ms, dur, sizeof dur);
 	log_warnx("job %s: timeout (%s): stopping the run", job->name, dur);
 	job->timed_out = 1;
-	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(job_supervisor(job), job->run, SIGTERM, (int64_t)job->cfg->kill_grace_ms);
 }
 
 /* A tick is due. */
@@ -701,7 +714,7 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	evtimer_del(job->timer);
 	if (job_busy(job)) {
 		job->conflict_pending = 1;
-		svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
+		svlink_job_stop(job_supervisor(job), job->run, SIGTERM,
 		                (int64_t)job->cfg->kill_grace_ms);
 		job_set_state(job, JOB_STOPPING);
 		return;
@@ -712,30 +725,31 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	job_set_state(job, JOB_CONFLICT);
 }
 
-/* A job of the worker, idle until job_ready. */
+/* A job of the worker, idle until job_ready; cb tells it what it needs from the worker. */
 struct job *
-job_new(struct worker *w, const struct config_job *cj)
+job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
+        const struct job_cb *cb, void *arg)
 {
 	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
 	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb};
-	const struct config *cfg = worker_config(w);
+	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
-	struct event_base *base = worker_base(w);
 	char *data;
 
 	job->lim_lost.burst = 5; /* each one matters; only a storm is counted */
-	job->w = w;
+	job->zk = zk;
+	job->cb = cb;
+	job->cb_arg = arg;
 	job->cfg = cj;
 	job->name = xstrdup(cj->name);
 	job->state = JOB_IDLE;
 	job->tick = job->next_tick = job->pending_tick = -1;
 	job->lock_path = lease_lock_path(cfg->root, cj->lock, cj->lock_path, cj->leases);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
-	job->lease = lease_new(base, worker_zk(w), job->lock_path, cj->leases, data, &lcb, job);
+	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
 	free(data);
-	job->rec =
-	    jobrec_new(worker_zk(w), cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
+	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
@@ -817,8 +831,7 @@ job_stop(struct job *job, int wait)
 		return;
 	}
 	log_info("job %s: stopping the run", job->name);
-	svlink_job_stop(worker_supervisor(job->w), job->run, SIGTERM,
-	                (int64_t)job->cfg->kill_grace_ms);
+	svlink_job_stop(job_supervisor(job), job->run, SIGTERM, (int64_t)job->cfg->kill_grace_ms);
 	job_set_state(job, JOB_STOPPING);
 }
 
@@ -827,25 +840,6 @@ void
 job_update(struct job *job, const struct config_job *cj)
 {
 	job->cfg = cj;
-}
-
-/*
- * A run ended while something else was decided for the job (stop, lease lost, count
- * changed): carry that out and return 1; return 0 if the job goes on as usual.
- */
-static int
-job_run_ended_elsewise(struct job *job)
-{
-	if (job->stop_requested) {
-		job_finish_stop(job);
-		return 1;
-	}
-	if (job->lost_pending || job->conflict_pending) {
-		job->lost_pending = 0;
-		job_after_loss(job);
-		return 1;
-	}
-	return 0;
 }
 
 /* The supervisor started the run. */
@@ -868,17 +862,18 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 void
 job_start_failed(struct job *job, uint32_t run, const char *why)
 {
+	struct jobstate_end e = {0};
+
 	if (run != job->run)
 		return;
+	e.start_failed = 1;
 	job->run = 0;
 	job->pid = 0;
-	job->failures++;
 	job->failures_total++;
 	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
 	job_record(job, "failed", 0, 0, why);
-	if (!job_run_ended_elsewise(job))
-		job_after_run(job, 1);
+	job_run_end(job, &e);
 }
 
 /* The run ended, and its whole process group is gone. */
@@ -887,6 +882,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 {
 	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out;
+	struct jobstate_end e = {0};
 	const char *what;
 	char how[64];
 
@@ -912,31 +908,10 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	         how, what);
 	job_set_result(job, "%s (%s)", what, how);
 	job_record(job, what, status, 1, NULL);
-	if (job_run_ended_elsewise(job))
-		return;
-	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH) {
-		/* Killed because the session could not be trusted, not the command's fault. */
-		if (lease_state(job->lease) == LEASE_IDLE) {
-			job_after_loss(job);
-			return;
-		}
-		if (job_scheduled(job) && job->attempt >= job->cfg->retries) {
-			job_after_run(job, 0);
-			return;
-		}
-		if (job_scheduled(job))
-			job->attempt++;
-		job_start_run(job);
-		return;
-	}
-	if (ok || ran_ms >= JOB_LONG_RUN_MS) {
-		job->failures = ok ? 0 : 1;
-		job->cooldowns = 0;
-	} else
-		job->failures++;
-	if (!ok)
-		job->failures_total++;
-	job_after_run(job, !ok);
+	e.ok = ok;
+	e.long_run = ran_ms >= JOB_LONG_RUN_MS;
+	e.untrusted = reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH;
+	job_run_end(job, &e);
 }
 
 /* The supervisor died: the run died with it; the lease can no longer be trusted. */
@@ -1000,27 +975,40 @@ job_state(const struct job *job)
 	return job->state;
 }
 
+/* The job's counters and whether it holds a lease. */
+void
+job_stats(const struct job *job, struct job_stats *st)
+{
+	enum lease_state ls = lease_state(job->lease);
+
+	st->lease_held = ls == LEASE_HELD || ls == LEASE_UNVERIFIED;
+	st->runs = job->runs;
+	st->failures = job->failures_total;
+	st->corrupt_states = jobrec_corrupt_states(job->rec);
+}
+
 /* The job as JSON, for the HTTP status. */
 json_t *
 job_status_json(const struct job *job)
 {
+	struct job_stats st;
 	char next[40];
 	json_t *o;
-	enum lease_state ls = lease_state(job->lease);
 
-	o = json_pack(
-	    "{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:I, s:I, s:I, s:i}", "name", job->name, "state",
-	    job_state_name(job->state), "schedule", job->cfg->schedule, "leases", job->cfg->leases,
-	    "lock_path", job->lock_path, "lease_state", lease_state_name(ls), "lease_held",
-	    ls == LEASE_HELD || ls == LEASE_UNVERIFIED, "fence",
-	    (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs", (json_int_t)job->runs,
-	    "failures", (json_int_t)job->failures_total, "consecutive_failures", job->failures);
+	job_stats(job, &st);
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:I, s:I, s:I, s:i}", "name", job->name,
+	              "state", job_state_name(job->state), "schedule", job->cfg->schedule, "leases",
+	              job->cfg->leases, "lock_path", job->lock_path, "lease_state",
+	              lease_state_name(lease_state(job->lease)), "lease_held", st.lease_held,
+	              "fence", (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs",
+	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
+	              "consecutive_failures", job->failures);
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)
 		json_object_set_new(o, "cluster_leases",
 		                    json_integer(jobrec_cluster_leases(job->rec)));
-	json_object_set_new(o, "corrupt_states", json_integer(jobrec_corrupt_states(job->rec)));
+	json_object_set_new(o, "corrupt_states", json_integer(st.corrupt_states));
 	if (job->next_tick >= 0 && job_scheduled(job)) {
 		clock_iso8601((uint64_t)job->next_tick * 1000, next, sizeof next);
 		json_object_set_new(o, "next_tick", json_string(next));

@@ -11,9 +11,30 @@
 #include "proto.h"
 #include "zk.h"
 
+struct config;
 struct config_job;
+struct event_base;
 struct job;
-struct worker;
+struct svlink;
+
+/*
+ * What a job needs from its owner (the worker), asked for when needed because it
+ * changes: the configuration at each reload, the supervisor when one dies.
+ */
+struct job_cb {
+	const struct config *(*config)(void *arg);
+	struct svlink *(*supervisor)(void *arg);
+	uint32_t (*next_run)(void *arg);       /* a fresh run id, unique among the jobs */
+	void (*done)(struct job *, void *arg); /* the job finished stopping */
+};
+
+/* A job's counters and lease, for the status and the metrics. */
+struct job_stats {
+	int lease_held;
+	uint64_t runs;
+	uint64_t failures; /* in total */
+	int64_t corrupt_states;
+};
 
 enum job_state {
 	JOB_IDLE,       /* not contending: no session yet, or stopped */
@@ -29,7 +50,8 @@ enum job_state {
 	JOB_DONE,     /* stopped for good (shutdown or removal) */
 };
 
-struct job *job_new(struct worker *, const struct config_job *);
+struct job *job_new(struct event_base *, struct zk *, const struct config_job *,
+                    const struct job_cb *, void *arg);
 void job_free(struct job *);
 void job_ready(struct job *);
 void job_session(struct job *, enum zk_event);
@@ -46,6 +68,7 @@ const char *job_name(const struct job *);
 const struct config_job *job_config(const struct job *);
 enum job_state job_state(const struct job *);
 const char *job_state_name(enum job_state);
+void job_stats(const struct job *, struct job_stats *);
 json_t *job_status_json(const struct job *);
 
 #endif

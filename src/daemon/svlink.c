@@ -24,6 +24,7 @@
 #include "supervisor.h"
 #include "svlink.h"
 #include "xmalloc.h"
+#include "zk.h"
 
 /* A job main started, remembered so its group can be killed if the supervisor dies. */
 struct svlink_job {
@@ -263,7 +264,7 @@ svlink_free(struct svlink *s)
 }
 
 /* Tell the supervisor the lease deadline of an epoch (it only ever moves forward). */
-void
+static void
 svlink_deadline(struct svlink *s, uint64_t epoch, uint64_t deadline_ns)
 {
 	if (!s->dead)
@@ -271,11 +272,32 @@ svlink_deadline(struct svlink *s, uint64_t epoch, uint64_t deadline_ns)
 }
 
 /* Tell the supervisor that a session and every older one are over. */
-void
+static void
 svlink_epoch_end(struct svlink *s, uint64_t epoch)
 {
 	if (!s->dead)
 		proto_send(s->conn, PROTO_EPOCH_END, 0, epoch, 0, 0, NULL, 0);
+}
+
+/*
+ * The deadline glue, the one place where the session meets the supervisor: each answer
+ * moves the lease deadline forward, an expiry ends the epoch, and a supervisor started
+ * late (ZK_EVENT_DEADLINE passed by hand) learns the deadline of the current session.
+ */
+void
+svlink_session(struct svlink *s, struct zk *zk, enum zk_event event)
+{
+	switch (event) {
+	case ZK_EVENT_DEADLINE:
+		if (zk_deadline_ns(zk) != 0)
+			svlink_deadline(s, zk_epoch(zk), zk_deadline_ns(zk));
+		break;
+	case ZK_EVENT_EXPIRED:
+		svlink_epoch_end(s, zk_epoch(zk));
+		break;
+	default:
+		break;
+	}
 }
 
 /* Ask the supervisor to start a job under the lease of an epoch. */

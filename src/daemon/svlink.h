@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "proto.h"
+#include "zk.h"
 
 struct event_base;
 struct svlink;
@@ -22,8 +23,7 @@ struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void 
 int svlink_free(struct svlink *);
 pid_t svlink_pid(const struct svlink *);
 int svlink_reap(struct svlink *, pid_t pid, int status);
-void svlink_deadline(struct svlink *, uint64_t epoch, uint64_t deadline_ns);
-void svlink_epoch_end(struct svlink *, uint64_t epoch);
+void svlink_session(struct svlink *, struct zk *, enum zk_event);
 void svlink_job_start(struct svlink *, uint32_t job, uint64_t epoch, const struct proto_spec *);
 void svlink_job_stop(struct svlink *, uint32_t job, int sig, int64_t grace_ms);
 int svlink_running_jobs(const struct svlink *);

@@ -110,6 +110,7 @@ static struct log_limit worker_lim_read, worker_lim_register, worker_lim_create;
 static void worker_register(struct worker *);
 static void worker_finish(struct worker *);
 static void worker_start_supervisor(struct worker *);
+static struct job *worker_job_new(struct worker *, const struct config_job *);
 
 /* Move to a new state, logging the transition by name. */
 static void
@@ -462,7 +463,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	switch (event) {
 	case ZK_EVENT_DEADLINE:
-		svlink_deadline(w->sv, zk_epoch(zk), zk_deadline_ns(zk));
+		svlink_session(w->sv, zk, event);
 		break;
 	case ZK_EVENT_SESSION_NEW:
 		worker_jobs_session(w, event);
@@ -480,7 +481,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		worker_jobs_session(w, event);
 		break;
 	case ZK_EVENT_EXPIRED:
-		svlink_epoch_end(w->sv, zk_epoch(zk));
+		svlink_session(w->sv, zk, event);
 		worker_jobs_session(w, event);
 		if (w->state != WORKER_STOPPING)
 			worker_set_state(w, WORKER_CONNECTING);
@@ -580,8 +581,7 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 	svlink_free(w->sv);
 	worker_start_supervisor(w);
 	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
-	if (zk_deadline_ns(w->zk) != 0)
-		svlink_deadline(w->sv, zk_epoch(w->zk), zk_deadline_ns(w->zk));
+	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE); /* the new one learns the deadline */
 	if (w->state != WORKER_READY)
 		return;
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
@@ -640,9 +640,10 @@ worker_flush_cb(int fd, short what, void *arg)
 }
 
 /* A job finished stopping (shutdown, removal or change). */
-void
-worker_job_done(struct worker *w, struct job *job)
+static void
+worker_job_done_cb(struct job *job, void *arg)
 {
+	struct worker *w = arg;
 	struct worker_job *wj;
 
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
@@ -775,7 +776,7 @@ worker_reload(struct worker *w)
 		if (wj != NULL)
 			continue;
 		log_info("reload: job %s starts", cj->name);
-		job = job_new(w, cj);
+		job = worker_job_new(w, cj);
 		wj = xcalloc(1, sizeof *wj);
 		wj->job = job;
 		TAILQ_INSERT_TAIL(&w->jobs, wj, entry);
@@ -891,59 +892,105 @@ worker_reap_cb(int fd, short what, void *arg)
 	}
 }
 
-/* The loop's accessors, for jobs. */
-struct event_base *
-worker_base(struct worker *w)
+/* What a job asks of the worker (job.h). */
+static const struct config *
+worker_job_config_cb(void *arg)
 {
-	return w->base;
-}
+	struct worker *w = arg;
 
-struct zk *
-worker_zk(struct worker *w)
-{
-	return w->zk;
-}
-
-struct svlink *
-worker_supervisor(struct worker *w)
-{
-	return w->sv;
-}
-
-const struct config *
-worker_config(struct worker *w)
-{
 	return w->cfg;
 }
 
-/* A fresh id for one run of a job, never 0. */
-uint32_t
-worker_next_run_id(struct worker *w)
+static struct svlink *
+worker_job_supervisor_cb(void *arg)
 {
+	struct worker *w = arg;
+
+	return w->sv;
+}
+
+/* A fresh id for one run of a job, never 0. */
+static uint32_t
+worker_job_next_run_cb(void *arg)
+{
+	struct worker *w = arg;
+
 	if (++w->next_run == 0)
 		w->next_run = 1;
 	return w->next_run;
 }
 
-/* The worker's view of itself, for the HTTP status. */
-json_t *
-worker_status_json(struct worker *w)
+/* A new job of this worker. */
+static struct job *
+worker_job_new(struct worker *w, const struct config_job *cj)
 {
-	struct worker_job *wj;
-	json_t *o, *jobs = json_array();
+	static const struct job_cb cb = {worker_job_config_cb, worker_job_supervisor_cb,
+	                                 worker_job_next_run_cb, worker_job_done_cb};
+
+	return job_new(w->base, w->zk, cj, &cb, w);
+}
+
+/* Registered with a connected session: what /health reports. */
+static int
+worker_ready_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return w->state == WORKER_READY && zk_state(w->zk) == ZK_STATE_CONNECTED;
+}
+
+static enum zk_state
+worker_session_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return zk_state(w->zk);
+}
+
+/* Time left before the supervisor kills the jobs if no answer arrives. */
+static uint64_t
+worker_deadline_in_ms_cb(void *arg)
+{
+	struct worker *w = arg;
 	uint64_t deadline = zk_deadline_ns(w->zk), now = clock_now_ns();
+
+	return deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0;
+}
+
+/* Call fn for each job not yet done. */
+static void
+worker_jobs_cb(void *arg, void (*fn)(const struct job *, void *), void *fnarg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj;
 
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
 		if (!wj->done)
-			json_array_append_new(jobs, job_status_json(wj->job));
+			fn(wj->job, fnarg);
 	}
-	o = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id, "version",
-	    LEASEKEEPER_VERSION, "state", worker_state_names[w->state], "session_state",
-	    zk_state_name(zk_state(w->zk)), "session_id", (json_int_t)zk_session_id(w->zk),
-	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
-	    (json_int_t)(deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0), "jobs", jobs);
-	return o;
+}
+
+/* Add one job's status to a JSON array. */
+static void
+worker_job_status_cb(const struct job *job, void *arg)
+{
+	json_array_append_new(arg, job_status_json(job));
+}
+
+/* The worker's view of itself, for the HTTP status. */
+static json_t *
+worker_status_cb(void *arg)
+{
+	struct worker *w = arg;
+	json_t *jobs = json_array();
+
+	worker_jobs_cb(w, worker_job_status_cb, jobs);
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id,
+	                 "version", LEASEKEEPER_VERSION, "state", worker_state_names[w->state],
+	                 "session_state", zk_state_name(zk_state(w->zk)), "session_id",
+	                 (json_int_t)zk_session_id(w->zk), "session_timeout_ms",
+	                 (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
+	                 (json_int_t)worker_deadline_in_ms_cb(w), "jobs", jobs);
 }
 
 /* The `run` command: the daemon, in the foreground, until SIGTERM or SIGINT. */
@@ -951,6 +998,8 @@ int
 worker_run(const char *config_file, struct config *cfg)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+	static const struct http_cb hcb = {worker_status_cb, worker_ready_cb, worker_session_cb,
+	                                   worker_deadline_in_ms_cb, worker_jobs_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;
@@ -995,11 +1044,11 @@ worker_run(const char *config_file, struct config *cfg)
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
 	for (i = 0; i < cfg->njobs; i++) {
 		wj = xcalloc(1, sizeof *wj);
-		wj->job = job_new(&w, cfg->jobs_list[i]);
+		wj->job = worker_job_new(&w, cfg->jobs_list[i]);
 		TAILQ_INSERT_TAIL(&w.jobs, wj, entry);
 	}
 	if (cfg->http_listen != NULL)
-		w.http = http_start(w.base, cfg->http_listen, &w);
+		w.http = http_start(w.base, cfg->http_listen, &hcb, &w);
 
 	event_base_dispatch(w.base);
 

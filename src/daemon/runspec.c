@@ -1,0 +1,71 @@
+/* Runs in: the main process. */
+/*
+ * runspec.c: what one run needs (command, environment, user, directory, log, grace),
+ * built in one place for the worker's jobs and for `exec`, so that every command sees
+ * the same LEASEKEEPER_* environment.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "log.h"
+#include "runspec.h"
+
+/* Add one formatted entry. */
+static void runspec_addf(struct proto_spec *, enum proto_tag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+runspec_addf(struct proto_spec *spec, enum proto_tag tag, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		fatalx("out of memory");
+	va_end(ap);
+	proto_spec_add(spec, tag, s);
+	free(s);
+}
+
+/* The supervisor's message for a run (free it with proto_spec_free). */
+void
+runspec_build(const struct runspec *rs, struct proto_spec *spec)
+{
+	char tick[40];
+	size_t i;
+
+	proto_spec_add(spec, PROTO_TAG_NAME, rs->name);
+	for (i = 0; rs->argv[i] != NULL; i++)
+		proto_spec_add(spec, PROTO_TAG_ARG, rs->argv[i]);
+	for (i = 0; i < rs->nenv; i++)
+		proto_spec_add(spec, PROTO_TAG_ENV, rs->env[i]);
+	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_JOB=%s", rs->name);
+	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_NODE=%s", rs->node_id);
+	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCE=%lld", (long long)rs->fence);
+	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_LEASES=%d", rs->leases);
+	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_DEADLINE_MS=%d", rs->deadline_ms);
+	if (rs->tick >= 0) {
+		clock_iso8601((uint64_t)rs->tick * 1000, tick, sizeof tick);
+		tick[19] = 'Z'; /* whole seconds: 2026-01-02T03:04:05Z */
+		tick[20] = '\0';
+		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_TICK=%s", tick);
+	}
+	if (rs->workdir != NULL)
+		proto_spec_add(spec, PROTO_TAG_WORKDIR, rs->workdir);
+	if (rs->user != NULL)
+		proto_spec_add(spec, PROTO_TAG_USER, rs->user);
+	if (rs->group != NULL)
+		proto_spec_add(spec, PROTO_TAG_GROUP, rs->group);
+	if (rs->umask >= 0)
+		runspec_addf(spec, PROTO_TAG_UMASK, "%o", (unsigned)rs->umask);
+	if (rs->log_file != NULL) {
+		proto_spec_add(spec, PROTO_TAG_LOG, rs->log_file);
+		runspec_addf(spec, PROTO_TAG_LOG_MAX, "%llu",
+		             (unsigned long long)rs->log_max_bytes);
+	}
+	runspec_addf(spec, PROTO_TAG_GRACE, "%llu", (unsigned long long)rs->kill_grace_ms);
+}

@@ -1,0 +1,36 @@
+/* Runs in: the main process. */
+/* runspec.h: what one run needs, as the supervisor is told it. */
+#ifndef RUNSPEC_H
+#define RUNSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/*
+ * A run: the command, its LEASEKEEPER_* facts and how the supervisor runs it. Optional
+ * strings are NULL when not set; tick and umask are -1.
+ */
+struct runspec {
+	const char *name;
+	char *const *argv; /* NULL-terminated */
+	char *const *env;  /* the job's own NAME=VALUE, before LEASEKEEPER_* */
+	size_t nenv;
+	const char *node_id;
+	int64_t fence;
+	int leases;
+	int deadline_ms; /* LEASEKEEPER_DEADLINE_MS */
+	int64_t tick;    /* scheduled: the tick, seconds; -1 if none */
+	const char *workdir;
+	const char *user;
+	const char *group;
+	int umask; /* -1 to inherit */
+	const char *log_file;
+	uint64_t log_max_bytes;
+	uint64_t kill_grace_ms;
+};
+
+void runspec_build(const struct runspec *, struct proto_spec *);
+
+#endif
