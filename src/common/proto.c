@@ -85,17 +85,16 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 
 /* Log one message sent or received, by name (debug). */
 static void
-proto_log(const char *verb, const struct proto_msg *msg)
+proto_log(const char *verb, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1, int64_t v2)
 {
-	if (msg->type == PROTO_EXITED)
+	if (type == PROTO_EXITED)
 		log_debug("proto: %s %s job %u epoch %llu v1 %lld (%s)", verb,
-		          proto_type_name(msg->type), msg->job, (unsigned long long)msg->epoch,
-		          (long long)msg->v1,
-		          proto_exit_reason_name((enum proto_exit_reason)msg->v2));
+		          proto_type_name(type), job, (unsigned long long)epoch, (long long)v1,
+		          proto_exit_reason_name((enum proto_exit_reason)v2));
 	else
 		log_debug("proto: %s %s job %u epoch %llu v1 %lld v2 %lld", verb,
-		          proto_type_name(msg->type), msg->job, (unsigned long long)msg->epoch,
-		          (long long)msg->v1, (long long)msg->v2);
+		          proto_type_name(type), job, (unsigned long long)epoch, (long long)v1,
+		          (long long)v2);
 }
 
 /* Read every message that is waiting. */
@@ -126,7 +125,7 @@ proto_read_cb(int fd, short what, void *arg)
 			continue;
 		}
 		buf[n] = '\0';
-		proto_log("received", &msg);
+		proto_log("received", msg.type, msg.job, msg.epoch, msg.v1, msg.v2);
 		c->msg_cb(&msg, c->arg);
 	}
 }
@@ -227,7 +226,6 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
            int64_t v2, const void *payload, size_t len)
 {
 	struct proto_hdr hdr;
-	struct proto_msg msg;
 	struct proto_out *o;
 	int rc;
 
@@ -244,13 +242,7 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
 	hdr.epoch = epoch;
 	hdr.v1 = v1;
 	hdr.v2 = v2;
-	memset(&msg, 0, sizeof msg);
-	msg.type = type;
-	msg.job = job;
-	msg.epoch = epoch;
-	msg.v1 = v1;
-	msg.v2 = v2;
-	proto_log("sending", &msg);
+	proto_log("sending", type, job, epoch, v1, v2);
 	if (TAILQ_EMPTY(&c->outbox)) {
 		rc = proto_write(c, &hdr, payload, len);
 		if (rc == 0)

@@ -19,44 +19,33 @@ static struct svrun_actions act;
 
 /* Feed one event at now, under the test's lease deadline. */
 static void
+feed(struct svrun *r, enum svrun_event event, uint64_t now, int sig, uint64_t kill_at,
+     int group_alive)
+{
+	struct svrun_input in = {event, now, DEADLINE, sig, kill_at, group_alive};
+
+	svrun_step(r, &in, &act);
+}
+
+/* An event that needs only the time. */
+static void
 step(struct svrun *r, enum svrun_event event, uint64_t now)
 {
-	struct svrun_input in;
-
-	memset(&in, 0, sizeof in);
-	in.event = event;
-	in.now = now;
-	in.deadline = DEADLINE;
-	svrun_step(r, &in, &act);
+	feed(r, event, now, 0, 0, 0);
 }
 
 /* Main asks to stop with sig, SIGKILL at kill_at (0: never). */
 static void
 stop(struct svrun *r, int sig, uint64_t kill_at, uint64_t now)
 {
-	struct svrun_input in;
-
-	memset(&in, 0, sizeof in);
-	in.event = SVRUN_STOP;
-	in.now = now;
-	in.deadline = DEADLINE;
-	in.sig = sig;
-	in.kill_at = kill_at;
-	svrun_step(r, &in, &act);
+	feed(r, SVRUN_STOP, now, sig, kill_at, 0);
 }
 
 /* The leader is reaped, its group empty or not. */
 static void
 leader_exited(struct svrun *r, int group_alive, uint64_t now)
 {
-	struct svrun_input in;
-
-	memset(&in, 0, sizeof in);
-	in.event = SVRUN_LEADER_EXITED;
-	in.now = now;
-	in.deadline = DEADLINE;
-	in.group_alive = group_alive;
-	svrun_step(r, &in, &act);
+	feed(r, SVRUN_LEADER_EXITED, now, 0, 0, group_alive);
 }
 
 /* The actions sent exactly one signal, sig, for why. */
