@@ -207,10 +207,11 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 /*
  * Feed one event to a job's run and do what it says: signals, messages to main, and the
  * end of the job (freed, so j is gone when this returns 1). *wake, if given, is lowered
- * to the next time the run must be looked at.
+ * to the next time the run must be looked at. failure: why exec failed (SVRUN_EXEC_FAILED).
  */
 static int
-sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *why, uint64_t *wake)
+sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *failure,
+            uint64_t *wake)
 {
 	struct svrun_actions act;
 	char what[128];
@@ -225,9 +226,10 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *w
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
 	}
 	if (act.send_start_failed) {
-		log_debug("supervisor: job %s could not start: %s", j->name, why);
-		joblog_note(&j->log, j->name, why);
-		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, why, strlen(why));
+		log_debug("supervisor: job %s could not start: %s", j->name, failure);
+		joblog_note(&j->log, j->name, failure);
+		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, failure,
+		           strlen(failure));
 	}
 	if (wake != NULL && act.wake != 0 && (*wake == 0 || act.wake < *wake))
 		*wake = act.wake;
@@ -250,16 +252,16 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *w
 	return 1;
 }
 
-/* Feed an event that needs nothing but its name and the time. */
+/* Feed an event that needs nothing but the time. 1 if the job is freed. */
 static int
-sv_job_event(struct sv *sv, struct sjob *j, enum svrun_event event)
+sv_job_event(struct sv *sv, struct sjob *j, enum svrun_event event, uint64_t *wake)
 {
 	struct svrun_input in;
 
 	memset(&in, 0, sizeof in);
 	in.event = event;
 	in.now = clock_now_ns();
-	return sv_job_step(sv, j, &in, NULL, NULL);
+	return sv_job_step(sv, j, &in, NULL, wake);
 }
 
 /* Whether any process is left in the job's group. */
@@ -301,16 +303,15 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 	j->errev = NULL;
 	close(j->errfd);
 	j->errfd = -1;
-	memset(&in, 0, sizeof in);
-	in.now = clock_now_ns();
 	if (n > 0) {
 		buf[n] = '\0';
+		memset(&in, 0, sizeof in);
 		in.event = SVRUN_EXEC_FAILED;
+		in.now = clock_now_ns();
 		sv_job_step(sv, j, &in, buf, NULL); /* the child exits 127 on its own */
 		return;
 	}
-	in.event = SVRUN_EXEC_OK;
-	sv_job_step(sv, j, &in, NULL, NULL);
+	sv_job_event(sv, j, SVRUN_EXEC_OK, NULL);
 }
 
 /* The exec error pipe is readable: exec happened, or the child says why it failed. */
@@ -602,7 +603,7 @@ sv_epoch_end(struct sv *sv, uint64_t epoch)
 	}
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, jnext) {
 		if (j->epoch <= sv->ended_epoch)
-			sv_job_event(sv, j, SVRUN_EPOCH_END);
+			sv_job_event(sv, j, SVRUN_EPOCH_END, NULL);
 	}
 }
 
@@ -670,7 +671,7 @@ sv_eof_cb(void *arg)
 		log_warnx("supervisor: the main process is gone: killing every job");
 	sv->exiting = 1;
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next)
-		sv_job_event(sv, j, SVRUN_MAIN_GONE);
+		sv_job_event(sv, j, SVRUN_MAIN_GONE, NULL);
 	sv_schedule(sv);
 }
 
@@ -679,17 +680,12 @@ static void
 sv_schedule(struct sv *sv)
 {
 	struct sjob *j, *next;
-	struct svrun_input in;
 	struct itimerspec its;
 	uint64_t wake = 0;
 	int poll_groups = 0;
 
-	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
-		memset(&in, 0, sizeof in);
-		in.event = SVRUN_TIMER;
-		in.now = clock_now_ns();
-		sv_job_step(sv, j, &in, NULL, &wake);
-	}
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next)
+		sv_job_event(sv, j, SVRUN_TIMER, &wake);
 	/* A reaped leader's job is done when its group is empty: poll the group. */
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
 		if (!svrun_leader_alive(&j->run) && !sv_job_leader_exited(sv, j))
