@@ -83,6 +83,20 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	return 0;
 }
 
+/* Log one message sent or received, by name (debug). */
+static void
+proto_log(const char *verb, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1, int64_t v2)
+{
+	if (type == PROTO_EXITED)
+		log_debug("proto: %s %s job %u epoch %llu v1 %lld (%s)", verb,
+		          proto_type_name(type), job, (unsigned long long)epoch, (long long)v1,
+		          proto_exit_reason_name((enum proto_exit_reason)v2));
+	else
+		log_debug("proto: %s %s job %u epoch %llu v1 %lld v2 %lld", verb,
+		          proto_type_name(type), job, (unsigned long long)epoch, (long long)v1,
+		          (long long)v2);
+}
+
 /* Read every message that is waiting. */
 static void
 proto_read_cb(int fd, short what, void *arg)
@@ -111,11 +125,12 @@ proto_read_cb(int fd, short what, void *arg)
 			continue;
 		}
 		buf[n] = '\0';
+		proto_log("received", msg.type, msg.job, msg.epoch, msg.v1, msg.v2);
 		c->msg_cb(&msg, c->arg);
 	}
 }
 
-/* Try to send one message now; 0 sent, -1 would block (or the peer is gone). */
+/* Try to send one message now: 0 sent, -1 would block, -2 the peer is gone (or failed). */
 static int
 proto_write(struct proto_conn *c, const struct proto_hdr *hdr, const char *payload, size_t len)
 {
@@ -227,6 +242,7 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
 	hdr.epoch = epoch;
 	hdr.v1 = v1;
 	hdr.v2 = v2;
+	proto_log("sending", type, job, epoch, v1, v2);
 	if (TAILQ_EMPTY(&c->outbox)) {
 		rc = proto_write(c, &hdr, payload, len);
 		if (rc == 0)
@@ -283,6 +299,29 @@ proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const c
 	*value = payload + *off + 1;
 	*off = (size_t)(end - payload) + 1;
 	return 1;
+}
+
+/* The name of a message type, for logs. */
+const char *
+proto_type_name(uint32_t type)
+{
+	switch (type) {
+	case PROTO_START:
+		return "START";
+	case PROTO_STOP:
+		return "STOP";
+	case PROTO_DEADLINE:
+		return "DEADLINE";
+	case PROTO_EPOCH_END:
+		return "EPOCH_END";
+	case PROTO_STARTED:
+		return "STARTED";
+	case PROTO_START_FAILED:
+		return "START_FAILED";
+	case PROTO_EXITED:
+		return "EXITED";
+	}
+	return "?";
 }
 
 /* The name of an exit reason, for logs. */

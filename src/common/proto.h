@@ -80,6 +80,7 @@ void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
 void proto_spec_free(struct proto_spec *);
 int proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value);
 
+const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);
 
 #endif

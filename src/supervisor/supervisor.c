@@ -46,9 +46,8 @@
 #include "log.h"
 #include "proto.h"
 #include "supervisor.h"
+#include "svrun.h"
 #include "xmalloc.h"
-
-enum sjob_state { SJOB_STARTING, SJOB_RUNNING, SJOB_ENDING };
 
 #define SV_OUTPUT_BURST (64 * 1024)
 
@@ -59,9 +58,7 @@ struct sjob {
 	uint64_t epoch;
 	char *name;
 	pid_t pid; /* leader, and process group id */
-	enum sjob_state state;
-	uint64_t grace_ns;
-	enum proto_exit_reason reason;
+	struct svrun run;
 
 	int errfd; /* exec error pipe, until exec or failure */
 	struct event *errev;
@@ -69,12 +66,7 @@ struct sjob {
 	struct event *outev;
 	struct joblog log;
 
-	int term_sent;
-	int kill_sent;
-	int leftovers;    /* the leader exited, others of its group remain */
-	uint64_t kill_at; /* 0: no SIGKILL scheduled */
-	int reaped;
-	int status;
+	int status; /* of the leader, once reaped */
 
 	TAILQ_ENTRY(sjob) entry;
 };
@@ -125,29 +117,10 @@ sv_signal(struct sjob *j, int sig)
 {
 	if (kill(-j->pid, sig) == 0)
 		return;
-	if (errno == ESRCH && !j->reaped && kill(j->pid, sig) == 0)
+	if (errno == ESRCH && svrun_leader_alive(&j->run) && kill(j->pid, sig) == 0)
 		return;
 	if (errno != ESRCH)
 		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
-}
-
-/* Begin ending a job: SIGTERM now (unless sig says otherwise), SIGKILL at kill_at. */
-static void
-sv_job_terminate(struct sjob *j, int sig, uint64_t kill_at, enum proto_exit_reason reason)
-{
-	if (j->kill_sent)
-		return;
-	if (j->reason == PROTO_EXIT_NORMAL)
-		j->reason = reason;
-	if (sig == SIGKILL) {
-		sv_signal(j, SIGKILL);
-		j->kill_sent = 1;
-		return;
-	}
-	sv_signal(j, sig);
-	j->term_sent = 1;
-	if (kill_at != 0 && (j->kill_at == 0 || kill_at < j->kill_at))
-		j->kill_at = kill_at;
 }
 
 /*
@@ -198,6 +171,99 @@ sv_job_free(struct sv *sv, struct sjob *j)
 	free(j);
 }
 
+/* Log a signal the run asked for, as the reason for it deserves, and send it. */
+static void
+sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
+{
+	switch (why) {
+	case SVRUN_WHY_DEADLINE_NEAR:
+		log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to pgid %ld",
+		          j->name, deadline == 0 ? "gone" : "near", (long)j->pid);
+		break;
+	case SVRUN_WHY_DEADLINE_PASSED:
+		log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to pgid %ld",
+		          j->name, (long)j->pid);
+		break;
+	case SVRUN_WHY_GRACE_OVER:
+		log_info("supervisor: job %s did not stop within its grace: SIGKILL to pgid %ld",
+		         j->name, (long)j->pid);
+		break;
+	case SVRUN_WHY_LEFTOVERS:
+		log_info("supervisor: job %s (pid %ld) exited and left processes in its group: "
+		         "terminating them",
+		         j->name, (long)j->pid);
+		break;
+	case SVRUN_WHY_EPOCH:
+		log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s (pgid %ld)",
+		          (unsigned long long)j->epoch, j->name, (long)j->pid);
+		break;
+	case SVRUN_WHY_STOP:
+	case SVRUN_WHY_MAIN_GONE:
+		break; /* logged once by the caller */
+	}
+	sv_signal(j, sig);
+}
+
+/*
+ * Feed one event to a job's run and do what it says: signals, messages to main, and the
+ * end of the job (freed, so j is gone when this returns 1). *wake, if given, is lowered
+ * to the next time the run must be looked at. failure: why exec failed (SVRUN_EXEC_FAILED).
+ */
+static int
+sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *failure,
+            uint64_t *wake)
+{
+	struct svrun_actions act;
+	char what[128];
+	int i;
+
+	in->deadline = sv_deadline(sv, j->epoch);
+	svrun_step(&j->run, in, &act);
+	for (i = 0; i < act.nsig; i++)
+		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
+	if (act.send_started) {
+		log_info("supervisor: job %s started, pid %ld", j->name, (long)j->pid);
+		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
+	}
+	if (act.send_start_failed) {
+		log_debug("supervisor: job %s could not start: %s", j->name, failure);
+		joblog_note(&j->log, j->name, failure);
+		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, failure,
+		           strlen(failure));
+	}
+	if (wake != NULL && act.wake != 0 && (*wake == 0 || act.wake < *wake))
+		*wake = act.wake;
+	if (j->run.state != SVRUN_DONE)
+		return 0;
+	if (act.send_exited) {
+		if (WIFEXITED(j->status))
+			snprintf(what, sizeof what, "exited with status %d",
+			         WEXITSTATUS(j->status));
+		else
+			snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
+		log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
+		         proto_exit_reason_name(j->run.reason));
+		joblog_note(&j->log, j->name, what);
+		if (sv->conn != NULL)
+			proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status,
+			           j->run.reason, NULL, 0);
+	}
+	sv_job_free(sv, j);
+	return 1;
+}
+
+/* Feed an event that needs nothing but the time. 1 if the job is freed. */
+static int
+sv_job_event(struct sv *sv, struct sjob *j, enum svrun_event event, uint64_t *wake)
+{
+	struct svrun_input in;
+
+	memset(&in, 0, sizeof in);
+	in.event = event;
+	in.now = clock_now_ns();
+	return sv_job_step(sv, j, &in, NULL, wake);
+}
+
 /* Whether any process is left in the job's group. */
 static int
 sv_group_alive(struct sjob *j)
@@ -205,52 +271,24 @@ sv_group_alive(struct sjob *j)
 	return kill(-j->pid, 0) == 0 || errno == EPERM;
 }
 
-/* The job is over when its leader is reaped and its group is empty: tell main. */
-static void
-sv_job_check_done(struct sv *sv, struct sjob *j)
+/* The leader is reaped (or was, and the group is polled): tell the run. 1 if freed. */
+static int
+sv_job_leader_exited(struct sv *sv, struct sjob *j)
 {
-	char what[128];
+	struct svrun_input in;
 
-	if (!j->reaped)
-		return;
-	if (sv_group_alive(j)) {
-		/*
-		 * Leftovers: the job is not over until they are gone, so they get SIGTERM and,
-		 * after the grace but never later than the lease deadline, SIGKILL.
-		 */
-		if (!j->leftovers && !j->kill_sent) {
-			uint64_t kill_at = clock_now_ns() + j->grace_ns;
-			uint64_t deadline = sv_deadline(sv, j->epoch);
-
-			j->leftovers = 1;
-			log_info("supervisor: job %s (pid %ld) exited and left processes in its "
-			         "group: terminating them",
-			         j->name, (long)j->pid);
-			sv_signal(j, SIGTERM);
-			j->term_sent = 1;
-			if (deadline != 0 && deadline < kill_at)
-				kill_at = deadline;
-			if (j->kill_at == 0 || kill_at < j->kill_at)
-				j->kill_at = kill_at;
-		}
-		return;
-	}
-	if (WIFEXITED(j->status))
-		snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(j->status));
-	else
-		snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
-	log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
-	         proto_exit_reason_name(j->reason));
-	joblog_note(&j->log, j->name, what);
-	if (sv->conn != NULL)
-		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, j->reason, NULL, 0);
-	sv_job_free(sv, j);
+	memset(&in, 0, sizeof in);
+	in.event = SVRUN_LEADER_EXITED;
+	in.now = clock_now_ns();
+	in.group_alive = sv_group_alive(j);
+	return sv_job_step(sv, j, &in, NULL, NULL);
 }
 
 /* Read what a job's child wrote before exec: nothing (exec worked) or why it failed. */
 static void
 sv_job_exec_result(struct sv *sv, struct sjob *j)
 {
+	struct svrun_input in;
 	char buf[512];
 	ssize_t n;
 
@@ -267,18 +305,13 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 	j->errfd = -1;
 	if (n > 0) {
 		buf[n] = '\0';
-		log_debug("supervisor: job %s could not start: %s", j->name, buf);
-		joblog_note(&j->log, j->name, buf);
-		proto_send(sv->conn, PROTO_START_FAILED, j->id, j->epoch, 0, 0, buf, (size_t)n);
-		j->state = SJOB_ENDING;
-		j->reason = PROTO_EXIT_NORMAL;
-		/* The child exits 127 on its own; reap it without an EXITED message. */
-		j->id = 0;
+		memset(&in, 0, sizeof in);
+		in.event = SVRUN_EXEC_FAILED;
+		in.now = clock_now_ns();
+		sv_job_step(sv, j, &in, buf, NULL); /* the child exits 127 on its own */
 		return;
 	}
-	j->state = SJOB_RUNNING;
-	log_info("supervisor: job %s started, pid %ld", j->name, (long)j->pid);
-	proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
+	sv_job_event(sv, j, SVRUN_EXEC_OK, NULL);
 }
 
 /* The exec error pipe is readable: exec happened, or the child says why it failed. */
@@ -474,14 +507,14 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->id = msg->job;
 	j->epoch = msg->epoch;
 	j->errfd = j->outfd = j->log.fd = -1;
-	j->grace_ns = spec.grace_ms * CLOCK_NS_PER_MS;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
+	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.log_path != NULL)
 		j->log.path = xstrdup(spec.log_path);
 	j->log.max = spec.log_max;
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
-	if (deadline == 0 || now + j->grace_ns >= deadline) {
+	if (deadline == 0 || now + j->run.grace_ns >= deadline) {
 		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
 		goto discard;
 	}
@@ -520,7 +553,6 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		goto discard;
 	}
 	j->pid = pid;
-	j->state = SJOB_STARTING;
 	j->errfd = errpipe[0];
 	fcntl(j->errfd, F_SETFL, O_NONBLOCK);
 	if (outpipe[0] >= 0) {
@@ -548,7 +580,7 @@ sv_find(struct sv *sv, uint32_t id)
 	struct sjob *j;
 
 	TAILQ_FOREACH(j, &sv->jobs, entry) {
-		if (j->id == id && id != 0)
+		if (j->id == id && j->run.state != SVRUN_START_FAILED)
 			return j;
 	}
 	return NULL;
@@ -558,7 +590,7 @@ sv_find(struct sv *sv, uint32_t id)
 static void
 sv_epoch_end(struct sv *sv, uint64_t epoch)
 {
-	struct sjob *j;
+	struct sjob *j, *jnext;
 	struct sepoch *e, *next;
 
 	if (epoch > sv->ended_epoch)
@@ -569,13 +601,9 @@ sv_epoch_end(struct sv *sv, uint64_t epoch)
 			free(e);
 		}
 	}
-	TAILQ_FOREACH(j, &sv->jobs, entry) {
-		if (j->epoch <= sv->ended_epoch && !j->kill_sent) {
-			log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s "
-			          "(pgid %ld)",
-			          (unsigned long long)j->epoch, j->name, (long)j->pid);
-			sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
-		}
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, jnext) {
+		if (j->epoch <= sv->ended_epoch)
+			sv_job_event(sv, j, SVRUN_EPOCH_END, NULL);
 	}
 }
 
@@ -584,6 +612,7 @@ static void
 sv_msg_cb(const struct proto_msg *msg, void *arg)
 {
 	struct sv *sv = arg;
+	struct svrun_input in;
 	struct sepoch *e;
 	struct sjob *j;
 
@@ -596,10 +625,12 @@ sv_msg_cb(const struct proto_msg *msg, void *arg)
 			break;
 		log_info("supervisor: stopping job %s (pgid %ld) with signal %d", j->name,
 		         (long)j->pid, (int)msg->v1);
-		sv_job_terminate(j, (int)msg->v1,
-		                 msg->v2 < 0 ? 0
-		                             : clock_now_ns() + (uint64_t)msg->v2 * CLOCK_NS_PER_MS,
-		                 PROTO_EXIT_STOPPED);
+		memset(&in, 0, sizeof in);
+		in.event = SVRUN_STOP;
+		in.now = clock_now_ns();
+		in.sig = (int)msg->v1;
+		in.kill_at = msg->v2 < 0 ? 0 : in.now + (uint64_t)msg->v2 * CLOCK_NS_PER_MS;
+		sv_job_step(sv, j, &in, NULL, NULL);
 		break;
 	case PROTO_DEADLINE:
 		if (msg->epoch <= sv->ended_epoch)
@@ -634,13 +665,13 @@ static void
 sv_eof_cb(void *arg)
 {
 	struct sv *sv = arg;
-	struct sjob *j;
+	struct sjob *j, *next;
 
 	if (!TAILQ_EMPTY(&sv->jobs))
 		log_warnx("supervisor: the main process is gone: killing every job");
 	sv->exiting = 1;
-	TAILQ_FOREACH(j, &sv->jobs, entry)
-		sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_EPOCH);
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next)
+		sv_job_event(sv, j, SVRUN_MAIN_GONE, NULL);
 	sv_schedule(sv);
 }
 
@@ -650,53 +681,22 @@ sv_schedule(struct sv *sv)
 {
 	struct sjob *j, *next;
 	struct itimerspec its;
-	uint64_t now = clock_now_ns(), wake = 0, deadline, term_at;
+	uint64_t wake = 0;
 	int poll_groups = 0;
 
-#define SV_WAKE(t) (wake = (wake == 0 || (t) < wake) ? (t) : wake)
+	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next)
+		sv_job_event(sv, j, SVRUN_TIMER, &wake);
+	/* A reaped leader's job is done when its group is empty: poll the group. */
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
-		if (j->state != SJOB_ENDING && !j->kill_sent) {
-			deadline = sv_deadline(sv, j->epoch);
-			term_at = deadline > j->grace_ns ? deadline - j->grace_ns : 0;
-			if (!j->term_sent && now >= term_at) {
-				log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to "
-				          "pgid %ld",
-				          j->name, deadline == 0 ? "gone" : "near", (long)j->pid);
-				sv_job_terminate(j, SIGTERM, deadline, PROTO_EXIT_DEADLINE);
-			} else if (!j->term_sent)
-				SV_WAKE(term_at);
-			if (!j->kill_sent && now >= deadline) {
-				log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to "
-				          "pgid %ld",
-				          j->name, (long)j->pid);
-				sv_job_terminate(j, SIGKILL, 0, PROTO_EXIT_DEADLINE);
-			} else if (!j->kill_sent)
-				SV_WAKE(deadline);
-		}
-		if (j->kill_at != 0 && !j->kill_sent) {
-			if (now >= j->kill_at) {
-				log_info(
-				    "supervisor: job %s did not stop within its grace: SIGKILL "
-				    "to pgid %ld",
-				    j->name, (long)j->pid);
-				sv_signal(j, SIGKILL);
-				j->kill_sent = 1;
-			} else
-				SV_WAKE(j->kill_at);
-		}
-		if (j->reaped)
+		if (!svrun_leader_alive(&j->run) && !sv_job_leader_exited(sv, j))
 			poll_groups = 1;
 	}
-	/* Jobs whose leader is reaped are done when their group is empty. */
-	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, next) {
-		if (j->reaped && j->id == 0 && j->errfd < 0)
-			sv_job_free(sv, j);
-		else if (j->reaped)
-			sv_job_check_done(sv, j);
+	if (poll_groups) {
+		uint64_t poll_at = clock_now_ns() + 20 * CLOCK_NS_PER_MS;
+
+		if (wake == 0 || poll_at < wake)
+			wake = poll_at;
 	}
-	if (poll_groups && !TAILQ_EMPTY(&sv->jobs))
-		SV_WAKE(now + 20 * CLOCK_NS_PER_MS);
-#undef SV_WAKE
 
 	if (sv->exiting && TAILQ_EMPTY(&sv->jobs)) {
 		event_base_loopbreak(sv->base);
@@ -740,15 +740,15 @@ sv_sigchld_cb(int fd, short what, void *arg)
 		;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		TAILQ_FOREACH(j, &sv->jobs, entry) {
-			if (j->pid == pid && !j->reaped)
+			if (j->pid == pid && svrun_leader_alive(&j->run))
 				break;
 		}
 		if (j == NULL)
 			continue; /* an orphaned grandchild we adopted as subreaper */
 		if (j->errfd >= 0)
 			sv_job_exec_result(sv, j); /* the child is gone: no read can wait */
-		j->reaped = 1;
 		j->status = status;
+		sv_job_leader_exited(sv, j);
 	}
 	sv_schedule(sv);
 }

@@ -98,6 +98,76 @@ test_oversized_frame(void **state)
 	event_base_free(base);
 }
 
+static struct proto_msg got;
+static char got_payload[64];
+
+/* Keep what the connection delivers (its payload is valid only during the callback). */
+static void
+keep_cb(const struct proto_msg *m, void *arg)
+{
+	(void)arg;
+	received++;
+	got = *m;
+	assert_true(m->len < sizeof got_payload);
+	memcpy(got_payload, m->payload, m->len);
+	got.payload = got_payload;
+}
+
+/* Every message type goes through proto_send and comes out the other end as it went in. */
+static void
+test_roundtrip(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct proto_conn *a, *b;
+	const char *names[PROTO_EXITED + 1] = {NULL};
+	uint32_t type, t;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
+	a = proto_conn_new(base, sv[0], keep_cb, NULL, NULL);
+	b = proto_conn_new(base, sv[1], keep_cb, NULL, NULL);
+	for (type = PROTO_START; type <= PROTO_EXITED; type++) {
+		received = 0;
+		proto_send(a, type, 40 + type, 1000 + type, -(int64_t)type, INT64_MAX - type,
+		           "spec", type == PROTO_STARTED ? 0 : 4);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		assert_int_equal(received, 1);
+		assert_int_equal(got.type, type);
+		assert_int_equal(got.job, 40 + type);
+		assert_int_equal(got.epoch, 1000 + type);
+		assert_true(got.v1 == -(int64_t)type);
+		assert_true(got.v2 == INT64_MAX - (int64_t)type);
+		assert_int_equal(got.len, type == PROTO_STARTED ? 0 : 4);
+		assert_memory_equal(got.payload, "spec", got.len);
+		/* Each type has a name of its own, for the logs. */
+		names[type] = proto_type_name(type);
+		assert_string_not_equal(names[type], "?");
+		for (t = PROTO_START; t < type; t++)
+			assert_string_not_equal(names[t], names[type]);
+	}
+	assert_string_equal(proto_type_name(0), "?");
+	assert_string_equal(proto_type_name(PROTO_EXITED + 1), "?");
+	proto_conn_free(a);
+	proto_conn_free(b);
+	event_base_free(base);
+}
+
+/* A frame shorter than the header is refused, whatever its first bytes say. */
+static void
+test_truncated_frame(void **state)
+{
+	char buf[64];
+	struct proto_msg m;
+	size_t n, len;
+
+	(void)state;
+	n = frame(buf, PROTO_EPOCH_END, "", 0);
+	assert_int_equal(proto_decode(buf, n, &m), 0);
+	for (len = 0; len < n; len++)
+		assert_int_equal(proto_decode(buf, len, &m), -1);
+}
+
 /* Decode a spec written as tag/value pairs; returns supervisor_spec_parse's result. */
 static int
 parse(const char *const *items, struct supervisor_spec *spec, char **cause)
@@ -187,9 +257,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode),         cmocka_unit_test(test_oversized_frame),
-	    cmocka_unit_test(test_spec_ok),        cmocka_unit_test(test_spec_bad),
-	    cmocka_unit_test(test_spec_truncated),
+	    cmocka_unit_test(test_decode),          cmocka_unit_test(test_oversized_frame),
+	    cmocka_unit_test(test_spec_ok),         cmocka_unit_test(test_spec_bad),
+	    cmocka_unit_test(test_spec_truncated),  cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_truncated_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
