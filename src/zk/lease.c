@@ -285,18 +285,6 @@ lease_set_data(struct lease *l, const char *data)
 		semaphore_set_data(l->semaphore, data);
 }
 
-/* Where a lock lives: lock_path, or <root>/mutex/<lock> or <root>/semaphore/<lock>. */
-char *
-lease_lock_path(const char *root, const char *lock, const char *lock_path, int leases)
-{
-	char *path;
-
-	if (lock_path != NULL)
-		return xstrdup(lock_path);
-	xasprintf(&path, "%s/%s/%s", root, leases == 1 ? "mutex" : "semaphore", lock);
-	return path;
-}
-
 /* The JSON a lease node holds: who holds or waits (caller frees). */
 char *
 lease_data(const char *node_id, const char *job, uint64_t since_ms)

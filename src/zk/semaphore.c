@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "log.h"
 #include "mutex.h"
 #include "pnode.h"
@@ -275,11 +276,11 @@ semaphore_new(struct zk *zk, const char *path, int leases, const char *data,
 
 	s->zk = zk;
 	s->path = xstrdup(path);
-	s->leases_dir = znode_join(path, "leases");
+	s->leases_dir = layout_semaphore_leases(path);
 	s->max = leases;
 	s->cb = *cb;
 	s->arg = arg;
-	locks = znode_join(path, "locks");
+	locks = layout_semaphore_locks(path);
 	s->lock = mutex_new(zk, locks, data, &mcb, s);
 	free(locks);
 	s->lease = pnode_new(zk, s->leases_dir, SEMAPHORE_BASE, data, &pcb, s);

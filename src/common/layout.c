@@ -1,0 +1,114 @@
+/* Runs in: any process (main, and the tools that read or write the cluster). */
+/*
+ * layout.c: the ZooKeeper layout, the one place that knows it:
+ *
+ *   <root>/jobs/<job>              the agreed lease count and the lock's path
+ *   <root>/jobs/<job>/state        the claimed tick
+ *   <root>/jobs/<job>/runs/run-N   one record per run
+ *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
+ *   <root>/semaphore/<lock>        a job with more (a Curator semaphore), which keeps
+ *     .../locks                    the mutex that guards its leases and
+ *     .../leases                   one node per lease held
+ *
+ * A job's lock_path, when set, replaces <root>/{mutex,semaphore}/<lock>.
+ */
+
+#include <stdlib.h>
+
+#include "layout.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+/* <root>/jobs. */
+char *
+layout_jobs(const char *root)
+{
+	return znode_join(root, "jobs");
+}
+
+/* <root>/jobs/<job>: the job record. */
+char *
+layout_job_record(const char *root, const char *job)
+{
+	char *jobs = layout_jobs(root), *path = znode_join(jobs, job);
+
+	free(jobs);
+	return path;
+}
+
+/* A child of <root>/jobs/<job>. */
+static char *
+layout_job_child(const char *root, const char *job, const char *child)
+{
+	char *rec = layout_job_record(root, job), *path = znode_join(rec, child);
+
+	free(rec);
+	return path;
+}
+
+/* <root>/jobs/<job>/state: the claimed tick. */
+char *
+layout_job_state(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "state");
+}
+
+/* <root>/jobs/<job>/runs: the run records. */
+char *
+layout_job_runs(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "runs");
+}
+
+/* <root>/workers. */
+char *
+layout_workers(const char *root)
+{
+	return znode_join(root, "workers");
+}
+
+/* <root>/workers/<node_id>. */
+char *
+layout_worker(const char *root, const char *node_id)
+{
+	char *workers = layout_workers(root), *path = znode_join(workers, node_id);
+
+	free(workers);
+	return path;
+}
+
+/* The folder of the locks with this many leases: <root>/mutex or <root>/semaphore. */
+char *
+layout_lock_dir(const char *root, int leases)
+{
+	return znode_join(root, leases == 1 ? "mutex" : "semaphore");
+}
+
+/* Where a lock lives: lock_path if set, else <lock> in the folder for its lease count. */
+char *
+layout_lock_path(const char *root, const char *lock, const char *lock_path, int leases)
+{
+	char *dir, *path;
+
+	if (lock_path != NULL)
+		return xstrdup(lock_path);
+	dir = layout_lock_dir(root, leases);
+	path = znode_join(dir, lock);
+	free(dir);
+	return path;
+}
+
+/* <lock_path>/leases: a semaphore's lease nodes. */
+char *
+layout_semaphore_leases(const char *lock_path)
+{
+	return znode_join(lock_path, "leases");
+}
+
+/* <lock_path>/locks: the mutex that guards a semaphore's leases. */
+char *
+layout_semaphore_locks(const char *lock_path)
+{
+	return znode_join(lock_path, "locks");
+}
