@@ -74,46 +74,27 @@ mutex_set_state(struct mutex *m, enum mutex_state state)
 	m->state = state;
 }
 
-static void mutex_watch_own(struct mutex *);
-
-/* Our own node, watched while we hold: deleted by anyone but us, the lock is gone. */
+/* Our node, held, vanished or was found not ours after a reconnect (pnode.c). */
 static void
-mutex_own_lost(struct mutex *m)
+mutex_lost_cb(struct pnode *p, const char *why, void *arg)
 {
-	char why[256];
+	struct mutex *m = arg;
 
-	snprintf(why, sizeof why, "lock node %s vanished while held", pnode_path(m->node));
+	(void)p;
 	mutex_release(m);
 	m->cb.lost(m, why, m->arg);
 }
 
+/* Our node, held, is still ours after a reconnect. */
 static void
-mutex_own_watch_cb(int type, const char *path, void *arg)
+mutex_verified_cb(struct pnode *p, void *arg)
 {
 	struct mutex *m = arg;
 
-	if ((m->state != MUTEX_HELD && m->state != MUTEX_VERIFYING) ||
-	    pnode_path(m->node) == NULL || strcmp(path, pnode_path(m->node)) != 0)
-		return;
-	if (type == ZOO_DELETED_EVENT)
-		mutex_own_lost(m);
-	else
-		mutex_watch_own(m);
-}
-
-static void
-mutex_own_cb(const struct zk_reply *reply, void *arg)
-{
-	struct mutex *m = arg;
-
-	if (m->state == MUTEX_HELD && reply->rc == ZNONODE)
-		mutex_own_lost(m);
-}
-
-static void
-mutex_watch_own(struct mutex *m)
-{
-	zk_get(m->zk, pnode_path(m->node), mutex_own_watch_cb, mutex_own_cb, m);
+	(void)p;
+	mutex_set_state(m, MUTEX_HELD);
+	if (m->cb.verified != NULL)
+		m->cb.verified(m, m->arg);
 }
 
 /* We are at the head. */
@@ -126,7 +107,7 @@ mutex_hold(struct mutex *m)
 	m->cb.acquired(m, m->arg);
 	/* After the owner's reaction (a job start), off the hand-over's path. */
 	if (m->state == MUTEX_HELD)
-		mutex_watch_own(m);
+		pnode_hold(m->node);
 }
 
 /* Our node exists: find our place, unless the pipelined listing is on its way. */
@@ -305,7 +286,8 @@ mutex_restart(struct mutex *m)
 struct mutex *
 mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_cb *cb, void *arg)
 {
-	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb};
+	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb, mutex_lost_cb,
+	                                    mutex_verified_cb};
 	struct mutex *m = xcalloc(1, sizeof *m);
 
 	m->zk = zk;
@@ -358,28 +340,6 @@ mutex_free(struct mutex *m)
 	free(m);
 }
 
-/* After a reconnect, a holder checks that its node is still there and still ours. */
-static void
-mutex_verify_cb(const struct zk_reply *reply, void *arg)
-{
-	struct mutex *m = arg;
-	char why[256];
-
-	if (m->state != MUTEX_VERIFYING || zk_connection_error(reply->rc))
-		return;
-	if (reply->rc == ZOK && reply->stat != NULL &&
-	    reply->stat->ephemeralOwner == zk_session_id(m->zk)) {
-		mutex_set_state(m, MUTEX_HELD);
-		if (m->cb.verified != NULL)
-			m->cb.verified(m, m->arg);
-		return;
-	}
-	snprintf(why, sizeof why, "lock node %s %s", reply->path,
-	         reply->rc == ZOK ? "belongs to another session" : "vanished");
-	mutex_release(m);
-	m->cb.lost(m, why, m->arg);
-}
-
 /* Session events, forwarded by the owner. */
 void
 mutex_session(struct mutex *m, enum zk_event event)
@@ -389,10 +349,9 @@ mutex_session(struct mutex *m, enum zk_event event)
 	pnode_session(m->node, event);
 	switch (event) {
 	case ZK_EVENT_RECONNECTED:
-		if (was == MUTEX_HELD || was == MUTEX_VERIFYING) {
-			mutex_set_state(m, MUTEX_VERIFYING);
-			zk_exists(m->zk, pnode_path(m->node), mutex_verify_cb, m);
-		} else if (was == MUTEX_WAITING || (was == MUTEX_LISTING && m->listing == 0))
+		if (was == MUTEX_HELD || was == MUTEX_VERIFYING)
+			mutex_set_state(m, MUTEX_VERIFYING); /* pnode_session checks the node */
+		else if (was == MUTEX_WAITING || (was == MUTEX_LISTING && m->listing == 0))
 			mutex_list(m);
 		break;
 	case ZK_EVENT_EXPIRED:

@@ -157,46 +157,27 @@ semaphore_watch_cb(int type, const char *path, void *arg)
 		semaphore_list(s);
 }
 
-/* Our lease node, watched while we hold: deleted by anyone but us, the lease is gone. */
+/* Our lease node, held, vanished or was found not ours after a reconnect (pnode.c). */
 static void
-semaphore_own_lost(struct semaphore *s)
+semaphore_lost_cb(struct pnode *p, const char *why, void *arg)
 {
-	char why[256];
+	struct semaphore *s = arg;
 
-	snprintf(why, sizeof why, "lease node %s vanished while held", pnode_path(s->lease));
+	(void)p;
 	semaphore_release(s);
 	s->cb.lost(s, why, s->arg);
 }
 
-static void semaphore_watch_own(struct semaphore *);
-
+/* Our lease node, held, is still ours after a reconnect. */
 static void
-semaphore_own_watch_cb(int type, const char *path, void *arg)
+semaphore_verified_cb(struct pnode *p, void *arg)
 {
 	struct semaphore *s = arg;
 
-	if ((s->state != SEMAPHORE_HELD && s->state != SEMAPHORE_VERIFYING) ||
-	    pnode_path(s->lease) == NULL || strcmp(path, pnode_path(s->lease)) != 0)
-		return;
-	if (type == ZOO_DELETED_EVENT)
-		semaphore_own_lost(s);
-	else
-		semaphore_watch_own(s);
-}
-
-static void
-semaphore_own_cb(const struct zk_reply *reply, void *arg)
-{
-	struct semaphore *s = arg;
-
-	if (s->state == SEMAPHORE_HELD && reply->rc == ZNONODE)
-		semaphore_own_lost(s);
-}
-
-static void
-semaphore_watch_own(struct semaphore *s)
-{
-	zk_get(s->zk, pnode_path(s->lease), semaphore_own_watch_cb, semaphore_own_cb, s);
+	(void)p;
+	semaphore_set_state(s, SEMAPHORE_HELD);
+	if (s->cb.verified != NULL)
+		s->cb.verified(s, s->arg);
 }
 
 /* A listing of the leases folder. */
@@ -236,7 +217,7 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 		s->cb.acquired(s, s->arg);
 		/* After the owner's reaction (a job start), off the acquire's path. */
 		if (s->state == SEMAPHORE_HELD)
-			semaphore_watch_own(s);
+			pnode_hold(s->lease);
 		return;
 	}
 	semaphore_set_state(s, SEMAPHORE_WAITING);
@@ -270,7 +251,8 @@ semaphore_new(struct zk *zk, const char *path, int leases, const char *data,
 {
 	static const struct mutex_cb mcb = {semaphore_locked_cb, semaphore_lock_lost_cb,
 	                                    semaphore_lock_failed_cb, NULL};
-	static const struct pnode_cb pcb = {semaphore_created_cb, semaphore_create_failed_cb};
+	static const struct pnode_cb pcb = {semaphore_created_cb, semaphore_create_failed_cb,
+	                                    semaphore_lost_cb, semaphore_verified_cb};
 	struct semaphore *s = xcalloc(1, sizeof *s);
 	char *locks;
 
@@ -333,28 +315,6 @@ semaphore_free(struct semaphore *s)
 	free(s);
 }
 
-/* After a reconnect, a holder checks that its lease node is still there and ours. */
-static void
-semaphore_verify_cb(const struct zk_reply *reply, void *arg)
-{
-	struct semaphore *s = arg;
-	char why[256];
-
-	if (s->state != SEMAPHORE_VERIFYING || zk_connection_error(reply->rc))
-		return;
-	if (reply->rc == ZOK && reply->stat != NULL &&
-	    reply->stat->ephemeralOwner == zk_session_id(s->zk)) {
-		semaphore_set_state(s, SEMAPHORE_HELD);
-		if (s->cb.verified != NULL)
-			s->cb.verified(s, s->arg);
-		return;
-	}
-	snprintf(why, sizeof why, "lease node %s %s", reply->path,
-	         reply->rc == ZOK ? "belongs to another session" : "vanished");
-	semaphore_release(s);
-	s->cb.lost(s, why, s->arg);
-}
-
 /* Session events, forwarded by the owner. */
 void
 semaphore_session(struct semaphore *s, enum zk_event event)
@@ -371,11 +331,9 @@ semaphore_session(struct semaphore *s, enum zk_event event)
 	pnode_session(s->lease, event);
 	switch (event) {
 	case ZK_EVENT_RECONNECTED:
-		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING) {
-			semaphore_set_state(s, SEMAPHORE_VERIFYING);
-			zk_exists(s->zk, pnode_path(s->lease), semaphore_verify_cb, s);
-		} else if (was == SEMAPHORE_WAITING ||
-		           (was == SEMAPHORE_COUNTING && s->listing == 0))
+		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING)
+			semaphore_set_state(s, SEMAPHORE_VERIFYING); /* pnode_session checks it */
+		else if (was == SEMAPHORE_WAITING || (was == SEMAPHORE_COUNTING && s->listing == 0))
 			semaphore_list(s);
 		break;
 	case ZK_EVENT_EXPIRED:
