@@ -30,6 +30,15 @@
 #define MUTEX_BASE      "lock-"
 #define MUTEX_NEAR_WRAP (INT32_MAX - (1 << 20))
 
+enum mutex_state {
+	MUTEX_IDLE,
+	MUTEX_CREATING,  /* our node is being created */
+	MUTEX_LISTING,   /* listing the folder to find our place */
+	MUTEX_WAITING,   /* watching our predecessor */
+	MUTEX_HELD,      /* we are at the head */
+	MUTEX_VERIFYING, /* held, checking our node after a reconnect */
+};
+
 struct mutex {
 	struct zk *zk;
 	char *dir;
@@ -57,7 +66,7 @@ static void mutex_list(struct mutex *);
 static void mutex_restart(struct mutex *);
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 mutex_state_name(enum mutex_state state)
 {
 	return mutex_state_names[state];
@@ -369,13 +378,6 @@ mutex_session(struct mutex *m, enum zk_event event)
 	default:
 		break;
 	}
-}
-
-/* The state. */
-enum mutex_state
-mutex_state(const struct mutex *m)
-{
-	return m->state;
 }
 
 /* Our node's czxid: the fencing token. */

@@ -9,15 +9,6 @@
 
 struct mutex;
 
-enum mutex_state {
-	MUTEX_IDLE,
-	MUTEX_CREATING,  /* our node is being created */
-	MUTEX_LISTING,   /* listing the folder to find our place */
-	MUTEX_WAITING,   /* watching our predecessor */
-	MUTEX_HELD,      /* we are at the head */
-	MUTEX_VERIFYING, /* held, checking our node after a reconnect */
-};
-
 struct mutex_cb {
 	void (*acquired)(struct mutex *, void *arg);
 	void (*lost)(struct mutex *, const char *why, void *arg);   /* held, and not any more */
@@ -33,8 +24,6 @@ void mutex_free(struct mutex *);
 void mutex_session(struct mutex *, enum zk_event);
 void mutex_set_data(struct mutex *, const char *data);
 
-enum mutex_state mutex_state(const struct mutex *);
-const char *mutex_state_name(enum mutex_state);
 int64_t mutex_czxid(const struct mutex *);
 uint64_t mutex_shortcuts(const struct mutex *);
 

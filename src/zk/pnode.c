@@ -28,6 +28,15 @@
 #include "xmalloc.h"
 #include "znode.h"
 
+enum pnode_state {
+	PNODE_IDLE,       /* nothing created */
+	PNODE_CREATING,   /* create (or parent creation) in flight */
+	PNODE_RECOVERING, /* connection lost during create: find our node by uuid */
+	PNODE_CREATED,    /* the node exists and belongs to our session */
+	PNODE_HELD,       /* the owner holds through it: watched, deleted by anyone = lost */
+	PNODE_VERIFYING,  /* held, checking after a reconnect that it is still ours */
+};
+
 struct pnode {
 	struct zk *zk;
 	char *dir;
@@ -50,7 +59,7 @@ static const char *pnode_state_names[] = {"IDLE",    "CREATING", "RECOVERING",
                                           "CREATED", "HELD",     "VERIFYING"};
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 pnode_state_name(enum pnode_state state)
 {
 	return pnode_state_names[state];
@@ -385,20 +394,6 @@ pnode_free(struct pnode *p)
 	free(p->data);
 	free(p->path);
 	free(p);
-}
-
-/* The state. */
-enum pnode_state
-pnode_state(const struct pnode *p)
-{
-	return p->state;
-}
-
-/* The full path of the created node, or NULL. */
-const char *
-pnode_path(const struct pnode *p)
-{
-	return p->state >= PNODE_CREATED ? p->path : NULL;
 }
 
 /* The name (last element) of the created node, or NULL. */

@@ -25,6 +25,16 @@
 
 #define SEMAPHORE_BASE "lease-"
 
+enum semaphore_state {
+	SEMAPHORE_IDLE,
+	SEMAPHORE_LOCKING,   /* waiting for the <path>/locks mutex */
+	SEMAPHORE_CREATING,  /* holding it, creating our lease node */
+	SEMAPHORE_COUNTING,  /* listing <path>/leases */
+	SEMAPHORE_WAITING,   /* more than N leases: watching the folder */
+	SEMAPHORE_HELD,      /* our lease counts among the N */
+	SEMAPHORE_VERIFYING, /* held, checking our node after a reconnect */
+};
+
 struct semaphore {
 	struct zk *zk;
 	char *path;
@@ -50,7 +60,7 @@ static void semaphore_list(struct semaphore *);
 static void semaphore_create_lease(struct semaphore *);
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 semaphore_state_name(enum semaphore_state state)
 {
 	return semaphore_state_names[state];
@@ -346,13 +356,6 @@ semaphore_session(struct semaphore *s, enum zk_event event)
 	default:
 		break;
 	}
-}
-
-/* The state. */
-enum semaphore_state
-semaphore_state(const struct semaphore *s)
-{
-	return s->state;
 }
 
 /* Our lease node's czxid: the fencing token. */
