@@ -20,6 +20,16 @@
 #include "xmalloc.h"
 #include "znode.h"
 
+/* <dir>/<a>/<b>. */
+static char *
+layout_join2(const char *dir, const char *a, const char *b)
+{
+	char *mid = znode_join(dir, a), *path = znode_join(mid, b);
+
+	free(mid);
+	return path;
+}
+
 /* <root>/jobs. */
 char *
 layout_jobs(const char *root)
@@ -31,19 +41,16 @@ layout_jobs(const char *root)
 char *
 layout_job_record(const char *root, const char *job)
 {
-	char *jobs = layout_jobs(root), *path = znode_join(jobs, job);
-
-	free(jobs);
-	return path;
+	return layout_join2(root, "jobs", job);
 }
 
 /* A child of <root>/jobs/<job>. */
 static char *
 layout_job_child(const char *root, const char *job, const char *child)
 {
-	char *rec = layout_job_record(root, job), *path = znode_join(rec, child);
+	char *jobs = layout_jobs(root), *path = layout_join2(jobs, job, child);
 
-	free(rec);
+	free(jobs);
 	return path;
 }
 
@@ -72,31 +79,30 @@ layout_workers(const char *root)
 char *
 layout_worker(const char *root, const char *node_id)
 {
-	char *workers = layout_workers(root), *path = znode_join(workers, node_id);
-
-	free(workers);
-	return path;
+	return layout_join2(root, "workers", node_id);
 }
 
-/* The folder of the locks with this many leases: <root>/mutex or <root>/semaphore. */
+/* The folder, under the root, of the locks with this many leases. */
+static const char *
+layout_lock_folder(int leases)
+{
+	return leases == 1 ? "mutex" : "semaphore";
+}
+
+/* <root>/mutex or <root>/semaphore. */
 char *
 layout_lock_dir(const char *root, int leases)
 {
-	return znode_join(root, leases == 1 ? "mutex" : "semaphore");
+	return znode_join(root, layout_lock_folder(leases));
 }
 
 /* Where a lock lives: lock_path if set, else <lock> in the folder for its lease count. */
 char *
 layout_lock_path(const char *root, const char *lock, const char *lock_path, int leases)
 {
-	char *dir, *path;
-
 	if (lock_path != NULL)
 		return xstrdup(lock_path);
-	dir = layout_lock_dir(root, leases);
-	path = znode_join(dir, lock);
-	free(dir);
-	return path;
+	return layout_join2(root, layout_lock_folder(leases), lock);
 }
 
 /* <lock_path>/leases: a semaphore's lease nodes. */
