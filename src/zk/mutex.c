@@ -91,7 +91,7 @@ mutex_lost_cb(struct pnode *p, const char *why, void *arg)
 
 	(void)p;
 	mutex_release(m);
-	m->cb.lost(m, why, m->arg);
+	m->cb.lost(why, m->arg);
 }
 
 /* Our node, held, is still ours after a reconnect. */
@@ -103,7 +103,7 @@ mutex_verified_cb(struct pnode *p, void *arg)
 	(void)p;
 	mutex_set_state(m, MUTEX_HELD);
 	if (m->cb.verified != NULL)
-		m->cb.verified(m, m->arg);
+		m->cb.verified(m->arg);
 }
 
 /* We are at the head. */
@@ -113,7 +113,7 @@ mutex_hold(struct mutex *m)
 	free(m->pred);
 	m->pred = NULL;
 	mutex_set_state(m, MUTEX_HELD);
-	m->cb.acquired(m, m->arg);
+	m->cb.acquired(m->arg);
 	/* After the owner's reaction (a job start), off the hand-over's path. */
 	if (m->state == MUTEX_HELD)
 		pnode_hold(m->node);
@@ -146,7 +146,7 @@ mutex_create_failed_cb(struct pnode *p, int rc, void *arg)
 	mutex_set_state(m, MUTEX_IDLE);
 	snprintf(why, sizeof why, "cannot create a lock node in %s: %s", m->dir, zerror(rc));
 	if (m->cb.failed != NULL)
-		m->cb.failed(m, why, m->arg);
+		m->cb.failed(why, m->arg);
 }
 
 /* The predecessor's data came back (so the watch is set), or it is gone. */
@@ -371,9 +371,9 @@ mutex_session(struct mutex *m, enum zk_event event)
 		m->pred = NULL;
 		mutex_set_state(m, MUTEX_IDLE);
 		if (was == MUTEX_HELD || was == MUTEX_VERIFYING)
-			m->cb.lost(m, "the session expired", m->arg);
+			m->cb.lost("the session expired", m->arg);
 		else if (was != MUTEX_IDLE && m->cb.failed != NULL)
-			m->cb.failed(m, "the session expired", m->arg);
+			m->cb.failed("the session expired", m->arg);
 		break;
 	default:
 		break;

@@ -9,11 +9,12 @@
 
 struct mutex;
 
+/* What the owner hears; arg is the one given to mutex_new. */
 struct mutex_cb {
-	void (*acquired)(struct mutex *, void *arg);
-	void (*lost)(struct mutex *, const char *why, void *arg);   /* held, and not any more */
-	void (*failed)(struct mutex *, const char *why, void *arg); /* gave up acquiring */
-	void (*verified)(struct mutex *, void *arg); /* held, confirmed after a reconnect */
+	void (*acquired)(void *arg);
+	void (*lost)(const char *why, void *arg);   /* held, and not any more */
+	void (*failed)(const char *why, void *arg); /* gave up acquiring */
+	void (*verified)(void *arg);                /* held, confirmed after a reconnect */
 };
 
 struct mutex *mutex_new(struct zk *, const char *dir, const char *data, const struct mutex_cb *,

@@ -83,16 +83,15 @@ semaphore_fail(struct semaphore *s, const char *why)
 {
 	semaphore_release(s);
 	if (s->cb.failed != NULL)
-		s->cb.failed(s, why, s->arg);
+		s->cb.failed(why, s->arg);
 }
 
 /* We hold the locks mutex: create our lease node. */
 static void
-semaphore_locked_cb(struct mutex *m, void *arg)
+semaphore_locked_cb(void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state != SEMAPHORE_LOCKING)
 		return;
 	semaphore_create_lease(s);
@@ -100,11 +99,10 @@ semaphore_locked_cb(struct mutex *m, void *arg)
 
 /* The locks mutex was lost while we held it to count (its node vanished): lock again. */
 static void
-semaphore_lock_lost_cb(struct mutex *m, const char *why, void *arg)
+semaphore_lock_lost_cb(const char *why, void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state == SEMAPHORE_IDLE || s->state == SEMAPHORE_HELD ||
 	    s->state == SEMAPHORE_VERIFYING)
 		return;
@@ -119,11 +117,10 @@ semaphore_lock_lost_cb(struct mutex *m, const char *why, void *arg)
 
 /* The locks mutex could not be taken. */
 static void
-semaphore_lock_failed_cb(struct mutex *m, const char *why, void *arg)
+semaphore_lock_failed_cb(const char *why, void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state != SEMAPHORE_IDLE)
 		semaphore_fail(s, why);
 }
@@ -175,7 +172,7 @@ semaphore_lost_cb(struct pnode *p, const char *why, void *arg)
 
 	(void)p;
 	semaphore_release(s);
-	s->cb.lost(s, why, s->arg);
+	s->cb.lost(why, s->arg);
 }
 
 /* Our lease node, held, is still ours after a reconnect. */
@@ -187,7 +184,7 @@ semaphore_verified_cb(struct pnode *p, void *arg)
 	(void)p;
 	semaphore_set_state(s, SEMAPHORE_HELD);
 	if (s->cb.verified != NULL)
-		s->cb.verified(s, s->arg);
+		s->cb.verified(s->arg);
 }
 
 /* A listing of the leases folder. */
@@ -224,7 +221,7 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 		semaphore_set_state(s, SEMAPHORE_HELD);
 		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, reply->nchildren,
 		          s->max);
-		s->cb.acquired(s, s->arg);
+		s->cb.acquired(s->arg);
 		/* After the owner's reaction (a job start), off the acquire's path. */
 		if (s->state == SEMAPHORE_HELD)
 			pnode_hold(s->lease);
@@ -349,9 +346,9 @@ semaphore_session(struct semaphore *s, enum zk_event event)
 	case ZK_EVENT_EXPIRED:
 	case ZK_EVENT_CLOSED:
 		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING)
-			s->cb.lost(s, "the session expired", s->arg);
+			s->cb.lost("the session expired", s->arg);
 		else if (was != SEMAPHORE_IDLE && s->cb.failed != NULL)
-			s->cb.failed(s, "the session expired", s->arg);
+			s->cb.failed("the session expired", s->arg);
 		break;
 	default:
 		break;

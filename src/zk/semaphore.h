@@ -9,11 +9,12 @@
 
 struct semaphore;
 
+/* What the owner hears; arg is the one given to semaphore_new. */
 struct semaphore_cb {
-	void (*acquired)(struct semaphore *, void *arg);
-	void (*lost)(struct semaphore *, const char *why, void *arg);
-	void (*failed)(struct semaphore *, const char *why, void *arg);
-	void (*verified)(struct semaphore *, void *arg);
+	void (*acquired)(void *arg);
+	void (*lost)(const char *why, void *arg);
+	void (*failed)(const char *why, void *arg);
+	void (*verified)(void *arg);
 };
 
 struct semaphore *semaphore_new(struct zk *, const char *path, int leases, const char *data,
