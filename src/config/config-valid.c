@@ -18,6 +18,7 @@
 
 #include "config-int.h"
 #include "duration.h"
+#include "layout.h"
 #include "leasekeeper.h"
 #include "schedule.h"
 #include "utf8.h"
@@ -888,8 +889,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			    kv->line, cfg->root);
 		job->lock_znode = xstrdup(kv2->value);
 	} else
-		xasprintf(&job->lock_znode, "%s/%s/%s", cfg->root,
-		          job->leases > 1 ? "semaphore" : "mutex", job->lock);
+		job->lock_znode = layout_lock_path(cfg->root, job->lock, NULL, job->leases);
 	job->per_tick = 1;
 	ok_tick =
 	    config_get_int(ctx, sec, "per_tick", 1, LK_MAX_LEASES, NULL, NULL, &job->per_tick);

@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "config.h"
 #include "jobrec.h"
+#include "layout.h"
 #include "lease.h"
 #include "log.h"
 #include "schedule.h"
@@ -264,21 +265,21 @@ admin_ask_job(struct admin *a, json_t *job)
 	if (leases == 1)
 		admin_ask(a, ADMIN_HOLDERS, path, job, json_object_get(job, "holders"));
 	else {
-		p = znode_join(path, "leases");
+		p = layout_semaphore_leases(path);
 		admin_ask(a, ADMIN_HOLDERS, p, job, json_object_get(job, "holders"));
 		free(p);
-		p = znode_join(path, "locks");
+		p = layout_semaphore_locks(path);
 		admin_ask(a, ADMIN_WAITERS, p, job, json_object_get(job, "waiters"));
 		free(p);
 	}
 	if (name == NULL)
 		return;
-	rec = jobrec_path(a->root, name);
+	rec = layout_job_record(a->root, name);
 	admin_ask(a, ADMIN_RECORD, rec, job, NULL);
-	p = znode_join(rec, "state");
+	p = layout_job_state(a->root, name);
 	admin_ask(a, ADMIN_STATE, p, job, NULL);
 	free(p);
-	p = znode_join(rec, "runs");
+	p = layout_job_runs(a->root, name);
 	json_object_set_new(job, "runs", json_array());
 	admin_ask(a, ADMIN_RUNS, p, job, json_object_get(job, "runs"));
 	free(p);
@@ -410,7 +411,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 				/* No configuration: the lock is named for the job, N from its record. */
 				job = admin_job_object(a, reply->children[i], "", 1);
 				json_object_set_new(job, "_discover", json_true());
-				lock_path = jobrec_path(a->root, reply->children[i]);
+				lock_path = layout_job_record(a->root, reply->children[i]);
 				admin_ask(a, ADMIN_RECORD, lock_path, job, NULL);
 				free(lock_path);
 			}
@@ -431,7 +432,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 				if (n < 1)
 					n = 1;
 				json_object_set_new(r->target, "leases", json_integer(n));
-				lock_path = lease_lock_path(
+				lock_path = layout_lock_path(
 				    a->root, json_string_value(json_object_get(r->target, "name")),
 				    lock, n);
 				json_object_set_new(r->target, "lock_path", json_string(lock_path));
@@ -455,7 +456,8 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			break;
 		case ADMIN_HOLDERS:
 		case ADMIN_WAITERS:
-			base = strstr(reply->path, "/leases") != NULL && r->role == ADMIN_HOLDERS &&
+			/* A semaphore's holders are its <lock>/leases (admin_ask_job). */
+			base = r->role == ADMIN_HOLDERS &&
 			               json_integer_value(json_object_get(r->target, "leases")) > 1
 			           ? "lease-"
 			           : "lock-";
@@ -486,7 +488,7 @@ admin_status_ready(struct admin *a)
 	size_t i;
 
 	a->pending++; /* held until every first-level read is sent */
-	path = znode_join(a->root, "workers");
+	path = layout_workers(a->root);
 	admin_ask(a, ADMIN_WORKERS, path, NULL, json_object_get(out, "workers"));
 	free(path);
 	if (lock_path != NULL) {
@@ -509,7 +511,7 @@ admin_status_ready(struct admin *a)
 			admin_ask_job(a, job);
 		}
 	} else {
-		path = znode_join(a->root, "jobs");
+		path = layout_jobs(a->root);
 		admin_ask(a, ADMIN_JOBS, path, out, NULL);
 		free(path);
 	}
@@ -833,15 +835,15 @@ static void
 admin_setleases_move_lock(struct admin *a, json_t *record, int leases)
 {
 	const char *lock = json_string_value(json_object_get(record, "lock"));
-	const char *from = leases == 1 ? "semaphore" : "mutex",
-	           *to = leases == 1 ? "mutex" : "semaphore";
-	char *prefix, *moved;
+	char *from, *prefix, *moved;
 
 	if (lock == NULL)
 		return;
-	xasprintf(&prefix, "%s/%s/", a->root, from);
+	from = layout_lock_dir(a->root, leases == 1 ? 2 : 1);
+	prefix = znode_join(from, "");
+	free(from);
 	if (strncmp(lock, prefix, strlen(prefix)) == 0) {
-		xasprintf(&moved, "%s/%s/%s", a->root, to, lock + strlen(prefix));
+		moved = layout_lock_path(a->root, lock + strlen(prefix), NULL, leases);
 		printf("its lock moves to %s\n", moved);
 		json_object_set_new(record, "lock", json_string(moved));
 		free(moved);
@@ -931,7 +933,7 @@ admin_setleases_read(struct admin *a)
 static void
 admin_setleases_ready(struct admin *a)
 {
-	char *path = znode_join(a->root, "jobs");
+	char *path = layout_jobs(a->root);
 
 	zk_create_path(a->zk, path, ZOO_PERSISTENT, NULL, NULL);
 	free(path);
@@ -1004,7 +1006,7 @@ admin_set_leases(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "set-leases")) != 0)
 		return rc;
-	s.path = jobrec_path(a.root, s.job);
+	s.path = layout_job_record(a.root, s.job);
 	a.ctx = &s;
 	a.ready = admin_setleases_ready;
 	rc = admin_run(&a, 10000);

@@ -27,6 +27,7 @@
 #include "duration.h"
 #include "exec.h"
 #include "jobrec.h"
+#include "layout.h"
 #include "lease.h"
 #include "log.h"
 #include "runspec.h"
@@ -258,7 +259,7 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		return;
 	}
 	/* The lease count of NAME is agreed in <root>/jobs/NAME, like a job's. */
-	path = znode_join(e->root, "jobs");
+	path = layout_jobs(e->root);
 	zk_create_path(zk, path, ZOO_PERSISTENT, NULL, NULL);
 	free(path);
 	exec_set_state(e, EXEC_AGREEING);
@@ -526,7 +527,7 @@ exec_main(int argc, char **argv)
 	e.root = xstrdup(root);
 	e.node_id = xstrdup(node_id);
 	e.explicit_lock_path = lock_path != NULL;
-	e.lock_path = lease_lock_path(root, e.name, lock_path, e.leases);
+	e.lock_path = layout_lock_path(root, e.name, lock_path, e.leases);
 	e.started_ns = clock_now_ns();
 	signal(SIGPIPE, SIG_IGN);
 	if ((e.base = event_base_new()) == NULL)

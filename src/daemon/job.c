@@ -745,7 +745,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->name = xstrdup(cj->name);
 	job->state = JOB_IDLE;
 	job->tick = job->next_tick = job->pending_tick = -1;
-	job->lock_path = lease_lock_path(cfg->root, cj->lock, cj->lock_path, cj->leases);
+	job->lock_path = xstrdup(cj->lock_znode);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
 	free(data);

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "jobrec.h"
+#include "layout.h"
 #include "leasekeeper.h"
 #include "log.h"
 #include "schedule.h"
@@ -94,16 +95,6 @@ struct jobrec {
 static void jobrec_claim_step(struct jobrec_task *);
 static void jobrec_missed_step(struct jobrec_task *);
 static void jobrec_run_step(struct jobrec_task *);
-
-/* <root>/jobs/<job> (caller frees). */
-char *
-jobrec_path(const char *root, const char *job)
-{
-	char *path;
-
-	xasprintf(&path, "%s/jobs/%s", root, job);
-	return path;
-}
 
 /*
  * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
@@ -180,9 +171,9 @@ jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const c
 	jr->lock_path = xstrdup(lock_path);
 
 	jr->zk = zk;
-	jr->path = jobrec_path(root, job);
-	jr->state_path = znode_join(jr->path, "state");
-	jr->runs_path = znode_join(jr->path, "runs");
+	jr->path = layout_job_record(root, job);
+	jr->state_path = layout_job_state(root, job);
+	jr->runs_path = layout_job_runs(root, job);
 	jr->leases = leases;
 	jr->cb = *cb;
 	jr->arg = arg;

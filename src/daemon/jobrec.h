@@ -41,7 +41,6 @@ void jobrec_cancel_claim(struct jobrec *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
 
-char *jobrec_path(const char *root, const char *job);
 int jobrec_parse_leases(const char *data, int len);
 
 #endif

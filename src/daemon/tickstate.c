@@ -101,7 +101,7 @@ tickstate_has_tick(const json_t *list, int64_t tick)
 }
 
 /* Append tick to a list of ticks, keeping the newest TICKSTATE_KEEP_TICKS. */
-void
+static void
 tickstate_add_tick(json_t *list, int64_t tick)
 {
 	json_array_append_new(list, json_integer(tick));

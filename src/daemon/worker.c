@@ -34,6 +34,7 @@
 #include "config.h"
 #include "http.h"
 #include "job.h"
+#include "layout.h"
 #include "log.h"
 #include "svlink.h"
 #include "worker.h"
@@ -413,16 +414,17 @@ worker_root_cb(const struct zk_reply *reply, void *arg)
 static void
 worker_register(struct worker *w)
 {
-	static const char *dirs[] = {"jobs", "workers", "mutex", "semaphore"};
-	char *path, *data;
+	const char *root = w->cfg->root;
+	char *dirs[] = {layout_jobs(root), layout_workers(root), layout_lock_dir(root, 1),
+	                layout_lock_dir(root, 2)};
+	char *data;
 	size_t i;
 
 	worker_set_state(w, WORKER_REGISTERING);
-	zk_create_path(w->zk, w->cfg->root, ZOO_PERSISTENT, worker_root_cb, w);
+	zk_create_path(w->zk, root, ZOO_PERSISTENT, worker_root_cb, w);
 	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		path = znode_join(w->cfg->root, dirs[i]);
-		zk_create_node(w->zk, path, NULL, -1, ZOO_PERSISTENT, worker_root_cb, w);
-		free(path);
+		zk_create_node(w->zk, dirs[i], NULL, -1, ZOO_PERSISTENT, worker_root_cb, w);
+		free(dirs[i]);
 	}
 	data = worker_node_data(w);
 	zk_create_node(w->zk, w->path, data, (int)strlen(data), ZOO_EPHEMERAL, worker_register_cb,
@@ -1014,7 +1016,7 @@ worker_run(const char *config_file, struct config *cfg)
 	w.state = WORKER_CONNECTING;
 	TAILQ_INIT(&w.jobs);
 	TAILQ_INIT(&w.retired);
-	xasprintf(&w.path, "%s/workers/%s", cfg->root, cfg->node_id);
+	w.path = layout_worker(cfg->root, cfg->node_id);
 
 	jobs_dir = znode_join(cfg->state_dir, "jobs");
 	if (worker_mkdirs(jobs_dir) != 0)

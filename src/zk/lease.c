@@ -50,91 +50,47 @@ lease_set_state(struct lease *l, enum lease_state state)
 	l->state = state;
 }
 
+/* The recipe holds: stop the timeout and tell the owner. */
 static void
-lease_acquired(struct lease *l)
+lease_acquired_cb(void *arg)
 {
+	struct lease *l = arg;
+
 	evtimer_del(l->timer);
 	lease_set_state(l, LEASE_HELD);
 	l->cb.acquired(l, l->arg);
 }
 
+/* The recipe held and does not any more. */
 static void
-lease_lost(struct lease *l, const char *why)
+lease_lost_cb(const char *why, void *arg)
 {
+	struct lease *l = arg;
+
 	lease_set_state(l, LEASE_IDLE);
 	l->cb.lost(l, why, l->arg);
 }
 
+/* The recipe gave up acquiring. */
 static void
-lease_failed(struct lease *l, const char *why)
+lease_failed_cb(const char *why, void *arg)
 {
+	struct lease *l = arg;
+
 	evtimer_del(l->timer);
 	lease_set_state(l, LEASE_IDLE);
 	l->cb.failed(l, why, l->arg);
 }
 
+/* The recipe's node is still ours after a reconnect. */
 static void
-lease_verified(struct lease *l)
+lease_verified_cb(void *arg)
 {
+	struct lease *l = arg;
+
 	lease_set_state(l, LEASE_HELD);
 	if (l->cb.verified != NULL)
 		l->cb.verified(l, l->arg);
-}
-
-static void
-lease_mutex_acquired_cb(struct mutex *m, void *arg)
-{
-	(void)m;
-	lease_acquired(arg);
-}
-
-static void
-lease_mutex_lost_cb(struct mutex *m, const char *why, void *arg)
-{
-	(void)m;
-	lease_lost(arg, why);
-}
-
-static void
-lease_mutex_failed_cb(struct mutex *m, const char *why, void *arg)
-{
-	(void)m;
-	lease_failed(arg, why);
-}
-
-static void
-lease_mutex_verified_cb(struct mutex *m, void *arg)
-{
-	(void)m;
-	lease_verified(arg);
-}
-
-static void
-lease_sem_acquired_cb(struct semaphore *s, void *arg)
-{
-	(void)s;
-	lease_acquired(arg);
-}
-
-static void
-lease_sem_lost_cb(struct semaphore *s, const char *why, void *arg)
-{
-	(void)s;
-	lease_lost(arg, why);
-}
-
-static void
-lease_sem_failed_cb(struct semaphore *s, const char *why, void *arg)
-{
-	(void)s;
-	lease_failed(arg, why);
-}
-
-static void
-lease_sem_verified_cb(struct semaphore *s, void *arg)
-{
-	(void)s;
-	lease_verified(arg);
 }
 
 /* The acquire timeout ran out: withdraw (deleting what we created) and report. */
@@ -152,7 +108,7 @@ lease_timeout_cb(int fd, short what, void *arg)
 	duration_format(l->timeout_ms, dur, sizeof dur);
 	snprintf(why, sizeof why, "no lease within %s", dur);
 	l->timed_out = 1;
-	lease_failed(l, why);
+	lease_failed_cb(why, l);
 }
 
 /* A lease on path: a mutex when leases is 1, else a semaphore of that many leases. */
@@ -160,10 +116,10 @@ struct lease *
 lease_new(struct event_base *base, struct zk *zk, const char *path, int leases, const char *data,
           const struct lease_cb *cb, void *arg)
 {
-	static const struct mutex_cb mcb = {lease_mutex_acquired_cb, lease_mutex_lost_cb,
-	                                    lease_mutex_failed_cb, lease_mutex_verified_cb};
-	static const struct semaphore_cb scb = {lease_sem_acquired_cb, lease_sem_lost_cb,
-	                                        lease_sem_failed_cb, lease_sem_verified_cb};
+	static const struct mutex_cb mcb = {lease_acquired_cb, lease_lost_cb, lease_failed_cb,
+	                                    lease_verified_cb};
+	static const struct semaphore_cb scb = {lease_acquired_cb, lease_lost_cb, lease_failed_cb,
+	                                        lease_verified_cb};
 	struct lease *l = xcalloc(1, sizeof *l);
 
 	l->zk = zk;
@@ -283,18 +239,6 @@ lease_set_data(struct lease *l, const char *data)
 		mutex_set_data(l->mutex, data);
 	else
 		semaphore_set_data(l->semaphore, data);
-}
-
-/* Where a lock lives: lock_path, or <root>/mutex/<lock> or <root>/semaphore/<lock>. */
-char *
-lease_lock_path(const char *root, const char *lock, const char *lock_path, int leases)
-{
-	char *path;
-
-	if (lock_path != NULL)
-		return xstrdup(lock_path);
-	xasprintf(&path, "%s/%s/%s", root, leases == 1 ? "mutex" : "semaphore", lock);
-	return path;
 }
 
 /* The JSON a lease node holds: who holds or waits (caller frees). */

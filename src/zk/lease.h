@@ -39,6 +39,5 @@ int64_t lease_fence(const struct lease *);
 const char *lease_path(const struct lease *);
 char *lease_data(const char *node_id, const char *job, uint64_t since_ms);
 void lease_set_data(struct lease *, const char *data);
-char *lease_lock_path(const char *root, const char *lock, const char *lock_path, int leases);
 
 #endif

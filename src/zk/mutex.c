@@ -30,6 +30,15 @@
 #define MUTEX_BASE      "lock-"
 #define MUTEX_NEAR_WRAP (INT32_MAX - (1 << 20))
 
+enum mutex_state {
+	MUTEX_IDLE,
+	MUTEX_CREATING,  /* our node is being created */
+	MUTEX_LISTING,   /* listing the folder to find our place */
+	MUTEX_WAITING,   /* watching our predecessor */
+	MUTEX_HELD,      /* we are at the head */
+	MUTEX_VERIFYING, /* held, checking our node after a reconnect */
+};
+
 struct mutex {
 	struct zk *zk;
 	char *dir;
@@ -57,7 +66,7 @@ static void mutex_list(struct mutex *);
 static void mutex_restart(struct mutex *);
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 mutex_state_name(enum mutex_state state)
 {
 	return mutex_state_names[state];
@@ -74,46 +83,27 @@ mutex_set_state(struct mutex *m, enum mutex_state state)
 	m->state = state;
 }
 
-static void mutex_watch_own(struct mutex *);
-
-/* Our own node, watched while we hold: deleted by anyone but us, the lock is gone. */
+/* Our node, held, vanished or was found not ours after a reconnect (pnode.c). */
 static void
-mutex_own_lost(struct mutex *m)
+mutex_lost_cb(struct pnode *p, const char *why, void *arg)
 {
-	char why[256];
+	struct mutex *m = arg;
 
-	snprintf(why, sizeof why, "lock node %s vanished while held", pnode_path(m->node));
+	(void)p;
 	mutex_release(m);
-	m->cb.lost(m, why, m->arg);
+	m->cb.lost(why, m->arg);
 }
 
+/* Our node, held, is still ours after a reconnect. */
 static void
-mutex_own_watch_cb(int type, const char *path, void *arg)
+mutex_verified_cb(struct pnode *p, void *arg)
 {
 	struct mutex *m = arg;
 
-	if ((m->state != MUTEX_HELD && m->state != MUTEX_VERIFYING) ||
-	    pnode_path(m->node) == NULL || strcmp(path, pnode_path(m->node)) != 0)
-		return;
-	if (type == ZOO_DELETED_EVENT)
-		mutex_own_lost(m);
-	else
-		mutex_watch_own(m);
-}
-
-static void
-mutex_own_cb(const struct zk_reply *reply, void *arg)
-{
-	struct mutex *m = arg;
-
-	if (m->state == MUTEX_HELD && reply->rc == ZNONODE)
-		mutex_own_lost(m);
-}
-
-static void
-mutex_watch_own(struct mutex *m)
-{
-	zk_get(m->zk, pnode_path(m->node), mutex_own_watch_cb, mutex_own_cb, m);
+	(void)p;
+	mutex_set_state(m, MUTEX_HELD);
+	if (m->cb.verified != NULL)
+		m->cb.verified(m->arg);
 }
 
 /* We are at the head. */
@@ -123,10 +113,10 @@ mutex_hold(struct mutex *m)
 	free(m->pred);
 	m->pred = NULL;
 	mutex_set_state(m, MUTEX_HELD);
-	m->cb.acquired(m, m->arg);
+	m->cb.acquired(m->arg);
 	/* After the owner's reaction (a job start), off the hand-over's path. */
 	if (m->state == MUTEX_HELD)
-		mutex_watch_own(m);
+		pnode_hold(m->node);
 }
 
 /* Our node exists: find our place, unless the pipelined listing is on its way. */
@@ -156,7 +146,7 @@ mutex_create_failed_cb(struct pnode *p, int rc, void *arg)
 	mutex_set_state(m, MUTEX_IDLE);
 	snprintf(why, sizeof why, "cannot create a lock node in %s: %s", m->dir, zerror(rc));
 	if (m->cb.failed != NULL)
-		m->cb.failed(m, why, m->arg);
+		m->cb.failed(why, m->arg);
 }
 
 /* The predecessor's data came back (so the watch is set), or it is gone. */
@@ -305,7 +295,8 @@ mutex_restart(struct mutex *m)
 struct mutex *
 mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_cb *cb, void *arg)
 {
-	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb};
+	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb, mutex_lost_cb,
+	                                    mutex_verified_cb};
 	struct mutex *m = xcalloc(1, sizeof *m);
 
 	m->zk = zk;
@@ -358,28 +349,6 @@ mutex_free(struct mutex *m)
 	free(m);
 }
 
-/* After a reconnect, a holder checks that its node is still there and still ours. */
-static void
-mutex_verify_cb(const struct zk_reply *reply, void *arg)
-{
-	struct mutex *m = arg;
-	char why[256];
-
-	if (m->state != MUTEX_VERIFYING || zk_connection_error(reply->rc))
-		return;
-	if (reply->rc == ZOK && reply->stat != NULL &&
-	    reply->stat->ephemeralOwner == zk_session_id(m->zk)) {
-		mutex_set_state(m, MUTEX_HELD);
-		if (m->cb.verified != NULL)
-			m->cb.verified(m, m->arg);
-		return;
-	}
-	snprintf(why, sizeof why, "lock node %s %s", reply->path,
-	         reply->rc == ZOK ? "belongs to another session" : "vanished");
-	mutex_release(m);
-	m->cb.lost(m, why, m->arg);
-}
-
 /* Session events, forwarded by the owner. */
 void
 mutex_session(struct mutex *m, enum zk_event event)
@@ -389,10 +358,9 @@ mutex_session(struct mutex *m, enum zk_event event)
 	pnode_session(m->node, event);
 	switch (event) {
 	case ZK_EVENT_RECONNECTED:
-		if (was == MUTEX_HELD || was == MUTEX_VERIFYING) {
-			mutex_set_state(m, MUTEX_VERIFYING);
-			zk_exists(m->zk, pnode_path(m->node), mutex_verify_cb, m);
-		} else if (was == MUTEX_WAITING || (was == MUTEX_LISTING && m->listing == 0))
+		if (was == MUTEX_HELD || was == MUTEX_VERIFYING)
+			mutex_set_state(m, MUTEX_VERIFYING); /* pnode_session checks the node */
+		else if (was == MUTEX_WAITING || (was == MUTEX_LISTING && m->listing == 0))
 			mutex_list(m);
 		break;
 	case ZK_EVENT_EXPIRED:
@@ -403,20 +371,13 @@ mutex_session(struct mutex *m, enum zk_event event)
 		m->pred = NULL;
 		mutex_set_state(m, MUTEX_IDLE);
 		if (was == MUTEX_HELD || was == MUTEX_VERIFYING)
-			m->cb.lost(m, "the session expired", m->arg);
+			m->cb.lost("the session expired", m->arg);
 		else if (was != MUTEX_IDLE && m->cb.failed != NULL)
-			m->cb.failed(m, "the session expired", m->arg);
+			m->cb.failed("the session expired", m->arg);
 		break;
 	default:
 		break;
 	}
-}
-
-/* The state. */
-enum mutex_state
-mutex_state(const struct mutex *m)
-{
-	return m->state;
 }
 
 /* Our node's czxid: the fencing token. */

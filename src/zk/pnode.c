@@ -10,11 +10,16 @@
  * 5's rule), before creating anew. Missing parents are created as containers, as
  * Curator's creatingParentContainersIfNeeded does, so that empty lock folders go away.
  *
+ * A node its owner holds through (the head of a mutex, a counted lease) is watched: deleted
+ * by anyone but us, the hold is lost. After each reconnect it is checked to be there and
+ * still our session's, since what happened to it while we were away is not known.
+ *
  * Deleting, or freeing, never leaves a node behind: a created node is deleted with a
  * guaranteed delete, and a create still in flight is followed by a protected delete
  * that finds the node by uuid once the create has landed.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +27,15 @@
 #include "pnode.h"
 #include "xmalloc.h"
 #include "znode.h"
+
+enum pnode_state {
+	PNODE_IDLE,       /* nothing created */
+	PNODE_CREATING,   /* create (or parent creation) in flight */
+	PNODE_RECOVERING, /* connection lost during create: find our node by uuid */
+	PNODE_CREATED,    /* the node exists and belongs to our session */
+	PNODE_HELD,       /* the owner holds through it: watched, deleted by anyone = lost */
+	PNODE_VERIFYING,  /* held, checking after a reconnect that it is still ours */
+};
 
 struct pnode {
 	struct zk *zk;
@@ -41,10 +55,11 @@ struct pnode {
 	struct log_limit lim_parent, lim_create;
 };
 
-static const char *pnode_state_names[] = {"IDLE", "CREATING", "RECOVERING", "CREATED"};
+static const char *pnode_state_names[] = {"IDLE",    "CREATING", "RECOVERING",
+                                          "CREATED", "HELD",     "VERIFYING"};
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 pnode_state_name(enum pnode_state state)
 {
 	return pnode_state_names[state];
@@ -245,6 +260,79 @@ pnode_recover_cb(const struct zk_reply *reply, void *arg)
 		pnode_send_create(p);
 }
 
+/* The owner's hold is gone with the node: tell it why (the owner may delete or free us). */
+static void
+pnode_lost(struct pnode *p, const char *path, const char *how)
+{
+	char why[256];
+
+	/* "lock node ..." or "lease node ...": the base without its trailing '-'. */
+	snprintf(why, sizeof why, "%.*s node %s %s", (int)strcspn(p->base, "-"), p->base, path,
+	         how);
+	p->cb.lost(p, why, p->arg);
+}
+
+static void pnode_watch_own(struct pnode *);
+
+/* Our held node changed or went away. */
+static void
+pnode_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct pnode *p = arg;
+
+	if ((p->state != PNODE_HELD && p->state != PNODE_VERIFYING) || strcmp(path, p->path) != 0)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		pnode_lost(p, p->path, "vanished while held");
+	else
+		pnode_watch_own(p);
+}
+
+/* The answer to the read that set the watch: already gone is lost too. */
+static void
+pnode_own_cb(const struct zk_reply *reply, void *arg)
+{
+	struct pnode *p = arg;
+
+	if (p->state == PNODE_HELD && reply->rc == ZNONODE)
+		pnode_lost(p, p->path, "vanished while held");
+}
+
+/* Watch our node (a get-data watch, which a vanished node does not leave behind). */
+static void
+pnode_watch_own(struct pnode *p)
+{
+	zk_get(p->zk, p->path, pnode_own_watch_cb, pnode_own_cb, p);
+}
+
+/* The owner holds through our node from now on: watch it. */
+void
+pnode_hold(struct pnode *p)
+{
+	if (p->state != PNODE_CREATED)
+		fatalx("pnode_hold in state %s", pnode_state_name(p->state));
+	pnode_set_state(p, PNODE_HELD);
+	pnode_watch_own(p);
+}
+
+/* After a reconnect: is our held node still there, and still our session's? */
+static void
+pnode_verify_cb(const struct zk_reply *reply, void *arg)
+{
+	struct pnode *p = arg;
+
+	if (p->state != PNODE_VERIFYING || zk_connection_error(reply->rc))
+		return;
+	if (reply->rc == ZOK && reply->stat != NULL &&
+	    reply->stat->ephemeralOwner == zk_session_id(p->zk)) {
+		pnode_set_state(p, PNODE_HELD);
+		if (p->cb.verified != NULL)
+			p->cb.verified(p, p->arg);
+		return;
+	}
+	pnode_lost(p, reply->path, reply->rc == ZOK ? "belongs to another session" : "vanished");
+}
+
 /* Session events, forwarded by the owner. */
 void
 pnode_session(struct pnode *p, enum zk_event event)
@@ -253,6 +341,10 @@ pnode_session(struct pnode *p, enum zk_event event)
 	case ZK_EVENT_RECONNECTED:
 		if (p->state == PNODE_RECOVERING)
 			zk_children(p->zk, p->dir, NULL, pnode_recover_cb, p);
+		else if (p->state == PNODE_HELD || p->state == PNODE_VERIFYING) {
+			pnode_set_state(p, PNODE_VERIFYING);
+			zk_exists(p->zk, p->path, pnode_verify_cb, p);
+		}
 		break;
 	case ZK_EVENT_EXPIRED:
 	case ZK_EVENT_CLOSED:
@@ -274,6 +366,8 @@ pnode_delete(struct pnode *p)
 	p->parents = 0;
 	switch (p->state) {
 	case PNODE_CREATED:
+	case PNODE_HELD:
+	case PNODE_VERIFYING:
 		zk_delete_guaranteed(p->zk, p->path);
 		break;
 	case PNODE_CREATING:
@@ -302,25 +396,11 @@ pnode_free(struct pnode *p)
 	free(p);
 }
 
-/* The state. */
-enum pnode_state
-pnode_state(const struct pnode *p)
-{
-	return p->state;
-}
-
-/* The full path of the created node, or NULL. */
-const char *
-pnode_path(const struct pnode *p)
-{
-	return p->state == PNODE_CREATED ? p->path : NULL;
-}
-
 /* The name (last element) of the created node, or NULL. */
 const char *
 pnode_name(const struct pnode *p)
 {
-	return p->state == PNODE_CREATED ? znode_basename(p->path) : NULL;
+	return p->state >= PNODE_CREATED ? znode_basename(p->path) : NULL;
 }
 
 /* The czxid of the created node: the fencing token. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "log.h"
 #include "mutex.h"
 #include "pnode.h"
@@ -23,6 +24,16 @@
 #include "znode.h"
 
 #define SEMAPHORE_BASE "lease-"
+
+enum semaphore_state {
+	SEMAPHORE_IDLE,
+	SEMAPHORE_LOCKING,   /* waiting for the <path>/locks mutex */
+	SEMAPHORE_CREATING,  /* holding it, creating our lease node */
+	SEMAPHORE_COUNTING,  /* listing <path>/leases */
+	SEMAPHORE_WAITING,   /* more than N leases: watching the folder */
+	SEMAPHORE_HELD,      /* our lease counts among the N */
+	SEMAPHORE_VERIFYING, /* held, checking our node after a reconnect */
+};
 
 struct semaphore {
 	struct zk *zk;
@@ -49,7 +60,7 @@ static void semaphore_list(struct semaphore *);
 static void semaphore_create_lease(struct semaphore *);
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 semaphore_state_name(enum semaphore_state state)
 {
 	return semaphore_state_names[state];
@@ -72,16 +83,15 @@ semaphore_fail(struct semaphore *s, const char *why)
 {
 	semaphore_release(s);
 	if (s->cb.failed != NULL)
-		s->cb.failed(s, why, s->arg);
+		s->cb.failed(why, s->arg);
 }
 
 /* We hold the locks mutex: create our lease node. */
 static void
-semaphore_locked_cb(struct mutex *m, void *arg)
+semaphore_locked_cb(void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state != SEMAPHORE_LOCKING)
 		return;
 	semaphore_create_lease(s);
@@ -89,11 +99,10 @@ semaphore_locked_cb(struct mutex *m, void *arg)
 
 /* The locks mutex was lost while we held it to count (its node vanished): lock again. */
 static void
-semaphore_lock_lost_cb(struct mutex *m, const char *why, void *arg)
+semaphore_lock_lost_cb(const char *why, void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state == SEMAPHORE_IDLE || s->state == SEMAPHORE_HELD ||
 	    s->state == SEMAPHORE_VERIFYING)
 		return;
@@ -108,11 +117,10 @@ semaphore_lock_lost_cb(struct mutex *m, const char *why, void *arg)
 
 /* The locks mutex could not be taken. */
 static void
-semaphore_lock_failed_cb(struct mutex *m, const char *why, void *arg)
+semaphore_lock_failed_cb(const char *why, void *arg)
 {
 	struct semaphore *s = arg;
 
-	(void)m;
 	if (s->state != SEMAPHORE_IDLE)
 		semaphore_fail(s, why);
 }
@@ -156,46 +164,27 @@ semaphore_watch_cb(int type, const char *path, void *arg)
 		semaphore_list(s);
 }
 
-/* Our lease node, watched while we hold: deleted by anyone but us, the lease is gone. */
+/* Our lease node, held, vanished or was found not ours after a reconnect (pnode.c). */
 static void
-semaphore_own_lost(struct semaphore *s)
+semaphore_lost_cb(struct pnode *p, const char *why, void *arg)
 {
-	char why[256];
+	struct semaphore *s = arg;
 
-	snprintf(why, sizeof why, "lease node %s vanished while held", pnode_path(s->lease));
+	(void)p;
 	semaphore_release(s);
-	s->cb.lost(s, why, s->arg);
+	s->cb.lost(why, s->arg);
 }
 
-static void semaphore_watch_own(struct semaphore *);
-
+/* Our lease node, held, is still ours after a reconnect. */
 static void
-semaphore_own_watch_cb(int type, const char *path, void *arg)
+semaphore_verified_cb(struct pnode *p, void *arg)
 {
 	struct semaphore *s = arg;
 
-	if ((s->state != SEMAPHORE_HELD && s->state != SEMAPHORE_VERIFYING) ||
-	    pnode_path(s->lease) == NULL || strcmp(path, pnode_path(s->lease)) != 0)
-		return;
-	if (type == ZOO_DELETED_EVENT)
-		semaphore_own_lost(s);
-	else
-		semaphore_watch_own(s);
-}
-
-static void
-semaphore_own_cb(const struct zk_reply *reply, void *arg)
-{
-	struct semaphore *s = arg;
-
-	if (s->state == SEMAPHORE_HELD && reply->rc == ZNONODE)
-		semaphore_own_lost(s);
-}
-
-static void
-semaphore_watch_own(struct semaphore *s)
-{
-	zk_get(s->zk, pnode_path(s->lease), semaphore_own_watch_cb, semaphore_own_cb, s);
+	(void)p;
+	semaphore_set_state(s, SEMAPHORE_HELD);
+	if (s->cb.verified != NULL)
+		s->cb.verified(s->arg);
 }
 
 /* A listing of the leases folder. */
@@ -232,10 +221,10 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 		semaphore_set_state(s, SEMAPHORE_HELD);
 		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, reply->nchildren,
 		          s->max);
-		s->cb.acquired(s, s->arg);
+		s->cb.acquired(s->arg);
 		/* After the owner's reaction (a job start), off the acquire's path. */
 		if (s->state == SEMAPHORE_HELD)
-			semaphore_watch_own(s);
+			pnode_hold(s->lease);
 		return;
 	}
 	semaphore_set_state(s, SEMAPHORE_WAITING);
@@ -269,17 +258,18 @@ semaphore_new(struct zk *zk, const char *path, int leases, const char *data,
 {
 	static const struct mutex_cb mcb = {semaphore_locked_cb, semaphore_lock_lost_cb,
 	                                    semaphore_lock_failed_cb, NULL};
-	static const struct pnode_cb pcb = {semaphore_created_cb, semaphore_create_failed_cb};
+	static const struct pnode_cb pcb = {semaphore_created_cb, semaphore_create_failed_cb,
+	                                    semaphore_lost_cb, semaphore_verified_cb};
 	struct semaphore *s = xcalloc(1, sizeof *s);
 	char *locks;
 
 	s->zk = zk;
 	s->path = xstrdup(path);
-	s->leases_dir = znode_join(path, "leases");
+	s->leases_dir = layout_semaphore_leases(path);
 	s->max = leases;
 	s->cb = *cb;
 	s->arg = arg;
-	locks = znode_join(path, "locks");
+	locks = layout_semaphore_locks(path);
 	s->lock = mutex_new(zk, locks, data, &mcb, s);
 	free(locks);
 	s->lease = pnode_new(zk, s->leases_dir, SEMAPHORE_BASE, data, &pcb, s);
@@ -332,28 +322,6 @@ semaphore_free(struct semaphore *s)
 	free(s);
 }
 
-/* After a reconnect, a holder checks that its lease node is still there and ours. */
-static void
-semaphore_verify_cb(const struct zk_reply *reply, void *arg)
-{
-	struct semaphore *s = arg;
-	char why[256];
-
-	if (s->state != SEMAPHORE_VERIFYING || zk_connection_error(reply->rc))
-		return;
-	if (reply->rc == ZOK && reply->stat != NULL &&
-	    reply->stat->ephemeralOwner == zk_session_id(s->zk)) {
-		semaphore_set_state(s, SEMAPHORE_HELD);
-		if (s->cb.verified != NULL)
-			s->cb.verified(s, s->arg);
-		return;
-	}
-	snprintf(why, sizeof why, "lease node %s %s", reply->path,
-	         reply->rc == ZOK ? "belongs to another session" : "vanished");
-	semaphore_release(s);
-	s->cb.lost(s, why, s->arg);
-}
-
 /* Session events, forwarded by the owner. */
 void
 semaphore_session(struct semaphore *s, enum zk_event event)
@@ -370,30 +338,21 @@ semaphore_session(struct semaphore *s, enum zk_event event)
 	pnode_session(s->lease, event);
 	switch (event) {
 	case ZK_EVENT_RECONNECTED:
-		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING) {
-			semaphore_set_state(s, SEMAPHORE_VERIFYING);
-			zk_exists(s->zk, pnode_path(s->lease), semaphore_verify_cb, s);
-		} else if (was == SEMAPHORE_WAITING ||
-		           (was == SEMAPHORE_COUNTING && s->listing == 0))
+		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING)
+			semaphore_set_state(s, SEMAPHORE_VERIFYING); /* pnode_session checks it */
+		else if (was == SEMAPHORE_WAITING || (was == SEMAPHORE_COUNTING && s->listing == 0))
 			semaphore_list(s);
 		break;
 	case ZK_EVENT_EXPIRED:
 	case ZK_EVENT_CLOSED:
 		if (was == SEMAPHORE_HELD || was == SEMAPHORE_VERIFYING)
-			s->cb.lost(s, "the session expired", s->arg);
+			s->cb.lost("the session expired", s->arg);
 		else if (was != SEMAPHORE_IDLE && s->cb.failed != NULL)
-			s->cb.failed(s, "the session expired", s->arg);
+			s->cb.failed("the session expired", s->arg);
 		break;
 	default:
 		break;
 	}
-}
-
-/* The state. */
-enum semaphore_state
-semaphore_state(const struct semaphore *s)
-{
-	return s->state;
 }
 
 /* Our lease node's czxid: the fencing token. */

@@ -9,21 +9,12 @@
 
 struct semaphore;
 
-enum semaphore_state {
-	SEMAPHORE_IDLE,
-	SEMAPHORE_LOCKING,   /* waiting for the <path>/locks mutex */
-	SEMAPHORE_CREATING,  /* holding it, creating our lease node */
-	SEMAPHORE_COUNTING,  /* listing <path>/leases */
-	SEMAPHORE_WAITING,   /* more than N leases: watching the folder */
-	SEMAPHORE_HELD,      /* our lease counts among the N */
-	SEMAPHORE_VERIFYING, /* held, checking our node after a reconnect */
-};
-
+/* What the owner hears; arg is the one given to semaphore_new. */
 struct semaphore_cb {
-	void (*acquired)(struct semaphore *, void *arg);
-	void (*lost)(struct semaphore *, const char *why, void *arg);
-	void (*failed)(struct semaphore *, const char *why, void *arg);
-	void (*verified)(struct semaphore *, void *arg);
+	void (*acquired)(void *arg);
+	void (*lost)(const char *why, void *arg);
+	void (*failed)(const char *why, void *arg);
+	void (*verified)(void *arg);
 };
 
 struct semaphore *semaphore_new(struct zk *, const char *path, int leases, const char *data,
@@ -34,8 +25,6 @@ void semaphore_free(struct semaphore *);
 void semaphore_session(struct semaphore *, enum zk_event);
 void semaphore_set_data(struct semaphore *, const char *data);
 
-enum semaphore_state semaphore_state(const struct semaphore *);
-const char *semaphore_state_name(enum semaphore_state);
 int64_t semaphore_czxid(const struct semaphore *);
 
 #endif

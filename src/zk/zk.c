@@ -160,7 +160,7 @@ zk_event_name(enum zk_event event)
 }
 
 /* Whether rc is an answer from the server (as opposed to a client-side failure). */
-int
+static int
 zk_answered(int rc)
 {
 	return rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION ||

@@ -59,7 +59,6 @@ int64_t zk_session_id(const struct zk *);
 uint64_t zk_epoch(const struct zk *);
 int zk_timeout_ms(const struct zk *);
 uint64_t zk_deadline_ns(const struct zk *);
-int zk_answered(int rc);
 int zk_connection_error(int rc);
 int zk_pending_ops(const struct zk *);
 

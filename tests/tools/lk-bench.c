@@ -460,11 +460,10 @@ handoff_release(struct bench *b)
 /* ---------------------------------------------------------------------- mutex callbacks */
 
 static void
-bench_acquired_cb(struct mutex *m, void *arg)
+bench_acquired_cb(void *arg)
 {
 	struct bench *b = arg;
 
-	(void)m;
 	if (b->mode == BENCH_UNCONTENDED)
 		uncontended_acquired(b);
 	else
@@ -472,17 +471,15 @@ bench_acquired_cb(struct mutex *m, void *arg)
 }
 
 static void
-bench_lost_cb(struct mutex *m, const char *why, void *arg)
+bench_lost_cb(const char *why, void *arg)
 {
-	(void)m;
 	(void)arg;
 	fatalx("lost the lock: %s", why);
 }
 
 static void
-bench_failed_cb(struct mutex *m, const char *why, void *arg)
+bench_failed_cb(const char *why, void *arg)
 {
-	(void)m;
 	(void)arg;
 	fatalx("cannot acquire the lock: %s", why);
 }

@@ -280,23 +280,6 @@ test_lease_data_json(void **state)
 }
 
 static void
-test_lock_path(void **state)
-{
-	char *p;
-
-	(void)state;
-	p = lease_lock_path("/lk", "backup", NULL, 1);
-	assert_string_equal(p, "/lk/mutex/backup");
-	free(p);
-	p = lease_lock_path("/lk", "backup", NULL, 3);
-	assert_string_equal(p, "/lk/semaphore/backup");
-	free(p);
-	p = lease_lock_path("/lk", "backup", "/curator/locks/b", 3);
-	assert_string_equal(p, "/curator/locks/b");
-	free(p);
-}
-
-static void
 test_jobrec_leases(void **state)
 {
 	(void)state;
@@ -325,7 +308,6 @@ main(void)
 	    cmocka_unit_test(test_order_foreign_last),
 	    cmocka_unit_test(test_join_parent),
 	    cmocka_unit_test(test_lease_data_json),
-	    cmocka_unit_test(test_lock_path),
 	    cmocka_unit_test(test_jobrec_leases),
 	};
 

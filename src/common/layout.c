@@ -1,0 +1,120 @@
+/* Runs in: any process (main, and the tools that read or write the cluster). */
+/*
+ * layout.c: the ZooKeeper layout, the one place that knows it:
+ *
+ *   <root>/jobs/<job>              the agreed lease count and the lock's path
+ *   <root>/jobs/<job>/state        the claimed tick
+ *   <root>/jobs/<job>/runs/run-N   one record per run
+ *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
+ *   <root>/semaphore/<lock>        a job with more (a Curator semaphore), which keeps
+ *     .../locks                    the mutex that guards its leases and
+ *     .../leases                   one node per lease held
+ *
+ * A job's lock_path, when set, replaces <root>/{mutex,semaphore}/<lock>.
+ */
+
+#include <stdlib.h>
+
+#include "layout.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+/* <dir>/<a>/<b>. */
+static char *
+layout_join2(const char *dir, const char *a, const char *b)
+{
+	char *mid = znode_join(dir, a), *path = znode_join(mid, b);
+
+	free(mid);
+	return path;
+}
+
+/* <root>/jobs. */
+char *
+layout_jobs(const char *root)
+{
+	return znode_join(root, "jobs");
+}
+
+/* <root>/jobs/<job>: the job record. */
+char *
+layout_job_record(const char *root, const char *job)
+{
+	return layout_join2(root, "jobs", job);
+}
+
+/* A child of <root>/jobs/<job>. */
+static char *
+layout_job_child(const char *root, const char *job, const char *child)
+{
+	char *jobs = layout_jobs(root), *path = layout_join2(jobs, job, child);
+
+	free(jobs);
+	return path;
+}
+
+/* <root>/jobs/<job>/state: the claimed tick. */
+char *
+layout_job_state(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "state");
+}
+
+/* <root>/jobs/<job>/runs: the run records. */
+char *
+layout_job_runs(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "runs");
+}
+
+/* <root>/workers. */
+char *
+layout_workers(const char *root)
+{
+	return znode_join(root, "workers");
+}
+
+/* <root>/workers/<node_id>. */
+char *
+layout_worker(const char *root, const char *node_id)
+{
+	return layout_join2(root, "workers", node_id);
+}
+
+/* The folder, under the root, of the locks with this many leases. */
+static const char *
+layout_lock_folder(int leases)
+{
+	return leases == 1 ? "mutex" : "semaphore";
+}
+
+/* <root>/mutex or <root>/semaphore. */
+char *
+layout_lock_dir(const char *root, int leases)
+{
+	return znode_join(root, layout_lock_folder(leases));
+}
+
+/* Where a lock lives: lock_path if set, else <lock> in the folder for its lease count. */
+char *
+layout_lock_path(const char *root, const char *lock, const char *lock_path, int leases)
+{
+	if (lock_path != NULL)
+		return xstrdup(lock_path);
+	return layout_join2(root, layout_lock_folder(leases), lock);
+}
+
+/* <lock_path>/leases: a semaphore's lease nodes. */
+char *
+layout_semaphore_leases(const char *lock_path)
+{
+	return znode_join(lock_path, "leases");
+}
+
+/* <lock_path>/locks: the mutex that guards a semaphore's leases. */
+char *
+layout_semaphore_locks(const char *lock_path)
+{
+	return znode_join(lock_path, "locks");
+}
