@@ -204,6 +204,11 @@ class ContinuousTest(lktest.TestCase):
         self.assertEqual(int(env["LEASEKEEPER_FENCE"]), czxid)
         self.assertNotIn("LEASEKEEPER_TICK", env)
 
+    def wait_conflict_metric(self, name):
+        want = 'leasekeeper_job_lease_conflict{job="shared"} 1'
+        self.wait_until(lambda: want in self.http_get(name, "/metrics")[1], timeout=20,
+                        msg="%s's /metrics never showed %s" % (name, want))
+
     def test_lease_count_conflict_and_set_leases(self):
         self.start_zookeeper()
         rec = self.record_file()
@@ -218,8 +223,7 @@ class ContinuousTest(lktest.TestCase):
         procs.update(self.start_workers(jobs_for, names=("beta",), http=True))
         procs["beta"].wait_log(r"the cluster agreed on 1 lease\(s\) but this worker is "
                                r"configured with 2: not contending", timeout=20)
-        _, metrics = self.http_get("beta", "/metrics")
-        self.assertIn('leasekeeper_job_lease_conflict{job="shared"} 1', metrics)
+        self.wait_conflict_metric("beta")
         self.assertEqual(rec.count("start", "beta"), 0)
         r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
                             self.zk.connect_string, "shared", "2"], capture_output=True,
@@ -230,8 +234,9 @@ class ContinuousTest(lktest.TestCase):
                                 r"configured with 1", timeout=20)
         self.wait_until(lambda: self.running(rec) == ["beta"], timeout=20,
                         msg="alpha must stop its run once the count changed")
-        _, metrics = self.http_get("alpha", "/metrics")
-        self.assertIn('leasekeeper_job_lease_conflict{job="shared"} 1', metrics)
+        # The run's end reaches the worker through the supervisor a moment after the process
+        # is gone: wait for the worker to settle in the conflict.
+        self.wait_conflict_metric("alpha")
         # The recorded lock moved to the semaphore folder with the count: status without a
         # configuration finds the holder there.
         r = subprocess.run([lktest.leasekeeper_bin(), "status", "--zk", self.zk.connect_string,
