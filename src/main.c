@@ -62,36 +62,49 @@ main_load(const char *file)
 	return cfg;
 }
 
-/* `run`: the daemon. */
+/*
+ * The options of `run` and `check`: -c FILE, -h, and -v when verbose is not NULL. Returns -1
+ * to go on, else the status to exit with.
+ */
 static int
-main_run(int argc, char **argv)
+main_config_opts(int argc, char **argv, const char **file, int *verbose)
 {
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
-	const char *file = MAIN_DEFAULT_CONFIG;
-	struct config *cfg;
-	int ch, verbose = 0, rc;
+	int ch;
 
-	while ((ch = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			file = optarg;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'h':
-			return main_usage(stdout);
-		default:
+	while ((ch = getopt_long(argc, argv, verbose != NULL ? "c:vh" : "c:h", longopts, NULL)) !=
+	       -1) {
+		if (ch == 'c')
+			*file = optarg;
+		else if (ch == 'v' && verbose != NULL)
+			(*verbose)++;
+		else if (ch == 'v') {
+			fprintf(stderr, "%s: unrecognized option '%s'\n", argv[0],
+			        argv[optind - 1]);
 			return main_usage(stderr);
-		}
+		} else
+			return main_usage(ch == 'h' ? stdout : stderr);
 	}
 	if (optind != argc) {
 		fprintf(stderr, "leasekeeper: unexpected argument \"%s\"\n", argv[optind]);
 		return main_usage(stderr);
 	}
+	return -1;
+}
+
+/* `run`: the daemon. */
+static int
+main_run(int argc, char **argv)
+{
+	const char *file = MAIN_DEFAULT_CONFIG;
+	struct config *cfg;
+	int verbose = 0, rc;
+
+	if ((rc = main_config_opts(argc, argv, &file, &verbose)) >= 0)
+		return rc;
 	log_init(verbose, "main");
 	if ((cfg = main_load(file)) == NULL)
 		return EXIT_CONFIG;
@@ -104,28 +117,12 @@ main_run(int argc, char **argv)
 static int
 main_check(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-	                                         {"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
 	const char *file = MAIN_DEFAULT_CONFIG;
 	struct config *cfg;
-	int ch;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			file = optarg;
-			break;
-		case 'h':
-			return main_usage(stdout);
-		default:
-			return main_usage(stderr);
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "leasekeeper: unexpected argument \"%s\"\n", argv[optind]);
-		return main_usage(stderr);
-	}
+	if ((rc = main_config_opts(argc, argv, &file, NULL)) >= 0)
+		return rc;
 	if ((cfg = main_load(file)) == NULL)
 		return 1;
 	config_print(cfg, stdout);
@@ -227,6 +224,7 @@ main_next(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	static char name[64];
 	const char *cmd;
 
 	log_init(-1, "main");
@@ -235,6 +233,9 @@ main(int argc, char **argv)
 	cmd = argv[1];
 	argc--;
 	argv++;
+	/* getopt names the program in its messages: "leasekeeper check: invalid option". */
+	snprintf(name, sizeof name, "leasekeeper %s", cmd);
+	argv[0] = name;
 	if (strcmp(cmd, "run") == 0)
 		return main_run(argc, argv);
 	if (strcmp(cmd, "check") == 0)
