@@ -91,6 +91,35 @@ utf8_count(const char *s, size_t len)
 }
 
 /*
+ * Write the escaped form of one character (n bytes at s, code point cp; n == 0 for a byte
+ * that is not UTF-8) at out, with '"' escaped too if quoted; return its length (at most
+ * UTF8_ESCAPE_MAX).
+ */
+static size_t
+utf8_escape_char(char *out, const char *s, size_t n, uint32_t cp, int quoted)
+{
+	if (n == 0)
+		return (size_t)sprintf(out, "\\x%02x", (unsigned char)s[0]);
+	if ((cp == '"' && quoted) || cp == '\\') {
+		out[0] = '\\';
+		out[1] = (char)cp;
+		return 2;
+	}
+	if (cp == '\t')
+		return (size_t)sprintf(out, "\\t");
+	if (cp == '\n')
+		return (size_t)sprintf(out, "\\n");
+	if (cp == '\r')
+		return (size_t)sprintf(out, "\\r");
+	if (!utf8_plain(cp) && cp < 0x80)
+		return (size_t)sprintf(out, "\\x%02x", (unsigned)cp);
+	if (!utf8_plain(cp))
+		return (size_t)sprintf(out, "\\u{%04X}", (unsigned)cp);
+	memcpy(out, s, n);
+	return n;
+}
+
+/*
  * s[0..len) in double quotes for a message: '"' and '\' escaped with '\', tab, newline
  * and carriage return as \t \n \r, other ASCII controls and bytes that are not UTF-8 as
  * \xNN, other control and invisible characters as \u{XXXX}. Text of more than
@@ -101,7 +130,7 @@ char *
 utf8_quote(const char *s, size_t len)
 {
 	size_t off = 0, n, used = 0, index = 0, total = utf8_count(s, len), head, tail_from;
-	char *out = xmalloc(UTF8_QUOTE_MAX * 12 + 8);
+	char *out = xmalloc(UTF8_QUOTE_MAX * (UTF8_ESCAPE_MAX + 2) + 8);
 	uint32_t cp;
 
 	head = total > UTF8_QUOTE_MAX ? UTF8_QUOTE_MAX / 3 : total;
@@ -115,27 +144,28 @@ utf8_quote(const char *s, size_t len)
 		}
 		if (index >= head && index < tail_from)
 			continue;
-		if (n == 0)
-			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned char)s[off]);
-		else if (cp == '"' || cp == '\\') {
-			out[used++] = '\\';
-			out[used++] = (char)cp;
-		} else if (cp == '\t')
-			used += (size_t)sprintf(out + used, "\\t");
-		else if (cp == '\n')
-			used += (size_t)sprintf(out + used, "\\n");
-		else if (cp == '\r')
-			used += (size_t)sprintf(out + used, "\\r");
-		else if (!utf8_plain(cp) && cp < 0x80)
-			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned)cp);
-		else if (!utf8_plain(cp))
-			used += (size_t)sprintf(out + used, "\\u{%04X}", (unsigned)cp);
-		else {
-			memcpy(out + used, s + off, n);
-			used += n;
-		}
+		used += utf8_escape_char(out + used, s + off, n, cp, 1);
 	}
 	out[used++] = '"';
+	out[used] = '\0';
+	return out;
+}
+
+/*
+ * The whole of s, escaped as utf8_quote does but without quotes ('"' stays as it is), for
+ * a table whose cells come from outside (caller frees).
+ */
+char *
+utf8_escape(const char *s)
+{
+	size_t len = strlen(s), off, n, used = 0;
+	char *out = xmalloc(len * UTF8_ESCAPE_MAX + 1);
+	uint32_t cp;
+
+	for (off = 0; off < len; off += n == 0 ? 1 : n) {
+		n = utf8_char(s + off, len - off, &cp);
+		used += utf8_escape_char(out + used, s + off, n, cp, 0);
+	}
 	out[used] = '\0';
 	return out;
 }

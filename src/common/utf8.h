@@ -8,9 +8,12 @@
 
 /* How many characters utf8_quote keeps of a longer text: its start and end around "...". */
 #define UTF8_QUOTE_MAX 64
+/* The longest escaped form of one character: "\u{10FFFF}". */
+#define UTF8_ESCAPE_MAX 10
 
 size_t utf8_char(const char *s, size_t len, uint32_t *cp);
 char *utf8_quote(const char *s, size_t len);
 char *utf8_quote_str(const char *s);
+char *utf8_escape(const char *s);
 
 #endif

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "schedule.h"
 #include "tickstate.h"
+#include "utf8.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -537,6 +538,45 @@ admin_print_node(const char *what, json_t *n)
 		       json_string_value(json_object_get(n, "znode")));
 }
 
+/* A string's escaped copy. */
+static json_t *
+admin_escaped(json_t *str)
+{
+	char *text = utf8_escape(json_string_value(str));
+	json_t *copy = json_string(text);
+
+	free(text);
+	return copy;
+}
+
+/*
+ * Escape every string in v for the table: node data is anyone's to write, and raw control
+ * bytes in it would forge lines or drive the terminal (JSON output escapes them already).
+ */
+static void
+admin_status_escape(json_t *v)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, item) {
+			if (json_is_string(item))
+				json_object_set_new(v, key, admin_escaped(item));
+			else
+				admin_status_escape(item);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (json_is_string(item))
+				json_array_set_new(v, i, admin_escaped(item));
+			else
+				admin_status_escape(item);
+		}
+	}
+}
+
 /* The human view of status. */
 static void
 admin_status_print(json_t *out)
@@ -805,8 +845,10 @@ admin_status(int argc, char **argv)
 			text = json_dumps(out, JSON_INDENT(2));
 			printf("%s\n", text);
 			free(text);
-		} else
+		} else {
+			admin_status_escape(out);
 			admin_status_print(out);
+		}
 	}
 	json_decref(out);
 	config_free(a.cfg);

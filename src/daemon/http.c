@@ -5,15 +5,32 @@
  * GET /status is the worker's view as JSON (session, deadline, jobs and their leases),
  * GET /metrics the same as Prometheus text, GET /health 200 while the worker is
  * registered with a connected session and 503 otherwise.
+ *
+ * The listener shares the loop that keeps the ZooKeeper heartbeat, and its clients are not
+ * trusted, so everything a client can make it hold is bounded: a request (from the
+ * connection's start or the previous reply to the end of the reply) gets HTTP_TIMEOUT_S,
+ * headers HTTP_MAX_HEADERS bytes, a body none, and at most HTTP_MAX_CONNECTIONS
+ * connections are open; past that the listener stops accepting and the kernel's backlog
+ * holds the rest. Running out of file descriptors pauses accepting for
+ * HTTP_ACCEPT_PAUSE_MS, with one warning per interval, instead of failing accept() in a
+ * loop.
+ *
+ * libevent 2.1 has no connection cap and no hook when a server connection opens, so we
+ * make each connection's bufferevent ourselves (evhttp_set_bevcb), then, once the accept
+ * callback has returned, find the connection evhttp built around it and ask to hear of
+ * its close.
  */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <jansson.h>
 
 #include "http.h"
@@ -21,22 +38,240 @@
 #include "log.h"
 #include "xmalloc.h"
 
+#define HTTP_TIMEOUT_S       10
+#define HTTP_MAX_HEADERS     8192
+#define HTTP_MAX_BODY        0
+#define HTTP_MAX_CONNECTIONS 16
+#define HTTP_ACCEPT_PAUSE_MS 1000
+
+/* One open connection: a slot is taken when evhttp asks for a bufferevent. */
+struct http_conn {
+	struct http *h;
+	int used;
+	struct bufferevent *bev;         /* until adopted: ours, with a reference held */
+	struct evhttp_connection *evcon; /* once adopted */
+	struct event *deadline;          /* the request in progress must be done by then */
+};
+
 struct http {
+	struct event_base *base;
 	struct evhttp *evh;
+	struct evconnlistener *lev;
+	struct event *adopt;  /* finds the connections evhttp built on new bufferevents */
+	struct event *resume; /* accepting again after running out of descriptors */
+	int listening;
+	int out_of_fds;
+	int closing;
+	int nconn;
+	struct http_conn conns[HTTP_MAX_CONNECTIONS];
 	const struct http_cb *cb;
 	void *arg;
 };
 
+static struct log_limit http_lim_accept, http_lim_full;
+
+/* The one listener of the process: libevent hands its accept errors evhttp's argument. */
+static struct http *http_self;
+
+/* Accept while there is room and descriptors; otherwise leave clients in the backlog. */
+static void
+http_listen_update(struct http *h)
+{
+	int want = !h->closing && !h->out_of_fds && h->nconn < HTTP_MAX_CONNECTIONS;
+
+	if (h->lev == NULL || want == h->listening)
+		return;
+	if (want)
+		evconnlistener_enable(h->lev);
+	else
+		evconnlistener_disable(h->lev);
+	h->listening = want;
+	if (!want && !h->out_of_fds && !h->closing)
+		log_warnx_limited(&http_lim_full,
+		                  "http: %d connections open, the most allowed: new ones wait",
+		                  HTTP_MAX_CONNECTIONS);
+}
+
+/* Give a connection's slot back. */
+static void
+http_conn_release(struct http_conn *c)
+{
+	evtimer_del(c->deadline);
+	c->used = 0;
+	c->bev = NULL;
+	c->evcon = NULL;
+	c->h->nconn--;
+	http_listen_update(c->h);
+}
+
+/* A connection the server (or its client) closed. */
+static void
+http_conn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct http_conn *c = arg;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	if (c->used && c->evcon == evcon)
+		http_conn_release(c);
+}
+
+/* The request in progress took too long: drop the connection. */
+static void
+http_conn_deadline_cb(int fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	struct evhttp_connection *evcon = c->evcon;
+
+	(void)fd;
+	(void)what;
+	if (evcon == NULL)
+		return;
+	log_debug("http: a request took more than %d s: closing its connection", HTTP_TIMEOUT_S);
+	evhttp_connection_free(evcon);
+	if (c->used && c->evcon == evcon)
+		http_conn_release(c);
+}
+
+/* Give the connection a request's time again: from now to the end of its next reply. */
+static void
+http_conn_rearm(struct http_conn *c)
+{
+	struct timeval tv = {HTTP_TIMEOUT_S, 0};
+
+	evtimer_add(c->deadline, &tv);
+}
+
+/* evhttp wants a bufferevent for an accepted connection: take a slot for it. */
+static struct bufferevent *
+http_bev_cb(struct event_base *base, void *arg)
+{
+	struct http *h = arg;
+	struct http_conn *c = NULL;
+	size_t i;
+
+	for (i = 0; i < HTTP_MAX_CONNECTIONS && c == NULL; i++) {
+		if (!h->conns[i].used)
+			c = &h->conns[i];
+	}
+	if (c == NULL)
+		return NULL; /* not reached: the listener stops at the cap */
+	c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		return NULL;
+	bufferevent_incref(c->bev); /* alive until adopted, whatever evhttp does meanwhile */
+	c->used = 1;
+	h->nconn++;
+	http_conn_rearm(c);
+	event_active(h->adopt, EV_TIMEOUT, 1);
+	http_listen_update(h);
+	return c->bev;
+}
+
+/* After the accept callback: find the connection evhttp built on each new bufferevent. */
+static void
+http_adopt_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+	struct http_conn *c;
+	bufferevent_event_cb eventcb;
+	void *cbarg;
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		struct bufferevent *bev;
+
+		c = &h->conns[i];
+		if (!c->used || c->evcon != NULL)
+			continue;
+		bev = c->bev;
+		bufferevent_getcb(bev, NULL, NULL, &eventcb, &cbarg);
+		if (eventcb != NULL && cbarg != NULL &&
+		    evhttp_connection_get_bufferevent(cbarg) == bev) {
+			c->evcon = cbarg;
+			evhttp_connection_set_closecb(c->evcon, http_conn_close_cb, c);
+		} else
+			http_conn_release(c); /* evhttp let it go already */
+		bufferevent_decref(bev);
+	}
+}
+
+/* The slot of the connection a request came on, or NULL. */
+static struct http_conn *
+http_conn_find(struct http *h, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	size_t i;
+
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		if (h->conns[i].used && h->conns[i].evcon == evcon)
+			return &h->conns[i];
+	}
+	return NULL;
+}
+
+/* Send a reply; the connection's next request gets its own time from now. */
+static void
+http_send(struct http *h, struct evhttp_request *req, int code, const char *reason,
+          struct evbuffer *buf)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c != NULL)
+		http_conn_rearm(c);
+	evhttp_send_reply(req, code, reason, buf);
+}
+
+/* accept() failed: out of descriptors (or worse). Pause rather than fail in a loop. */
+static void
+http_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct http *h = http_self;
+	struct timeval tv = {HTTP_ACCEPT_PAUSE_MS / 1000, (HTTP_ACCEPT_PAUSE_MS % 1000) * 1000};
+
+	(void)lev;
+	(void)arg;
+	if (h == NULL)
+		return;
+	log_warn_limited(&http_lim_accept,
+	                 "http: cannot accept a connection; not accepting for %d ms",
+	                 HTTP_ACCEPT_PAUSE_MS);
+	h->out_of_fds = 1;
+	http_listen_update(h);
+	evtimer_add(h->resume, &tv);
+}
+
+/* The pause after a failed accept() is over. */
+static void
+http_resume_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+
+	(void)fd;
+	(void)what;
+	h->out_of_fds = 0;
+	http_listen_update(h);
+}
+
 /* Reply with a body and a content type. */
 static void
-http_reply(struct evhttp_request *req, int code, const char *type, const char *body)
+http_reply(struct http *h, struct evhttp_request *req, int code, const char *type, const char *body)
 {
 	struct evbuffer *buf = evbuffer_new();
+	const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : "Service Unavailable";
 
 	evbuffer_add(buf, body, strlen(body));
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-	evhttp_send_reply(req, code, code == 200 ? "OK" : "Service Unavailable", buf);
+	http_send(h, req, code, reason, buf);
 	evbuffer_free(buf);
+}
+
+/* Any other path. */
+static void
+http_notfound_cb(struct evhttp_request *req, void *arg)
+{
+	http_reply(arg, req, 404, "text/plain", "not found\n");
 }
 
 /* GET /status */
@@ -47,7 +282,7 @@ http_status_cb(struct evhttp_request *req, void *arg)
 	json_t *o = h->cb->status(h->arg);
 	char *body = json_dumps(o, JSON_INDENT(2));
 
-	http_reply(req, 200, "application/json", body);
+	http_reply(h, req, 200, "application/json", body);
 	free(body);
 	json_decref(o);
 }
@@ -59,7 +294,7 @@ http_health_cb(struct evhttp_request *req, void *arg)
 	struct http *h = arg;
 	int ok = h->cb->ready(h->arg);
 
-	http_reply(req, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "not ready\n");
+	http_reply(h, req, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "not ready\n");
 }
 
 /* What a per-job metric reads. */
@@ -99,6 +334,24 @@ struct http_metric_out {
 	size_t m;
 };
 
+/*
+ * A label value as Prometheus' text format quotes it: backslash, double quote and newline
+ * escaped with a backslash. A job's name comes from a file a reader of /metrics did not
+ * write, and must not end its label or its line.
+ */
+static void
+http_label_value(struct evbuffer *buf, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(buf, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(buf, "\\n", 2);
+		else
+			evbuffer_add(buf, s, 1);
+	}
+}
+
 /* One job's sample of a metric. */
 static void
 http_metric_job_cb(const struct job *job, void *arg)
@@ -128,8 +381,9 @@ http_metric_job_cb(const struct job *job, void *arg)
 		v = (long long)st.corrupt_states;
 		break;
 	}
-	evbuffer_add_printf(out->buf, "%s{job=\"%s\"} %lld\n", http_job_metrics[out->m].name,
-	                    job_name(job), v);
+	evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);
+	http_label_value(out->buf, job_name(job));
+	evbuffer_add_printf(out->buf, "\"} %lld\n", v);
 }
 
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
@@ -138,6 +392,7 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
 	struct http_metric_out out;
+	uint64_t low;
 
 	out.buf = evbuffer_new();
 	evbuffer_add_printf(out.buf,
@@ -151,6 +406,20 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 	    "answer arrives\n# TYPE leasekeeper_lease_deadline_seconds gauge\n"
 	    "leasekeeper_lease_deadline_seconds %.3f\n",
 	    (double)h->cb->deadline_in_ms(h->arg) / 1000.0);
+	low = h->cb->deadline_low_ms(h->arg);
+	if (low != UINT64_MAX)
+		evbuffer_add_printf(
+		    out.buf,
+		    "# HELP leasekeeper_lease_deadline_low_seconds the least time that was left "
+		    "before the lease deadline when a heartbeat's answer moved it, since start\n"
+		    "# TYPE leasekeeper_lease_deadline_low_seconds gauge\n"
+		    "leasekeeper_lease_deadline_low_seconds %.3f\n",
+		    (double)low / 1000.0);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_http_connections open connections to this "
+	                    "listener (at most %d)\n# TYPE leasekeeper_http_connections gauge\n"
+	                    "leasekeeper_http_connections %d\n",
+	                    HTTP_MAX_CONNECTIONS, h->nconn);
 	for (out.m = 0; out.m < sizeof http_job_metrics / sizeof http_job_metrics[0]; out.m++) {
 		evbuffer_add_printf(out.buf, "# HELP %s %s\n# TYPE %s %s\n",
 		                    http_job_metrics[out.m].name, http_job_metrics[out.m].help,
@@ -159,7 +428,7 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	                  "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", out.buf);
+	http_send(h, req, 200, "OK", out.buf);
 	evbuffer_free(out.buf);
 }
 
@@ -184,8 +453,12 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 {
 	struct http *h = xcalloc(1, sizeof *h);
 	char *host = xstrdup(listen), *colon = strrchr(host, ':');
+	struct evhttp_bound_socket *bound;
+	struct timeval tv = {HTTP_TIMEOUT_S, 0};
 	long port;
+	size_t i;
 
+	h->base = base;
 	h->cb = cb;
 	h->arg = arg;
 	event_set_log_callback(http_libevent_log_cb);
@@ -195,14 +468,30 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 		goto fail;
 	}
 	*colon = '\0';
-	if (evhttp_bind_socket(h->evh, host, (unsigned short)port) != 0) {
+	if ((bound = evhttp_bind_socket_with_handle(h->evh, host, (unsigned short)port)) == NULL) {
 		log_warn("http: cannot listen on %s", listen);
 		goto fail;
 	}
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		h->conns[i].h = h;
+		h->conns[i].deadline = evtimer_new(base, http_conn_deadline_cb, &h->conns[i]);
+	}
+	h->adopt = event_new(base, -1, 0, http_adopt_cb, h);
+	h->resume = evtimer_new(base, http_resume_cb, h);
+	h->lev = evhttp_bound_socket_get_listener(bound);
+	h->listening = 1;
+	/* The listener's callbacks get evhttp's argument: the error callback finds us here. */
+	http_self = h;
+	evconnlistener_set_error_cb(h->lev, http_accept_error_cb);
+	evhttp_set_bevcb(h->evh, http_bev_cb, h);
+	evhttp_set_timeout_tv(h->evh, &tv);
+	evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
+	evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
 	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
 	evhttp_set_cb(h->evh, "/status", http_status_cb, h);
 	evhttp_set_cb(h->evh, "/metrics", http_metrics_cb, h);
 	evhttp_set_cb(h->evh, "/health", http_health_cb, h);
+	evhttp_set_gencb(h->evh, http_notfound_cb, h);
 	log_info("http: listening on %s", listen);
 	free(host);
 	return h;
@@ -214,12 +503,25 @@ fail:
 	return NULL;
 }
 
-/* Stop listening. */
+/* Stop listening and close every connection. */
 void
 http_free(struct http *h)
 {
+	size_t i;
+
 	if (h == NULL)
 		return;
+	h->closing = 1;
+	h->lev = NULL; /* evhttp_free frees it, then closes the connections */
 	evhttp_free(h->evh);
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		if (h->conns[i].used && h->conns[i].evcon == NULL)
+			bufferevent_decref(h->conns[i].bev);
+		event_free(h->conns[i].deadline);
+	}
+	event_free(h->adopt);
+	event_free(h->resume);
+	if (http_self == h)
+		http_self = NULL;
 	free(h);
 }

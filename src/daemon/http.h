@@ -19,6 +19,8 @@ struct http_cb {
 	int (*ready)(void *arg);      /* registered with a connected session: /health */
 	enum zk_state (*session)(void *arg);
 	uint64_t (*deadline_in_ms)(void *arg); /* before jobs are killed if no answer arrives */
+	uint64_t (*deadline_low_ms)(
+	    void *arg); /* the least of it before an answer, or UINT64_MAX */
 	/* Call fn for each job, in order. */
 	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
 };

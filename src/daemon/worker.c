@@ -96,6 +96,8 @@ struct worker {
 	uint64_t flush_until;
 	uint64_t sv_restarts[WORKER_SUPERVISOR_RESTARTS];
 	int sv_restart_count;
+	uint64_t deadline_ns;     /* the lease deadline before the last answer moved it */
+	uint64_t deadline_low_ns; /* the least time left then, since start; UINT64_MAX: none */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	TAILQ_HEAD(, worker_config) retired;
@@ -457,6 +459,23 @@ worker_jobs_session(struct worker *w, enum zk_event event)
 	}
 }
 
+/*
+ * The deadline moved: note how much time the old one still had. Its least value over a
+ * run is how close the heartbeat came to letting the jobs be killed (0: it did).
+ */
+static void
+worker_deadline_moved(struct worker *w)
+{
+	uint64_t now = clock_now_ns(), left;
+
+	if (w->deadline_ns != 0) {
+		left = w->deadline_ns > now ? w->deadline_ns - now : 0;
+		if (left < w->deadline_low_ns)
+			w->deadline_low_ns = left;
+	}
+	w->deadline_ns = zk_deadline_ns(w->zk);
+}
+
 /* What the session tells us. */
 static void
 worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
@@ -465,6 +484,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 
 	switch (event) {
 	case ZK_EVENT_DEADLINE:
+		worker_deadline_moved(w);
 		svlink_session(w->sv, zk, event);
 		break;
 	case ZK_EVENT_SESSION_NEW:
@@ -959,6 +979,17 @@ worker_deadline_in_ms_cb(void *arg)
 	return deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0;
 }
 
+/* The least time left before the lease deadline when an answer moved it, since start. */
+static uint64_t
+worker_deadline_low_ms_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->deadline_low_ns == UINT64_MAX)
+		return UINT64_MAX;
+	return w->deadline_low_ns / CLOCK_NS_PER_MS;
+}
+
 /* Call fn for each job not yet done. */
 static void
 worker_jobs_cb(void *arg, void (*fn)(const struct job *, void *), void *fnarg)
@@ -1000,8 +1031,9 @@ int
 worker_run(const char *config_file, struct config *cfg)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
-	static const struct http_cb hcb = {worker_status_cb, worker_ready_cb, worker_session_cb,
-	                                   worker_deadline_in_ms_cb, worker_jobs_cb};
+	static const struct http_cb hcb = {worker_status_cb,          worker_ready_cb,
+	                                   worker_session_cb,         worker_deadline_in_ms_cb,
+	                                   worker_deadline_low_ms_cb, worker_jobs_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;
@@ -1013,6 +1045,7 @@ worker_run(const char *config_file, struct config *cfg)
 	w.cfg = cfg;
 	w.initial_cfg = cfg;
 	w.started_ms = clock_wall_ms();
+	w.deadline_low_ns = UINT64_MAX;
 	w.state = WORKER_CONNECTING;
 	TAILQ_INIT(&w.jobs);
 	TAILQ_INIT(&w.retired);
