@@ -16,4 +16,10 @@
  */
 #define LK_MAX_LEASES 10000
 
+/*
+ * The PATH a job starts with, whatever its user (systemd gives every service the same):
+ * never the worker's own. A job's env lines or pass_env may replace it.
+ */
+#define LK_JOB_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 #endif

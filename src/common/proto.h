@@ -45,7 +45,9 @@ struct proto_msg {
 enum proto_tag {
 	PROTO_TAG_NAME = 'n', /* job name, for logs */
 	PROTO_TAG_ARG = 'a',  /* one argv element, in order */
-	PROTO_TAG_ENV = 'e',  /* one KEY=VALUE, added to the supervisor's environment */
+	PROTO_TAG_ENV = 'e',  /* one KEY=VALUE, added to the job's environment */
+	PROTO_TAG_INHERIT_ENV =
+	    'i', /* (empty) start from the supervisor's environment, not a clean one */
 	PROTO_TAG_WORKDIR = 'w',
 	PROTO_TAG_USER = 'u',    /* user name: uid, primary gid, groups, HOME */
 	PROTO_TAG_GROUP = 'g',   /* group name overriding the primary group */

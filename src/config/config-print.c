@@ -1,14 +1,72 @@
 /* Runs in: the main process. */
 /* config-print.c: a loaded configuration printed for `leasekeeper check`. */
 
+#include <sys/stat.h>
+
+#include <limits.h>
 #include <pwd.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "duration.h"
+#include "leasekeeper.h"
 #include "schedule.h"
+
+/* The PATH a job starts with: its env line, else the caller's if passed, else the default. */
+static const char *
+config_job_path(const struct config_job *job)
+{
+	char **e;
+
+	for (e = job->env; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, "PATH=", 5) == 0)
+			return *e + 5;
+	}
+	if (config_pass_env_match(job->pass_env, "PATH", 4) && getenv("PATH") != NULL)
+		return getenv("PATH");
+	return LK_JOB_PATH;
+}
+
+/* The program a job without a shell runs, searched as execvp would in the job's PATH. */
+const char *
+config_job_program(const struct config_job *job, char *buf, size_t size)
+{
+	const char *p, *end, *prog;
+	struct stat st;
+	int n;
+
+	if (job->argv == NULL || job->argv[0] == NULL)
+		return NULL;
+	prog = job->argv[0];
+	if (strchr(prog, '/') != NULL) {
+		n = snprintf(buf, size, "%s", prog);
+		return n >= 0 && (size_t)n < size ? buf : NULL;
+	}
+	for (p = config_job_path(job);; p = end + 1) {
+		end = strchrnul(p, ':');
+		/* an empty element is the working directory, as execvp reads it */
+		n = snprintf(buf, size, "%.*s/%s", (int)(end - p), end == p ? "." : p, prog);
+		if (n >= 0 && (size_t)n < size && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(buf, X_OK) == 0)
+			return buf;
+		if (*end == '\0')
+			return NULL;
+	}
+}
+
+/* Print a NULL-terminated list of names on one line, after the label. */
+static void
+config_print_names(const char *label, char *const *names, FILE *f)
+{
+	if (names == NULL || *names == NULL)
+		return;
+	fprintf(f, "  %-16s ", label);
+	for (; *names != NULL; names++)
+		fprintf(f, "%s%s", *names, names[1] != NULL ? " " : "\n");
+}
 
 /* Print a word of an argv, quoted when the shell would need it. */
 static void
@@ -48,7 +106,7 @@ config_print_size(uint64_t bytes, FILE *f)
 static void
 config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
 {
-	char d1[32], d2[32];
+	char d1[32], d2[32], prog[PATH_MAX];
 	struct passwd *pw;
 	char **p;
 	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
@@ -78,6 +136,14 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 		config_print_word(*p, f);
 	}
 	fputc('\n', f);
+	if (!job->shell && job->argv != NULL && job->argv[0] != NULL &&
+	    strchr(job->argv[0], '/') == NULL) {
+		if (config_job_program(job, prog, sizeof prog) != NULL)
+			fprintf(f, "  program          %s\n", prog);
+		else
+			fprintf(f, "  program          %s is not in the job's PATH (%s)\n",
+			        job->argv[0], config_job_path(job));
+	}
 	if (job->user != NULL)
 		fprintf(f, "  run as           %s", job->user);
 	else if ((pw = getpwuid(geteuid())) != NULL)
@@ -97,6 +163,7 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 		fprintf(f, "  workdir          %s\n", cfg->state_dir);
 	for (p = job->env; p != NULL && *p != NULL; p++)
 		fprintf(f, "  env              %s\n", *p);
+	config_print_names("pass_env", job->pass_env, f);
 	if (job->timeout_ms == 0)
 		fprintf(f, "  timeout          none\n");
 	else {
@@ -148,6 +215,7 @@ config_print(const struct config *cfg, FILE *f)
 		fprintf(f, "  allow_no_jobs    true\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
+	config_print_names("pass_env", cfg->pass_env, f);
 	duration_format(cfg->safety_margin_ms, d2, sizeof d2);
 	duration_format(cfg->kill_grace_ms, d3, sizeof d3);
 	fprintf(f, "  safety           safety_margin %s, kill_grace %s\n", d2, d3);

@@ -42,7 +42,7 @@ static const char *config_sections[CONFIG_NKINDS + 1] = {"zookeeper", "worker", 
 static const char *config_keys_zookeeper[] = {"hosts", "root", "session_timeout", "auth", NULL};
 static const char *config_keys_worker[] = {"node_id",         "jobs",        "state_dir",
                                            "allow_root_jobs", "on_shutdown", "timezone",
-                                           "allow_no_jobs",   NULL};
+                                           "allow_no_jobs",   "pass_env",    NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};
 static const char *config_keys_job[] = {
@@ -50,7 +50,8 @@ static const char *config_keys_job[] = {
     "lock",     "lock_path",     "per_tick",     "start_deadline",  "timeout",
     "retries",  "retry_backoff", "max_failures", "restart_backoff", "kill_grace",
     "user",     "group",         "umask",        "workdir",         "env",
-    "log_file", "log_max",       "history",      "on_shutdown",     NULL};
+    "log_file", "log_max",       "history",      "on_shutdown",     "pass_env",
+    NULL};
 
 static const char **config_keys[CONFIG_NKINDS] = {config_keys_zookeeper, config_keys_worker,
                                                   config_keys_safety, config_keys_http,

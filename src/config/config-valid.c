@@ -31,6 +31,9 @@
 #define CONFIG_MAX_COMMAND_BYTES 32768
 #define CONFIG_MIN_BACKOFF_MS    1000
 
+static void config_resolve_pass_env(struct config_ctx *, const struct config_sec *,
+                                    const struct config_kv *, char ***);
+
 /* Whether text is a boolean; its value in *out. */
 static int
 config_parse_bool(const char *text, int *out)
@@ -412,6 +415,10 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)
 		cfg->timezone = xstrdup(kv->value);
+	if ((kv = config_kv_find(wk, "pass_env")) != NULL)
+		config_resolve_pass_env(ctx, wk, kv, &cfg->pass_env);
+	else
+		cfg->pass_env = xcalloc(1, sizeof *cfg->pass_env);
 
 	/* [safety] */
 	cfg->safety_margin_ms = 1000;
@@ -719,6 +726,85 @@ config_resolve_env(struct config_ctx *ctx, const struct config_sec *sec, struct 
 	}
 }
 
+/*
+ * Check and collect a pass_env line: the worker's variables a job gets, separated by spaces
+ * or commas, each a NAME or a PREFIX* pattern (LC_*). "none" passes nothing (a job's way to
+ * drop the [worker] default).
+ */
+static void
+config_resolve_pass_env(struct config_ctx *ctx, const struct config_sec *sec,
+                        const struct config_kv *kv, char ***out)
+{
+	const char *p = kv->value, *w;
+	char **names, *word;
+	size_t n = 0, len, nlen, j;
+
+	names = xcalloc(1, sizeof *names);
+	*out = names;
+	if (strcmp(kv->value, "none") == 0)
+		return;
+	for (;;) {
+		p += strspn(p, " \t,");
+		if (*p == '\0')
+			break;
+		w = p;
+		len = strcspn(p, " \t,");
+		p += len;
+		word = xstrndup(w, len);
+		nlen = word[len - 1] == '*' ? len - 1 : len;
+		if (nlen == 0)
+			config_error_kv(
+			    ctx, sec, kv,
+			    "pass_env = * would hand the worker's whole environment to "
+			    "the job, which is what pass_env exists to prevent: name the "
+			    "variables the job needs, e.g. pass_env = HTTP_PROXY LC_*");
+		else if (!config_valid_identifier(word, nlen))
+			config_error_kv(ctx, sec, kv,
+			                "bad pass_env name %s: use letters, digits and '_', not "
+			                "starting with a digit, and end it with '*' to pass every "
+			                "variable that starts with the rest, e.g. pass_env = "
+			                "HTTP_PROXY LC_*",
+			                config_q(ctx, word));
+		else if (nlen >= 12 && strncmp(word, "LEASEKEEPER_", 12) == 0)
+			config_error_kv(ctx, sec, kv,
+			                "pass_env %s uses the reserved prefix LEASEKEEPER_ "
+			                "(leasekeeper sets those itself): remove it",
+			                word);
+		else {
+			for (j = 0; j < n && strcmp(names[j], word) != 0; j++)
+				;
+			if (j == n) {
+				names = xreallocarray(names, n + 2, sizeof *names);
+				names[n++] = word;
+				names[n] = NULL;
+				continue;
+			}
+			config_error_kv(ctx, sec, kv, "pass_env names %s twice: keep one", word);
+		}
+		free(word);
+	}
+	*out = names;
+}
+
+/* Whether the variable name (len bytes) is one that pass_env names; never LEASEKEEPER_*. */
+int
+config_pass_env_match(char *const *pass_env, const char *name, size_t len)
+{
+	size_t plen;
+
+	if (len >= 12 && strncmp(name, "LEASEKEEPER_", 12) == 0)
+		return 0;
+	for (; pass_env != NULL && *pass_env != NULL; pass_env++) {
+		plen = strlen(*pass_env);
+		if ((*pass_env)[plen - 1] == '*') {
+			if (len >= plen - 1 && strncmp(name, *pass_env, plen - 1) == 0)
+				return 1;
+		} else if (plen == len && strncmp(name, *pass_env, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Check and resolve user, group and whether the job would run as root. */
 static void
 config_resolve_user(struct config_ctx *ctx, const struct config *cfg, const struct config_sec *sec,
@@ -803,6 +889,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	char *cause, a[32], b[32], *end;
 	int ok_sched = 0, ok_leases, ok_tick, continuous = 0;
 	long mask;
+	size_t n;
 
 	job->name = xstrdup(sec->name);
 	job->file = xstrdup(ctx->files[sec->file]);
@@ -978,6 +1065,15 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		job->workdir = xstrdup(kv->value);
 	}
 	config_resolve_env(ctx, sec, job);
+	if ((kv = config_kv_find(sec, "pass_env")) != NULL)
+		config_resolve_pass_env(ctx, sec, kv, &job->pass_env);
+	else {
+		for (n = 0; cfg->pass_env != NULL && cfg->pass_env[n] != NULL; n++)
+			;
+		job->pass_env = xcalloc(n + 1, sizeof *job->pass_env);
+		while (n-- > 0)
+			job->pass_env[n] = xstrdup(cfg->pass_env[n]);
+	}
 	config_check_size(ctx, sec, job);
 
 	/* output and records */

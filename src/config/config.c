@@ -46,6 +46,7 @@ config_job_free(struct config_job *job)
 	free(job->group);
 	free(job->workdir);
 	config_free_argv(job->env);
+	config_free_argv(job->pass_env);
 	free(job->log_file);
 	free(job);
 }
@@ -145,6 +146,7 @@ config_free(struct config *cfg)
 	free(cfg->jobs);
 	free(cfg->state_dir);
 	free(cfg->timezone);
+	config_free_argv(cfg->pass_env);
 	free(cfg->http_listen);
 	free(cfg);
 }

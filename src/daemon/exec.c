@@ -94,6 +94,8 @@ exec_start(struct exec *e)
 	rs = (struct runspec){
 	    .name = e->name,
 	    .argv = e->argv,
+	    /* the operator's own command: it keeps the environment exec was started with */
+	    .inherit_env = 1,
 	    .node_id = e->node_id,
 	    .fence = lease_fence(e->lease),
 	    .leases = e->leases,

@@ -438,6 +438,7 @@ job_start_run(struct job *job)
 	    .argv = cj->argv,
 	    .env = cj->env,
 	    .nenv = cj->nenv,
+	    .pass_env = cj->pass_env,
 	    .node_id = cfg->node_id,
 	    .fence = job->run_fence,
 	    .leases = cj->leases,

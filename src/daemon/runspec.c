@@ -8,8 +8,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "runspec.h"
 
@@ -31,6 +33,29 @@ runspec_addf(struct proto_spec *spec, enum proto_tag tag, const char *fmt, ...)
 	free(s);
 }
 
+/*
+ * What a job takes from the worker's environment, before its env lines (which win, being
+ * later): LANG and TZ if set, and the variables its pass_env names. The supervisor starts
+ * the job from a clean environment (child.c) and adds these.
+ */
+static void
+runspec_pass_env(const struct runspec *rs, struct proto_spec *spec)
+{
+	extern char **environ;
+	const char *v, *eq;
+	char **e;
+
+	if ((v = getenv("LANG")) != NULL)
+		runspec_addf(spec, PROTO_TAG_ENV, "LANG=%s", v);
+	if ((v = getenv("TZ")) != NULL)
+		runspec_addf(spec, PROTO_TAG_ENV, "TZ=%s", v);
+	for (e = environ; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) != NULL && eq != *e &&
+		    config_pass_env_match(rs->pass_env, *e, (size_t)(eq - *e)))
+			proto_spec_add(spec, PROTO_TAG_ENV, *e);
+	}
+}
+
 /* The supervisor's message for a run (free it with proto_spec_free). */
 void
 runspec_build(const struct runspec *rs, struct proto_spec *spec)
@@ -41,6 +66,10 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 	proto_spec_add(spec, PROTO_TAG_NAME, rs->name);
 	for (i = 0; rs->argv[i] != NULL; i++)
 		proto_spec_add(spec, PROTO_TAG_ARG, rs->argv[i]);
+	if (rs->inherit_env)
+		proto_spec_add(spec, PROTO_TAG_INHERIT_ENV, "");
+	else
+		runspec_pass_env(rs, spec);
 	for (i = 0; i < rs->nenv; i++)
 		proto_spec_add(spec, PROTO_TAG_ENV, rs->env[i]);
 	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_JOB=%s", rs->name);

@@ -17,6 +17,8 @@ struct runspec {
 	char *const *argv; /* NULL-terminated */
 	char *const *env;  /* the job's own NAME=VALUE, before LEASEKEEPER_* */
 	size_t nenv;
+	char *const *pass_env; /* config_job's pass_env: the worker's variables passed on */
+	int inherit_env; /* exec: the command keeps the caller's environment; jobs: 0, clean */
 	const char *node_id;
 	int64_t fence;
 	int leases;

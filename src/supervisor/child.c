@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "leasekeeper.h"
 
 /* In the child: report why it cannot exec, and exit. */
 static void __attribute__((noreturn)) child_fail(int errfd, const char *what, const char *arg)
@@ -45,18 +46,42 @@ child_cloexec_from(int lowfd)
 		fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 }
 
+/*
+ * Set the job's environment. A job starts from a clean one: PATH, then HOME, USER, LOGNAME
+ * and SHELL from pw (the user it runs as; NULL when that uid has no entry), then the spec's
+ * entries in order (LANG, TZ, pass_env, env lines, LEASEKEEPER_*), a later one replacing an
+ * earlier. With inherit_env (exec) the spec's entries are added to the supervisor's own.
+ */
+static void
+child_environment(const struct supervisor_spec *spec, const struct passwd *pw, int errfd)
+{
+	size_t i;
+
+	if (!spec->inherit_env && (clearenv() != 0 || setenv("PATH", LK_JOB_PATH, 1) != 0))
+		child_fail(errfd, "set", "the environment");
+	if (pw != NULL && (!spec->inherit_env || spec->user != NULL) &&
+	    (setenv("HOME", pw->pw_dir, 1) != 0 || setenv("USER", pw->pw_name, 1) != 0 ||
+	     setenv("LOGNAME", pw->pw_name, 1) != 0 ||
+	     setenv("SHELL", pw->pw_shell[0] != '\0' ? pw->pw_shell : "/bin/sh", 1) != 0))
+		child_fail(errfd, "set", "the environment");
+	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++) {
+		if (putenv(spec->env[i]) != 0)
+			child_fail(errfd, "putenv", spec->env[i]);
+	}
+}
+
 /* Become the job: session, signals, environment, output, credentials, directory, exec. */
 void
 child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd)
 {
 	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
-	char **argv = spec->argv;
+	char **argv = spec->argv, *home = NULL;
 	struct passwd *pw;
 	struct group *gr;
 	sigset_t all;
 	int sig, fd;
-	size_t i;
-	gid_t gid;
+	uid_t uid = 0;
+	gid_t gid = 0;
 
 	setsid();
 	for (sig = 1; sig < NSIG; sig++)
@@ -64,8 +89,19 @@ child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 
-	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
-		putenv(spec->env[i]);
+	if (user != NULL && (pw = getpwnam(user)) == NULL) {
+		errno = ENOENT;
+		child_fail(errfd, "unknown user", user);
+	} else if (user == NULL)
+		pw = getpwuid(getuid());
+	if (user != NULL) {
+		/* later lookups (groups) may reuse getpwnam's buffer */
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+		if ((home = strdup(pw->pw_dir)) == NULL)
+			child_fail(errfd, "copy the home directory of", user);
+	}
+	child_environment(spec, pw, errfd);
 	if (outfd >= 0) {
 		if ((fd = open("/dev/null", O_RDONLY)) < 0)
 			child_fail(errfd, "open", "/dev/null");
@@ -76,11 +112,6 @@ child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd
 	if (spec->umask >= 0)
 		umask((mode_t)spec->umask);
 	if (user != NULL) {
-		if ((pw = getpwnam(user)) == NULL) {
-			errno = ENOENT;
-			child_fail(errfd, "unknown user", user);
-		}
-		gid = pw->pw_gid;
 		if (group != NULL) {
 			if ((gr = getgrnam(group)) == NULL) {
 				errno = ENOENT;
@@ -92,11 +123,8 @@ child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd
 			child_fail(errfd, "initgroups", user);
 		if (setgid(gid) != 0)
 			child_fail(errfd, "setgid for", user);
-		if (setuid(pw->pw_uid) != 0)
+		if (setuid(uid) != 0)
 			child_fail(errfd, "setuid to", user);
-		setenv("HOME", pw->pw_dir, 1);
-		setenv("USER", pw->pw_name, 1);
-		setenv("LOGNAME", pw->pw_name, 1);
 	} else if (group != NULL) {
 		if ((gr = getgrnam(group)) == NULL) {
 			errno = ENOENT;
@@ -107,7 +135,7 @@ child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd
 	}
 	if (workdir != NULL && chdir(workdir) != 0)
 		child_fail(errfd, "chdir", workdir);
-	if (workdir == NULL && user != NULL && chdir(getenv("HOME")) != 0 && chdir("/") != 0)
+	if (workdir == NULL && user != NULL && chdir(home) != 0 && chdir("/") != 0)
 		child_fail(errfd, "chdir", "/");
 	child_cloexec_from(STDERR_FILENO + 1);
 	/*
@@ -117,6 +145,7 @@ child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != svpid)
 		_exit(127);
+	/* searched in the job's PATH: the environment is the job's by now */
 	execvp(argv[0], argv);
 	child_fail(errfd, "exec", argv[0]);
 }

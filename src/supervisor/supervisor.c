@@ -360,7 +360,7 @@ supervisor_spec_once(const char **slot, const char *value, char tag, char **caus
 int
 supervisor_spec_parse(const char *payload, size_t len, struct supervisor_spec *spec, char **cause)
 {
-	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL;
+	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
 	size_t off = 0, argc = 0, nenv = 0;
 	char tag;
 	int r, bad;
@@ -400,6 +400,10 @@ supervisor_spec_parse(const char *payload, size_t len, struct supervisor_spec *s
 			spec->env = xreallocarray(spec->env, nenv + 2, sizeof *spec->env);
 			spec->env[nenv++] = (char *)value;
 			spec->env[nenv] = NULL;
+			break;
+		case PROTO_TAG_INHERIT_ENV:
+			bad = supervisor_spec_once(&inherit, value, tag, cause);
+			spec->inherit_env = 1;
 			break;
 		case PROTO_TAG_WORKDIR:
 			bad = supervisor_spec_once(&spec->workdir, value, tag, cause);

@@ -24,8 +24,9 @@ struct supervisor_spec {
 	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
 	uint64_t log_max;
 	uint64_t grace_ms;
-	char **argv; /* NULL-terminated, never empty; the strings point into the payload */
-	char **env;  /* "KEY=VALUE", NULL-terminated, or NULL */
+	char **argv;     /* NULL-terminated, never empty; the strings point into the payload */
+	char **env;      /* "KEY=VALUE", NULL-terminated, or NULL */
+	int inherit_env; /* 1: env is added to the supervisor's environment (exec); 0: a clean one */
 	const char *workdir, *user, *group;
 	int umask; /* -1: inherit */
 };

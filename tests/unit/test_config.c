@@ -311,6 +311,22 @@ static const struct bad_case bad_cases[] = {
      "jobs/a.ini", 3, "env LEASEKEEPER_JOB uses the reserved prefix LEASEKEEPER_", "rename it", 0},
     {"env set twice", NULL, "[job a]\ncommand = true\nenv = A=1\nenv = A=2\n", "jobs/a.ini", 4,
      "env A is set twice", "keep one", 0},
+    {"pass_env with bad name", NULL, "[job a]\ncommand = true\npass_env = A, 1X\n", "jobs/a.ini", 3,
+     "bad pass_env name \"1X\"", "end it with '*' to pass every variable", 0},
+    {"pass_env with a star inside", NULL, "[job a]\ncommand = true\npass_env = A*B\n", "jobs/a.ini",
+     3, "bad pass_env name \"A*B\"", "e.g. pass_env = HTTP_PROXY LC_*", 0},
+    {"pass_env of everything", NULL, "[job a]\ncommand = true\npass_env = HOME *\n", "jobs/a.ini",
+     3, "pass_env = * would hand the worker's whole environment to the job",
+     "name the variables the job needs", 0},
+    {"pass_env with reserved prefix", NULL, "[job a]\ncommand = true\npass_env = LEASEKEEPER_X\n",
+     "jobs/a.ini", 3, "pass_env LEASEKEEPER_X uses the reserved prefix LEASEKEEPER_", "remove it",
+     0},
+    {"pass_env twice", NULL, "[job a]\ncommand = true\npass_env = A LC_* A\n", "jobs/a.ini", 3,
+     "pass_env names A twice", "keep one", 0},
+    {"pass_env empty", NULL, "[job a]\ncommand = true\npass_env =\n", "jobs/a.ini", 3,
+     "pass_env in [job a] has no value", "give one", 0},
+    {"worker pass_env with bad name", BASE "pass_env = TOKEN-ID\n", NULL, "worker.ini", 6,
+     "bad pass_env name \"TOKEN-ID\"", "use letters, digits and '_'", 0},
     {"umask not octal", NULL, "[job a]\ncommand = true\numask = 099\n", "jobs/a.ini", 3,
      "bad umask \"099\"", "octal mode from 0 to 0777", 0},
     {"umask too large", NULL, "[job a]\ncommand = true\numask = 01000\n", "jobs/a.ini", 3,
@@ -616,6 +632,8 @@ test_defaults(void **state)
 	assert_non_null(job->env);
 	assert_null(job->env[0]);
 	assert_int_equal(job->nenv, 0);
+	assert_non_null(job->pass_env);
+	assert_null(job->pass_env[0]);
 	assert_string_equal(job->log_file, "/var/lib/leasekeeper/jobs/plain.log");
 	assert_int_equal(job->log_max_bytes, 10 * 1024 * 1024);
 	assert_int_equal(job->history, 20);
@@ -646,6 +664,7 @@ test_every_key(void **state)
 	                       "allow_root_jobs = Yes\n"
 	                       "on_shutdown = wait\n"
 	                       "timezone = Europe/Paris\n"
+	                       "pass_env = HTTP_PROXY, LC_*\n"
 	                       "[safety]\n"
 	                       "safety_margin = 1500ms\n"
 	                       "kill_grace = 3s\n"
@@ -670,6 +689,7 @@ test_every_key(void **state)
 	                    "workdir = /tmp\n"
 	                    "env = A=1\n"
 	                    "env = B=x=y ; not a comment\n"
+	                    "pass_env = FOO  BAR_*\n"
 	                    "log_file = /tmp/all.log\n"
 	                    "log_max = 512K\n"
 	                    "history = 0\n"
@@ -684,7 +704,8 @@ test_every_key(void **state)
 	                    "leases = 3\n"
 	                    "lock = shared\n"
 	                    "max_failures = 1\n"
-	                    "restart_backoff = 2500ms\n");
+	                    "restart_backoff = 2500ms\n"
+	                    "pass_env = none\n");
 	if (load("conf/worker.ini", &cfg, &errors) != 0)
 		dump(&errors);
 	assert_non_null(cfg);
@@ -698,6 +719,9 @@ test_every_key(void **state)
 	assert_int_equal(cfg->allow_root_jobs, 1);
 	assert_int_equal(cfg->on_shutdown, CONFIG_SHUTDOWN_WAIT);
 	assert_string_equal(cfg->timezone, "Europe/Paris");
+	assert_string_equal(cfg->pass_env[0], "HTTP_PROXY");
+	assert_string_equal(cfg->pass_env[1], "LC_*");
+	assert_null(cfg->pass_env[2]);
 	assert_int_equal(cfg->safety_margin_ms, 1500);
 	assert_int_equal(cfg->kill_grace_ms, 3000);
 	assert_string_equal(cfg->http_listen, "[::1]:9187");
@@ -733,6 +757,15 @@ test_every_key(void **state)
 	assert_string_equal(job->env[0], "A=1");
 	assert_string_equal(job->env[1], "B=x=y ; not a comment");
 	assert_null(job->env[2]);
+	assert_string_equal(job->pass_env[0], "FOO");
+	assert_string_equal(job->pass_env[1], "BAR_*");
+	assert_null(job->pass_env[2]);
+	assert_true(config_pass_env_match(job->pass_env, "FOO=1", 3));
+	assert_false(config_pass_env_match(job->pass_env, "FOOD", 4));
+	assert_false(config_pass_env_match(job->pass_env, "FO", 2));
+	assert_true(config_pass_env_match(job->pass_env, "BAR_", 4));
+	assert_true(config_pass_env_match(job->pass_env, "BAR_X", 5));
+	assert_false(config_pass_env_match(job->pass_env, "BAR", 3));
 	assert_string_equal(job->log_file, "/tmp/all.log");
 	assert_int_equal(job->log_max_bytes, 512 * 1024);
 	assert_int_equal(job->history, 0);
@@ -751,11 +784,15 @@ test_every_key(void **state)
 	assert_int_equal(job->kill_grace_ms, 3000);
 	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_WAIT);
 	assert_string_equal(job->log_file, at("conf/state/jobs/inherit.log"));
+	assert_string_equal(job->pass_env[0], "HTTP_PROXY"); /* the worker's default */
+	assert_string_equal(job->pass_env[1], "LC_*");
+	assert_null(job->pass_env[2]);
 
 	job = config_find_job(cfg, "sem");
 	assert_non_null(job);
 	assert_int_equal(job->max_failures, 1);
 	assert_int_equal(job->restart_backoff_ms, 2500);
+	assert_null(job->pass_env[0]); /* none: not even the worker's default */
 	config_free(cfg);
 	config_errors_free(&errors);
 }
@@ -1134,6 +1171,7 @@ test_job_equal(void **state)
 	    "log_file = /tmp/x.log\n", "log_max = 1M\n",
 	    "history = 3\n",           "on_shutdown = wait\n",
 	    "shell = false\n",         "lock_path = /x/y\n",
+	    "pass_env = FOO\n",
 	};
 	struct config *a, *b;
 	struct config_errors errors;
@@ -1191,6 +1229,11 @@ test_job_equal(void **state)
 	assert_false(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
 	config_free(b);
 	config_errors_free(&errors);
+	put("worker.ini", BASE "pass_env = LC_*\n");
+	assert_int_equal(load("worker.ini", &b, &errors), 0);
+	assert_false(config_job_equal(a->jobs_list[0], b->jobs_list[0]));
+	config_free(b);
+	config_errors_free(&errors);
 	config_free(a);
 }
 
@@ -1210,7 +1253,9 @@ test_print(void **state)
 	                  "[job s]\ncommand = sleep 1\nleases = 4\nschedule = @hourly\n"
 	                  "timezone = UTC\ntimeout = 90s\n"
 	                  "[job p]\ncommand = true\nlock_path = /shared/lock\nenv = K=V\n"
-	                  "user = nobody\n");
+	                  "user = nobody\npass_env = FOO LC_*\n"
+	                  "[job r]\nshell = false\ncommand = env -0\n"
+	                  "[job q]\nshell = false\ncommand = env\nenv = PATH=/nonexistent\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	f = open_memstream(&out, &len);
 	assert_non_null(f);
@@ -1231,6 +1276,11 @@ test_print(void **state)
 	assert_non_null(strstr(out, "/shared/lock (lock_path)"));
 	assert_non_null(strstr(out, "K=V"));
 	assert_non_null(strstr(out, "run as           nobody"));
+	assert_non_null(strstr(out, "pass_env         FOO LC_*\n"));
+	/* a program without a '/' is searched in the job's PATH, not check's */
+	assert_non_null(strstr(out, "program          /usr/bin/env\n"));
+	assert_non_null(
+	    strstr(out, "program          env is not in the job's PATH (/nonexistent)"));
 	assert_null(strstr(out, "configuration OK"));
 	free(out);
 	config_free(cfg);

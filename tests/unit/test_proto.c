@@ -202,6 +202,21 @@ test_spec_ok(void **state)
 	assert_int_equal(spec.umask, 022);
 	assert_int_equal(spec.log_max, 10485760);
 	assert_int_equal(spec.grace_ms, 2500);
+	assert_int_equal(spec.inherit_env, 0); /* a job starts from a clean environment */
+	supervisor_spec_free(&spec);
+}
+
+/* exec's command keeps the caller's environment, and says so with an empty 'i'. */
+static void
+test_spec_inherit_env(void **state)
+{
+	const char *items[] = {"atrue", "i", "eA=1", NULL};
+	struct supervisor_spec spec;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(parse(items, &spec, &cause), 0);
+	assert_int_equal(spec.inherit_env, 1);
 	supervisor_spec_free(&spec);
 }
 
@@ -223,6 +238,7 @@ test_spec_bad(void **state)
 	    {"atrue", "nx", "ny", NULL},
 	    {"atrue", "orelative.log", NULL},
 	    {"atrue", "M", NULL},
+	    {"atrue", "i", "i", NULL},
 	};
 	struct supervisor_spec spec;
 	char *cause;
@@ -257,10 +273,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode),          cmocka_unit_test(test_oversized_frame),
-	    cmocka_unit_test(test_spec_ok),         cmocka_unit_test(test_spec_bad),
-	    cmocka_unit_test(test_spec_truncated),  cmocka_unit_test(test_roundtrip),
-	    cmocka_unit_test(test_truncated_frame),
+	    cmocka_unit_test(test_decode),    cmocka_unit_test(test_oversized_frame),
+	    cmocka_unit_test(test_spec_ok),   cmocka_unit_test(test_spec_inherit_env),
+	    cmocka_unit_test(test_spec_bad),  cmocka_unit_test(test_spec_truncated),
+	    cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_truncated_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,7 @@ struct config_job {
 	char *workdir; /* NULL: the state dir */
 	char **env;    /* "KEY=VALUE", NULL terminated */
 	size_t nenv;
+	char **pass_env; /* names (or PREFIX*) passed from the worker's environment; NULL ends */
 
 	char *log_file;         /* default <state_dir>/jobs/<name>.log */
 	uint64_t log_max_bytes; /* size cap before rotation to .1 */
@@ -76,7 +77,8 @@ struct config {
 	int allow_root_jobs; /* jobs may run as root only when this is set */
 	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
 	enum config_on_shutdown on_shutdown;
-	char *timezone; /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
+	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
+	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 
 	/* [safety] */
 	uint64_t safety_margin_ms;
@@ -111,5 +113,14 @@ int config_valid_hosts(const char *hosts, char **cause);
 int config_parse_size(const char *text, uint64_t *bytes, char **cause);
 int config_split_command(const char *text, char ***argv, char **cause);
 void config_free_argv(char **argv);
+
+/* Whether the variable name (len bytes) is one that pass_env names. */
+int config_pass_env_match(char *const *pass_env, const char *name, size_t len);
+/*
+ * The program a job without a shell runs: argv[0] searched in the PATH it will start
+ * with (from env, else pass_env of the caller's PATH, else LK_JOB_PATH), into buf; NULL
+ * when no executable file is found. For display: at run time the child searches again.
+ */
+const char *config_job_program(const struct config_job *, char *buf, size_t size);
 
 #endif
