@@ -126,6 +126,8 @@ main_check(int argc, char **argv)
 	if ((cfg = main_load(file)) == NULL)
 		return 1;
 	config_print(cfg, stdout);
+	if (config_auth_warning(cfg) != NULL)
+		fprintf(stderr, "leasekeeper check: warning: %s\n", config_auth_warning(cfg));
 	printf("configuration OK\n");
 	config_free(cfg);
 	return 0;

@@ -203,10 +203,14 @@ config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "  session_timeout  %s\n", d1);
 	if (cfg->auth != NULL) {
 		colon = strchr(cfg->auth, ':');
-		fprintf(f, "  auth             digest as %.*s\n",
+		fprintf(f, "  auth             digest as %.*s%s%s\n",
 		        (int)(colon != NULL ? colon - cfg->auth : (ptrdiff_t)strlen(cfg->auth)),
-		        cfg->auth);
-	}
+		        cfg->auth, cfg->auth_file != NULL ? ", from " : "",
+		        cfg->auth_file != NULL ? cfg->auth_file : "");
+	} else
+		fprintf(f, "  auth             none: every node is open to every client\n");
+	if (cfg->require_acl)
+		fprintf(f, "  require_acl      true\n");
 	fprintf(f, "  jobs             %s (%zu file%s, %zu job%s)\n", cfg->jobs, cfg->njob_files,
 	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
 	fprintf(f, "  state_dir        %s\n", cfg->state_dir);

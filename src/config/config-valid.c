@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "authfile.h"
 #include "config-int.h"
 #include "duration.h"
 #include "layout.h"
@@ -327,6 +328,39 @@ config_valid_listen(const char *listen)
 	return config_host_port_problem(listen, strlen(listen)) == NULL;
 }
 
+/*
+ * [zookeeper] auth_file: the credentials read from a file of their own (relative to the
+ * worker file's directory), which authfile_read refuses unless only we can read it.
+ */
+static void
+config_resolve_auth_file(struct config_ctx *ctx, struct config *cfg, const struct config_sec *zk)
+{
+	struct config_kv *kv = config_kv_find(zk, "auth_file");
+	char *joined, *cause;
+
+	if (kv == NULL)
+		return;
+	if (config_kv_find(zk, "auth") != NULL) {
+		config_error_kv(ctx, zk, kv,
+		                "auth and auth_file are both set: keep one (auth_file keeps the "
+		                "password out of this file)");
+		return;
+	}
+	if (kv->value[0] == '\0') {
+		config_error_kv(ctx, zk, kv,
+		                "auth_file is empty: name a file holding USER:PASSWORD, e.g. "
+		                "auth_file = /etc/leasekeeper/zk.auth");
+		return;
+	}
+	joined = config_join(cfg->dir, kv->value);
+	cfg->auth_file = config_clean_path(joined);
+	free(joined);
+	if (authfile_read(cfg->auth_file, &cfg->auth, &cause) != 0) {
+		config_error_kv(ctx, zk, kv, "auth_file: %s", cause);
+		free(cause);
+	}
+}
+
 /* Resolve [zookeeper], [worker], [safety] and [http], with their defaults. */
 void
 config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
@@ -374,12 +408,19 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		ok_t = -1;
 	}
 	if ((kv = config_kv_find(zk, "auth")) != NULL) {
-		if (kv->value[0] == ':' || strchr(kv->value, ':') == NULL)
+		if (!authfile_valid_auth(kv->value))
 			config_error_kv(ctx, zk, kv,
 			                "bad auth: write USER:PASSWORD (ZooKeeper digest "
 			                "authentication), e.g. auth = leasekeeper:secret");
 		cfg->auth = xstrdup(kv->value);
 	}
+	config_resolve_auth_file(ctx, cfg, zk);
+	if (config_get_bool(ctx, zk, "require_acl", &cfg->require_acl) == 1 && cfg->require_acl &&
+	    config_kv_find(zk, "auth") == NULL && config_kv_find(zk, "auth_file") == NULL)
+		config_error_kv(ctx, zk, config_kv_find(zk, "require_acl"),
+		                "require_acl = true needs credentials: without auth_file (or auth) "
+		                "every node leasekeeper creates is open to every client; add "
+		                "auth_file = /etc/leasekeeper/zk.auth (see docs/security.md)");
 
 	/* [worker] */
 	if ((kv = config_kv_find(wk, "node_id")) != NULL) {

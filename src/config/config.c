@@ -25,6 +25,16 @@ config_on_shutdown_name(enum config_on_shutdown how)
 	return how == CONFIG_SHUTDOWN_WAIT ? "wait" : "terminate";
 }
 
+/* The warning `run` and `check` give about a cluster without credentials, or NULL. */
+const char *
+config_auth_warning(const struct config *cfg)
+{
+	if (cfg->auth != NULL)
+		return NULL;
+	return "no [zookeeper] auth or auth_file: any client of the ensemble can delete this "
+	       "worker's lock nodes and change its job records; see docs/security.md";
+}
+
 /* Free one job. */
 static void
 config_job_free(struct config_job *job)
@@ -141,7 +151,10 @@ config_free(struct config *cfg)
 	free(cfg->dir);
 	free(cfg->hosts);
 	free(cfg->root);
+	if (cfg->auth != NULL)
+		explicit_bzero(cfg->auth, strlen(cfg->auth));
 	free(cfg->auth);
+	free(cfg->auth_file);
 	free(cfg->node_id);
 	free(cfg->jobs);
 	free(cfg->state_dir);

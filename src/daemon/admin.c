@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "admin.h"
+#include "authfile.h"
 #include "clock.h"
 #include "config.h"
 #include "jobrec.h"
@@ -45,6 +46,7 @@ struct admin {
 	struct config *cfg;
 	const char *hosts;
 	const char *root;
+	char *auth; /* --auth-file's credentials, or NULL */
 	int pending;
 	int started;
 	int exit_code;
@@ -52,11 +54,12 @@ struct admin {
 	void *ctx;
 };
 
-/* Common options: -c FILE or --zk HOSTS, and --root. */
+/* Common options: -c FILE or --zk HOSTS, --root and --auth-file. */
 struct admin_opts {
 	const char *file;
 	const char *hosts;
 	const char *root;
+	const char *auth_file;
 };
 
 /* Stop the loop with an exit status. */
@@ -110,12 +113,19 @@ admin_run(struct admin *a, int timeout_ms)
 		fatalx("event_base_new");
 	a->timer = evtimer_new(a->base, admin_timeout_cb, a);
 	evtimer_add(a->timer, &tv);
-	a->zk = zk_create(a->base, a->hosts, timeout_ms, 0, a->cfg != NULL ? a->cfg->auth : NULL,
+	a->zk = zk_create(a->base, a->hosts, timeout_ms, 0,
+	                  a->auth != NULL  ? a->auth
+	                  : a->cfg != NULL ? a->cfg->auth
+	                                   : NULL,
 	                  admin_zk_cb, a);
 	event_base_dispatch(a->base);
 	zk_free(a->zk);
 	event_free(a->timer);
 	event_base_free(a->base);
+	if (a->auth != NULL)
+		explicit_bzero(a->auth, strlen(a->auth));
+	free(a->auth);
+	a->auth = NULL;
 	return a->exit_code;
 }
 
@@ -132,6 +142,9 @@ admin_option(int ch, const char *arg, struct admin_opts *o)
 		return 1;
 	case 'r':
 		o->root = arg;
+		return 1;
+	case 'A':
+		o->auth_file = arg;
 		return 1;
 	}
 	return 0;
@@ -204,6 +217,14 @@ admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 			return EXIT_CONFIG;
 		}
 		config_errors_free(&errors);
+	}
+	/* --auth-file overrides the configuration's credentials; refused like auth_file. */
+	if (o->auth_file != NULL && authfile_read(o->auth_file, &a->auth, &cause) != 0) {
+		fprintf(stderr, "leasekeeper %s: --auth-file: %s\n", cmd, cause);
+		free(cause);
+		config_free(a->cfg);
+		a->cfg = NULL;
+		return EXIT_CONFIG;
 	}
 	a->hosts = o->hosts != NULL ? o->hosts : a->cfg->hosts;
 	a->root = o->root != NULL ? o->root : a->cfg != NULL ? a->cfg->root : "/leasekeeper";
@@ -774,17 +795,18 @@ admin_status(int argc, char **argv)
 	                                         {"json", no_argument, NULL, 'j'},
 	                                         {"lock-path", required_argument, NULL, 'p'},
 	                                         {"leases", required_argument, NULL, 'l'},
+	                                         {"auth-file", required_argument, NULL, 'A'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	struct admin a;
-	struct admin_opts o = {NULL, NULL, NULL};
+	struct admin_opts o = {NULL, NULL, NULL, NULL};
 	const char *lock_path = NULL;
 	json_t *out;
 	char *cause, *text;
 	int ch, as_json = 0, rc, leases = 0; /* 0: not given */
 
 	memset(&a, 0, sizeof a);
-	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:z:r:jp:l:A:h", longopts, NULL)) != -1) {
 		if (admin_option(ch, optarg, &o))
 			continue;
 		switch (ch) {
@@ -800,19 +822,20 @@ admin_status(int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: leasekeeper status [-c FILE | --zk HOSTS] [--root PATH] "
-			       "[--json] [--lock-path PATH [--leases N]]\n");
+			       "[--auth-file FILE] [--json] [--lock-path PATH [--leases N]]\n");
 			return 0;
 		default:
 			fprintf(stderr, "usage: leasekeeper status [-c FILE | --zk HOSTS] [--root "
-			                "PATH] [--json] [--lock-path PATH [--leases N]]\n");
+			                "PATH] [--auth-file FILE] [--json] [--lock-path PATH "
+			                "[--leases N]]\n");
 			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr,
 		        "leasekeeper status: unexpected argument \"%s\"\nusage: leasekeeper status "
-		        "[-c FILE | --zk HOSTS] [--root PATH] [--json] [--lock-path PATH [--leases "
-		        "N]]\n",
+		        "[-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE] [--json] "
+		        "[--lock-path PATH [--leases N]]\n",
 		        argv[optind]);
 		return EXIT_USAGE;
 	}
@@ -986,15 +1009,18 @@ admin_setleases_ready(struct admin *a)
 int
 admin_set_leases(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"zk", required_argument, NULL, 'z'},
-	    {"root", required_argument, NULL, 'r'},   {"create", no_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"zk", required_argument, NULL, 'z'},
+	                                         {"root", required_argument, NULL, 'r'},
+	                                         {"create", no_argument, NULL, 'C'},
+	                                         {"auth-file", required_argument, NULL, 'A'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	static const char *usage =
 	    "usage: leasekeeper set-leases [-c FILE | --zk HOSTS] [--root PATH] "
-	    "[--create] JOB N\n";
+	    "[--auth-file FILE] [--create] JOB N\n";
 	struct admin a;
-	struct admin_opts o = {NULL, NULL, NULL};
+	struct admin_opts o = {NULL, NULL, NULL, NULL};
 	struct admin_setleases s;
 	char *cause;
 	int ch, rc;
@@ -1002,7 +1028,7 @@ admin_set_leases(int argc, char **argv)
 	memset(&a, 0, sizeof a);
 	memset(&s, 0, sizeof s);
 	/* The digits: "-1" is a count that is out of range, not an unknown option. */
-	while ((ch = getopt_long(argc, argv, "c:z:r:Ch0123456789", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:z:r:A:Ch0123456789", longopts, NULL)) != -1) {
 		if (admin_option(ch, optarg, &o))
 			continue;
 		switch (ch) {

@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "authfile.h"
 #include "clock.h"
 #include "config.h"
 #include "duration.h"
@@ -313,7 +314,8 @@ exec_usage(FILE *f)
 	fprintf(f, "usage: leasekeeper exec [-c FILE | --zk HOSTS] [--root PATH] [--leases N]\n"
 	           "                        [--timeout DUR] [--lock-path PATH] [--node-id ID]\n"
 	           "                        [--session-timeout DUR] [--safety-margin DUR]\n"
-	           "                        [--kill-grace DUR] [-v] NAME -- CMD [ARGS...]\n");
+	           "                        [--kill-grace DUR] [--auth-file FILE] [-v]\n"
+	           "                        NAME -- CMD [ARGS...]\n");
 	return f == stdout ? 0 : EXIT_USAGE;
 }
 
@@ -363,6 +365,7 @@ exec_main(int argc, char **argv)
 	                                         {"session-timeout", required_argument, NULL, 's'},
 	                                         {"safety-margin", required_argument, NULL, 'm'},
 	                                         {"kill-grace", required_argument, NULL, 'g'},
+	                                         {"auth-file", required_argument, NULL, 'A'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
@@ -375,6 +378,8 @@ exec_main(int argc, char **argv)
 	struct config_errors errors = {NULL, 0};
 	struct config *cfg = NULL;
 	const char *file = NULL, *hosts = NULL, *root = NULL, *node_id = NULL, *lock_path = NULL;
+	const char *auth_file = NULL;
+	char *auth = NULL;
 	uint64_t session_timeout_ms = 0, ms, margin_ms = 0, grace_ms = 0;
 	char host[HOST_NAME_MAX + 1], *cause, *data;
 	int ch, verbose = 0, rc = EXIT_USAGE;
@@ -384,7 +389,7 @@ exec_main(int argc, char **argv)
 	e.leases = 1;
 	e.kill_grace_ms = 2000;
 	e.safety_margin_ms = 1000;
-	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -420,6 +425,9 @@ exec_main(int argc, char **argv)
 		case 'g':
 			if (exec_duration("--kill-grace", optarg, &grace_ms) != 0)
 				return EXIT_USAGE;
+			break;
+		case 'A':
+			auth_file = optarg;
 			break;
 		case 'v':
 			verbose++;
@@ -501,6 +509,13 @@ exec_main(int argc, char **argv)
 		e.kill_grace_ms = cfg->kill_grace_ms;
 		e.safety_margin_ms = (int)cfg->safety_margin_ms;
 	}
+	/* --auth-file overrides the configuration's credentials; refused like auth_file. */
+	if (auth_file != NULL && authfile_read(auth_file, &auth, &cause) != 0) {
+		fprintf(stderr, "leasekeeper exec: --auth-file: %s\n", cause);
+		free(cause);
+		rc = EXIT_CONFIG;
+		goto out;
+	}
 	if (session_timeout_ms == 0)
 		session_timeout_ms = 10000;
 	if (margin_ms > 0)
@@ -547,7 +562,10 @@ exec_main(int argc, char **argv)
 	}
 	e.sv = svlink_start(e.base, &scb, &e);
 	e.zk = zk_create(e.base, hosts, (int)session_timeout_ms, e.safety_margin_ms,
-	                 cfg != NULL ? cfg->auth : NULL, exec_zk_cb, &e);
+	                 auth != NULL  ? auth
+	                 : cfg != NULL ? cfg->auth
+	                               : NULL,
+	                 exec_zk_cb, &e);
 	data = lease_data(e.node_id, e.name, clock_wall_ms());
 	e.lease = lease_new(e.base, e.zk, e.lock_path, e.leases, data, &lcb, &e);
 	free(data);
@@ -571,6 +589,9 @@ exec_main(int argc, char **argv)
 	free(e.node_id);
 	free(e.lock_path);
 out:
+	if (auth != NULL)
+		explicit_bzero(auth, strlen(auth));
+	free(auth);
 	config_free(cfg);
 	return rc;
 }

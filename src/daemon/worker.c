@@ -29,12 +29,14 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "aclcheck.h"
 #include "clock.h"
 #include "compat.h"
 #include "config.h"
 #include "http.h"
 #include "job.h"
 #include "layout.h"
+#include "leasekeeper.h"
 #include "log.h"
 #include "svlink.h"
 #include "worker.h"
@@ -82,6 +84,8 @@ struct worker {
 	uint64_t started_ms;
 	int notified_ready;
 	int exit_code;
+	struct aclcheck *acl; /* the start-up check of the folders' ACLs, while it runs */
+	int acl_done;         /* checked (or nothing to check: no credentials) */
 	uint32_t next_run;
 
 	struct event *signals[5];
@@ -263,7 +267,36 @@ worker_watch_own(struct worker *w)
 	zk_get(w->zk, w->path, worker_own_watch_cb, worker_own_get_cb, w);
 }
 
-/* Registered: tell systemd once, and let the jobs contend. */
+static void worker_registered(struct worker *);
+
+/*
+ * The start-up ACL check is over. Open folders were logged; with require_acl they stop the
+ * worker before any job contends. Interrupted: the next registration checks again.
+ */
+static void
+worker_acl_cb(enum aclcheck_result result, void *arg)
+{
+	struct worker *w = arg;
+
+	aclcheck_free(w->acl);
+	w->acl = NULL;
+	log_debug("worker: ACL check %s", aclcheck_result_name(result));
+	if (result == ACLCHECK_INTERRUPTED)
+		return;
+	if (result == ACLCHECK_OPEN && w->cfg->require_acl) {
+		log_warnx("refusing to start: others may create or delete in folders of this "
+		          "worker's nodes (above) and [zookeeper] require_acl = true; fix their "
+		          "ACLs (see docs/security.md) or set require_acl = false");
+		w->exit_code = EXIT_CONFIG;
+		worker_finish(w);
+		return;
+	}
+	w->acl_done = 1;
+	if (w->state == WORKER_REGISTERING)
+		worker_registered(w);
+}
+
+/* Registered: check the ACLs once, then tell systemd once and let the jobs contend. */
 static void
 worker_registered(struct worker *w)
 {
@@ -271,6 +304,12 @@ worker_registered(struct worker *w)
 
 	evtimer_del(w->dup_timer);
 	evtimer_del(w->reg_timer);
+	if (!w->acl_done) {
+		worker_set_state(w, WORKER_REGISTERING);
+		if (w->acl == NULL)
+			w->acl = aclcheck_start(w->zk, w->cfg, w->path, worker_acl_cb, w);
+		return;
+	}
 	worker_set_state(w, WORKER_READY);
 	log_info("registered as %s (session 0x%llx)", w->path,
 	         (unsigned long long)zk_session_id(w->zk));
@@ -763,6 +802,7 @@ worker_reload(struct worker *w)
 	    strcmp(cfg->node_id, w->cfg->node_id) != 0 ||
 	    cfg->session_timeout_ms != w->cfg->session_timeout_ms ||
 	    cfg->safety_margin_ms != w->cfg->safety_margin_ms ||
+	    cfg->require_acl != w->cfg->require_acl ||
 	    (cfg->auth == NULL) != (w->cfg->auth == NULL) ||
 	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0) ||
 	    (cfg->http_listen == NULL) != (w->cfg->http_listen == NULL) ||
@@ -1074,6 +1114,10 @@ worker_run(const char *config_file, struct config *cfg)
 	worker_start_supervisor(&w);
 	log_info("leasekeeper %s starting as node \"%s\", %zu job(s), supervisor pid %ld",
 	         LEASEKEEPER_VERSION, cfg->node_id, cfg->njobs, (long)svlink_pid(w.sv));
+	if (config_auth_warning(cfg) != NULL)
+		log_warnx("%s", config_auth_warning(cfg));
+	/* Without credentials every node is open: the warning above says it all. */
+	w.acl_done = cfg->auth == NULL;
 
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
@@ -1093,6 +1137,7 @@ worker_run(const char *config_file, struct config *cfg)
 	 */
 	if (!svlink_free(w.sv))
 		zk_abandon(w.zk);
+	aclcheck_free(w.acl);
 	worker_free_jobs(&w, 1);
 	zk_free(w.zk);
 	http_free(w.http);

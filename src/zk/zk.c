@@ -37,7 +37,15 @@
 #include "zk.h"
 #include "znode.h"
 
-enum zk_op_type { ZK_OP_CREATE, ZK_OP_GET, ZK_OP_EXISTS, ZK_OP_CHILDREN, ZK_OP_SET, ZK_OP_DELETE };
+enum zk_op_type {
+	ZK_OP_CREATE,
+	ZK_OP_GET,
+	ZK_OP_EXISTS,
+	ZK_OP_CHILDREN,
+	ZK_OP_SET,
+	ZK_OP_DELETE,
+	ZK_OP_GET_ACL,
+};
 
 enum zk_sub_kind { ZK_SUB_DATA, ZK_SUB_CHILD };
 
@@ -60,6 +68,7 @@ struct zk_op {
 	int has_stat;
 	char **children;
 	int nchildren;
+	struct ACL_vector acl; /* get-acl: our copy */
 
 	TAILQ_ENTRY(zk_op) entry; /* zk->ops while in flight */
 };
@@ -330,6 +339,28 @@ zk_children_done_cb(int rc, const struct String_vector *strings, const struct St
 }
 
 static void
+zk_acl_done_cb(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data)
+{
+	struct zk_op *op = (struct zk_op *)data;
+	int i;
+
+	if (rc == ZOK && acl != NULL && acl->count > 0) {
+		op->acl.count = acl->count;
+		op->acl.data = xcalloc((size_t)acl->count, sizeof *op->acl.data);
+		for (i = 0; i < acl->count; i++) {
+			op->acl.data[i].perms = acl->data[i].perms;
+			op->acl.data[i].id.scheme = xstrdup(acl->data[i].id.scheme);
+			op->acl.data[i].id.id = xstrdup(acl->data[i].id.id);
+		}
+	}
+	if (rc == ZOK && stat != NULL) {
+		op->stat = *stat;
+		op->has_stat = 1;
+	}
+	zk_op_done(op, rc);
+}
+
+static void
 zk_void_done_cb(int rc, const void *data)
 {
 	zk_op_done((struct zk_op *)data, rc);
@@ -344,6 +375,11 @@ zk_op_free(struct zk_op *op)
 	for (i = 0; i < op->nchildren; i++)
 		free(op->children[i]);
 	free(op->children);
+	for (i = 0; i < op->acl.count; i++) {
+		free(op->acl.data[i].id.scheme);
+		free(op->acl.data[i].id.id);
+	}
+	free(op->acl.data);
 	free(op->created);
 	free(op->value);
 	free(op->path);
@@ -401,6 +437,9 @@ zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *da
 		break;
 	case ZK_OP_DELETE:
 		rc = zoo_adelete(zk->zh, path, flags_or_version, zk_void_done_cb, op);
+		break;
+	case ZK_OP_GET_ACL:
+		rc = zoo_aget_acl(zk->zh, path, zk_acl_done_cb, op);
 		break;
 	default:
 		fatalx("zk_request: bad type %d", type);
@@ -461,6 +500,13 @@ void
 zk_children(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
 {
 	zk_request(zk, ZK_OP_CHILDREN, path, NULL, 0, 0, wcb, cb, arg);
+}
+
+/* Read a node's ACL. */
+void
+zk_get_acl(struct zk *zk, const char *path, zk_reply_cb cb, void *arg)
+{
+	zk_request(zk, ZK_OP_GET_ACL, path, NULL, 0, 0, NULL, cb, arg);
 }
 
 /* Write a node's data at a version (-1: any). */
@@ -698,6 +744,7 @@ zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 		reply.stat = op->has_stat ? &op->stat : NULL;
 		reply.children = op->children;
 		reply.nchildren = op->nchildren;
+		reply.acl = op->type == ZK_OP_GET_ACL && op->rc == ZOK ? &op->acl : NULL;
 		reply.sent_ns = op->sent_ns;
 		op->cb(&reply, op->arg);
 	}

@@ -39,6 +39,7 @@ struct zk_reply {
 	const struct Stat *stat; /* get, exists, create, set, children; NULL otherwise */
 	char *const *children;   /* children */
 	int nchildren;
+	const struct ACL_vector *acl; /* get-acl */
 	uint64_t sent_ns;
 };
 
@@ -66,6 +67,7 @@ void zk_create_node(struct zk *, const char *path, const char *data, int len, in
                     zk_reply_cb, void *arg);
 void zk_create_path(struct zk *, const char *path, int flags, zk_reply_cb, void *arg);
 void zk_get(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
+void zk_get_acl(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_set(struct zk *, const char *path, const char *data, int len, int version, zk_reply_cb,

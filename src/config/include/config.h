@@ -68,7 +68,9 @@ struct config {
 	char *hosts; /* "host:port,host:port[/chroot]" */
 	char *root;  /* default /leasekeeper */
 	uint64_t session_timeout_ms;
-	char *auth; /* "user:password" for digest auth, or NULL */
+	char *auth;      /* "user:password" for digest auth (from auth or auth_file), or NULL */
+	char *auth_file; /* where auth was read from, or NULL */
+	int require_acl; /* refuse to start if others may create or delete in our folders */
 
 	/* [worker] */
 	char *node_id; /* default: the host name */
@@ -104,6 +106,7 @@ void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
+const char *config_auth_warning(const struct config *);
 
 /*
  * Whether hosts is a valid ZooKeeper connect string, "HOST:PORT[,HOST:PORT...][/chroot]"
