@@ -32,6 +32,12 @@ joblog_open_file(struct joblog *l, char **cause)
 {
 	struct stat sb;
 
+	/* Not even opened: opening some devices does something (a tape rewinds). */
+	if (fstatat(l->dirfd, l->name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(sb.st_mode) &&
+	    !S_ISLNK(sb.st_mode)) {
+		xasprintf(cause, "%s is not a regular file (a FIFO, device or socket?)", l->path);
+		return -1;
+	}
 	l->fd = openat(l->dirfd, l->name,
 	               O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (l->fd < 0) {
@@ -44,7 +50,9 @@ joblog_open_file(struct joblog *l, char **cause)
 			xasprintf(cause, "%s: %s", l->path, strerror(errno));
 		return -1;
 	}
-	if (fstat(l->fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
+	if (fstat(l->fd, &sb) != 0)
+		memset(&sb, 0, sizeof sb);
+	if (!S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
 		xasprintf(cause, "%s is %s", l->path,
 		          !S_ISREG(sb.st_mode) ? "not a regular file (a FIFO, device or socket?)"
 		                               : "a file with other names (hard links)");
