@@ -1536,6 +1536,7 @@ test_file_modes(void **state)
 	put("jobs/a.ini", "[job a]\ncommand = true\n");
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
+	config_errors_free(&errors);
 
 	/* a job file anyone can write */
 	assert_int_equal(chmod(at("jobs/a.ini"), 0666), 0);
@@ -1547,6 +1548,7 @@ test_file_modes(void **state)
 	assert_int_equal(chown(at("jobs/a.ini"), 0, 0), 0);
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
+	config_errors_free(&errors);
 	/* or owned by another user */
 	assert_int_equal(chown(at("jobs/a.ini"), pw->pw_uid, 0), 0);
 	expect_error("jobs/a.ini", 0, "owned by a user other than root", "chown root");
@@ -1560,6 +1562,7 @@ test_file_modes(void **state)
 	assert_int_equal(chmod(at("worker.ini"), 0640), 0);
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
+	config_errors_free(&errors);
 	assert_int_equal(chown(at("worker.ini"), 0, pw->pw_gid), 0);
 	expect_error("worker.ini", 7, "its group can read", "chmod 0600");
 	assert_int_equal(chown(at("worker.ini"), 0, 0), 0);
@@ -1609,6 +1612,7 @@ test_file_modes(void **state)
 	put("jobs/a.ini", link);
 	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
 	config_free(cfg);
+	config_errors_free(&errors);
 }
 
 /* The example worker and jobs in the source tree are valid and show each kind of job. */
