@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "config.h"
 
@@ -79,6 +80,15 @@ struct config_ctx {
 
 	char **quoted; /* config_q's strings, freed with the context */
 	size_t nquoted;
+
+	/* config-perm.c: the worker file as opened, and the directories already checked */
+	struct stat worker_st;
+	int have_worker_st;
+	struct config_seen {
+		dev_t dev;
+		ino_t ino;
+	} * seen;
+	size_t nseen;
 };
 
 /* config-read.c */
@@ -98,6 +108,14 @@ char *config_clean_path(const char *path);
 void config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct config_kv *kv,
                            const char *dir);
 void config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors);
+
+/* config-perm.c */
+void config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, const struct stat *st);
+void config_perm_dir(struct config_ctx *ctx, size_t file, int line, const char *dir);
+void config_perm_secret(struct config_ctx *ctx, const struct config_sec *sec,
+                        const struct config_kv *kv);
+void config_perm_log(struct config_ctx *ctx, const struct config_sec *sec,
+                     const struct config_kv *kv, const char *path);
 
 /* config-valid.c */
 void config_resolve_worker(struct config_ctx *ctx, struct config *cfg);

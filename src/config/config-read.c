@@ -638,6 +638,7 @@ config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
 		close(fd);
 		return -1;
 	}
+	config_perm_file(ctx, file, worker_file, &st);
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == -1 ||
 	    (ctx->f = fdopen(fd, "r")) == NULL) {
 		config_error(ctx, file, 0, "cannot read: %s", strerror(errno));
@@ -794,6 +795,18 @@ config_is_job_file(struct config_ctx *ctx, int line, const char *path, const str
 	return !(st.st_dev == worker->st_dev && st.st_ino == worker->st_ino);
 }
 
+/* Check the directory a glob's first wildcard is in (where a new job file would go). */
+static void
+config_perm_glob_dir(struct config_ctx *ctx, int line, const char *pattern)
+{
+	char *dir = xstrndup(pattern, strcspn(pattern, "*?[")), *slash = strrchr(dir, '/');
+
+	if (slash != NULL)
+		slash[slash == dir ? 1 : 0] = '\0';
+	config_perm_dir(ctx, 0, line, slash != NULL ? dir : ".");
+	free(dir);
+}
+
 /* The directory glob could not read, for the error; glob takes no user pointer. */
 static char *config_glob_failed;
 
@@ -833,6 +846,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 		memset(&worker, 0, sizeof worker);
 	q = utf8_quote_str(pattern);
 	if (strpbrk(cfg->jobs, "*?[") != NULL) {
+		config_perm_glob_dir(ctx, line, pattern);
 		config_glob_failed = NULL;
 		rc = glob(pattern, 0, config_glob_error_cb, &g);
 		if (rc == 0) {
@@ -859,6 +873,7 @@ config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct c
 		             "a directory or a glob such as \"jobs/*.ini\" (relative to %s)",
 		             q, strerror(errno), cfg->dir);
 	} else if (S_ISDIR(st.st_mode)) {
+		config_perm_dir(ctx, 0, line, pattern);
 		if ((d = opendir(pattern)) == NULL) {
 			config_error(ctx, 0, line, "jobs: cannot read directory %s: %s", q,
 			             strerror(errno));
@@ -945,4 +960,5 @@ config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors)
 	for (i = 0; i < ctx->nquoted; i++)
 		free(ctx->quoted[i]);
 	free(ctx->quoted);
+	free(ctx->seen);
 }

@@ -412,6 +412,8 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 			config_error_kv(ctx, zk, kv,
 			                "bad auth: write USER:PASSWORD (ZooKeeper digest "
 			                "authentication), e.g. auth = leasekeeper:secret");
+		else
+			config_perm_secret(ctx, zk, kv);
 		cfg->auth = xstrdup(kv->value);
 	}
 	config_resolve_auth_file(ctx, cfg, zk);
@@ -1127,6 +1129,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		job->log_file = xstrdup(kv->value);
 	} else
 		xasprintf(&job->log_file, "%s/jobs/%s.log", cfg->state_dir, job->name);
+	config_perm_log(ctx, sec, kv, job->log_file);
 	job->log_max_bytes = 10 * 1024 * 1024;
 	if ((kv = config_kv_find(sec, "log_max")) != NULL) {
 		if (config_parse_size(kv->value, &job->log_max_bytes, &cause) != 0) {

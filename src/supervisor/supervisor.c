@@ -494,7 +494,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 {
 	struct sjob *j;
 	struct supervisor_spec spec;
-	char why[PATH_MAX + 64], *cause = NULL;
+	char why[PATH_MAX + 256], *cause = NULL;
 	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
 	int errpipe[2], outpipe[2] = {-1, -1};
 	sigset_t all, old;
@@ -510,7 +510,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->sv = sv;
 	j->id = msg->job;
 	j->epoch = msg->epoch;
-	j->errfd = j->outfd = j->log.fd = -1;
+	j->errfd = j->outfd = j->log.fd = j->log.dirfd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.log_path != NULL)
@@ -522,9 +522,9 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
 		goto discard;
 	}
-	if (j->log.path != NULL && joblog_open(&j->log) != 0) {
-		snprintf(why, sizeof why, "cannot open log file %s: %s", j->log.path,
-		         strerror(errno));
+	if (j->log.path != NULL && joblog_open(&j->log, geteuid() == 0, &cause) != 0) {
+		snprintf(why, sizeof why, "job %s: cannot open log file: %s", j->name, cause);
+		free(cause);
 		sv_refuse(sv, msg, why);
 		goto discard;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,8 +113,11 @@ fuzz_config_write(const char *path, const char *buf, size_t len, int drop_jobs)
 	const char *nl;
 	size_t n;
 	FILE *f;
+	int fd;
 
-	if ((f = fopen(path, "w")) == NULL)
+	/* 0600: as root, a secret in a file others can read is refused (config-perm.c) */
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
+	    (f = fdopen(fd, "w")) == NULL)
 		abort();
 	while (len > 0) {
 		nl = memchr(buf, '\n', len);

@@ -81,6 +81,8 @@ put(const char *name, const char *text)
 	assert_non_null(f);
 	assert_int_equal(fputs(text, f) >= 0, 1);
 	assert_int_equal(fclose(f), 0);
+	/* as root, a file others can read or write is refused (config-perm.c) */
+	assert_int_equal(chmod(path, 0600), 0);
 }
 
 /* tdir/name in a static buffer. */
@@ -690,7 +692,7 @@ test_every_key(void **state)
 	                    "env = A=1\n"
 	                    "env = B=x=y ; not a comment\n"
 	                    "pass_env = FOO  BAR_*\n"
-	                    "log_file = /tmp/all.log\n"
+	                    "log_file = /var/lib/lk-test/all.log\n"
 	                    "log_max = 512K\n"
 	                    "history = 0\n"
 	                    "on_shutdown = terminate\n"
@@ -766,7 +768,7 @@ test_every_key(void **state)
 	assert_true(config_pass_env_match(job->pass_env, "BAR_", 4));
 	assert_true(config_pass_env_match(job->pass_env, "BAR_X", 5));
 	assert_false(config_pass_env_match(job->pass_env, "BAR", 3));
-	assert_string_equal(job->log_file, "/tmp/all.log");
+	assert_string_equal(job->log_file, "/var/lib/lk-test/all.log");
 	assert_int_equal(job->log_max_bytes, 512 * 1024);
 	assert_int_equal(job->history, 0);
 	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_TERMINATE);
@@ -940,6 +942,8 @@ test_user_needs_root(void **state)
 	put("worker.ini", BASE);
 	put("jobs/a.ini", "[job a]\ncommand = true\nuser = daemon\n");
 	chmod(tdir, 0755);
+	chmod(at("worker.ini"), 0644); /* nobody reads them */
+	chmod(at("jobs/a.ini"), 0644);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -1160,17 +1164,28 @@ static void
 test_job_equal(void **state)
 {
 	static const char *changes[] = {
-	    "command = echo other\n",  "schedule = @every 2m\n",
-	    "timezone = UTC\n",        "leases = 2\n",
-	    "lock = other\n",          "per_tick = 1\nleases = 2\n",
-	    "timeout = 5s\n",          "retries = 1\n",
-	    "retry_backoff = 1s\n",    "start_deadline = 10s\n",
-	    "kill_grace = 1s\n",       "user = nobody\n",
-	    "group = nogroup\n",       "umask = 077\n",
-	    "workdir = /tmp\n",        "env = A=1\n",
-	    "log_file = /tmp/x.log\n", "log_max = 1M\n",
-	    "history = 3\n",           "on_shutdown = wait\n",
-	    "shell = false\n",         "lock_path = /x/y\n",
+	    "command = echo other\n",
+	    "schedule = @every 2m\n",
+	    "timezone = UTC\n",
+	    "leases = 2\n",
+	    "lock = other\n",
+	    "per_tick = 1\nleases = 2\n",
+	    "timeout = 5s\n",
+	    "retries = 1\n",
+	    "retry_backoff = 1s\n",
+	    "start_deadline = 10s\n",
+	    "kill_grace = 1s\n",
+	    "user = nobody\n",
+	    "group = nogroup\n",
+	    "umask = 077\n",
+	    "workdir = /tmp\n",
+	    "env = A=1\n",
+	    "log_file = /var/lib/lk-test/x.log\n",
+	    "log_max = 1M\n",
+	    "history = 3\n",
+	    "on_shutdown = wait\n",
+	    "shell = false\n",
+	    "lock_path = /x/y\n",
 	    "pass_env = FOO\n",
 	};
 	struct config *a, *b;
@@ -1543,6 +1558,113 @@ test_job_file_problems(void **state)
 	}
 }
 
+/* Load worker.ini expecting one error at file:line with every given substring. */
+#define expect_error(file, line, ...)                                                              \
+	do {                                                                                       \
+		assert_int_equal(load("worker.ini", &cfg, &errors), -1);                           \
+		if (!has_error(&errors, file, line, __VA_ARGS__, NULL))                            \
+			dump(&errors);                                                             \
+		assert_true(has_error(&errors, file, line, __VA_ARGS__, NULL));                    \
+		config_errors_free(&errors);                                                       \
+	} while (0)
+
+/* As root: configuration only root can change, secrets only root can read, logs in root's
+ * directories (issue 10, finding 5). */
+static void
+test_file_modes(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct passwd *pw = getpwnam("nobody");
+	char link[PATH_MAX + 64];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(pw);
+	put("worker.ini", BASE "[zookeeper]\nauth = admin:hunter2\n");
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* a job file anyone can write */
+	assert_int_equal(chmod(at("jobs/a.ini"), 0666), 0);
+	expect_error("jobs/a.ini", 0, "is writable by others (mode 0666)", "chmod 0640");
+	/* or its group, unless that is root's */
+	assert_int_equal(chmod(at("jobs/a.ini"), 0660), 0);
+	assert_int_equal(chown(at("jobs/a.ini"), 0, pw->pw_gid), 0);
+	expect_error("jobs/a.ini", 0, "is writable by its group", "chmod 0640");
+	assert_int_equal(chown(at("jobs/a.ini"), 0, 0), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	/* or owned by another user */
+	assert_int_equal(chown(at("jobs/a.ini"), pw->pw_uid, 0), 0);
+	expect_error("jobs/a.ini", 0, "owned by a user other than root", "chown root");
+	assert_int_equal(chown(at("jobs/a.ini"), 0, 0), 0);
+
+	/* the secret in a file anyone can read */
+	assert_int_equal(chmod(at("worker.ini"), 0644), 0);
+	expect_error("worker.ini", 7, "auth: the secret is in a file anyone can read (mode 0644)",
+	             "chmod 0640");
+	/* group root may read it; another group may not */
+	assert_int_equal(chmod(at("worker.ini"), 0640), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	assert_int_equal(chown(at("worker.ini"), 0, pw->pw_gid), 0);
+	expect_error("worker.ini", 7, "its group can read", "chmod 0600");
+	assert_int_equal(chown(at("worker.ini"), 0, 0), 0);
+
+	/* the jobs directory anyone can write, reported once at jobs */
+	assert_int_equal(chmod(at("jobs"), 01777), 0);
+	put("worker.ini", BASE "jobs = jobs\n");
+	expect_error("worker.ini", 6, "the directory", "/jobs,", "writable by others",
+	             "chmod go-w");
+	put("worker.ini", BASE "jobs = jobs/*.ini\n");
+	expect_error("worker.ini", 6, "/jobs,", "writable by others");
+	assert_int_equal(chmod(at("jobs"), 0755), 0);
+
+	/* through a symbolic link: the target and its directory are judged */
+	put("open/worker.ini", BASE "jobs = "
+	                            "../jobs\n");
+	assert_int_equal(chmod(at("open"), 0777), 0);
+	assert_int_equal(unlink(at("worker.ini")), 0);
+	snprintf(link, sizeof link, "%s", at("open/worker.ini"));
+	assert_int_equal(symlink(link, at("worker.ini")), 0);
+	expect_error("worker.ini", 0, "/open,", "writable by others", "chmod go-w");
+	assert_int_equal(chmod(at("open"), 0755), 0);
+	assert_int_equal(chmod(at("open/worker.ini"), 0666), 0);
+	expect_error("worker.ini", 0, "its target", "/open/worker.ini", "chmod 0640");
+	assert_int_equal(unlink(at("worker.ini")), 0);
+
+	/* a job's log in a directory others can write, or reached through a link */
+	put("worker.ini", BASE);
+	put("logs/keep", "");
+	assert_int_equal(chmod(at("logs"), 0777), 0);
+	snprintf(link, sizeof link, "[job a]\ncommand = true\nlog_file = %s\n", at("logs/a.log"));
+	put("jobs/a.ini", link);
+	expect_error("jobs/a.ini", 3, "/logs is writable by others",
+	             "put them in a directory only root can write");
+	assert_int_equal(chmod(at("logs"), 01777), 0);
+	expect_error("jobs/a.ini", 3, "/logs is writable by others");
+	assert_int_equal(chmod(at("logs"), 0755), 0);
+	snprintf(link, sizeof link, "%s", at("logs"));
+	assert_int_equal(symlink(link, at("loglink")), 0);
+	snprintf(link, sizeof link, "[job a]\ncommand = true\nlog_file = %s\n",
+	         at("loglink/sub/a.log"));
+	put("jobs/a.ini", link);
+	expect_error("jobs/a.ini", 3, "/loglink is a symbolic link");
+	/* a directory not made yet is judged by what exists of the path */
+	snprintf(link, sizeof link, "[job a]\ncommand = true\nlog_file = %s\n",
+	         at("logs/new/a.log"));
+	put("jobs/a.ini", link);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
 /* The example worker and jobs in the source tree are valid and show each kind of job. */
 static void
 test_shipped_examples(void **state)
@@ -1624,6 +1746,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_nul_and_controls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
 	    cmocka_unit_test(test_valid_hosts),
 	};
 

@@ -46,9 +46,10 @@ def _ini_value(v):
 def write_ini(path, sections):
     """Write an INI file from {section: {key: value}}; section names are written as given
     ("zookeeper", "job backup"). None values are left out, True/False become true/false, and
-    a list value writes the key once per item."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    a list value writes the key once per item. Written mode 0600 in directories made 0700: as
+    root, the worker refuses configuration others can change, and a secret others can read."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         for name, keys in sections.items():
             if keys is None:
                 continue
@@ -75,8 +76,8 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     base = os.path.join(os.path.abspath(str(dir)), name)
     jobs_dir = os.path.join(base, "jobs")
     state_dir = os.path.join(base, "state")
-    os.makedirs(jobs_dir, exist_ok=True)
-    os.makedirs(state_dir, exist_ok=True)
+    os.makedirs(jobs_dir, mode=0o700, exist_ok=True)
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
     zk = {"hosts": hosts}
     zk.update(zookeeper or {})
     wk = {"node_id": name, "jobs": jobs_dir, "state_dir": state_dir}

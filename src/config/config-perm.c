@@ -1,0 +1,186 @@
+/* Runs in: the main process. */
+/*
+ * config-perm.c: who can change what the worker does. Whoever can write a job file runs
+ * commands as any user a job may name, and whoever can read the worker file holds its
+ * ZooKeeper secret, so when the worker runs as root its files and their directories must be
+ * root's alone, and a job's log must be in a directory only root can write (the supervisor
+ * refuses it otherwise: joblog.c). Not root (tests, a user's own worker): nothing to check.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config-int.h"
+#include "safepath.h"
+#include "utf8.h"
+#include "xmalloc.h"
+
+/* Whether the checks apply: the worker runs as root. */
+static int
+config_perm_enabled(void)
+{
+	return geteuid() == 0;
+}
+
+/*
+ * A path for a message and the command that fixes it: as it is when that is safe to copy
+ * into a shell (printable ASCII, no space or quote), else quoted (and maybe shortened).
+ */
+static char *
+config_perm_path(const char *path)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)path; *p != '\0'; p++) {
+		if (*p <= ' ' || *p >= 0x7f || strchr("\"'\\$`", *p) != NULL)
+			return utf8_quote_str(path);
+	}
+	return xstrdup(path);
+}
+
+/* Whether the directory st was seen before in this load (so it is reported once). */
+static int
+config_perm_seen(struct config_ctx *ctx, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->nseen; i++) {
+		if (ctx->seen[i].dev == st->st_dev && ctx->seen[i].ino == st->st_ino)
+			return 1;
+	}
+	ctx->seen = xreallocarray(ctx->seen, ctx->nseen + 1, sizeof *ctx->seen);
+	ctx->seen[ctx->nseen].dev = st->st_dev;
+	ctx->seen[ctx->nseen++].ino = st->st_ino;
+	return 0;
+}
+
+/* Why a configuration file (st) is unsafe, or NULL; *fix is the command that fixes it. */
+static const char *
+config_perm_unsafe_file(const struct stat *st, const char **fix)
+{
+	if (st->st_uid != 0) {
+		*fix = "chown root";
+		return "is owned by a user other than root, who can change it";
+	}
+	*fix = "chmod 0640";
+	if (st->st_mode & S_IWOTH)
+		return "is writable by others";
+	if ((st->st_mode & S_IWGRP) && st->st_gid != 0)
+		return "is writable by its group";
+	return NULL;
+}
+
+/*
+ * Check the directory dir (a symbolic link is judged by its target), which holds
+ * configuration the file'th file names at line; reported against that file and line.
+ */
+void
+config_perm_dir(struct config_ctx *ctx, size_t file, int line, const char *dir)
+{
+	char real[PATH_MAX], *q;
+	const char *why;
+	struct stat st;
+
+	if (!config_perm_enabled() || realpath(dir, real) == NULL || stat(real, &st) != 0 ||
+	    !S_ISDIR(st.st_mode) || config_perm_seen(ctx, &st))
+		return;
+	if ((why = safepath_unsafe(&st, 1)) == NULL)
+		return;
+	q = config_perm_path(real);
+	config_error(ctx, file, line,
+	             "the directory %s, which holds configuration, %s, and whoever can write "
+	             "it can add or replace job files that run commands as root: %s %s",
+	             q, why, st.st_uid != 0 ? "chown root" : "chmod go-w", q);
+	free(q);
+}
+
+/*
+ * Check a configuration file just opened (st: what the descriptor is) and the directory
+ * its target is in. The worker file's status is kept for config_perm_secret.
+ */
+void
+config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, const struct stat *st)
+{
+	const char *path = ctx->files[file], *why, *fix;
+	char real[PATH_MAX], *dir, *q;
+
+	if (worker_file) {
+		ctx->worker_st = *st;
+		ctx->have_worker_st = 1;
+	}
+	if (!config_perm_enabled())
+		return;
+	if (realpath(path, real) == NULL)
+		snprintf(real, sizeof real, "%s", path);
+	if ((why = config_perm_unsafe_file(st, &fix)) != NULL) {
+		q = config_perm_path(real);
+		if (strcmp(real, path) != 0)
+			config_error(
+			    ctx, file, 0,
+			    "its target %s %s (mode %04o): whoever can write a configuration "
+			    "file runs commands as root: %s %s",
+			    q, why, (unsigned)(st->st_mode & 07777), fix, q);
+		else
+			config_error(ctx, file, 0,
+			             "%s (mode %04o): whoever can write a configuration file runs "
+			             "commands as root: %s %s",
+			             why, (unsigned)(st->st_mode & 07777), fix, q);
+		free(q);
+	}
+	dir = config_dirname(real);
+	config_perm_dir(ctx, file, 0, dir);
+	free(dir);
+}
+
+/* A secret (kv, in the worker file) must be in a file only root can read. */
+void
+config_perm_secret(struct config_ctx *ctx, const struct config_sec *sec, const struct config_kv *kv)
+{
+	const struct stat *st = &ctx->worker_st;
+	char real[PATH_MAX], *q;
+
+	if (!config_perm_enabled() || !ctx->have_worker_st)
+		return;
+	if (!(st->st_mode & S_IROTH) && !((st->st_mode & S_IRGRP) && st->st_gid != 0))
+		return;
+	if (realpath(ctx->files[sec->file], real) == NULL)
+		snprintf(real, sizeof real, "%s", ctx->files[sec->file]);
+	q = config_perm_path(real);
+	config_error_kv(
+	    ctx, sec, kv, "%s: the secret is in a file %s can read (mode %04o): %s %s", kv->key,
+	    (st->st_mode & S_IROTH) ? "anyone" : "its group", (unsigned)(st->st_mode & 07777),
+	    (st->st_mode & S_IROTH) && st->st_gid == 0 ? "chmod 0640" : "chmod 0600", q);
+	free(q);
+}
+
+/*
+ * A job's log is written by root (the supervisor): its directory, or the part of it that
+ * exists, must be reachable without a symbolic link and writable by root only.
+ */
+void
+config_perm_log(struct config_ctx *ctx, const struct config_sec *sec, const struct config_kv *kv,
+                const char *path)
+{
+	char *dir, *why;
+	int fd;
+
+	if (!config_perm_enabled() || path[0] != '/')
+		return;
+	dir = config_dirname(path);
+	fd = safepath_open_dir(dir, SAFEPATH_CHECK | SAFEPATH_EXISTING, &why);
+	free(dir);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	config_error_kv(ctx, sec, kv,
+	                "log_file %s: %s: the worker writes job logs as root, so put them in a "
+	                "directory only root can write, such as /var/log/leasekeeper",
+	                config_q(ctx, path), why);
+	free(why);
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+# ctest: timeout=300
+"""Files root writes or trusts (issue 10, findings 1 and 5): a job user cannot make the
+supervisor write through a symbolic link or into a directory the user controls, and `check`,
+`run` and a reload refuse configuration that anyone but root can change, or a secret in a
+file others can read."""
+
+import os
+import pwd
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+SECRET = b"root's secret, mode 0600\n"
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+class SecurityFilesTest(lktest.TestCase):
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("the worker checks these only when it runs as root")
+        self.nobody = pwd.getpwnam("nobody")
+        os.chmod(self.dir, 0o711)  # nobody may pass through, not list or write
+        self.target = self.path("target")
+        with open(os.open(self.target, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+            f.write(SECRET)
+
+    def target_unchanged(self):
+        with open(self.target, "rb") as f:
+            self.assertEqual(f.read(), SECRET, "root wrote to the link's target")
+        st = os.stat(self.target)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o600))
+
+    def start(self, jobs, **kw):
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, jobs=jobs, **kw)
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        return w
+
+    def test_log_in_a_directory_the_job_user_owns_is_refused(self):
+        """The attack of the issue: a nobody job whose log directory nobody can write (here:
+        it is given to nobody while the job runs; `check` refuses it at load) replaces its
+        log with a link to a root-owned 0600 file and exits. The restart is refused, logged
+        with the reason, and the target is untouched."""
+        self.start_zookeeper()
+        logs = self.path("logs")
+        os.mkdir(logs, 0o755)
+        log = os.path.join(logs, "job.log")
+        runs = self.path("runs")
+        os.mkdir(runs, 0o755)
+        os.chown(runs, self.nobody.pw_uid, self.nobody.pw_gid)
+        attack = ("echo run >> %s/runs; until ln -s %s %s.new 2>/dev/null && mv -f %s.new %s; "
+                  "do sleep 0.1; done; exit 1" % (runs, self.target, log, log, log))
+        w = self.start({"attack": {"command": attack, "user": "nobody", "log_file": log,
+                                   "restart_backoff": "1s", "max_failures": 100}})
+        self.wait_until(lambda: read(os.path.join(runs, "runs")) == "run\n", timeout=60,
+                        msg="the job never started")
+        mark = w.mark()
+        os.chown(logs, self.nobody.pw_uid, self.nobody.pw_gid)
+        refusal = (r"job attack: could not start: job attack: cannot open log file: %s is owned "
+                   r"by a user other than root: put job logs in a directory only root can "
+                   r"write, such as /var/log/leasekeeper" % logs)
+        w.wait_log(refusal, timeout=60, since=mark)
+        self.assertTrue(os.path.islink(log), "the job did not plant its link")
+        # Restarts keep being refused, and only refused (the supervisor logs each one).
+        t0 = time.monotonic()
+        self.wait_until(lambda: w.log_text()[mark:].count("supervisor: refusing to start job")
+                        >= 3, timeout=90, msg="three refused restarts")
+        sys.stderr.write("three refusals in %.1f s\n" % (time.monotonic() - t0))
+        self.assertEqual(read(os.path.join(runs, "runs")), "run\n", "the job ran again")
+        self.target_unchanged()
+        self.assertTrue(w.alive())
+
+    def test_log_replaced_by_a_link_is_not_followed(self):
+        """A log in root's directory replaced by a symbolic link (as a job user could if the
+        directory were theirs) between runs: the next start is refused and the target kept;
+        at the size cap the log is rotated in the directory opened at the start."""
+        self.start_zookeeper()
+        logs = self.path("logs")
+        os.mkdir(logs, 0o755)
+        log = os.path.join(logs, "job.log")
+        pids = self.path("pids")
+        os.mkdir(pids, 0o755)
+        os.chown(pids, self.nobody.pw_uid, self.nobody.pw_gid)
+        pidfile = os.path.join(pids, "pid")
+        cmd = "echo $$ > %s; echo hello; exec sleep 1000" % pidfile
+        w = self.start({"victim": {"command": cmd, "user": "nobody", "log_file": log,
+                                   "restart_backoff": "1s", "max_failures": 100}})
+        self.wait_until(lambda: "hello" in read(log), timeout=60, msg="the job never logged")
+        os.unlink(log)
+        os.symlink(self.target, log)
+        mark = w.mark()
+        os.kill(int(read(pidfile)), signal.SIGKILL)
+        w.wait_log(r"job victim: could not start: job victim: cannot open log file: %s is a "
+                   r"symbolic link, which is not followed" % log, timeout=60, since=mark)
+        self.target_unchanged()
+        self.assertTrue(os.path.islink(log))
+
+    def test_log_that_is_a_fifo_is_refused(self):
+        """A FIFO in the log's place would block the supervisor on open: refused at once."""
+        self.start_zookeeper()
+        logs = self.path("logs")
+        os.mkdir(logs, 0o755)
+        log = os.path.join(logs, "job.log")
+        os.mkfifo(log, 0o600)
+        w = self.start({"fifo": {"command": "sleep 1000", "log_file": log}},
+                       worker={"allow_root_jobs": True})
+        w.wait_log(r"job fifo: could not start: job fifo: cannot open log file: %s is not a "
+                   r"regular file" % log, timeout=60)
+        self.assertTrue(w.alive())
+
+    def check(self, cfg):
+        return subprocess.run([lktest.leasekeeper_bin(), "check", "-c", cfg],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_check_refuses_a_job_file_anyone_can_write(self):
+        cfg = self.write_config(name="alpha", hosts="127.0.0.1:1",
+                                jobs={"a": {"command": "true", "user": "nobody"}})
+        jobs = self.path("alpha", "jobs", "jobs.ini")
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.chmod(jobs, 0o666)
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('%s: is writable by others (mode 0666): whoever can write a configuration '
+                      'file runs commands as root: chmod 0640 %s' % (jobs, jobs), r.stderr)
+        self.assertNotIn("configuration OK", r.stdout + r.stderr)
+        # run refuses it the same way, before it connects anywhere
+        r = subprocess.run([lktest.leasekeeper_bin(), "run", "-c", cfg], capture_output=True,
+                           text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("%s: is writable by others" % jobs, r.stderr)
+
+    def test_check_refuses_a_secret_others_can_read(self):
+        cfg = self.write_config(name="alpha", hosts="127.0.0.1:1",
+                                zookeeper={"auth": "leasekeeper:hunter2"},
+                                jobs={"a": {"command": "true", "user": "nobody"}})
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.chmod(cfg, 0o640)  # group root may read it, as installed
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.chmod(cfg, 0o644)
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertRegex(r.stderr, r'%s:\d+: auth: the secret is in a file anyone can read '
+                                   r'\(mode 0644\): chmod 0640 %s\n' % (cfg, cfg))
+        self.assertNotIn("hunter2", r.stdout + r.stderr)
+
+    def test_reload_refuses_a_jobs_directory_anyone_can_write(self):
+        self.start_zookeeper()
+        w = self.start({"a": {"command": "sleep 1000", "user": "nobody"}})
+        jobs_dir = self.path("alpha", "jobs")
+        os.chmod(jobs_dir, 0o777)
+        mark = w.mark()
+        w.signal(signal.SIGHUP)
+        w.wait_log(r'the directory %s, which holds configuration, is writable by others'
+                   % jobs_dir, timeout=30, since=mark)
+        self.assertTrue(w.alive())
+
+
+if __name__ == "__main__":
+    lktest.main()
