@@ -76,9 +76,35 @@ void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch
  */
 int proto_decode(const void *buf, size_t len, struct proto_msg *out);
 
+/* Kill grace when a start spec names none, and the most one may name (a day). */
+#define PROTO_DEFAULT_GRACE_MS 2000
+#define PROTO_MAX_GRACE_MS     86400000ULL
+/* The most arguments, and the most environment entries, in one start spec. */
+#define PROTO_SPEC_MAX_ITEMS 4096
+
+/* A start spec decoded: what the supervisor needs to start one run. */
+struct proto_run {
+	const char *name;     /* NULL: none given */
+	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
+	uint64_t log_max;
+	uint64_t grace_ms;
+	char **argv; /* NULL-terminated, never empty; the strings point into the payload */
+	char **env;  /* "KEY=VALUE", NULL-terminated, or NULL */
+	const char *workdir, *user, *group;
+	int umask; /* -1: inherit */
+};
+
+/* Main writes a start spec (runspec.c) with these; free its buffer with proto_spec_free. */
 void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
 void proto_spec_free(struct proto_spec *);
-int proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value);
+
+/*
+ * The supervisor reads one with this: decode and check a start spec (the payload of
+ * PROTO_START) into run, whose strings then point into payload; -1 with *cause (caller
+ * frees) when it is malformed. Free with proto_run_free.
+ */
+int proto_spec_parse(const char *payload, size_t len, struct proto_run *, char **cause);
+void proto_run_free(struct proto_run *);
 
 const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);

@@ -47,7 +47,7 @@ child_cloexec_from(int lowfd)
 
 /* Become the job: session, signals, environment, output, credentials, directory, exec. */
 void
-child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd)
+child_exec(const struct proto_run *spec, pid_t svpid, int errfd, int outfd)
 {
 	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
 	char **argv = spec->argv;

@@ -1,8 +1,8 @@
 /*
  * fuzz_proto.c: the main <-> supervisor message codec: one frame as recv() returns it
- * (proto_decode), the start spec walk (proto_spec_next) and the supervisor's decoding of a
- * start spec into a run (supervisor_spec_parse). A spec that decodes must survive being
- * written again with proto_spec_add.
+ * (proto_decode) and the start spec the supervisor decodes into a run (proto_spec_parse,
+ * which walks every tag). A spec that decodes must survive being written again with
+ * proto_spec_add.
  */
 
 #include <stdint.h>
@@ -11,13 +11,12 @@
 #include <string.h>
 
 #include "proto.h"
-#include "supervisor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Count the argv and env entries of a decoded spec. */
 static void
-fuzz_proto_count(const struct supervisor_spec *spec, size_t *argc, size_t *nenv)
+fuzz_proto_count(const struct proto_run *spec, size_t *argc, size_t *nenv)
 {
 	for (*argc = 0; spec->argv[*argc] != NULL; (*argc)++)
 		;
@@ -27,10 +26,10 @@ fuzz_proto_count(const struct supervisor_spec *spec, size_t *argc, size_t *nenv)
 
 /* Write spec again the way main does, decode that, and compare. */
 static void
-fuzz_proto_again(const struct supervisor_spec *spec)
+fuzz_proto_again(const struct proto_run *spec)
 {
 	struct proto_spec out = {NULL, 0};
-	struct supervisor_spec back;
+	struct proto_run back;
 	char *cause = NULL, num[32];
 	size_t i, argc, nenv, argc2, nenv2;
 
@@ -57,7 +56,7 @@ fuzz_proto_again(const struct supervisor_spec *spec)
 	}
 	snprintf(num, sizeof num, "%llu", (unsigned long long)spec->grace_ms);
 	proto_spec_add(&out, PROTO_TAG_GRACE, num);
-	if (supervisor_spec_parse(out.buf, out.len, &back, &cause) != 0) {
+	if (proto_spec_parse(out.buf, out.len, &back, &cause) != 0) {
 		fprintf(stderr, "fuzz_proto: a decoded spec, written again, is refused: %s\n",
 		        cause);
 		abort();
@@ -69,19 +68,16 @@ fuzz_proto_again(const struct supervisor_spec *spec)
 		fprintf(stderr, "fuzz_proto: a decoded spec reads back differently\n");
 		abort();
 	}
-	supervisor_spec_free(&back);
+	proto_run_free(&back);
 	proto_spec_free(&out);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	struct proto_msg msg;
-	const char *value;
-	char *buf, *cause = NULL, tag;
-	size_t off = 0, steps = 0;
-	int r;
+	char *buf, *cause = NULL;
 
 	/* As proto_read_cb does: a buffer with room for a NUL after the frame. */
 	buf = malloc(size + 1);
@@ -91,15 +87,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(buf);
 		return 0;
 	}
-	while ((r = proto_spec_next(msg.payload, msg.len, &off, &tag, &value)) == 1) {
-		if (off > msg.len || ++steps > msg.len)
-			abort();
-		(void)strlen(value);
-	}
 	if (msg.type == PROTO_START) {
-		if (supervisor_spec_parse(msg.payload, msg.len, &spec, &cause) == 0) {
+		if (proto_spec_parse(msg.payload, msg.len, &spec, &cause) == 0) {
 			fuzz_proto_again(&spec);
-			supervisor_spec_free(&spec);
+			proto_run_free(&spec);
 		} else
 			free(cause);
 	}

@@ -14,7 +14,6 @@
 #include <event2/event.h>
 
 #include "proto.h"
-#include "supervisor.h"
 
 /* A frame as proto_send writes it: the header, then the payload. */
 static size_t
@@ -168,16 +167,16 @@ test_truncated_frame(void **state)
 		assert_int_equal(proto_decode(buf, len, &m), -1);
 }
 
-/* Decode a spec written as tag/value pairs; returns supervisor_spec_parse's result. */
+/* Decode a spec written as tag/value pairs; returns proto_spec_parse's result. */
 static int
-parse(const char *const *items, struct supervisor_spec *spec, char **cause)
+parse(const char *const *items, struct proto_run *spec, char **cause)
 {
 	struct proto_spec s = {NULL, 0};
 	int r;
 
 	for (; *items != NULL; items++)
 		proto_spec_add(&s, (enum proto_tag)(*items)[0], *items + 1);
-	r = supervisor_spec_parse(s.buf, s.len, spec, cause);
+	r = proto_spec_parse(s.buf, s.len, spec, cause);
 	/* The spec's strings point into s.buf: tests only look at the numbers and counts. */
 	proto_spec_free(&s);
 	return r;
@@ -190,7 +189,7 @@ test_spec_ok(void **state)
 	const char *items[] = {"njob",        "a/bin/sh",  "a-c",     "aecho hi", "eA=1",
 	                       "eB=",         "w/tmp",     "unobody", "gnogroup", "m22",
 	                       "o/tmp/x.log", "M10485760", "k2500",   NULL};
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause = NULL;
 
 	(void)state;
@@ -202,7 +201,7 @@ test_spec_ok(void **state)
 	assert_int_equal(spec.umask, 022);
 	assert_int_equal(spec.log_max, 10485760);
 	assert_int_equal(spec.grace_ms, 2500);
-	supervisor_spec_free(&spec);
+	proto_run_free(&spec);
 }
 
 /* A malformed spec is refused with a reason, never half-run or run with wrapped numbers. */
@@ -224,7 +223,7 @@ test_spec_bad(void **state)
 	    {"atrue", "orelative.log", NULL},
 	    {"atrue", "M", NULL},
 	};
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause;
 	size_t i;
 
@@ -242,14 +241,14 @@ test_spec_bad(void **state)
 static void
 test_spec_truncated(void **state)
 {
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(supervisor_spec_parse("atrue\0ash", 9, &spec, &cause), -1);
+	assert_int_equal(proto_spec_parse("atrue\0ash", 9, &spec, &cause), -1);
 	free(cause);
 	cause = NULL;
-	assert_int_equal(supervisor_spec_parse("atrue\0a", 7, &spec, &cause), -1);
+	assert_int_equal(proto_spec_parse("atrue\0a", 7, &spec, &cause), -1);
 	free(cause);
 }
 
