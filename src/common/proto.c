@@ -66,8 +66,11 @@ proto_conn_eof(struct proto_conn *c)
 		c->eof_cb(c->arg);
 }
 
-/* Decode one frame: a header and its payload; -1 if truncated, oversized or of no known type. */
-int
+/*
+ * Decode one frame (a header and its payload, as one recv() returned it) into out, whose
+ * payload then points into buf; -1 if truncated, oversized or of no known type.
+ */
+static int
 proto_decode(const void *buf, size_t len, struct proto_msg *out)
 {
 	struct proto_hdr hdr;

@@ -60,6 +60,12 @@ struct proto_spec {
 	size_t len;
 };
 
+/*
+ * A connection reads every message waiting on its socket and hands each one that decodes to
+ * msg_cb; a frame that is truncated, oversized (even if recv() cut it to fit) or of no known
+ * type is logged and dropped. eof_cb (may be NULL) is called once, when the peer is gone or
+ * the socket fails.
+ */
 typedef void (*proto_msg_cb)(const struct proto_msg *, void *arg);
 typedef void (*proto_eof_cb)(void *arg);
 
@@ -68,13 +74,6 @@ struct proto_conn *proto_conn_new(struct event_base *, int fd, proto_msg_cb, pro
 void proto_conn_free(struct proto_conn *);
 void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
                 int64_t v2, const void *payload, size_t len);
-
-/*
- * Decode one frame (header and payload, as one recv() returned it) into out, whose payload
- * then points into buf. Returns -1 for a frame that is truncated, oversized or of no known
- * type. Pure, so a fuzzer can drive it.
- */
-int proto_decode(const void *buf, size_t len, struct proto_msg *out);
 
 /* Kill grace when a start spec names none, and the most one may name (a day). */
 #define PROTO_DEFAULT_GRACE_MS 2000
