@@ -141,7 +141,7 @@ fatalx(const char *fmt, ...)
  * The limiter's decision at now_ms: 1 to log (with *held occurrences held back over the
  * last *span_ms to summarise, both 0 if none), 0 to hold this one back. Pure but for l.
  */
-int
+static int
 log_limit_check(struct log_limit *l, uint64_t now_ms, unsigned long *held, uint64_t *span_ms)
 {
 	uint64_t interval = l->interval_ms != 0 ? l->interval_ms : LOG_LIMIT_INTERVAL_MS;

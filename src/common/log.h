@@ -38,7 +38,6 @@ struct log_limit {
 	char last[LOG_LIMIT_TEXT]; /* the last held-back line, for log_limit_flush */
 };
 
-int log_limit_check(struct log_limit *, uint64_t now_ms, unsigned long *held, uint64_t *span_ms);
 void log_warn_limited(struct log_limit *, const char *, ...) __attribute__((format(printf, 2, 3)));
 void log_warnx_limited(struct log_limit *, const char *, ...) __attribute__((format(printf, 2, 3)));
 void log_limit_flush(struct log_limit *);

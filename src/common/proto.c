@@ -6,12 +6,16 @@
  * header and an optional payload in one sendmsg(). Neither side may block on the other
  * (a stopped main must not stall the supervisor): sockets are non-blocking and what
  * cannot be sent at once waits in an outbox drained by a write event.
+ *
+ * The start spec, PROTO_START's payload, is written (proto_spec_add, by runspec.c in main)
+ * and read (proto_spec_parse, by the supervisor) here, so one file owns its format.
  */
 
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,8 +66,11 @@ proto_conn_eof(struct proto_conn *c)
 		c->eof_cb(c->arg);
 }
 
-/* Decode one frame: a header and its payload; -1 if truncated, oversized or of no known type. */
-int
+/*
+ * Decode one frame (a header and its payload, as one recv() returned it) into out, whose
+ * payload then points into buf; -1 if truncated, oversized or of no known type.
+ */
+static int
 proto_decode(const void *buf, size_t len, struct proto_msg *out)
 {
 	struct proto_hdr hdr;
@@ -285,7 +292,7 @@ proto_spec_free(struct proto_spec *spec)
 }
 
 /* Walk a start spec: 1 and the next tag and value, 0 at the end, -1 if malformed. */
-int
+static int
 proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value)
 {
 	const char *end;
@@ -299,6 +306,158 @@ proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const c
 	*value = payload + *off + 1;
 	*off = (size_t)(end - payload) + 1;
 	return 1;
+}
+
+/* Parse an unsigned decimal of at most max; 0, or -1 if text is not one. */
+static int
+proto_spec_number(const char *text, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (*text == '\0')
+		return -1;
+	for (p = text; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || v > (max - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Set a tag that may appear once; -1 with *cause the second time. */
+static int
+proto_spec_once(const char **slot, const char *value, char tag, char **cause)
+{
+	if (*slot != NULL) {
+		xasprintf(cause, "tag '%c' given twice", tag);
+		return -1;
+	}
+	*slot = value;
+	return 0;
+}
+
+/* Decode a start spec into run (strings point into payload); -1 with *cause if malformed. */
+int
+proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
+{
+	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
+	size_t off = 0, argc = 0, nenv = 0;
+	char tag;
+	int r, bad;
+
+	memset(run, 0, sizeof *run);
+	run->grace_ms = PROTO_DEFAULT_GRACE_MS;
+	run->umask = -1;
+	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
+		bad = 0;
+		switch (tag) {
+		case PROTO_TAG_NAME:
+			bad = proto_spec_once(&run->name, value, tag, cause);
+			break;
+		case PROTO_TAG_ARG:
+			if (argc >= PROTO_SPEC_MAX_ITEMS) {
+				xasprintf(cause, "more than %d arguments", PROTO_SPEC_MAX_ITEMS);
+				bad = -1;
+				break;
+			}
+			run->argv = xreallocarray(run->argv, argc + 2, sizeof *run->argv);
+			run->argv[argc++] = (char *)value;
+			run->argv[argc] = NULL;
+			break;
+		case PROTO_TAG_ENV:
+			if (value[0] == '=' || strchr(value, '=') == NULL) {
+				xasprintf(cause, "environment entry is not KEY=VALUE");
+				bad = -1;
+				break;
+			}
+			if (nenv >= PROTO_SPEC_MAX_ITEMS) {
+				xasprintf(cause, "more than %d environment entries",
+				          PROTO_SPEC_MAX_ITEMS);
+				bad = -1;
+				break;
+			}
+			run->env = xreallocarray(run->env, nenv + 2, sizeof *run->env);
+			run->env[nenv++] = (char *)value;
+			run->env[nenv] = NULL;
+			break;
+		case PROTO_TAG_INHERIT_ENV:
+			bad = proto_spec_once(&inherit, value, tag, cause);
+			run->inherit_env = 1;
+			break;
+		case PROTO_TAG_WORKDIR:
+			bad = proto_spec_once(&run->workdir, value, tag, cause);
+			break;
+		case PROTO_TAG_USER:
+			bad = proto_spec_once(&run->user, value, tag, cause);
+			break;
+		case PROTO_TAG_GROUP:
+			bad = proto_spec_once(&run->group, value, tag, cause);
+			break;
+		case PROTO_TAG_UMASK:
+			bad = proto_spec_once(&umask_s, value, tag, cause);
+			break;
+		case PROTO_TAG_LOG:
+			bad = proto_spec_once(&run->log_path, value, tag, cause);
+			break;
+		case PROTO_TAG_LOG_MAX:
+			bad = proto_spec_once(&log_max, value, tag, cause);
+			break;
+		case PROTO_TAG_GRACE:
+			bad = proto_spec_once(&grace, value, tag, cause);
+			break;
+		default:
+			xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
+			bad = -1;
+			break;
+		}
+		if (bad != 0)
+			goto fail;
+	}
+	if (r != 0) {
+		*cause = xstrdup("a tag without its NUL-terminated value");
+		goto fail;
+	}
+	if (run->argv == NULL || run->argv[0][0] == '\0') {
+		*cause = xstrdup("no command");
+		goto fail;
+	}
+	if (run->log_path != NULL &&
+	    (run->log_path[0] != '/' || strlen(run->log_path) >= PATH_MAX)) {
+		*cause = xstrdup("the log file is not an absolute path shorter than PATH_MAX");
+		goto fail;
+	}
+	if (log_max != NULL && proto_spec_number(log_max, UINT64_MAX, &run->log_max) != 0) {
+		*cause = xstrdup("bad log size");
+		goto fail;
+	}
+	if (grace != NULL && proto_spec_number(grace, PROTO_MAX_GRACE_MS, &run->grace_ms) != 0) {
+		*cause = xstrdup("bad kill grace");
+		goto fail;
+	}
+	if (umask_s != NULL) {
+		if (umask_s[0] == '\0' || strspn(umask_s, "01234567") != strlen(umask_s) ||
+		    strtol(umask_s, NULL, 8) > 0777) {
+			*cause = xstrdup("bad umask");
+			goto fail;
+		}
+		run->umask = (int)strtol(umask_s, NULL, 8);
+	}
+	return 0;
+
+fail:
+	proto_run_free(run);
+	return -1;
+}
+
+/* Free what proto_spec_parse allocated. */
+void
+proto_run_free(struct proto_run *run)
+{
+	free(run->argv);
+	free(run->env);
+	run->argv = run->env = NULL;
 }
 
 /* The name of a message type, for logs. */

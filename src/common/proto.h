@@ -62,6 +62,12 @@ struct proto_spec {
 	size_t len;
 };
 
+/*
+ * A connection reads every message waiting on its socket and hands each one that decodes to
+ * msg_cb; a frame that is truncated, oversized (even if recv() cut it to fit) or of no known
+ * type is logged and dropped. eof_cb (may be NULL) is called once, when the peer is gone or
+ * the socket fails.
+ */
 typedef void (*proto_msg_cb)(const struct proto_msg *, void *arg);
 typedef void (*proto_eof_cb)(void *arg);
 
@@ -71,16 +77,36 @@ void proto_conn_free(struct proto_conn *);
 void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
                 int64_t v2, const void *payload, size_t len);
 
-/*
- * Decode one frame (header and payload, as one recv() returned it) into out, whose payload
- * then points into buf. Returns -1 for a frame that is truncated, oversized or of no known
- * type. Pure, so a fuzzer can drive it.
- */
-int proto_decode(const void *buf, size_t len, struct proto_msg *out);
+/* Kill grace when a start spec names none, and the most one may name (a day). */
+#define PROTO_DEFAULT_GRACE_MS 2000
+#define PROTO_MAX_GRACE_MS     86400000ULL
+/* The most arguments, and the most environment entries, in one start spec. */
+#define PROTO_SPEC_MAX_ITEMS 4096
 
+/* A start spec decoded: what the supervisor needs to start one run. */
+struct proto_run {
+	const char *name;     /* NULL: none given */
+	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
+	uint64_t log_max;
+	uint64_t grace_ms;
+	char **argv;     /* NULL-terminated, never empty; the strings point into the payload */
+	char **env;      /* "KEY=VALUE", NULL-terminated, or NULL */
+	int inherit_env; /* 1: env is added to the supervisor's environment (exec); 0: a clean one */
+	const char *workdir, *user, *group;
+	int umask; /* -1: inherit */
+};
+
+/* Main writes a start spec (runspec.c) with these; free its buffer with proto_spec_free. */
 void proto_spec_add(struct proto_spec *, enum proto_tag, const char *value);
 void proto_spec_free(struct proto_spec *);
-int proto_spec_next(const char *payload, size_t len, size_t *off, char *tag, const char **value);
+
+/*
+ * The supervisor reads one with this: decode and check a start spec (the payload of
+ * PROTO_START) into run, whose strings then point into payload; -1 with *cause (caller
+ * frees) when it is malformed. Free with proto_run_free.
+ */
+int proto_spec_parse(const char *payload, size_t len, struct proto_run *, char **cause);
+void proto_run_free(struct proto_run *);
 
 const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);

@@ -481,14 +481,6 @@ schedule_text(const struct schedule *s)
 	return s->text;
 }
 
-/* Replace the zone s runs in with z, which s then owns. */
-void
-schedule_set_zone(struct schedule *s, struct tz *z)
-{
-	tz_free(s->zone);
-	s->zone = z;
-}
-
 /* The zone s was parsed with, or NULL for the process's zone. */
 const char *
 schedule_timezone(const struct schedule *s)

@@ -2,13 +2,14 @@
 /*
  * tz.c: time zones, read from TZif files and POSIX TZ strings, as runs of constant offset.
  *
- * We read the zone's TZif file under /usr/share/zoneinfo ourselves (RFC 8536: the
- * transition table, then the POSIX TZ string in the footer for the years after it) instead
- * of switching TZ with setenv+tzset around localtime/mktime: that would touch state the
- * rest of the process shares, and mktime guesses inside gaps and overlaps where schedules
- * need an exact answer. A NULL zone follows libc's rules for the process's zone: TZ (a zone
- * name, a file or a POSIX TZ string), else /etc/localtime, else UTC. Each schedule keeps
- * its own zone, so a reload picks up new tzdata.
+ * We read the zone's TZif file under the zoneinfo directory ($TZDIR as glibc and tzcode
+ * read it, else /usr/share/zoneinfo) ourselves (RFC 8536: the transition table, then the
+ * POSIX TZ string in the footer for the years after it) instead of switching TZ with
+ * setenv+tzset around localtime/mktime: that would touch state the rest of the process
+ * shares, and mktime guesses inside gaps and overlaps where schedules need an exact answer.
+ * A NULL zone follows libc's rules for the process's zone: TZ (a zone name, a file or a
+ * POSIX TZ string), else /etc/localtime, else UTC. Each schedule keeps its own zone, so a
+ * reload picks up new tzdata.
  */
 
 #include <ctype.h>
@@ -409,22 +410,6 @@ tz_replace(struct tz *z, const void *buf, size_t len)
 	return 0;
 }
 
-/* Parse a zone from memory; the zone loaders come through here too (tz_replace). */
-int
-tz_parse(const void *buf, size_t len, struct tz **out, char **cause)
-{
-	struct tz *z = xcalloc(1, sizeof *z);
-
-	if (tz_replace(z, buf, len) != 0) {
-		free(z);
-		*cause = xstrdup("bad time zone data: neither a TZif file (RFC 8536) nor a POSIX "
-		                 "TZ string such as \"CET-1CEST,M3.5.0,M10.5.0/3\"");
-		return -1;
-	}
-	*out = z;
-	return 0;
-}
-
 /* Read the TZif file at path; returns 0, or -1 with errno (EINVAL: not a TZif file). */
 static int
 tz_read_file(const char *path, unsigned char **out, size_t *outlen)
@@ -480,7 +465,22 @@ tz_load_file(struct tz *z, const char *path)
 	return r;
 }
 
-/* Whether name looks like an IANA zone name we may look up under the zoneinfo directory. */
+/*
+ * The directory zone names are looked up in: $TZDIR when set and not empty, as glibc and
+ * tzcode do (tzset(3)), else /usr/share/zoneinfo.
+ */
+static const char *
+tz_dir(void)
+{
+	const char *dir = getenv("TZDIR");
+
+	return dir != NULL && *dir != '\0' ? dir : TZ_ZONEINFO;
+}
+
+/*
+ * Whether name looks like an IANA zone name we may look up under the zoneinfo directory:
+ * relative, and no element empty, "." or "..", so it cannot name a file outside it.
+ */
 static int
 tz_name_ok(const char *name)
 {
@@ -519,7 +519,7 @@ tz_load_local(struct tz *z)
 	if (*tz == '/')
 		r = tz_load_file(z, tz);
 	else if (tz_name_ok(tz)) {
-		xasprintf(&path, "%s/%s", TZ_ZONEINFO, tz);
+		xasprintf(&path, "%s/%s", tz_dir(), tz);
 		r = tz_load_file(z, path);
 		free(path);
 	}
@@ -541,7 +541,7 @@ tz_load(const char *name, struct tz **out, char **cause)
 		return 0;
 	}
 	if (tz_name_ok(name)) {
-		xasprintf(&path, "%s/%s", TZ_ZONEINFO, name);
+		xasprintf(&path, "%s/%s", tz_dir(), name);
 		r = tz_load_file(z, path);
 		free(path);
 		if (r == 0) {
@@ -551,7 +551,7 @@ tz_load(const char *name, struct tz **out, char **cause)
 	}
 	free(z);
 	xasprintf(cause, "unknown time zone \"%s\": use an IANA name such as Europe/Paris (see %s)",
-	          name, TZ_ZONEINFO);
+	          name, tz_dir());
 	return -1;
 }
 

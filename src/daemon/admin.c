@@ -28,6 +28,7 @@
 #include "layout.h"
 #include "lease.h"
 #include "log.h"
+#include "nodedata.h"
 #include "schedule.h"
 #include "tickstate.h"
 #include "utf8.h"
@@ -323,33 +324,6 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 }
 
 /*
- * Copy what a node's data says into obj: JSON fields, or the raw text (Curator's). Anyone
- * can write a node: its data never overrides what status itself found out about it, and a
- * huge one is named, not parsed or printed.
- */
-void
-admin_node_data(json_t *obj, const char *value, int len)
-{
-	static const char *ours[] = {"znode", "session", "stranger"};
-	json_t *data;
-	size_t i;
-
-	if (len > TICKSTATE_MAX_SIZE) {
-		json_object_set_new(obj, "data_too_large", json_integer(len));
-		return;
-	}
-	data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
-	if (json_is_object(data)) {
-		for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
-			json_object_del(data, ours[i]);
-		json_object_update(obj, data);
-	} else if (value != NULL && len > 0)
-		json_object_set_new(obj, "data", json_stringn(value, (size_t)len));
-	if (data != NULL)
-		json_decref(data);
-}
-
-/*
  * Whether name is a lock node as Curator's recipes name them: protected, then base and the
  * server's sequence ("_c_<uuid>-lock-0000000042"). Anything else in a lock folder is a
  * stranger: Curator orders it among the contenders all the same.
@@ -466,7 +440,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			break;
 		case ADMIN_STATE:
 			state = json_object();
-			admin_node_data(state, reply->value, reply->value_len);
+			nodedata_merge(state, reply->value, reply->value_len);
 			/* A claim no sane clock makes: workers override it (tickstate.c). */
 			if (json_integer_value(json_object_get(state, "tick")) >
 			    tickstate_horizon(NULL, (int64_t)(clock_wall_ms() / 1000)))
@@ -486,7 +460,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			admin_list(a, reply, r->list, base, 0, 1);
 			break;
 		case ADMIN_NODE_DATA:
-			admin_node_data(r->target, reply->value, reply->value_len);
+			nodedata_merge(r->target, reply->value, reply->value_len);
 			if (reply->stat != NULL)
 				json_object_set_new(r->target, "session",
 				                    json_integer(reply->stat->ephemeralOwner));

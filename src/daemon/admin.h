@@ -3,14 +3,9 @@
 #ifndef ADMIN_H
 #define ADMIN_H
 
-#include <jansson.h>
-
 #include "leasekeeper.h"
 
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
-
-/* status reads worker nodes, holders and run records with this (a fuzzer drives it). */
-void admin_node_data(json_t *obj, const char *value, int len);
 
 #endif

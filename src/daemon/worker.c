@@ -38,6 +38,7 @@
 #include "layout.h"
 #include "leasekeeper.h"
 #include "log.h"
+#include "nodedata.h"
 #include "svlink.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -343,6 +344,7 @@ worker_dup_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
 	struct timeval tv;
+	char *data;
 	int wait_ms;
 
 	if (w->state != WORKER_REGISTERING && w->state != WORKER_DUPLICATE)
@@ -366,10 +368,12 @@ worker_dup_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	worker_set_state(w, WORKER_DUPLICATE);
 	wait_ms = zk_timeout_ms(w->zk) + 2000;
+	/* Whoever holds our node id wrote its data: described, never copied raw into the log. */
+	data = nodedata_describe(reply->value, reply->value_len);
 	log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting up to "
 	          "%d ms for it to expire",
-	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner,
-	          reply->value != NULL ? reply->value : "", wait_ms);
+	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data, wait_ms);
+	free(data);
 	tv.tv_sec = wait_ms / 1000;
 	tv.tv_usec = (wait_ms % 1000) * 1000;
 	evtimer_add(w->dup_timer, &tv);

@@ -53,7 +53,7 @@ child_cloexec_from(int lowfd)
  * earlier. With inherit_env (exec) the spec's entries are added to the supervisor's own.
  */
 static void
-child_environment(const struct supervisor_spec *spec, const struct passwd *pw, int errfd)
+child_environment(const struct proto_run *spec, const struct passwd *pw, int errfd)
 {
 	size_t i;
 
@@ -72,7 +72,7 @@ child_environment(const struct supervisor_spec *spec, const struct passwd *pw, i
 
 /* Become the job: session, signals, environment, output, credentials, directory, exec. */
 void
-child_exec(const struct supervisor_spec *spec, pid_t svpid, int errfd, int outfd)
+child_exec(const struct proto_run *spec, pid_t svpid, int errfd, int outfd)
 {
 	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
 	char **argv = spec->argv, *home = NULL;

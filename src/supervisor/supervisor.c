@@ -326,160 +326,6 @@ sv_exec_cb(int fd, short what, void *arg)
 	sv_schedule(j->sv);
 }
 
-/* Parse an unsigned decimal of at most max; 0, or -1 if text is not one. */
-static int
-supervisor_spec_number(const char *text, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	const char *p;
-
-	if (*text == '\0')
-		return -1;
-	for (p = text; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9' || v > (max - (uint64_t)(*p - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-/* Set a tag that may appear once; -1 with *cause the second time. */
-static int
-supervisor_spec_once(const char **slot, const char *value, char tag, char **cause)
-{
-	if (*slot != NULL) {
-		xasprintf(cause, "tag '%c' given twice", tag);
-		return -1;
-	}
-	*slot = value;
-	return 0;
-}
-
-/* Decode a start spec into spec (strings point into payload); -1 with *cause if malformed. */
-int
-supervisor_spec_parse(const char *payload, size_t len, struct supervisor_spec *spec, char **cause)
-{
-	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
-	size_t off = 0, argc = 0, nenv = 0;
-	char tag;
-	int r, bad;
-
-	memset(spec, 0, sizeof *spec);
-	spec->grace_ms = SUPERVISOR_DEFAULT_GRACE_MS;
-	spec->umask = -1;
-	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
-		bad = 0;
-		switch (tag) {
-		case PROTO_TAG_NAME:
-			bad = supervisor_spec_once(&spec->name, value, tag, cause);
-			break;
-		case PROTO_TAG_ARG:
-			if (argc >= SUPERVISOR_SPEC_MAX_ITEMS) {
-				xasprintf(cause, "more than %d arguments",
-				          SUPERVISOR_SPEC_MAX_ITEMS);
-				bad = -1;
-				break;
-			}
-			spec->argv = xreallocarray(spec->argv, argc + 2, sizeof *spec->argv);
-			spec->argv[argc++] = (char *)value;
-			spec->argv[argc] = NULL;
-			break;
-		case PROTO_TAG_ENV:
-			if (value[0] == '=' || strchr(value, '=') == NULL) {
-				xasprintf(cause, "environment entry is not KEY=VALUE");
-				bad = -1;
-				break;
-			}
-			if (nenv >= SUPERVISOR_SPEC_MAX_ITEMS) {
-				xasprintf(cause, "more than %d environment entries",
-				          SUPERVISOR_SPEC_MAX_ITEMS);
-				bad = -1;
-				break;
-			}
-			spec->env = xreallocarray(spec->env, nenv + 2, sizeof *spec->env);
-			spec->env[nenv++] = (char *)value;
-			spec->env[nenv] = NULL;
-			break;
-		case PROTO_TAG_INHERIT_ENV:
-			bad = supervisor_spec_once(&inherit, value, tag, cause);
-			spec->inherit_env = 1;
-			break;
-		case PROTO_TAG_WORKDIR:
-			bad = supervisor_spec_once(&spec->workdir, value, tag, cause);
-			break;
-		case PROTO_TAG_USER:
-			bad = supervisor_spec_once(&spec->user, value, tag, cause);
-			break;
-		case PROTO_TAG_GROUP:
-			bad = supervisor_spec_once(&spec->group, value, tag, cause);
-			break;
-		case PROTO_TAG_UMASK:
-			bad = supervisor_spec_once(&umask_s, value, tag, cause);
-			break;
-		case PROTO_TAG_LOG:
-			bad = supervisor_spec_once(&spec->log_path, value, tag, cause);
-			break;
-		case PROTO_TAG_LOG_MAX:
-			bad = supervisor_spec_once(&log_max, value, tag, cause);
-			break;
-		case PROTO_TAG_GRACE:
-			bad = supervisor_spec_once(&grace, value, tag, cause);
-			break;
-		default:
-			xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
-			bad = -1;
-			break;
-		}
-		if (bad != 0)
-			goto fail;
-	}
-	if (r != 0) {
-		*cause = xstrdup("a tag without its NUL-terminated value");
-		goto fail;
-	}
-	if (spec->argv == NULL || spec->argv[0][0] == '\0') {
-		*cause = xstrdup("no command");
-		goto fail;
-	}
-	if (spec->log_path != NULL &&
-	    (spec->log_path[0] != '/' || strlen(spec->log_path) >= PATH_MAX)) {
-		*cause = xstrdup("the log file is not an absolute path shorter than PATH_MAX");
-		goto fail;
-	}
-	if (log_max != NULL && supervisor_spec_number(log_max, UINT64_MAX, &spec->log_max) != 0) {
-		*cause = xstrdup("bad log size");
-		goto fail;
-	}
-	if (grace != NULL &&
-	    supervisor_spec_number(grace, SUPERVISOR_MAX_GRACE_MS, &spec->grace_ms) != 0) {
-		*cause = xstrdup("bad kill grace");
-		goto fail;
-	}
-	if (umask_s != NULL) {
-		if (umask_s[0] == '\0' || strspn(umask_s, "01234567") != strlen(umask_s) ||
-		    strtol(umask_s, NULL, 8) > 0777) {
-			*cause = xstrdup("bad umask");
-			goto fail;
-		}
-		spec->umask = (int)strtol(umask_s, NULL, 8);
-	}
-	return 0;
-
-fail:
-	supervisor_spec_free(spec);
-	return -1;
-}
-
-/* Free what supervisor_spec_parse allocated. */
-void
-supervisor_spec_free(struct supervisor_spec *spec)
-{
-	free(spec->argv);
-	free(spec->env);
-	spec->argv = spec->env = NULL;
-}
-
 /* Refuse a start, telling main why. */
 static void
 sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
@@ -493,14 +339,14 @@ static void
 sv_start(struct sv *sv, const struct proto_msg *msg)
 {
 	struct sjob *j;
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char why[PATH_MAX + 256], *cause = NULL;
 	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
 	int errpipe[2], outpipe[2] = {-1, -1};
 	sigset_t all, old;
 	pid_t pid, svpid;
 
-	if (supervisor_spec_parse(msg->payload, msg->len, &spec, &cause) != 0) {
+	if (proto_spec_parse(msg->payload, msg->len, &spec, &cause) != 0) {
 		snprintf(why, sizeof why, "bad start spec: %s", cause);
 		free(cause);
 		sv_refuse(sv, msg, why);
@@ -568,12 +414,12 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	}
 	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
 	event_add(j->errev, NULL);
-	supervisor_spec_free(&spec);
+	proto_run_free(&spec);
 	sv_schedule(sv);
 	return;
 
 discard:
-	supervisor_spec_free(&spec);
+	proto_run_free(&spec);
 	sv_job_free(sv, j);
 }
 

@@ -1,23 +1,46 @@
 /*
- * fuzz_proto.c: the main <-> supervisor message codec: one frame as recv() returns it
- * (proto_decode), the start spec walk (proto_spec_next) and the supervisor's decoding of a
- * start spec into a run (supervisor_spec_parse). A spec that decodes must survive being
- * written again with proto_spec_add.
+ * fuzz_proto.c: the main <-> supervisor message codec, as the daemon reads it: the input is
+ * sent as one message on a SOCK_SEQPACKET socketpair and read by a connection's reader
+ * (proto_conn_new), which decodes the frame; a start spec it delivers is decoded as the
+ * supervisor does (proto_spec_parse, which walks every tag). The reader must deliver
+ * exactly the frames that are well-formed, with their header and payload as sent, and a
+ * spec that decodes must survive being written again with proto_spec_add.
  */
+
+#include <sys/socket.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
 
 #include "proto.h"
-#include "supervisor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The header as proto_send writes it. */
+struct fuzz_proto_hdr {
+	uint32_t type, job;
+	uint64_t epoch;
+	int64_t v1, v2;
+};
+
+/* One reader for every input, and the socket the input is sent on. */
+static struct event_base *fuzz_base;
+static struct proto_conn *fuzz_conn;
+static int fuzz_peer = -1;
+
+/* The input being read, and what the reader delivered of it. */
+static const uint8_t *fuzz_data;
+static size_t fuzz_size;
+static int fuzz_delivered;
+
 /* Count the argv and env entries of a decoded spec. */
 static void
-fuzz_proto_count(const struct supervisor_spec *spec, size_t *argc, size_t *nenv)
+fuzz_proto_count(const struct proto_run *spec, size_t *argc, size_t *nenv)
 {
 	for (*argc = 0; spec->argv[*argc] != NULL; (*argc)++)
 		;
@@ -27,10 +50,10 @@ fuzz_proto_count(const struct supervisor_spec *spec, size_t *argc, size_t *nenv)
 
 /* Write spec again the way main does, decode that, and compare. */
 static void
-fuzz_proto_again(const struct supervisor_spec *spec)
+fuzz_proto_again(const struct proto_run *spec)
 {
 	struct proto_spec out = {NULL, 0};
-	struct supervisor_spec back;
+	struct proto_run back;
 	char *cause = NULL, num[32];
 	size_t i, argc, nenv, argc2, nenv2;
 
@@ -57,7 +80,7 @@ fuzz_proto_again(const struct supervisor_spec *spec)
 	}
 	snprintf(num, sizeof num, "%llu", (unsigned long long)spec->grace_ms);
 	proto_spec_add(&out, PROTO_TAG_GRACE, num);
-	if (supervisor_spec_parse(out.buf, out.len, &back, &cause) != 0) {
+	if (proto_spec_parse(out.buf, out.len, &back, &cause) != 0) {
 		fprintf(stderr, "fuzz_proto: a decoded spec, written again, is refused: %s\n",
 		        cause);
 		abort();
@@ -69,40 +92,86 @@ fuzz_proto_again(const struct supervisor_spec *spec)
 		fprintf(stderr, "fuzz_proto: a decoded spec reads back differently\n");
 		abort();
 	}
-	supervisor_spec_free(&back);
+	proto_run_free(&back);
 	proto_spec_free(&out);
+}
+
+/* A frame the reader delivered: it must be the input, and a start spec is decoded. */
+static void
+fuzz_proto_msg_cb(const struct proto_msg *msg, void *arg)
+{
+	struct fuzz_proto_hdr hdr;
+	struct proto_run spec;
+	char *payload, *cause = NULL;
+
+	(void)arg;
+	fuzz_delivered++;
+	if (fuzz_size < sizeof hdr) {
+		fprintf(stderr, "fuzz_proto: a frame of %zu bytes is delivered\n", fuzz_size);
+		abort();
+	}
+	memcpy(&hdr, fuzz_data, sizeof hdr);
+	if (msg->len != fuzz_size - sizeof hdr || msg->type != hdr.type || msg->job != hdr.job ||
+	    msg->epoch != hdr.epoch || msg->v1 != hdr.v1 || msg->v2 != hdr.v2 ||
+	    memcmp(msg->payload, fuzz_data + sizeof hdr, msg->len) != 0 ||
+	    msg->payload[msg->len] != '\0') {
+		fprintf(stderr, "fuzz_proto: the reader delivered something else than was sent\n");
+		abort();
+	}
+	if (msg->type != PROTO_START)
+		return;
+	/* A copy of exactly its size, so that a read past its end is caught. */
+	payload = malloc(msg->len + 1);
+	memcpy(payload, msg->payload, msg->len + 1);
+	if (proto_spec_parse(payload, msg->len, &spec, &cause) == 0) {
+		fuzz_proto_again(&spec);
+		proto_run_free(&spec);
+	} else
+		free(cause);
+	free(payload);
+}
+
+/* The reader, once: its socket pair and event loop live as long as the process. */
+static void
+fuzz_proto_init(void)
+{
+	int sv[2];
+
+	if (fuzz_conn != NULL)
+		return;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv) != 0 ||
+	    (fuzz_base = event_base_new()) == NULL)
+		abort();
+	fuzz_conn = proto_conn_new(fuzz_base, sv[0], fuzz_proto_msg_cb, NULL, NULL);
+	fuzz_peer = sv[1];
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct supervisor_spec spec;
-	struct proto_msg msg;
-	const char *value;
-	char *buf, *cause = NULL, tag;
-	size_t off = 0, steps = 0;
-	int r;
+	struct fuzz_proto_hdr hdr;
+	int well_formed;
 
-	/* As proto_read_cb does: a buffer with room for a NUL after the frame. */
-	buf = malloc(size + 1);
-	memcpy(buf, data, size);
-	buf[size] = '\0';
-	if (proto_decode(buf, size, &msg) != 0) {
-		free(buf);
+	/* An empty message reads as the peer's end (recv() returns 0), and would end the reader. */
+	if (size == 0)
 		return 0;
+	fuzz_proto_init();
+	fuzz_data = data;
+	fuzz_size = size;
+	fuzz_delivered = 0;
+	if (send(fuzz_peer, data, size, 0) != (ssize_t)size)
+		return 0; /* more than the socket takes in one message */
+	event_base_loop(fuzz_base, EVLOOP_NONBLOCK);
+	well_formed = 0;
+	if (size >= sizeof hdr) {
+		memcpy(&hdr, data, sizeof hdr);
+		well_formed = size - sizeof hdr <= PROTO_MAX_PAYLOAD && hdr.type >= PROTO_START &&
+		              hdr.type <= PROTO_EXITED;
 	}
-	while ((r = proto_spec_next(msg.payload, msg.len, &off, &tag, &value)) == 1) {
-		if (off > msg.len || ++steps > msg.len)
-			abort();
-		(void)strlen(value);
+	if (fuzz_delivered != well_formed) {
+		fprintf(stderr, "fuzz_proto: %zu bytes: %d frames delivered, expected %d\n", size,
+		        fuzz_delivered, well_formed);
+		abort();
 	}
-	if (msg.type == PROTO_START) {
-		if (supervisor_spec_parse(msg.payload, msg.len, &spec, &cause) == 0) {
-			fuzz_proto_again(&spec);
-			supervisor_spec_free(&spec);
-		} else
-			free(cause);
-	}
-	free(buf);
 	return 0;
 }

@@ -1,15 +1,21 @@
 /*
- * fuzz_tz.c: time zones from TZif files and POSIX TZ strings (tz_parse), then the
- * fire times of a few schedules in the zone around a few instants (schedule_next,
- * schedule_prev), which walk the zone's transitions and its footer rule.
+ * fuzz_tz.c: time zones as schedules load them, then the fire times of a few schedules in the
+ * zone around a few instants (schedule_next, schedule_prev), which walk the zone's transitions
+ * and its footer rule.
+ *
+ * Input: a TZif file (it starts with "TZif"), written to a private temporary directory that
+ * is TZDIR and loaded by name (schedule_parse with the zone "Fuzz", tz_load); anything else is
+ * a POSIX TZ string, the process's zone (TZ, schedule_parse with no zone). The file is removed
+ * after each input, so the directory is empty when TZ is looked up in it as a zone name.
  */
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "schedule.h"
-#include "tz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,27 +26,58 @@ static const char *const fuzz_tz_specs[] = {"30 2 * * *", "0 1 * * *", "*/15 * *
 static const int64_t fuzz_tz_instants[] = {
     -2147483648LL, -1, 0, 1000000000, 1711846800, 1730595600, 4102444800LL, 253402300000LL};
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static char fuzz_tz_dir[] = "/tmp/lk-fuzz-tz.XXXXXX";
+static char fuzz_tz_file[sizeof fuzz_tz_dir + 8];
+
+/* Remove the temporary directory at exit. */
+static void
+fuzz_tz_cleanup(void)
+{
+	unlink(fuzz_tz_file);
+	rmdir(fuzz_tz_dir);
+}
+
+/* Create the temporary directory once, and make it TZDIR. */
+static void
+fuzz_tz_setup(void)
+{
+	if (fuzz_tz_file[0] != '\0')
+		return;
+	if (mkdtemp(fuzz_tz_dir) == NULL) {
+		perror("fuzz_tz: mkdtemp");
+		abort();
+	}
+	atexit(fuzz_tz_cleanup);
+	snprintf(fuzz_tz_file, sizeof fuzz_tz_file, "%s/Fuzz", fuzz_tz_dir);
+	setenv("TZDIR", fuzz_tz_dir, 1);
+}
+
+/* Write the input as the zone file "Fuzz". */
+static void
+fuzz_tz_write(const uint8_t *data, size_t size)
+{
+	FILE *f = fopen(fuzz_tz_file, "wb");
+
+	if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0) {
+		perror("fuzz_tz: writing the zone file");
+		abort();
+	}
+}
+
+/* Each schedule's next fire times, in the zone, after each instant; and its previous. */
+static void
+fuzz_tz_schedules(const char *zone)
 {
 	struct schedule *s;
-	struct tz *z;
 	char *cause = NULL;
 	int64_t t, prev;
 	size_t i, j, k;
 
-	if (size > (1 << 20))
-		return 0;
-	setenv("TZ", "UTC0", 1); /* schedules start in a zone parsed from a string, not a file */
 	for (i = 0; i < sizeof fuzz_tz_specs / sizeof fuzz_tz_specs[0]; i++) {
-		if (schedule_parse(fuzz_tz_specs[i], NULL, &s, &cause) != 0)
-			abort();
-		if (tz_parse(data, size, &z, &cause) != 0) {
-			free(cause);
-			schedule_free(s);
-			return 0;
+		if (schedule_parse(fuzz_tz_specs[i], zone, &s, &cause) != 0) {
+			free(cause); /* a zone file that is no zone */
+			return;
 		}
-		schedule_set_zone(s, z);
 		for (j = 0; j < sizeof fuzz_tz_instants / sizeof fuzz_tz_instants[0]; j++) {
 			t = fuzz_tz_instants[j];
 			for (k = 0; k < 3; k++) {
@@ -57,5 +94,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		schedule_free(s);
 	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *tz;
+
+	if (size > (1 << 20))
+		return 0;
+	fuzz_tz_setup();
+	if (size >= 4 && memcmp(data, "TZif", 4) == 0) {
+		fuzz_tz_write(data, size);
+		fuzz_tz_schedules("Fuzz");
+		unlink(fuzz_tz_file);
+		return 0;
+	}
+	/*
+	 * A POSIX TZ string as TZ. One with a NUL cannot be an environment variable; one that
+	 * starts with ':' or '/' names a file, which a fuzzer must not pick.
+	 */
+	if (size == 0 || memchr(data, '\0', size) != NULL || data[0] == ':' || data[0] == '/')
+		return 0;
+	tz = malloc(size + 1);
+	memcpy(tz, data, size);
+	tz[size] = '\0';
+	setenv("TZ", tz, 1);
+	free(tz);
+	fuzz_tz_schedules(NULL);
 	return 0;
 }

@@ -2,7 +2,7 @@
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record, 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
- * nodes as status reads them.
+ * nodes as status reads them (nodedata_merge) and as the worker logs them (nodedata_describe).
  */
 
 #include <stddef.h>
@@ -12,10 +12,12 @@
 
 #include <jansson.h>
 
-#include "admin.h"
 #include "jobrec.h"
+#include "leasekeeper.h"
+#include "nodedata.h"
 #include "schedule.h"
 #include "tickstate.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -73,6 +75,22 @@ fuzz_tickstate(const char *s, size_t n)
 	}
 }
 
+/* A node's data as a log line gets it: one line of printable text, bounded. */
+static void
+fuzz_describe(const char *s, size_t n)
+{
+	char *text = nodedata_describe(s, (int)n);
+	const unsigned char *p;
+
+	/* Three fields of at most UTF8_QUOTE_MAX characters, each escaped to at most 12 bytes. */
+	if (strlen(text) > 3 * (UTF8_QUOTE_MAX * 12 + 16) + 64)
+		abort();
+	for (p = (const unsigned char *)text; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			abort();
+	free(text);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -95,8 +113,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		o = json_object();
-		admin_node_data(o, s, (int)n);
+		nodedata_merge(o, s, (int)n);
 		json_decref(o);
+		fuzz_describe(s, n);
 		break;
 	}
 	return 0;

@@ -231,6 +231,40 @@ class HostileZkTest(lktest.TestCase):
         twin = self.worker(cfg, name="twin")
         twin.wait_log(r"is registered by another session", timeout=30)
 
+    def test_node_under_our_id_cannot_forge_log_lines(self):
+        """Issue 9: the data of another session's node under our node id, which anyone can
+        write, went into our log raw: a newline in it forged a log line of its own, an escape
+        sequence reached the terminal. It is now quoted and escaped, and a worker node's data
+        is shown by its host, pid and start."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        path = "/leasekeeper/workers/alpha"
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs={})
+        forged = "2026-01-01T00:00:00.000Z leasekeeper[1] main info: registered as " + path
+        kz.create(path, b"x\n" + forged.encode() + b"\x1b[2J", ephemeral=True, makepath=True)
+        p = self.worker(cfg, name="raw")
+        p.wait_log(r"is registered by another session", timeout=30)
+        self.assertEqual(p.wait(timeout=30), 1)
+        text = p.log_text()
+        self.assertNotIn("\n" + forged, text, "a forged line in our log")
+        self.assertNotIn("\x1b", text)
+        line = next(l for l in text.splitlines() if "is registered by another session" in l)
+        # One line: the data quoted, escaped and cut short around "...".
+        self.assertRegex(line, r'\(0x[0-9a-f]+: "x\\n2026-01-01T00:.*\.\.\..*/workers/alpha'
+                               r'\\x1b\[2J"\); waiting up to \d+ ms')
+        # A worker node's data (JSON) by what it says of its worker, each field escaped.
+        kz.set(path, json.dumps({"version": "0", "node": "alpha", "pid": 4242,
+                                 "host": "h\n" + forged, "start": "2026-01-01T00:00:00.000Z",
+                                 "jobs": []}).encode())
+        p = self.worker(cfg, name="json")
+        p.wait_log(r"is registered by another session", timeout=30)
+        self.assertEqual(p.wait(timeout=30), 1)
+        text = p.log_text()
+        self.assertNotIn("\n" + forged, text, "a forged line in our log")
+        self.assertRegex(text, r'\(0x[0-9a-f]+: host "h\\n2026-01-01T00:.*\.\.\..*/workers/'
+                               r'alpha", pid 4242, started "2026-01-01T00:00:00\.000Z"\); waiting')
+
     def test_missing_chroot_exits_as_the_readme_says(self):
         """Item 11: a chroot that does not exist left the worker "not ready" for ever."""
         self.start_zookeeper()

@@ -7,75 +7,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "log.h"
 
-/* The first occurrence goes out; the rest of the interval is counted, not logged. */
-static void
-test_limit_first_then_held(void **state)
-{
-	struct log_limit l;
-	unsigned long held;
-	uint64_t span;
-	int i;
+/*
+ * Time: a limiter whose interval is HELD_MS holds every repeat back (no test runs for a
+ * minute), and interval_passed() sets a 1 ms interval and sleeps longer than that, so the next
+ * warning is past the interval. More elapsed time never changes what these tests expect.
+ */
+#define HELD_MS 60000
 
-	(void)state;
-	memset(&l, 0, sizeof l);
-	l.interval_ms = 30000;
-	assert_int_equal(log_limit_check(&l, 1000, &held, &span), 1);
-	assert_int_equal(held, 0);
-	for (i = 0; i < 1540; i++)
-		assert_int_equal(log_limit_check(&l, 1000 + (uint64_t)i * 19, &held, &span), 0);
-	/* One millisecond short of the interval: still held. */
-	assert_int_equal(log_limit_check(&l, 30999, &held, &span), 0);
-	/* At the interval: logged, with the 1541 held back over 30 s. */
-	assert_int_equal(log_limit_check(&l, 31000, &held, &span), 1);
-	assert_int_equal(held, 1541);
-	assert_int_equal(span, 30000);
-	/* A new window: the next one right after is held again, and counted from zero. */
-	assert_int_equal(log_limit_check(&l, 31001, &held, &span), 0);
-	assert_int_equal(log_limit_check(&l, 61000, &held, &span), 1);
-	assert_int_equal(held, 1);
+#define TEXT "job x: write /dev/full: No space left on device"
+
+static void
+interval_passed(struct log_limit *l)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+
+	l->interval_ms = 1;
+	while (nanosleep(&ts, &ts) != 0)
+		;
 }
 
-/* A fault that recurs only after a quiet interval is logged each time, with no count. */
-static void
-test_limit_rare_fault_always_logged(void **state)
-{
-	struct log_limit l;
-	unsigned long held;
-	uint64_t span;
-	int i;
-
-	(void)state;
-	memset(&l, 0, sizeof l);
-	for (i = 0; i < 5; i++) {
-		assert_int_equal(
-		    log_limit_check(&l, (uint64_t)i * LOG_LIMIT_INTERVAL_MS, &held, &span), 1);
-		assert_int_equal(held, 0);
-	}
-}
-
-/* A clock that went backwards never holds a warning back for ever. */
-static void
-test_limit_clock_backwards(void **state)
-{
-	struct log_limit l;
-	unsigned long held;
-	uint64_t span;
-
-	(void)state;
-	memset(&l, 0, sizeof l);
-	assert_int_equal(log_limit_check(&l, 100000, &held, &span), 1);
-	assert_int_equal(log_limit_check(&l, 100001, &held, &span), 0);
-	assert_int_equal(log_limit_check(&l, 50, &held, &span), 1);
-	assert_int_equal(held, 1);
-}
-
-/* Count the lines of a file that contain needle. */
+/* Count the lines of a file that contain needle; the last of them in last. */
 static int
 count_lines(FILE *f, const char *needle, char *last, size_t lastlen)
 {
@@ -83,6 +41,7 @@ count_lines(FILE *f, const char *needle, char *last, size_t lastlen)
 	int n = 0;
 
 	rewind(f);
+	last[0] = '\0';
 	while (fgets(line, sizeof line, f) != NULL)
 		if (strstr(line, needle) != NULL) {
 			n++;
@@ -91,55 +50,135 @@ count_lines(FILE *f, const char *needle, char *last, size_t lastlen)
 	return n;
 }
 
+/*
+ * With stderr captured: times warnings through l (or times flushes of l), and how many lines
+ * went out, the last in last. stderr is back before the caller asserts anything.
+ */
+static int
+warn(struct log_limit *l, int times, int flush, char *last, size_t lastlen)
+{
+	FILE *f = tmpfile();
+	int saved, i, n;
+
+	assert_non_null(f);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(fileno(f), STDERR_FILENO);
+	for (i = 0; i < times; i++) {
+		if (flush)
+			log_limit_flush(l);
+		else
+			log_warnx_limited(l, "%s", TEXT);
+	}
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = count_lines(f, TEXT, last, lastlen);
+	fclose(f);
+	return n;
+}
+
+/* The first occurrence goes out; the rest of the interval is counted, not logged. */
+static void
+test_limit_first_then_held(void **state)
+{
+	struct log_limit l;
+	char last[1024];
+
+	(void)state;
+	memset(&l, 0, sizeof l);
+	l.interval_ms = HELD_MS;
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_null(strstr(last, "repeated"));
+	/* Within the interval: held. */
+	assert_int_equal(warn(&l, 1541, 0, last, sizeof last), 0);
+	/* Past the interval: logged, with the 1541 held back and over how long. */
+	interval_passed(&l);
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_non_null(strstr(last, TEXT " (repeated 1541 times in the last "));
+	assert_true(atoi(strstr(last, "in the last ") + strlen("in the last ")) >= 1);
+	/* A new window: the next one right after is held again, and counted from zero. */
+	l.interval_ms = HELD_MS;
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 0);
+	interval_passed(&l);
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_non_null(strstr(last, "(repeated 1 time in the last "));
+}
+
+/* A fault that recurs only after a quiet interval is logged each time, with no count. */
+static void
+test_limit_rare_fault_always_logged(void **state)
+{
+	struct log_limit l;
+	char last[1024];
+	int i;
+
+	(void)state;
+	memset(&l, 0, sizeof l);
+	for (i = 0; i < 5; i++) {
+		interval_passed(&l);
+		assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+		assert_null(strstr(last, "repeated"));
+	}
+}
+
+/*
+ * A clock that went backwards never holds a warning back for ever. CLOCK_BOOTTIME does not,
+ * so the last line is made to have gone out in the future instead.
+ */
+static void
+test_limit_clock_backwards(void **state)
+{
+	struct log_limit l;
+	char last[1024];
+
+	(void)state;
+	memset(&l, 0, sizeof l);
+	l.interval_ms = HELD_MS;
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 0);
+	l.since_ms +=
+	    1000ULL * 1000 * 1000 * 1000; /* now is a thousand million seconds before it */
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_non_null(strstr(last, "(repeated 1 time in the last "));
+}
+
 /* Through stderr: 1,541 disk-full warnings make one line, and the flush says how many. */
 static void
 test_limit_output_and_flush(void **state)
 {
 	struct log_limit l;
-	FILE *f = tmpfile();
 	char last[1024];
-	int saved = dup(STDERR_FILENO), i;
 
 	(void)state;
-	assert_non_null(f);
 	memset(&l, 0, sizeof l);
-	l.interval_ms = 3600 * 1000; /* nothing in this test waits that long */
-	fflush(stderr);
-	dup2(fileno(f), STDERR_FILENO);
-	for (i = 0; i < 1541; i++)
-		log_warnx_limited(&l, "job x: write /dev/full: No space left on device");
-	log_limit_flush(&l);
-	log_limit_flush(&l); /* nothing more held: says nothing */
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	assert_int_equal(count_lines(f, "No space left on device", last, sizeof last), 2);
+	l.interval_ms = HELD_MS;
+	assert_int_equal(warn(&l, 1541, 0, last, sizeof last), 1);
+	assert_int_equal(warn(&l, 1, 1, last, sizeof last), 1);
 	assert_non_null(strstr(last, "(repeated 1540 times in the last "));
-	fclose(f);
+	/* Nothing more held: says nothing. */
+	assert_int_equal(warn(&l, 1, 1, last, sizeof last), 0);
 }
 
 /* With a burst of 3, three lines go out in an interval, then the rest are counted. */
 static void
 test_limit_burst(void **state)
 {
-	struct log_limit l = {.burst = 3};
-	unsigned long held;
-	uint64_t span;
-	int i;
+	struct log_limit l = {.interval_ms = HELD_MS, .burst = 3};
+	char last[1024];
 
 	(void)state;
-	for (i = 0; i < 3; i++) {
-		assert_int_equal(log_limit_check(&l, 1000 + (uint64_t)i * 100, &held, &span), 1);
-		assert_int_equal(held, 0);
-	}
-	for (i = 0; i < 10; i++)
-		assert_int_equal(log_limit_check(&l, 1500 + (uint64_t)i, &held, &span), 0);
+	assert_int_equal(warn(&l, 3, 0, last, sizeof last), 3);
+	assert_null(strstr(last, "repeated"));
+	assert_int_equal(warn(&l, 10, 0, last, sizeof last), 0);
 	/* The next interval: a line with the count, and a fresh burst. */
-	assert_int_equal(log_limit_check(&l, 31000, &held, &span), 1);
-	assert_int_equal(held, 10);
-	assert_int_equal(log_limit_check(&l, 31001, &held, &span), 1);
-	assert_int_equal(log_limit_check(&l, 31002, &held, &span), 1);
-	assert_int_equal(log_limit_check(&l, 31003, &held, &span), 0);
+	interval_passed(&l);
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 1);
+	assert_non_null(strstr(last, "(repeated 10 times in the last "));
+	l.interval_ms = HELD_MS;
+	assert_int_equal(warn(&l, 2, 0, last, sizeof last), 2);
+	assert_null(strstr(last, "repeated"));
+	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 0);
 }
 
 int

@@ -1,4 +1,4 @@
-/* test_proto.c: the main <-> supervisor frame decoder and the start spec decoder. */
+/* test_proto.c: main <-> supervisor frames through a connection's reader; the start spec. */
 
 #include <sys/socket.h>
 
@@ -14,7 +14,6 @@
 #include <event2/event.h>
 
 #include "proto.h"
-#include "supervisor.h"
 
 /* A frame as proto_send writes it: the header, then the payload. */
 static size_t
@@ -31,73 +30,7 @@ frame(char *buf, uint32_t type, const void *payload, size_t len)
 	return sizeof hdr + len;
 }
 
-/* A well-formed frame decodes; short, oversized and unknown ones do not. */
-static void
-test_decode(void **state)
-{
-	static char buf[32 + PROTO_MAX_PAYLOAD + 2];
-	struct proto_msg m;
-	size_t n;
-
-	(void)state;
-	n = frame(buf, PROTO_STOP, "ab", 2);
-	assert_int_equal(proto_decode(buf, n, &m), 0);
-	assert_int_equal(m.type, PROTO_STOP);
-	assert_int_equal(m.job, 7);
-	assert_int_equal(m.epoch, 3);
-	assert_int_equal(m.v1, -1);
-	assert_int_equal(m.v2, 2000);
-	assert_int_equal(m.len, 2);
-	assert_memory_equal(m.payload, "ab", 2);
-	assert_int_equal(proto_decode(buf, n - 3, &m), -1);
-	n = frame(buf, 0, "", 0);
-	assert_int_equal(proto_decode(buf, n, &m), -1);
-	n = frame(buf, PROTO_EXITED + 1, "", 0);
-	assert_int_equal(proto_decode(buf, n, &m), -1);
-	memset(buf + 32, 'x', PROTO_MAX_PAYLOAD + 1);
-	n = frame(buf, PROTO_START_FAILED, buf + 32, PROTO_MAX_PAYLOAD);
-	assert_int_equal(proto_decode(buf, n, &m), 0);
-	assert_int_equal(proto_decode(buf, n + 1, &m), -1);
-}
-
 static int received;
-static size_t received_len;
-
-/* Count what the connection delivers. */
-static void
-msg_cb(const struct proto_msg *m, void *arg)
-{
-	(void)arg;
-	received++;
-	received_len = m->len;
-}
-
-/* A frame longer than the largest payload is refused, not cut to fit and delivered. */
-static void
-test_oversized_frame(void **state)
-{
-	static char buf[32 + PROTO_MAX_PAYLOAD + 1];
-	struct event_base *base = event_base_new();
-	struct proto_conn *c;
-	int sv[2];
-	size_t n;
-
-	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
-	c = proto_conn_new(base, sv[0], msg_cb, NULL, NULL);
-	memset(buf + 32, 'a', PROTO_MAX_PAYLOAD + 1);
-	n = frame(buf, PROTO_START, buf + 32, PROTO_MAX_PAYLOAD + 1);
-	assert_int_equal(send(sv[1], buf, n, 0), (ssize_t)n);
-	n = frame(buf, PROTO_EPOCH_END, "", 0);
-	assert_int_equal(send(sv[1], buf, n, 0), (ssize_t)n);
-	event_base_loop(base, EVLOOP_NONBLOCK);
-	assert_int_equal(received, 1); /* the second frame only */
-	assert_int_equal(received_len, 0);
-	proto_conn_free(c);
-	close(sv[1]);
-	event_base_free(base);
-}
-
 static struct proto_msg got;
 static char got_payload[64];
 
@@ -108,9 +41,103 @@ keep_cb(const struct proto_msg *m, void *arg)
 	(void)arg;
 	received++;
 	got = *m;
-	assert_true(m->len < sizeof got_payload);
-	memcpy(got_payload, m->payload, m->len);
+	assert_int_equal(m->payload[m->len], '\0'); /* NUL-terminated, as promised */
+	memcpy(got_payload, m->payload, m->len < sizeof got_payload ? m->len : sizeof got_payload);
 	got.payload = got_payload;
+}
+
+/* A connection's reader on one end of a SEQPACKET pair; raw frames go in at the other. */
+struct reader {
+	struct event_base *base;
+	struct proto_conn *conn;
+	int peer;
+};
+
+static void
+reader_open(struct reader *r)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
+	r->base = event_base_new();
+	r->conn = proto_conn_new(r->base, sv[0], keep_cb, NULL, NULL);
+	r->peer = sv[1];
+}
+
+static void
+reader_close(struct reader *r)
+{
+	proto_conn_free(r->conn);
+	close(r->peer);
+	event_base_free(r->base);
+}
+
+/* Send len bytes as one message and let the reader read: how many messages it delivered. */
+static int
+deliver(struct reader *r, const void *buf, size_t len)
+{
+	received = 0;
+	assert_int_equal(send(r->peer, buf, len, 0), (ssize_t)len);
+	event_base_loop(r->base, EVLOOP_NONBLOCK);
+	return received;
+}
+
+/* A well-formed frame is delivered; short, oversized and unknown ones are dropped. */
+static void
+test_decode(void **state)
+{
+	static char buf[32 + PROTO_MAX_PAYLOAD + 2];
+	struct reader r;
+	size_t n;
+
+	(void)state;
+	reader_open(&r);
+	n = frame(buf, PROTO_STOP, "ab", 2);
+	assert_int_equal(deliver(&r, buf, n), 1);
+	assert_int_equal(got.type, PROTO_STOP);
+	assert_int_equal(got.job, 7);
+	assert_int_equal(got.epoch, 3);
+	assert_int_equal(got.v1, -1);
+	assert_int_equal(got.v2, 2000);
+	assert_int_equal(got.len, 2);
+	assert_memory_equal(got.payload, "ab", 2);
+	assert_int_equal(deliver(&r, buf, n - 3), 0);
+	n = frame(buf, 0, "", 0);
+	assert_int_equal(deliver(&r, buf, n), 0);
+	n = frame(buf, PROTO_EXITED + 1, "", 0);
+	assert_int_equal(deliver(&r, buf, n), 0);
+	memset(buf + 32, 'x', PROTO_MAX_PAYLOAD + 1);
+	n = frame(buf, PROTO_START_FAILED, buf + 32, PROTO_MAX_PAYLOAD);
+	assert_int_equal(deliver(&r, buf, n), 1);
+	assert_int_equal(got.len, PROTO_MAX_PAYLOAD);
+	assert_int_equal(deliver(&r, buf, n + 1), 0);
+	/* None of that ended the connection. */
+	n = frame(buf, PROTO_EPOCH_END, "", 0);
+	assert_int_equal(deliver(&r, buf, n), 1);
+	reader_close(&r);
+}
+
+/* A frame longer than the largest payload is refused, not cut to fit and delivered. */
+static void
+test_oversized_frame(void **state)
+{
+	static char buf[32 + PROTO_MAX_PAYLOAD + 1];
+	struct reader r;
+	size_t n;
+
+	(void)state;
+	reader_open(&r);
+	received = 0;
+	memset(buf + 32, 'a', PROTO_MAX_PAYLOAD + 1);
+	n = frame(buf, PROTO_START, buf + 32, PROTO_MAX_PAYLOAD + 1);
+	assert_int_equal(send(r.peer, buf, n, 0), (ssize_t)n);
+	n = frame(buf, PROTO_EPOCH_END, "", 0);
+	assert_int_equal(send(r.peer, buf, n, 0), (ssize_t)n);
+	event_base_loop(r.base, EVLOOP_NONBLOCK);
+	assert_int_equal(received, 1); /* the second frame only */
+	assert_int_equal(got.type, PROTO_EPOCH_END);
+	assert_int_equal(got.len, 0);
+	reader_close(&r);
 }
 
 /* Every message type goes through proto_send and comes out the other end as it went in. */
@@ -158,26 +185,30 @@ static void
 test_truncated_frame(void **state)
 {
 	char buf[64];
-	struct proto_msg m;
+	struct reader r;
 	size_t n, len;
 
 	(void)state;
+	reader_open(&r);
 	n = frame(buf, PROTO_EPOCH_END, "", 0);
-	assert_int_equal(proto_decode(buf, n, &m), 0);
-	for (len = 0; len < n; len++)
-		assert_int_equal(proto_decode(buf, len, &m), -1);
+	for (len = 1; len < n; len++)
+		assert_int_equal(deliver(&r, buf, len), 0);
+	assert_int_equal(deliver(&r, buf, n), 1);
+	/* An empty message is not one either: recv() cannot tell it from the peer's end. */
+	assert_int_equal(deliver(&r, buf, 0), 0);
+	reader_close(&r);
 }
 
-/* Decode a spec written as tag/value pairs; returns supervisor_spec_parse's result. */
+/* Decode a spec written as tag/value pairs; returns proto_spec_parse's result. */
 static int
-parse(const char *const *items, struct supervisor_spec *spec, char **cause)
+parse(const char *const *items, struct proto_run *spec, char **cause)
 {
 	struct proto_spec s = {NULL, 0};
 	int r;
 
 	for (; *items != NULL; items++)
 		proto_spec_add(&s, (enum proto_tag)(*items)[0], *items + 1);
-	r = supervisor_spec_parse(s.buf, s.len, spec, cause);
+	r = proto_spec_parse(s.buf, s.len, spec, cause);
 	/* The spec's strings point into s.buf: tests only look at the numbers and counts. */
 	proto_spec_free(&s);
 	return r;
@@ -190,7 +221,7 @@ test_spec_ok(void **state)
 	const char *items[] = {"njob",        "a/bin/sh",  "a-c",     "aecho hi", "eA=1",
 	                       "eB=",         "w/tmp",     "unobody", "gnogroup", "m22",
 	                       "o/tmp/x.log", "M10485760", "k2500",   NULL};
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause = NULL;
 
 	(void)state;
@@ -203,7 +234,7 @@ test_spec_ok(void **state)
 	assert_int_equal(spec.log_max, 10485760);
 	assert_int_equal(spec.grace_ms, 2500);
 	assert_int_equal(spec.inherit_env, 0); /* a job starts from a clean environment */
-	supervisor_spec_free(&spec);
+	proto_run_free(&spec);
 }
 
 /* exec's command keeps the caller's environment, and says so with an empty 'i'. */
@@ -211,13 +242,13 @@ static void
 test_spec_inherit_env(void **state)
 {
 	const char *items[] = {"atrue", "i", "eA=1", NULL};
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause = NULL;
 
 	(void)state;
 	assert_int_equal(parse(items, &spec, &cause), 0);
 	assert_int_equal(spec.inherit_env, 1);
-	supervisor_spec_free(&spec);
+	proto_run_free(&spec);
 }
 
 /* A malformed spec is refused with a reason, never half-run or run with wrapped numbers. */
@@ -240,7 +271,7 @@ test_spec_bad(void **state)
 	    {"atrue", "M", NULL},
 	    {"atrue", "i", "i", NULL},
 	};
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause;
 	size_t i;
 
@@ -258,14 +289,14 @@ test_spec_bad(void **state)
 static void
 test_spec_truncated(void **state)
 {
-	struct supervisor_spec spec;
+	struct proto_run spec;
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(supervisor_spec_parse("atrue\0ash", 9, &spec, &cause), -1);
+	assert_int_equal(proto_spec_parse("atrue\0ash", 9, &spec, &cause), -1);
 	free(cause);
 	cause = NULL;
-	assert_int_equal(supervisor_spec_parse("atrue\0a", 7, &spec, &cause), -1);
+	assert_int_equal(proto_spec_parse("atrue\0a", 7, &spec, &cause), -1);
 	free(cause);
 }
 

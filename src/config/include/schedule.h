@@ -10,13 +10,12 @@
 enum schedule_kind { SCHEDULE_CONTINUOUS, SCHEDULE_CRON, SCHEDULE_EVERY };
 
 struct schedule;
-struct tz;
 
 /*
  * Parse "@continuous", a 5-field cron expression, an alias (@yearly @annually @monthly
  * @weekly @daily @midnight @hourly) or "@every DURATION" evaluated in time zone tz
- * (an IANA name; NULL: the process's local zone). On error returns -1 and sets *cause
- * to a message that names the fix (caller frees).
+ * (an IANA name; NULL: the process's local zone; tz_load in tz.h says where each is found).
+ * On error returns -1 and sets *cause to a message that names the fix (caller frees).
  */
 int schedule_parse(const char *spec, const char *tz, struct schedule **out, char **cause);
 void schedule_free(struct schedule *);
@@ -36,12 +35,6 @@ int64_t schedule_prev(const struct schedule *, int64_t at);
 
 /* A canonical text of the schedule, for logs and `check`. */
 const char *schedule_text(const struct schedule *);
-
-/*
- * Make z (from tz_load or tz_parse) the zone s runs in, in place of the one schedule_parse
- * loaded; s owns z from then on. schedule_timezone still names the zone s was parsed with.
- */
-void schedule_set_zone(struct schedule *, struct tz *z);
 
 /* The time zone name the schedule was parsed with, or NULL for the process's local zone. */
 const char *schedule_timezone(const struct schedule *);

@@ -15,17 +15,13 @@ struct tz_seg {
 };
 
 /*
- * Load the zone called name (an IANA name under /usr/share/zoneinfo), or for NULL the
- * process's zone as libc finds it (TZ, else /etc/localtime, else UTC). On error returns -1
- * with *cause naming the fix (caller frees).
+ * Load the zone called name (an IANA name, no "." or ".." element, looked up under $TZDIR,
+ * else /usr/share/zoneinfo: a TZif file, RFC 8536), or for NULL the process's zone as libc
+ * finds it (TZ: a zone name, a file or a POSIX TZ string such as
+ * "CET-1CEST,M3.5.0,M10.5.0/3"; else /etc/localtime, else UTC). On error returns -1 with
+ * *cause naming the fix (caller frees).
  */
 int tz_load(const char *name, struct tz **out, char **cause);
-
-/*
- * Parse a zone from memory: a TZif file (RFC 8536) or a POSIX TZ string such as
- * "CET-1CEST,M3.5.0,M10.5.0/3"; data that is neither returns -1 with *cause (caller frees).
- */
-int tz_parse(const void *buf, size_t len, struct tz **out, char **cause);
 void tz_free(struct tz *);
 
 /* The stretch of the zone's timeline with one UTC offset that contains instant t. */
