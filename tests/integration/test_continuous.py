@@ -23,12 +23,7 @@ import lktest  # noqa: E402
 NAMES = ("alpha", "beta", "gamma")
 
 
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 T = "4s"
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 

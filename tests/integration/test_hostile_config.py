@@ -22,12 +22,7 @@ import lktest  # noqa: E402
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 
 
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 
 
 class HostileConfigTest(lktest.TestCase):

@@ -23,12 +23,7 @@ MAX_RUNS_PER_MINUTE = 30  # JOBREC_MAX_RUNS in src/daemon/jobrec.c
 MAX_REWRITES_PER_MINUTE = 5  # JOBREC_MAX_REWRITES in src/daemon/jobrec.c
 
 
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 
 
 class HostileZkTest(lktest.TestCase):

@@ -26,12 +26,7 @@ SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 
 
 def iso(t):

@@ -22,12 +22,7 @@ SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 SECRET = b"root's secret, mode 0600\n"
 
 
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 
 
 class SecurityFilesTest(lktest.TestCase):

@@ -26,12 +26,7 @@ CAPS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FO
         "CAP_NET_BIND_SERVICE": 10, "CAP_SYS_ADMIN": 21}
 
 
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+read = lktest.read_text
 
 
 def unit_settings():

@@ -37,6 +37,15 @@ def wait_until(fn, timeout=10.0, msg=None, interval=0.05):
         time.sleep(interval)
 
 
+def read_text(path):
+    """A file's text (undecodable bytes replaced), or "" if it does not exist (yet)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
 def _ini_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
