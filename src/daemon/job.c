@@ -119,7 +119,7 @@ job_supervisor(const struct job *job)
 }
 
 /* The name of a state, for logs. */
-const char *
+static const char *
 job_state_name(enum job_state state)
 {
 	return job_state_names[state];

@@ -67,7 +67,6 @@ int job_stopping(const struct job *);
 const char *job_name(const struct job *);
 const struct config_job *job_config(const struct job *);
 enum job_state job_state(const struct job *);
-const char *job_state_name(enum job_state);
 void job_stats(const struct job *, struct job_stats *);
 json_t *job_status_json(const struct job *);
 
