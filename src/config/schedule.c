@@ -36,7 +36,6 @@
 struct schedule {
 	enum schedule_kind kind;
 	char *text;
-	char *tz;
 	struct tz *zone; /* NULL only while parsing */
 
 	uint64_t minutes, hours, days, months, weekdays; /* bit i set: value i matches */
@@ -445,8 +444,8 @@ schedule_parse(const char *spec, const char *tz, struct schedule **out, char **c
 		}
 	}
 	free(trimmed);
-	if (r == 0 && (r = tz_load(tz, &s->zone, cause)) == 0 && tz != NULL)
-		s->tz = xstrdup(tz);
+	if (r == 0)
+		r = tz_load(tz, &s->zone, cause);
 	if (r != 0) {
 		schedule_free(s);
 		return -1;
@@ -463,7 +462,6 @@ schedule_free(struct schedule *s)
 		return;
 	tz_free(s->zone);
 	free(s->text);
-	free(s->tz);
 	free(s);
 }
 
@@ -479,13 +477,6 @@ const char *
 schedule_text(const struct schedule *s)
 {
 	return s->text;
-}
-
-/* The zone s was parsed with, or NULL for the process's zone. */
-const char *
-schedule_timezone(const struct schedule *s)
-{
-	return s->tz;
 }
 
 /* ---- Search ---- */

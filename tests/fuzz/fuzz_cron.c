@@ -48,7 +48,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)schedule_kind(s);
 	(void)schedule_text(s);
-	(void)schedule_timezone(s);
 	for (i = 0; i < sizeof fuzz_cron_instants / sizeof fuzz_cron_instants[0]; i++) {
 		t = fuzz_cron_instants[i];
 		for (k = 0; k < 3; k++) {

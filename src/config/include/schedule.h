@@ -36,7 +36,4 @@ int64_t schedule_prev(const struct schedule *, int64_t at);
 /* A canonical text of the schedule, for logs and `check`. */
 const char *schedule_text(const struct schedule *);
 
-/* The time zone name the schedule was parsed with, or NULL for the process's local zone. */
-const char *schedule_timezone(const struct schedule *);
-
 #endif
