@@ -213,7 +213,7 @@ znode_is_protected(const char *name, const char *uuid)
 }
 
 /* The text Curator sorts by: what follows the last occurrence of base, or the whole name. */
-const char *
+static const char *
 znode_fix_for_sorting(const char *name, const char *base)
 {
 	const char *p, *last = NULL;
@@ -261,7 +261,7 @@ znode_sequence(const char *name, const char *base, int64_t *seq)
  * Order two children of a lock folder. Names with a valid sequence come first, by their
  * sequence read as an unsigned 32-bit number; others follow, by their sort text.
  */
-int
+static int
 znode_compare(const char *a, const char *b, const char *base)
 {
 	int64_t sa, sb;

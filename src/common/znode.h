@@ -17,9 +17,7 @@ const char *znode_basename(const char *path);
 int znode_parent(const char *path, char *out, size_t len);
 
 int znode_is_protected(const char *name, const char *uuid);
-const char *znode_fix_for_sorting(const char *name, const char *base);
 int znode_sequence(const char *name, const char *base, int64_t *seq);
-int znode_compare(const char *a, const char *b, const char *base);
 void znode_sort(char **names, size_t n, const char *base);
 
 #endif

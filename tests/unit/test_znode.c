@@ -136,18 +136,6 @@ test_protected(void **state)
 }
 
 static void
-test_fix_for_sorting(void **state)
-{
-	(void)state;
-	/* Curator: the text after the LAST occurrence of the lock name, or the whole name. */
-	assert_string_equal(znode_fix_for_sorting("_c_x-lock-0000000007", "lock-"), "0000000007");
-	assert_string_equal(znode_fix_for_sorting("lock-lock-0000000007", "lock-"), "0000000007");
-	assert_string_equal(znode_fix_for_sorting("abc__lock__0000000003", "lock-"),
-	                    "abc__lock__0000000003");
-	assert_string_equal(znode_fix_for_sorting("_c_x-lease-0000000002", "lease-"), "0000000002");
-}
-
-static void
 test_sequence(void **state)
 {
 	int64_t seq;
@@ -185,6 +173,29 @@ assert_sorted(const char **in, const char **want, size_t n, const char *base)
 	for (i = 0; i < n; i++)
 		assert_string_equal(names[i], want[i]);
 	free(names);
+}
+
+/*
+ * Curator sorts by the text after the LAST occurrence of the lock name, or the whole name
+ * without one: the sequence read from there, and the order of names without a sequence.
+ */
+static void
+test_fix_for_sorting(void **state)
+{
+	const char *in[] = {"m-lock-b", "abc__lock__0000000003", "zz-lock-a"};
+	const char *want[] = {"zz-lock-a", "abc__lock__0000000003", "m-lock-b"};
+	int64_t seq;
+
+	(void)state;
+	assert_int_equal(znode_sequence("_c_x-lock-0000000007", "lock-", &seq), 0);
+	assert_int_equal(seq, 7);
+	assert_int_equal(znode_sequence("lock-lock-0000000007", "lock-", &seq), 0);
+	assert_int_equal(seq, 7);
+	assert_int_equal(znode_sequence("_c_x-lease-0000000002", "lease-", &seq), 0);
+	assert_int_equal(seq, 2);
+	/* No "lock-": sorted by the whole name, "a" < "abc__lock__0000000003" < "b". */
+	assert_int_not_equal(znode_sequence("abc__lock__0000000003", "lock-", &seq), 0);
+	assert_sorted(in, want, 3, "lock-");
 }
 
 static void
@@ -227,7 +238,9 @@ test_order_wrapped(void **state)
 	(void)state;
 	/* "_c_c--2147483646" has no "lock-": its whole name does not parse: it goes last. */
 	assert_sorted(in, want, 5, "lock-");
-	assert_true(znode_compare("_c_x-lock--000000001", "_c_y-lock-0000000001", "lock-") > 0);
+	/* -1 is 2^32 - 1 unsigned: after 1. */
+	assert_sorted((const char *[]){"_c_x-lock--000000001", "_c_y-lock-0000000001"},
+	              (const char *[]){"_c_y-lock-0000000001", "_c_x-lock--000000001"}, 2, "lock-");
 }
 
 static void
