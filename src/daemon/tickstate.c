@@ -88,7 +88,7 @@ tickstate_free(struct tickstate *st)
 }
 
 /* Whether a (bounded) list of ticks holds tick. */
-int
+static int
 tickstate_has_tick(const json_t *list, int64_t tick)
 {
 	size_t i, n = json_array_size(list);

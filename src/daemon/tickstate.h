@@ -48,7 +48,6 @@ struct tickstate_claim {
 
 void tickstate_parse(const char *data, size_t len, struct tickstate *);
 void tickstate_free(struct tickstate *);
-int tickstate_has_tick(const json_t *list, int64_t tick);
 int64_t tickstate_horizon(const struct schedule *, int64_t now);
 enum tickstate_verdict tickstate_claim(struct tickstate *, const struct tickstate_claim *,
                                        json_t **skipped);
