@@ -516,7 +516,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 }
 
 /* Parse a size: plain bytes or a number with K, M or G (powers of 1024), e.g. "10M". */
-int
+static int
 config_parse_size(const char *text, uint64_t *bytes, char **cause)
 {
 	const char *p = text;
@@ -591,7 +591,7 @@ config_argv_add(char ***argv, size_t *n, const char *word, size_t len)
  * \; outside quotes a backslash keeps the next character. Quoted and bare parts next to each
  * other make one word, and "" makes an empty word.
  */
-int
+static int
 config_split_command(const char *text, char ***argv, char **cause)
 {
 	char **out = NULL, *word = xmalloc(strlen(text) + 1), *q;

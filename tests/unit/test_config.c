@@ -825,7 +825,29 @@ test_long_line(void **state)
 	free(cmd);
 }
 
-/* Sizes: bytes, K, M, G, and what is refused. */
+/*
+ * Load a job file of "[job a]", its head lines and then line (line 3); print the errors
+ * when the result is not want.
+ */
+static int
+load_job_line(const char *head, const char *line, int want, struct config **cfg,
+              struct config_errors *errors)
+{
+	char text[512];
+	int r;
+
+	snprintf(text, sizeof text, "[job a]\n%s%s\n", head, line);
+	put("worker.ini", BASE);
+	put("jobs/a.ini", text);
+	*cfg = NULL;
+	if ((r = load("worker.ini", cfg, errors)) != want) {
+		fprintf(stderr, "%s: load gave %d\n", line, r);
+		dump(errors);
+	}
+	return r;
+}
+
+/* Sizes, as log_max reads them: bytes or K, M, G (powers of 1024). */
 static void
 test_sizes(void **state)
 {
@@ -853,22 +875,39 @@ test_sizes(void **state)
 	                            "M10",
 	                            "99999999999999999999",
 	                            "17179869184G"};
-	uint64_t bytes;
-	char *cause;
+	struct config *cfg;
+	struct config_errors errors;
+	char line[128], quoted[128];
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		bytes = 7;
-		assert_int_equal(config_parse_size(good[i].text, &bytes, &cause), 0);
-		assert_int_equal(bytes, good[i].bytes);
+		snprintf(line, sizeof line, "log_max = %s", good[i].text);
+		if (good[i].bytes == 0) {
+			/* a size that reads as 0, refused by the check after it, not as a size */
+			assert_int_equal(load_job_line("command = true\n", line, -1, &cfg, &errors),
+			                 -1);
+			assert_true(has_error(&errors, "jobs/a.ini", 3,
+			                      "log_max must be more than 0", NULL));
+			assert_false(has_error(&errors, "jobs/a.ini", 3, "size", NULL));
+		} else {
+			assert_int_equal(load_job_line("command = true\n", line, 0, &cfg, &errors),
+			                 0);
+			assert_int_equal(cfg->jobs_list[0]->log_max_bytes, good[i].bytes);
+			config_free(cfg);
+		}
+		config_errors_free(&errors);
 	}
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		cause = NULL;
-		assert_int_equal(config_parse_size(bad[i], &bytes, &cause), -1);
-		assert_non_null(cause);
-		assert_non_null(strstr(cause, bad[i]));
-		free(cause);
+		snprintf(line, sizeof line, "log_max = %s", bad[i]);
+		snprintf(quoted, sizeof quoted, "\"%s\"", bad[i]);
+		assert_int_equal(load_job_line("command = true\n", line, -1, &cfg, &errors), -1);
+		/* an empty value never reaches the size parser: the reader refuses it first */
+		assert_true(bad[i][0] == '\0'
+		                ? has_error(&errors, "jobs/a.ini", 3,
+		                            "log_max in [job a] has no value", NULL)
+		                : has_error(&errors, "jobs/a.ini", 3, "log_max: ", quoted, NULL));
+		config_errors_free(&errors);
 	}
 }
 
@@ -987,31 +1026,35 @@ test_split_command(void **state)
 	    {"echo \"a", "unbalanced \" quote"},
 	    {"a \"b\\\"", "unbalanced \" quote"},
 	    {"echo \\", "lone backslash"},
-	    {"", "command is empty"},
-	    {"   \t ", "command is empty"},
+	    /* blank values never reach the splitter: the reader refuses them first */
+	    {"", "command in [job a] has no value"},
+	    {"   \t ", "command in [job a] has no value"},
 	    {"'' x", "the program to run is an empty word"},
 	    {"\"\"", "the program to run is an empty word"},
 	};
-	char **argv, *cause;
+	struct config *cfg;
+	struct config_errors errors;
+	char line[128], **argv;
 	size_t i, j;
 
 	(void)state;
 	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		argv = NULL;
-		assert_int_equal(config_split_command(good[i].text, &argv, &cause), 0);
+		snprintf(line, sizeof line, "command = %s", good[i].text);
+		assert_int_equal(load_job_line("shell = false\n", line, 0, &cfg, &errors), 0);
+		argv = cfg->jobs_list[0]->argv;
 		for (j = 0; good[i].words[j] != NULL; j++) {
 			assert_non_null(argv[j]);
 			assert_string_equal(argv[j], good[i].words[j]);
 		}
 		assert_null(argv[j]);
-		config_free_argv(argv);
+		config_free(cfg);
+		config_errors_free(&errors);
 	}
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		cause = NULL;
-		assert_int_equal(config_split_command(bad[i].text, &argv, &cause), -1);
-		assert_non_null(cause);
-		assert_non_null(strstr(cause, bad[i].cause));
-		free(cause);
+		snprintf(line, sizeof line, "command = %s", bad[i].text);
+		assert_int_equal(load_job_line("shell = false\n", line, -1, &cfg, &errors), -1);
+		assert_true(has_error(&errors, "jobs/a.ini", 3, bad[i].cause, NULL));
+		config_errors_free(&errors);
 	}
 }
 
@@ -1732,10 +1775,10 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
-	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_durations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_needs_root, setup, teardown),
-	    cmocka_unit_test(test_split_command),
+	    cmocka_unit_test_setup_teardown(test_split_command, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_jobs_glob, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_relative_paths, setup, teardown),

@@ -113,8 +113,6 @@ const char *config_auth_warning(const struct config *);
  * (hosts are names, IPv4 or [IPv6] addresses, ports 1-65535); if not, *cause names the fix.
  */
 int config_valid_hosts(const char *hosts, char **cause);
-int config_parse_size(const char *text, uint64_t *bytes, char **cause);
-int config_split_command(const char *text, char ***argv, char **cause);
 void config_free_argv(char **argv);
 
 /* Whether the variable name (len bytes) is one that pass_env names. */
