@@ -124,4 +124,7 @@ struct config_job *config_resolve_job(struct config_ctx *ctx, const struct confi
 void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
 void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
 
+/* config.c */
+void config_free_argv(char **argv);
+
 #endif

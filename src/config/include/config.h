@@ -113,7 +113,6 @@ const char *config_auth_warning(const struct config *);
  * (hosts are names, IPv4 or [IPv6] addresses, ports 1-65535); if not, *cause names the fix.
  */
 int config_valid_hosts(const char *hosts, char **cause);
-void config_free_argv(char **argv);
 
 /* Whether the variable name (len bytes) is one that pass_env names. */
 int config_pass_env_match(char *const *pass_env, const char *name, size_t len);
