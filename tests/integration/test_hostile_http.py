@@ -3,8 +3,9 @@
 """Hostile HTTP clients and hostile text (issue 10, finding 3).
 
 The status listener shares the loop that keeps the ZooKeeper heartbeat. A partial request
-left open, a 1 MiB header, more connections than the cap and running out of file
-descriptors must each cost the worker little memory, few log lines and no heartbeat time.
+left open, a 1 MiB header, more connections than the cap, requests pipelined behind replies
+never read and running out of file descriptors must each cost the worker little memory, few
+log lines and no heartbeat time.
 Text from outside must not forge a /metrics sample (a job's name) or a line of `status`
 (node data written by any client of the ensemble)."""
 
@@ -53,6 +54,26 @@ def sockets(pid):
         except OSError:
             pass
     return n
+
+
+def pipeline_without_reading(port, seconds):
+    """Send pipelined requests on one connection for `seconds`, never reading a reply;
+    return the socket (still open) and the bytes the server took."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.settimeout(0.2)
+    burst = b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+    sent = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            sent += s.send(burst)
+        except socket.timeout:
+            pass
+        except OSError:
+            break  # the server closed it: no harm either
+    return s, sent
 
 
 def closed_by_peer(s, began, timeout):
@@ -134,6 +155,11 @@ class HostileHttpTest(lktest.TestCase):
         partial.close()
         for s in idle:
             s.close()
+        # (d) requests pipelined for 5 s on one connection, no reply ever read: the server
+        # must stop reading ahead, not buffer all of them.
+        piped, piped_bytes = pipeline_without_reading(self.port, 5)
+        pipe_rss = rss_kib(w.pid)
+        piped.close()
         # The listener answers again once the attack is over, with nothing left open (but
         # the request asking); a build without the gauge goes on to fail below.
         self.wait_until(lambda: self.metric("leasekeeper_http_connections") in (1, None),
@@ -143,14 +169,17 @@ class HostileHttpTest(lktest.TestCase):
         attack_log = [l for l in w.log_text()[mark:].splitlines() if l.strip()]
         print("lease-deadline margin: lowest %.3f s before the attack, %.3f s after it; "
               "partial request closed after %s s; RSS %d KiB, %d KiB with 1 MiB headers, "
-              "%d KiB with %d idle connections; %d sockets held; %d log lines"
+              "%d KiB with %d idle connections, %d KiB after %d pipelined bytes; "
+              "%d sockets held; %d log lines"
               % (base_margin or -1, margin or -1, "%.1f" % took if took else "never",
-                 base_rss, big_rss, cap_rss, len(idle), held, len(attack_log)))
+                 base_rss, big_rss, cap_rss, len(idle), pipe_rss, piped_bytes, held,
+                 len(attack_log)))
 
         self.assertIsNotNone(took, "the partial request was never closed")
         self.assertLess(took, TIMEOUT_S + 30)
         self.assertLess(big_rss - base_rss, 5 * 1024, "1 MiB headers grew the worker")
         self.assertLess(cap_rss - base_rss, 5 * 1024, "idle connections grew the worker")
+        self.assertLess(pipe_rss - base_rss, 5 * 1024, "pipelined requests grew the worker")
         # The cap, plus the partial request's connection if it is still counted.
         self.assertLessEqual(held, MAX_CONNECTIONS + 1, "the cap was not kept")
         self.assertLess(len(attack_log), 10, "\n".join(attack_log[:20]))
