@@ -5,7 +5,8 @@
 The status listener shares the loop that keeps the ZooKeeper heartbeat. A partial request
 left open, a 1 MiB header, more connections than the cap, requests pipelined behind replies
 never read and running out of file descriptors must each cost the worker little memory, few
-log lines and no heartbeat time.
+log lines and no heartbeat time; clients holding every connection with keep-alive requests
+must not lock others out.
 Text from outside must not forge a /metrics sample (a job's name) or a line of `status`
 (node data written by any client of the ensemble)."""
 
@@ -15,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -193,6 +195,71 @@ class HostileHttpTest(lktest.TestCase):
         self.assertIsNotNone(base_margin, "no lease-deadline margin on /metrics")
         self.assertGreater(margin, 0)
         self.assertEqual(self.metric("leasekeeper_http_connections", metrics), 1)
+
+    def test_keepalive_clients_cannot_hold_every_connection(self):
+        """Clients on every connection, each sending a request every 3 s (inside the
+        per-request timeout) and reconnecting at once when closed, must not keep a new
+        client waiting longer than a holder's next request or timeout, and that reply's."""
+        self.start_zookeeper()
+        self.start({"work": {"command": "sleep 3600"}})
+        self.get("/health")
+        stop = threading.Event()
+        answered = []  # holders that had their first reply
+        period = 3
+        reconnects = []
+
+        def hold():
+            s = self.connect()
+            first = True
+            while not stop.is_set():
+                closed = False
+                try:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    s.settimeout(60)
+                    closed = s.recv(4096) == b""
+                    s.settimeout(0.2)
+                    try:  # the rest of the reply, and the close if it came with it
+                        while not closed:
+                            closed = s.recv(4096) == b""
+                    except socket.timeout:
+                        pass
+                except OSError:
+                    closed = True
+                if first:
+                    first = False
+                    answered.append(1)
+                if closed and not stop.is_set():
+                    s.close()
+                    s = self.connect()  # back at once: into the backlog, behind the new client
+                    reconnects.append(time.monotonic())
+                stop.wait(period)
+            s.close()
+
+        threads = [threading.Thread(target=hold, daemon=True) for _ in range(MAX_CONNECTIONS)]
+        for t in threads:
+            t.start()
+        self.wait_until(lambda: len(answered) == MAX_CONNECTIONS, timeout=60,
+                        msg="the holders never had their first replies")
+        time.sleep(1)
+        began = time.monotonic()
+        bound = 2 * TIMEOUT_S + 20
+        c = socket.create_connection(("127.0.0.1", self.port), timeout=bound)
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try:
+            answer = c.recv(100)
+        except socket.timeout:
+            answer = b""
+        took = time.monotonic() - began
+        c.close()
+        stop.set()
+        for t in threads:
+            t.join(70)
+        print("a new client with %d keep-alive holders (a request each %d s) was answered "
+              "after %.1f s (bound %d s); holders closed %d times"
+              % (MAX_CONNECTIONS, period, took, bound, len(reconnects)))
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"),
+                        "no answer in %.1f s: %r" % (took, answer))
+        self.assertLess(took, bound)
 
     def test_out_of_descriptors_pauses_accepting(self):
         """At the open-file limit accept() fails at once, and a listener that does not stop
