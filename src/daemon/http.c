@@ -11,7 +11,11 @@
  * connection's start or the previous reply to the end of the reply) gets HTTP_TIMEOUT_S,
  * headers HTTP_MAX_HEADERS bytes, a body none, and at most HTTP_MAX_CONNECTIONS
  * connections are open; past that the listener stops accepting and the kernel's backlog
- * holds the rest. Running out of file descriptors pauses accepting for
+ * holds the rest, and each reply closes its connection, so a client that keeps sending
+ * requests cannot keep its slot from those waiting. A connection reads at most
+ * HTTP_MAX_INPUT bytes ahead of the request being answered: requests pipelined behind a
+ * reply the client does not read wait in the kernel, not in our memory. Running out of
+ * file descriptors pauses accepting for
  * HTTP_ACCEPT_PAUSE_MS, with one warning per interval, instead of failing accept() in a
  * loop.
  *
@@ -42,6 +46,7 @@
 #define HTTP_MAX_HEADERS     8192
 #define HTTP_MAX_BODY        0
 #define HTTP_MAX_CONNECTIONS 16
+#define HTTP_MAX_INPUT       (2 * HTTP_MAX_HEADERS)
 #define HTTP_ACCEPT_PAUSE_MS 1000
 
 /* One open connection: a slot is taken when evhttp asks for a bufferevent. */
@@ -159,6 +164,12 @@ http_bev_cb(struct event_base *base, void *arg)
 	if (c->bev == NULL)
 		return NULL;
 	bufferevent_incref(c->bev); /* alive until adopted, whatever evhttp does meanwhile */
+	/*
+	 * Stop reading once this much waits unparsed: evhttp answers one request at a time,
+	 * and would otherwise read everything a client pipelines behind a reply it does not
+	 * read. Room for a whole request, so a request never waits on itself.
+	 */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_MAX_INPUT);
 	c->used = 1;
 	h->nconn++;
 	http_conn_rearm(c);
@@ -211,7 +222,12 @@ http_conn_find(struct http *h, struct evhttp_request *req)
 	return NULL;
 }
 
-/* Send a reply; the connection's next request gets its own time from now. */
+/*
+ * Send a reply; the connection's next request gets its own time from now. With every slot
+ * taken the reply closes the connection: a client sending a request every few seconds
+ * would otherwise hold its slot for ever, and clients in the backlog wait at most until
+ * each holder's next request or HTTP_TIMEOUT_S.
+ */
 static void
 http_send(struct http *h, struct evhttp_request *req, int code, const char *reason,
           struct evbuffer *buf)
@@ -220,6 +236,8 @@ http_send(struct http *h, struct evhttp_request *req, int code, const char *reas
 
 	if (c != NULL)
 		http_conn_rearm(c);
+	if (h->nconn >= HTTP_MAX_CONNECTIONS)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	evhttp_send_reply(req, code, reason, buf);
 }
 

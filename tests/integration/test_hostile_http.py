@@ -3,8 +3,10 @@
 """Hostile HTTP clients and hostile text (issue 10, finding 3).
 
 The status listener shares the loop that keeps the ZooKeeper heartbeat. A partial request
-left open, a 1 MiB header, more connections than the cap and running out of file
-descriptors must each cost the worker little memory, few log lines and no heartbeat time.
+left open, a 1 MiB header, more connections than the cap, requests pipelined behind replies
+never read and running out of file descriptors must each cost the worker little memory, few
+log lines and no heartbeat time; clients holding every connection with keep-alive requests
+must not lock others out.
 Text from outside must not forge a /metrics sample (a job's name) or a line of `status`
 (node data written by any client of the ensemble)."""
 
@@ -14,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -38,6 +41,12 @@ def rss_kib(pid):
         return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
 
 
+def sanitized(pid):
+    """True if the process runs with AddressSanitizer's allocator."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
 def cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -53,6 +62,26 @@ def sockets(pid):
         except OSError:
             pass
     return n
+
+
+def pipeline_without_reading(port, seconds):
+    """Send pipelined requests on one connection for `seconds`, never reading a reply;
+    return the socket (still open) and the bytes the server took."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.settimeout(0.2)
+    burst = b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+    sent = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            sent += s.send(burst)
+        except socket.timeout:
+            pass
+        except OSError:
+            break  # the server closed it: no harm either
+    return s, sent
 
 
 def closed_by_peer(s, began, timeout):
@@ -134,6 +163,11 @@ class HostileHttpTest(lktest.TestCase):
         partial.close()
         for s in idle:
             s.close()
+        # (d) requests pipelined for 5 s on one connection, no reply ever read: the server
+        # must stop reading ahead, not buffer all of them.
+        piped, piped_bytes = pipeline_without_reading(self.port, 5)
+        pipe_rss = rss_kib(w.pid)
+        piped.close()
         # The listener answers again once the attack is over, with nothing left open (but
         # the request asking); a build without the gauge goes on to fail below.
         self.wait_until(lambda: self.metric("leasekeeper_http_connections") in (1, None),
@@ -143,14 +177,20 @@ class HostileHttpTest(lktest.TestCase):
         attack_log = [l for l in w.log_text()[mark:].splitlines() if l.strip()]
         print("lease-deadline margin: lowest %.3f s before the attack, %.3f s after it; "
               "partial request closed after %s s; RSS %d KiB, %d KiB with 1 MiB headers, "
-              "%d KiB with %d idle connections; %d sockets held; %d log lines"
+              "%d KiB with %d idle connections, %d KiB after %d pipelined bytes; "
+              "%d sockets held; %d log lines"
               % (base_margin or -1, margin or -1, "%.1f" % took if took else "never",
-                 base_rss, big_rss, cap_rss, len(idle), held, len(attack_log)))
+                 base_rss, big_rss, cap_rss, len(idle), pipe_rss, piped_bytes, held,
+                 len(attack_log)))
 
         self.assertIsNotNone(took, "the partial request was never closed")
         self.assertLess(took, TIMEOUT_S + 30)
         self.assertLess(big_rss - base_rss, 5 * 1024, "1 MiB headers grew the worker")
         self.assertLess(cap_rss - base_rss, 5 * 1024, "idle connections grew the worker")
+        # AddressSanitizer keeps freed memory in quarantine: the thousands of replies that
+        # fill the socket buffers grow its RSS by tens of MiB that the worker does not hold.
+        self.assertLess(pipe_rss - base_rss, (100 if sanitized(w.pid) else 5) * 1024,
+                        "pipelined requests grew the worker")
         # The cap, plus the partial request's connection if it is still counted.
         self.assertLessEqual(held, MAX_CONNECTIONS + 1, "the cap was not kept")
         self.assertLess(len(attack_log), 10, "\n".join(attack_log[:20]))
@@ -164,6 +204,71 @@ class HostileHttpTest(lktest.TestCase):
         self.assertIsNotNone(base_margin, "no lease-deadline margin on /metrics")
         self.assertGreater(margin, 0)
         self.assertEqual(self.metric("leasekeeper_http_connections", metrics), 1)
+
+    def test_keepalive_clients_cannot_hold_every_connection(self):
+        """Clients on every connection, each sending a request every 3 s (inside the
+        per-request timeout) and reconnecting at once when closed, must not keep a new
+        client waiting longer than a holder's next request or timeout, and that reply's."""
+        self.start_zookeeper()
+        self.start({"work": {"command": "sleep 3600"}})
+        self.get("/health")
+        stop = threading.Event()
+        answered = []  # holders that had their first reply
+        period = 3
+        reconnects = []
+
+        def hold():
+            s = self.connect()
+            first = True
+            while not stop.is_set():
+                closed = False
+                try:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    s.settimeout(60)
+                    closed = s.recv(4096) == b""
+                    s.settimeout(0.2)
+                    try:  # the rest of the reply, and the close if it came with it
+                        while not closed:
+                            closed = s.recv(4096) == b""
+                    except socket.timeout:
+                        pass
+                except OSError:
+                    closed = True
+                if first:
+                    first = False
+                    answered.append(1)
+                if closed and not stop.is_set():
+                    s.close()
+                    s = self.connect()  # back at once: into the backlog, behind the new client
+                    reconnects.append(time.monotonic())
+                stop.wait(period)
+            s.close()
+
+        threads = [threading.Thread(target=hold, daemon=True) for _ in range(MAX_CONNECTIONS)]
+        for t in threads:
+            t.start()
+        self.wait_until(lambda: len(answered) == MAX_CONNECTIONS, timeout=60,
+                        msg="the holders never had their first replies")
+        time.sleep(1)
+        began = time.monotonic()
+        bound = 2 * TIMEOUT_S + 20
+        c = socket.create_connection(("127.0.0.1", self.port), timeout=bound)
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try:
+            answer = c.recv(100)
+        except socket.timeout:
+            answer = b""
+        took = time.monotonic() - began
+        c.close()
+        stop.set()
+        for t in threads:
+            t.join(70)
+        print("a new client with %d keep-alive holders (a request each %d s) was answered "
+              "after %.1f s (bound %d s); holders closed %d times"
+              % (MAX_CONNECTIONS, period, took, bound, len(reconnects)))
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"),
+                        "no answer in %.1f s: %r" % (took, answer))
+        self.assertLess(took, bound)
 
     def test_out_of_descriptors_pauses_accepting(self):
         """At the open-file limit accept() fails at once, and a listener that does not stop
