@@ -3,8 +3,8 @@
  * authfile.c: ZooKeeper digest credentials ("USER:PASSWORD", one line) read from a file.
  *
  * The file is the secret, so it is refused unless only the user reading it could have
- * written or read it: a regular file owned by that user (root, for a worker run as root)
- * with no permission for group or others. The checks are made on the descriptor that is
+ * written or read it: a regular file, not reached through a symbolic link, owned by that
+ * user (root, for a worker run as root) with no permission for group or others. The checks are made on the descriptor that is
  * read (fstat), so a file swapped between check and read is never the one used.
  */
 
@@ -40,7 +40,7 @@ authfile_valid_auth(const char *auth)
 
 /*
  * Read the credentials in path into *auth (the caller frees it); -1 with *cause naming
- * the fix if the file is not a regular file owned by the effective user with mode 0600 or
+ * the fix if the file is a symbolic link, or not a regular file owned by the effective user with mode 0600 or
  * stricter, or does not hold one USER:PASSWORD line (a trailing newline is allowed).
  */
 int
@@ -54,8 +54,17 @@ authfile_read(const char *path, char **auth, char **cause)
 	uid_t euid = geteuid();
 
 	*auth = NULL;
-	/* O_NONBLOCK: a FIFO put in its place must not hang the start-up. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+	/*
+	 * O_NONBLOCK: a FIFO put in its place must not hang the start-up. O_NOFOLLOW: a link
+	 * would let whoever can write its directory send any file we can read as credentials.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ELOOP)
+		return authfile_fail(cause,
+		                     "%s is a symbolic link, which is not followed: name the "
+		                     "file itself",
+		                     path);
+	if (fd < 0)
 		return authfile_fail(cause, "cannot open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0) {
 		saved = errno;

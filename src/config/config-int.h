@@ -84,6 +84,7 @@ struct config_ctx {
 	/* config-perm.c: the worker file as opened, and the directories already checked */
 	struct stat worker_st;
 	int have_worker_st;
+	int worker_acl_read; /* its ACL lets a named user or group but root's read it */
 	struct config_seen {
 		dev_t dev;
 		ino_t ino;
@@ -110,8 +111,11 @@ void config_find_job_files(struct config_ctx *ctx, struct config *cfg, const str
 void config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors);
 
 /* config-perm.c */
-void config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, const struct stat *st);
+void config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, int fd,
+                      const struct stat *st);
 void config_perm_dir(struct config_ctx *ctx, size_t file, int line, const char *dir);
+void config_perm_auth_file(struct config_ctx *ctx, const struct config_sec *sec,
+                           const struct config_kv *kv, const char *path);
 void config_perm_secret(struct config_ctx *ctx, const struct config_sec *sec,
                         const struct config_kv *kv);
 void config_perm_log(struct config_ctx *ctx, const struct config_sec *sec,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config-int.h"
+#include "posixacl.h"
 #include "safepath.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -43,7 +44,7 @@ config_perm_path(const char *path)
 	return xstrdup(path);
 }
 
-/* Whether the directory st was seen before in this load (so it is reported once). */
+/* Whether the directory st was reported before in this load (so it is reported once). */
 static int
 config_perm_seen(struct config_ctx *ctx, const struct stat *st)
 {
@@ -59,9 +60,12 @@ config_perm_seen(struct config_ctx *ctx, const struct stat *st)
 	return 0;
 }
 
-/* Why a configuration file (st) is unsafe, or NULL; *fix is the command that fixes it. */
+/*
+ * Why a configuration file (open at fd, st) is unsafe, or NULL; *fix is the command that
+ * fixes it. With an ACL the group bits are its mask: a named user's write shows there.
+ */
 static const char *
-config_perm_unsafe_file(const struct stat *st, const char **fix)
+config_perm_unsafe_file(int fd, const struct stat *st, const char **fix)
 {
 	if (st->st_uid != 0) {
 		*fix = "chown root";
@@ -72,39 +76,78 @@ config_perm_unsafe_file(const struct stat *st, const char **fix)
 		return "is writable by others";
 	if ((st->st_mode & S_IWGRP) && st->st_gid != 0)
 		return "is writable by its group";
-	return NULL;
+	return posixacl_unsafe(fd, POSIXACL_WRITE, fix);
 }
 
 /*
- * Check the directory dir (a symbolic link is judged by its target), which holds
- * configuration the file'th file names at line; reported against that file and line.
+ * Check the directory dir (a symbolic link is judged by its target), which holds what
+ * (harm: what whoever can write it can do), and every directory above it: each must be
+ * root's, and writable by root only, those above it unless they have the sticky bit
+ * (safepath_walk). Reported against the file'th file and line, once per directory.
  */
+static void
+config_perm_dir_holding(struct config_ctx *ctx, size_t file, int line, const char *dir,
+                        const char *what, const char *harm)
+{
+	struct safepath_fault f;
+	char real[PATH_MAX], *bad, *q, *qreal;
+	int fd;
+
+	if (!config_perm_enabled() || realpath(dir, real) == NULL)
+		return;
+	if ((fd = safepath_walk(real, SAFEPATH_CHECK, &f)) >= 0) {
+		close(fd);
+		return;
+	}
+	if (f.fix == NULL || config_perm_seen(ctx, &f.st))
+		return; /* gone, or not a directory: the file's own check reports it */
+	bad = xstrndup(real, f.len);
+	q = config_perm_path(bad);
+	if (strcmp(bad, real) == 0)
+		config_error(ctx, file, line,
+		             "the directory %s, which holds %s, %s, and whoever can write it %s: "
+		             "%s %s",
+		             q, what, f.why, harm, f.fix, q);
+	else {
+		qreal = config_perm_path(real);
+		config_error(ctx, file, line,
+		             "the directory %s, above %s, which holds %s, %s, and whoever can "
+		             "write it can put another directory in its place and so %s: %s %s",
+		             q, qreal, what, f.why, harm, f.fix, q);
+		free(qreal);
+	}
+	free(q);
+	free(bad);
+}
+
+/* Check the directory dir, which holds configuration the file'th file names at line. */
 void
 config_perm_dir(struct config_ctx *ctx, size_t file, int line, const char *dir)
 {
-	char real[PATH_MAX], *q;
-	const char *why;
-	struct stat st;
+	config_perm_dir_holding(ctx, file, line, dir, "configuration",
+	                        "can add or replace job files that run commands as root");
+}
 
-	if (!config_perm_enabled() || realpath(dir, real) == NULL || stat(real, &st) != 0 ||
-	    !S_ISDIR(st.st_mode) || config_perm_seen(ctx, &st))
-		return;
-	if ((why = safepath_unsafe(&st, 1)) == NULL)
-		return;
-	q = config_perm_path(real);
-	config_error(ctx, file, line,
-	             "the directory %s, which holds configuration, %s, and whoever can write "
-	             "it can add or replace job files that run commands as root: %s %s",
-	             q, why, st.st_uid != 0 ? "chown root" : "chmod go-w", q);
-	free(q);
+/* Check the directory of the auth_file path, which kv (in sec) names. */
+void
+config_perm_auth_file(struct config_ctx *ctx, const struct config_sec *sec,
+                      const struct config_kv *kv, const char *path)
+{
+	char *dir = config_dirname(path);
+
+	config_perm_dir_holding(ctx, sec->file, kv->line, dir, "the auth_file",
+	                        "can replace the ZooKeeper credentials");
+	free(dir);
 }
 
 /*
- * Check a configuration file just opened (st: what the descriptor is) and the directory
- * its target is in. The worker file's status is kept for config_perm_secret.
+ * Check a configuration file just opened (fd, st) and the directory its target is in. The
+ * worker file's status, and whether its ACL lets others read it, are kept for
+ * config_perm_secret.
  */
 void
-config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, const struct stat *st)
+config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, int fd,
+                 const struct stat *st)
 {
 	const char *path = ctx->files[file], *why, *fix;
 	char real[PATH_MAX], *dir, *q;
@@ -115,9 +158,11 @@ config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, const str
 	}
 	if (!config_perm_enabled())
 		return;
+	if (worker_file)
+		ctx->worker_acl_read = posixacl_unsafe(fd, POSIXACL_READ, &fix) != NULL;
 	if (realpath(path, real) == NULL)
 		snprintf(real, sizeof real, "%s", path);
-	if ((why = config_perm_unsafe_file(st, &fix)) != NULL) {
+	if ((why = config_perm_unsafe_file(fd, st, &fix)) != NULL) {
 		q = config_perm_path(real);
 		if (strcmp(real, path) != 0)
 			config_error(
@@ -146,11 +191,20 @@ config_perm_secret(struct config_ctx *ctx, const struct config_sec *sec, const s
 
 	if (!config_perm_enabled() || !ctx->have_worker_st)
 		return;
-	if (!(st->st_mode & S_IROTH) && !((st->st_mode & S_IRGRP) && st->st_gid != 0))
+	if (!(st->st_mode & S_IROTH) && !((st->st_mode & S_IRGRP) && st->st_gid != 0) &&
+	    !ctx->worker_acl_read)
 		return;
 	if (realpath(ctx->files[sec->file], real) == NULL)
 		snprintf(real, sizeof real, "%s", ctx->files[sec->file]);
 	q = config_perm_path(real);
+	if (!(st->st_mode & S_IROTH) && !((st->st_mode & S_IRGRP) && st->st_gid != 0)) {
+		config_error_kv(ctx, sec, kv,
+		                "%s: the secret is in a file another user or group can read "
+		                "through an ACL (mode %04o): setfacl -b %s",
+		                kv->key, (unsigned)(st->st_mode & 07777), q);
+		free(q);
+		return;
+	}
 	config_error_kv(
 	    ctx, sec, kv, "%s: the secret is in a file %s can read (mode %04o): %s %s", kv->key,
 	    (st->st_mode & S_IROTH) ? "anyone" : "its group", (unsigned)(st->st_mode & 07777),

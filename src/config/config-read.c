@@ -638,7 +638,7 @@ config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
 		close(fd);
 		return -1;
 	}
-	config_perm_file(ctx, file, worker_file, &st);
+	config_perm_file(ctx, file, worker_file, fd, &st);
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == -1 ||
 	    (ctx->f = fdopen(fd, "r")) == NULL) {
 		config_error(ctx, file, 0, "cannot read: %s", strerror(errno));

@@ -330,7 +330,8 @@ config_valid_listen(const char *listen)
 
 /*
  * [zookeeper] auth_file: the credentials read from a file of their own (relative to the
- * worker file's directory), which authfile_read refuses unless only we can read it.
+ * worker file's directory), which authfile_read refuses unless only we can read it, in a
+ * directory (and under directories) only root can change when the worker runs as root.
  */
 static void
 config_resolve_auth_file(struct config_ctx *ctx, struct config *cfg, const struct config_sec *zk)
@@ -359,6 +360,7 @@ config_resolve_auth_file(struct config_ctx *ctx, struct config *cfg, const struc
 		config_error_kv(ctx, zk, kv, "auth_file: %s", cause);
 		free(cause);
 	}
+	config_perm_auth_file(ctx, zk, kv, cfg->auth_file);
 }
 
 /* Resolve [zookeeper], [worker], [safety] and [http], with their defaults. */

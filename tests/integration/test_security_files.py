@@ -9,6 +9,7 @@ import os
 import pwd
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -23,6 +24,19 @@ SECRET = b"root's secret, mode 0600\n"
 
 
 read = lktest.read_text
+
+
+def set_acl(path, uid, perm):
+    """Give user uid perm (an octal digit) on path with a POSIX access ACL, as
+    `setfacl -m u:UID:PERM` would (the mask becomes the group's bits and perm): written as the
+    kernel's system.posix_acl_access attribute, so the test needs no acl package."""
+    mode = os.stat(path).st_mode
+    u, g, o = (mode >> 6) & 7, (mode >> 3) & 7, mode & 7
+    anyone = 0xffffffff
+    entries = [(0x01, u, anyone), (0x02, perm, uid), (0x04, g, anyone), (0x10, g | perm, anyone),
+               (0x20, o, anyone)]
+    os.setxattr(path, "system.posix_acl_access",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
 
 
 class SecurityFilesTest(lktest.TestCase):
@@ -159,6 +173,62 @@ class SecurityFilesTest(lktest.TestCase):
         self.assertRegex(r.stderr, r'%s:\d+: auth: the secret is in a file anyone can read '
                                    r'\(mode 0644\): chmod 0640 %s\n' % (cfg, cfg))
         self.assertNotIn("hunter2", r.stdout + r.stderr)
+
+    def test_check_refuses_what_an_acl_lets_nobody_write(self):
+        """Review F3: an ACL entry for a user shows only as the group bits (its mask), so a
+        root:root 0660 job file, a 0775 jobs directory or log directory passed while nobody
+        could append to the file or create jobs/evil.ini. Each is refused, naming the fix."""
+        logs = self.path("logs")
+        os.mkdir(logs, 0o755)
+        cfg = self.write_config(name="alpha", hosts="127.0.0.1:1",
+                                jobs={"a": {"command": "true", "user": "nobody",
+                                            "log_file": os.path.join(logs, "a.log")}})
+        jobs_dir = self.path("alpha", "jobs")
+        jobs = os.path.join(jobs_dir, "jobs.ini")
+        os.chmod(jobs, 0o640)
+        os.chmod(jobs_dir, 0o755)
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for path, perm, want in (
+                (jobs, 6, "%s: is writable by another user through an ACL (mode 0660): whoever can"
+                          " write a configuration file runs commands as root: setfacl -b %s"
+                          % (jobs, jobs)),
+                (jobs_dir, 7, "the directory %s, which holds configuration, is writable by "
+                              "another user through an ACL, and whoever can write it can add or "
+                              "replace job files that run commands as root: setfacl -b %s"
+                              % (jobs_dir, jobs_dir)),
+                (logs, 7, "%s is writable by another user through an ACL: the worker writes job "
+                          "logs as root" % logs)):
+            mode = os.stat(path).st_mode
+            set_acl(path, self.nobody.pw_uid, perm)
+            # what nobody can do, as root checks it: the mode's group bits are the mask
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), stat.S_IMODE(mode) | 0o20)
+            r = self.check(cfg)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn(want, r.stderr)
+            self.assertNotIn("configuration OK", r.stdout + r.stderr)
+            os.removexattr(path, "system.posix_acl_access")
+            os.chmod(path, mode)
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_check_refuses_a_parent_another_user_owns(self):
+        """Review F4: jobs = /x/proj/jobs with proj owned by nobody passed, though nobody could
+        rename jobs and put their own in its place. Every directory above is checked."""
+        proj = self.path("proj")
+        jobs_dir = os.path.join(proj, "jobs")
+        os.makedirs(jobs_dir, 0o755)
+        with open(os.path.join(jobs_dir, "a.ini"), "w") as f:
+            f.write("[job a]\ncommand = true\nuser = nobody\n")
+        cfg = self.write_config(name="alpha", hosts="127.0.0.1:1", worker={"jobs": jobs_dir})
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.chown(proj, self.nobody.pw_uid, self.nobody.pw_gid)
+        r = self.check(cfg)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertRegex(r.stderr, r"%s:\d+: the directory %s, above %s, which holds "
+                                   r"configuration, is owned by a user other than root, .*: "
+                                   r"chown root %s\n" % (cfg, proj, jobs_dir, proj))
 
     def test_reload_refuses_a_jobs_directory_anyone_can_write(self):
         self.start_zookeeper()

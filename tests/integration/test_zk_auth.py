@@ -187,6 +187,28 @@ class ZkAuthTest(lktest.TestCase):
         other = self.auth_file(name="other.auth")
         os.chown(other, 65534, 65534)
         check(other, r".*is owned by uid 65534, not root")
+        # review F4: a link is not followed, not even to a root-only file (whoever can write
+        # its directory would have a line of any file sent to ZooKeeper as credentials)
+        unrelated = self.auth_file(text="db.internal:password\n", name="unrelated")
+        link = self.path("link.auth")
+        os.symlink(unrelated, link)
+        check(link, r"%s is a symbolic link, which is not followed: name the file itself"
+                    % link)
+        # nor is a file in a directory another user owns: nobody could swap it
+        userdir = self.path("userdir")
+        os.mkdir(userdir, 0o755)
+        creds = os.path.join(userdir, "zk.auth")
+        with open(os.open(creds, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(CREDS + "\n")
+        os.chown(userdir, 65534, 65534)
+        cfg = self.write_config(name="gamma", hosts="127.0.0.1:2181",
+                                zookeeper={"auth_file": creds})
+        r = self.lk("check", "-c", cfg)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertRegex(r.stderr, r"%s:\d+: the directory %s, which holds the auth_file, is "
+                                   r"owned by a user other than root, and whoever can write it "
+                                   r"can replace the ZooKeeper credentials: chown root %s\n"
+                                   % (cfg, userdir, userdir))
         # both auth and auth_file
         cfg = self.write_config(name="beta", hosts="127.0.0.1:2181",
                                 zookeeper={"auth": CREDS, "auth_file": self.auth_file()})

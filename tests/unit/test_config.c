@@ -13,11 +13,13 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "config.h"
+#include "posixacl.h"
 #include "schedule.h"
 
 /* Five lines; cases that add worker settings start at line 6. */
@@ -1708,6 +1710,272 @@ test_file_modes(void **state)
 	config_errors_free(&errors);
 }
 
+/* Append an ACL entry {tag, perm, id} to the xattr being built in b at *len. */
+static void
+acl_entry(unsigned char *b, size_t *len, unsigned tag, unsigned perm, uint32_t id)
+{
+	unsigned char *e = b + *len;
+
+	e[0] = tag & 0xff, e[1] = tag >> 8, e[2] = perm & 0xff, e[3] = perm >> 8;
+	e[4] = id & 0xff, e[5] = (id >> 8) & 0xff, e[6] = (id >> 16) & 0xff, e[7] = id >> 24;
+	*len += 8;
+}
+
+/*
+ * An access ACL in the kernel's format: owner, owning group and others as in mode, one
+ * named entry (tag 2 for a user, 8 for a group) with perm for id, and a mask of the
+ * group's bits and perm, in the order the kernel wants. Returns its length.
+ */
+static size_t
+acl_build(unsigned char *b, mode_t mode, unsigned tag, unsigned perm, uint32_t id)
+{
+	size_t len = 4;
+
+	b[0] = 2, b[1] = b[2] = b[3] = 0;
+	acl_entry(b, &len, 0x01, (mode >> 6) & 7, UINT32_MAX);
+	if (tag == 0x02)
+		acl_entry(b, &len, tag, perm, id);
+	acl_entry(b, &len, 0x04, (mode >> 3) & 7, UINT32_MAX);
+	if (tag != 0x02)
+		acl_entry(b, &len, tag, perm, id);
+	acl_entry(b, &len, 0x10, ((mode >> 3) & 7) | perm, UINT32_MAX);
+	acl_entry(b, &len, 0x20, mode & 7, UINT32_MAX);
+	return len;
+}
+
+/* Give the user (tag 2) or group (tag 8) id perm on tdir/name with an ACL, as setfacl -m. */
+static void
+set_acl(const char *name, unsigned tag, unsigned perm, uint32_t id)
+{
+	unsigned char b[64];
+	struct stat st;
+	size_t len;
+
+	assert_int_equal(stat(at(name), &st), 0);
+	len = acl_build(b, st.st_mode, tag, perm, id);
+	assert_int_equal(setxattr(at(name), "system.posix_acl_access", b, len, 0), 0);
+}
+
+/* Remove tdir/name's ACL, as setfacl -b. */
+static void
+clear_acl(const char *name)
+{
+	assert_int_equal(removexattr(at(name), "system.posix_acl_access"), 0);
+}
+
+/* The ACL parser: who a named entry lets write or read, through the mask; bad data refused. */
+static void
+test_posixacl_grants(void **state)
+{
+	unsigned char b[POSIXACL_MAX_BYTES + 16];
+	uint32_t id;
+	size_t len, i;
+
+	(void)state;
+	/* a named user with write, the mask letting it through */
+	len = acl_build(b, 0640, 0x02, 6, 65534);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_USER);
+	assert_int_equal(id, 65534);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_READ, &id), POSIXACL_USER);
+	/* read only: no write */
+	len = acl_build(b, 0640, 0x02, 4, 65534);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_READ, &id), POSIXACL_USER);
+	/* a named group */
+	len = acl_build(b, 0600, 0x08, 7, 100);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_GROUP);
+	assert_int_equal(id, 100);
+	/* root's user and group count as root */
+	len = acl_build(b, 0600, 0x02, 6, 0);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+	len = acl_build(b, 0600, 0x08, 6, 0);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+	/* a mask without write takes it away (entry 3 is the mask) */
+	len = acl_build(b, 0600, 0x02, 6, 65534);
+	b[4 + 8 * 3 + 2] = 4;
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_READ, &id), POSIXACL_USER);
+	/* a minimal ACL (owner, group, others) grants nothing beyond the mode */
+	len = 4;
+	acl_entry(b, &len, 0x01, 6, UINT32_MAX);
+	acl_entry(b, &len, 0x04, 6, UINT32_MAX);
+	acl_entry(b, &len, 0x20, 6, UINT32_MAX);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+
+	/* what the kernel would not store is refused */
+	len = acl_build(b, 0640, 0x02, 6, 65534);
+	assert_int_equal(posixacl_grants(b, 0, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	assert_int_equal(posixacl_grants(b, 3, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	assert_int_equal(posixacl_grants(b, len - 1, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	assert_int_equal(posixacl_grants(b, len + 4, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	b[0] = 1; /* version */
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	b[0] = 2;
+	b[4 + 8 + 2] = 8; /* permission bits beyond rwx */
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	b[4 + 8 + 2] = 6;
+	b[4 + 8] = 0x40; /* an unknown tag */
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	b[4 + 8] = 0x01; /* two owner entries */
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	b[4 + 8] = 0x02;
+	b[4 + 8 * 3] = 0x20; /* no mask for a named entry (and two other entries) */
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	len = 4; /* a named entry without a mask */
+	acl_entry(b, &len, 0x01, 6, UINT32_MAX);
+	acl_entry(b, &len, 0x02, 6, 65534);
+	acl_entry(b, &len, 0x04, 6, UINT32_MAX);
+	acl_entry(b, &len, 0x20, 6, UINT32_MAX);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	/* the most entries are read; one more is refused unread */
+	len = acl_build(b, 0640, 0x02, 4, 65534);
+	while (len < POSIXACL_MAX_BYTES)
+		acl_entry(b, &len, 0x08, 4, 100);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_NONE);
+	acl_entry(b, &len, 0x08, 4, 100);
+	assert_int_equal(posixacl_grants(b, len, POSIXACL_WRITE, &id), POSIXACL_BAD);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(posixacl_grants(b, i, POSIXACL_READ, &id), POSIXACL_BAD);
+}
+
+/* As root: an ACL that lets another user or group write configuration, a log directory, or
+ * read the secret, is refused like the mode bits that would (issue 10, review F3). */
+static void
+test_file_acls(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct passwd *pw = getpwnam("nobody");
+	char text[PATH_MAX + 64];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(pw);
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
+	assert_int_equal(chmod(at("jobs/a.ini"), 0640), 0);
+	assert_int_equal(chmod(at("jobs"), 0755), 0);
+
+	/* a job file nobody may write through an ACL: mode 0660 root:root */
+	set_acl("jobs/a.ini", 0x02, 6, pw->pw_uid);
+	expect_error("jobs/a.ini", 0, "is writable by another user through an ACL (mode 0660)",
+	             "setfacl -b");
+	/* read only is fine */
+	set_acl("jobs/a.ini", 0x02, 4, pw->pw_uid);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	set_acl("jobs/a.ini", 0x08, 6, pw->pw_gid);
+	expect_error("jobs/a.ini", 0, "is writable by another group through an ACL", "setfacl -b");
+	/* root's group is root's */
+	set_acl("jobs/a.ini", 0x08, 6, 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	clear_acl("jobs/a.ini");
+	assert_int_equal(chmod(at("jobs/a.ini"), 0640), 0);
+
+	/* the jobs directory: nobody could add jobs/evil.ini */
+	set_acl("jobs", 0x02, 7, pw->pw_uid);
+	expect_error("worker.ini", 0, "the directory", "/jobs, which holds configuration",
+	             "is writable by another user through an ACL", "setfacl -b");
+	clear_acl("jobs");
+	assert_int_equal(chmod(at("jobs"), 0755), 0);
+
+	/* a log directory */
+	put("logs/keep", "");
+	assert_int_equal(chmod(at("logs"), 0755), 0);
+	snprintf(text, sizeof text, "[job a]\ncommand = true\nlog_file = %s\n", at("logs/a.log"));
+	put("jobs/a.ini", text);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	set_acl("logs", 0x02, 7, pw->pw_uid);
+	expect_error("jobs/a.ini", 3, "/logs is writable by another user through an ACL",
+	             "put them in a directory only root can write");
+	clear_acl("logs");
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
+
+	/* the secret, readable by nobody: mode 0640 root:root */
+	put("worker.ini", BASE "[zookeeper]\nauth = admin:hunter2\n");
+	assert_int_equal(chmod(at("worker.ini"), 0600), 0);
+	set_acl("worker.ini", 0x02, 4, pw->pw_uid);
+	expect_error("worker.ini", 7,
+	             "auth: the secret is in a file another user or group can read through an "
+	             "ACL (mode 0640): setfacl -b");
+	clear_acl("worker.ini");
+}
+
+/* As root: the directories above configuration are root's too, and the auth_file is not a
+ * link nor in a directory another user can write (issue 10, review F4). */
+static void
+test_file_parents(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct passwd *pw = getpwnam("nobody");
+	char target[PATH_MAX];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(pw);
+	/* jobs = proj/jobs with proj nobody's: nobody could rename jobs and put theirs there */
+	put("worker.ini", BASE "jobs = proj/jobs\n");
+	put("proj/jobs/a.ini", "[job a]\ncommand = true\n");
+	assert_int_equal(chmod(at("proj"), 0755), 0);
+	assert_int_equal(chmod(at("proj/jobs"), 0755), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	assert_int_equal(chown(at("proj"), pw->pw_uid, pw->pw_gid), 0);
+	expect_error("worker.ini", 6, "the directory", "/proj, above", "/proj/jobs, which holds",
+	             "is owned by a user other than root", "chown root");
+	/* reported once, not again for the job file in it */
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+	/* writable by others: refused, unless it has the sticky bit */
+	assert_int_equal(chown(at("proj"), 0, 0), 0);
+	assert_int_equal(chmod(at("proj"), 0777), 0);
+	expect_error("worker.ini", 6, "/proj, above", "is writable by others", "chmod go-w");
+	assert_int_equal(chmod(at("proj"), 01777), 0);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	assert_int_equal(chmod(at("proj"), 0755), 0);
+	set_acl("proj", 0x02, 7, pw->pw_uid);
+	expect_error("worker.ini", 6, "/proj, above", "writable by another user through an ACL");
+	clear_acl("proj");
+
+	/* auth_file: a link to a root-only file is not followed */
+	put("secret", "root:only\n");
+	assert_int_equal(chmod(at("secret"), 0600), 0);
+	put("creds/zk.auth", "lk:pw\n");
+	assert_int_equal(chmod(at("creds/zk.auth"), 0600), 0);
+	assert_int_equal(chmod(at("creds"), 0755), 0);
+	put("worker.ini", BASE "[zookeeper]\nauth_file = creds/zk.auth\n");
+	put("jobs/a.ini", "[job a]\ncommand = true\n");
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+	assert_int_equal(unlink(at("creds/zk.auth")), 0);
+	snprintf(target, sizeof target, "%s", at("secret"));
+	assert_int_equal(symlink(target, at("creds/zk.auth")), 0);
+	expect_error("worker.ini", 7, "auth_file: ",
+	             "/creds/zk.auth is a symbolic link, which is "
+	             "not followed: name the file itself");
+	/* nor in a directory another user can write: they could swap the file */
+	assert_int_equal(unlink(at("creds/zk.auth")), 0);
+	put("creds/zk.auth", "lk:pw\n");
+	assert_int_equal(chmod(at("creds/zk.auth"), 0600), 0);
+	assert_int_equal(chown(at("creds"), pw->pw_uid, pw->pw_gid), 0);
+	expect_error("worker.ini", 7, "the directory", "/creds, which holds the auth_file",
+	             "is owned by a user other than root",
+	             "can replace the ZooKeeper credentials: chown root");
+}
+
 /* The example worker and jobs in the source tree are valid and show each kind of job. */
 static void
 test_shipped_examples(void **state)
@@ -1790,6 +2058,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_acls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_parents, setup, teardown),
+	    cmocka_unit_test(test_posixacl_grants),
 	    cmocka_unit_test(test_valid_hosts),
 	};
 
