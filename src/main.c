@@ -10,6 +10,7 @@
 
 #include "admin.h"
 #include "leasekeeper.h"
+#include "cgroup.h"
 #include "config.h"
 #include "exec.h"
 #include "log.h"
@@ -113,6 +114,29 @@ main_run(int argc, char **argv)
 	return rc;
 }
 
+/* `check`: what containment this host gives runs, as `run` would set it up. */
+static void
+main_check_cgroups(const struct config *cfg)
+{
+	char *name, *where, *cause;
+
+	if (cfg->cgroups == CONFIG_CGROUPS_OFF) {
+		printf("  containment      process groups (cgroups = off)\n");
+		return;
+	}
+	name = cgroup_worker_name(cfg->node_id, cfg->state_dir);
+	if (cgroup_probe(name, &where, &cause) == 0)
+		printf("  containment      a cgroup per run under %s\n", where);
+	else if (cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
+		printf("  containment      none: %s; with cgroups = required no job will run\n",
+		       cause);
+	else
+		printf("  containment      process groups: %s\n", cause);
+	free(name);
+	free(where);
+	free(cause);
+}
+
 /* `check`: validate and print the resolved configuration. */
 static int
 main_check(int argc, char **argv)
@@ -126,6 +150,7 @@ main_check(int argc, char **argv)
 	if ((cfg = main_load(file)) == NULL)
 		return 1;
 	config_print(cfg, stdout);
+	main_check_cgroups(cfg);
 	if (config_auth_warning(cfg) != NULL)
 		fprintf(stderr, "leasekeeper check: warning: %s\n", config_auth_warning(cfg));
 	printf("configuration OK\n");

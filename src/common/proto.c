@@ -78,7 +78,7 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
 		return -1;
 	memcpy(&hdr, buf, sizeof hdr);
-	if (hdr.type < PROTO_START || hdr.type > PROTO_EXITED)
+	if (hdr.type < PROTO_START || hdr.type > PROTO_HELLO)
 		return -1;
 	out->type = hdr.type;
 	out->job = hdr.job;
@@ -479,6 +479,23 @@ proto_type_name(uint32_t type)
 		return "START_FAILED";
 	case PROTO_EXITED:
 		return "EXITED";
+	case PROTO_HELLO:
+		return "HELLO";
+	}
+	return "?";
+}
+
+/* The name of a containment mode, for logs, status and metrics. */
+const char *
+proto_containment_name(enum proto_containment mode)
+{
+	switch (mode) {
+	case PROTO_CONTAIN_PGROUP:
+		return "process-group";
+	case PROTO_CONTAIN_CGROUP:
+		return "cgroup";
+	case PROTO_CONTAIN_FAILED:
+		return "none";
 	}
 	return "?";
 }

@@ -21,6 +21,16 @@ enum proto_type {
 	PROTO_STARTED,      /* job; v1 pid (= process group) */
 	PROTO_START_FAILED, /* job; payload: the reason */
 	PROTO_EXITED,       /* job; v1 wait status of the leader, v2 enum proto_exit_reason */
+	PROTO_HELLO,        /* v1 enum proto_containment; payload: the run cgroups' folder, or
+	                       why there is none. Sent once, when the cgroups of a previous
+	                       supervisor or worker are empty and removed: jobs may start */
+};
+
+/* How the supervisor keeps a run's processes together (PROTO_HELLO). */
+enum proto_containment {
+	PROTO_CONTAIN_PGROUP, /* process groups: a process that calls setsid() escapes */
+	PROTO_CONTAIN_CGROUP, /* a cgroup v2 per run */
+	PROTO_CONTAIN_FAILED, /* cgroups = required and no usable cgroup v2: no job may start */
 };
 
 /* Why a job ended, as the supervisor saw it. */
@@ -110,5 +120,6 @@ void proto_run_free(struct proto_run *);
 
 const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);
+const char *proto_containment_name(enum proto_containment);
 
 #endif

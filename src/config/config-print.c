@@ -218,6 +218,7 @@ config_print(const struct config *cfg, FILE *f)
 	if (cfg->allow_no_jobs)
 		fprintf(f, "  allow_no_jobs    true\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
+	fprintf(f, "  cgroups          %s\n", config_cgroups_name(cfg->cgroups));
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
 	config_print_names("pass_env", cfg->pass_env, f);
 	duration_format(cfg->safety_margin_ms, d2, sizeof d2);

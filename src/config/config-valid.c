@@ -153,6 +153,27 @@ config_get_backoff(struct config_ctx *ctx, const struct config_sec *sec, const c
 	*out = ms;
 }
 
+/* Read [worker] cgroups (default auto). */
+static void
+config_get_cgroups(struct config_ctx *ctx, const struct config_sec *sec, enum config_cgroups *out)
+{
+	struct config_kv *kv = config_kv_find(sec, "cgroups");
+
+	*out = CONFIG_CGROUPS_AUTO;
+	if (kv == NULL || strcmp(kv->value, "auto") == 0)
+		return;
+	if (strcmp(kv->value, "required") == 0)
+		*out = CONFIG_CGROUPS_REQUIRED;
+	else if (strcmp(kv->value, "off") == 0)
+		*out = CONFIG_CGROUPS_OFF;
+	else
+		config_error_kv(ctx, sec, kv,
+		                "bad cgroups %s: write auto (a cgroup v2 per run where the host "
+		                "has one, else process groups), required (refuse to run jobs "
+		                "without one) or off (process groups only)",
+		                config_q(ctx, kv->value));
+}
+
 /* Read an on_shutdown key: 0 not set, 1 set, -1 bad (reported). */
 static int
 config_get_on_shutdown(struct config_ctx *ctx, const struct config_sec *sec,
@@ -458,6 +479,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	config_get_bool(ctx, wk, "allow_no_jobs", &cfg->allow_no_jobs);
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
+	config_get_cgroups(ctx, wk, &cfg->cgroups);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)
 		cfg->timezone = xstrdup(kv->value);
 	if ((kv = config_kv_find(wk, "pass_env")) != NULL)

@@ -25,6 +25,15 @@ config_on_shutdown_name(enum config_on_shutdown how)
 	return how == CONFIG_SHUTDOWN_WAIT ? "wait" : "terminate";
 }
 
+/* The name of a cgroups value, as written in the config. */
+const char *
+config_cgroups_name(enum config_cgroups how)
+{
+	return how == CONFIG_CGROUPS_REQUIRED ? "required"
+	       : how == CONFIG_CGROUPS_OFF    ? "off"
+	                                      : "auto";
+}
+
 /* The warning `run` and `check` give about a cluster without credentials, or NULL. */
 const char *
 config_auth_warning(const struct config *cfg)

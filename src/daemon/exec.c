@@ -372,7 +372,8 @@ exec_main(int argc, char **argv)
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb};
 	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
-	                                     exec_exited_cb, exec_sv_died_cb};
+	                                     exec_exited_cb, exec_sv_died_cb, NULL};
+	static const struct supervisor_opts exec_sv_opts = {SUPERVISOR_CGROUPS_OFF, NULL};
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
 	struct exec e;
 	struct config_errors errors = {NULL, 0};
@@ -560,7 +561,7 @@ exec_main(int argc, char **argv)
 
 		evtimer_add(e.timer, &tv);
 	}
-	e.sv = svlink_start(e.base, &scb, &e);
+	e.sv = svlink_start(e.base, &scb, &e, &exec_sv_opts);
 	e.zk = zk_create(e.base, hosts, (int)session_timeout_ms, e.safety_margin_ms,
 	                 auth != NULL  ? auth
 	                 : cfg != NULL ? cfg->auth

@@ -434,6 +434,12 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 		    "leasekeeper_lease_deadline_low_seconds %.3f\n",
 		    (double)low / 1000.0);
 	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_containment how this worker keeps each run's "
+	                    "processes together (1 for the mode in use)\n"
+	                    "# TYPE leasekeeper_containment gauge\n"
+	                    "leasekeeper_containment{mode=\"%s\"} 1\n",
+	                    h->cb->containment(h->arg));
+	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_http_connections open connections to this "
 	                    "listener (at most %d)\n# TYPE leasekeeper_http_connections gauge\n"
 	                    "leasekeeper_http_connections %d\n",

@@ -23,6 +23,8 @@ struct http_cb {
 	    void *arg); /* the least of it before an answer, or UINT64_MAX */
 	/* Call fn for each job, in order. */
 	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
+	/* how runs are contained: "cgroup", "process-group", "none" or "unknown" */
+	const char *(*containment)(void *arg);
 };
 
 struct http *http_start(struct event_base *, const char *listen, const struct http_cb *, void *arg);

@@ -39,6 +39,7 @@ struct svlink {
 	struct svlink_cb cb;
 	void *arg;
 	int dead;
+	int containment;          /* enum proto_containment, -1 until PROTO_HELLO */
 	struct event *gone_timer; /* waiting for the dead supervisor's jobs to be gone */
 	uint64_t gone_until;
 	TAILQ_HEAD(, svlink_job) jobs;
@@ -85,6 +86,14 @@ svlink_msg_cb(const struct proto_msg *msg, void *arg)
 		if (s->cb.exited != NULL)
 			s->cb.exited(msg->job, (int)msg->v1, (enum proto_exit_reason)msg->v2,
 			             s->arg);
+		break;
+	case PROTO_HELLO:
+		if (s->containment >= 0 || msg->v1 < PROTO_CONTAIN_PGROUP ||
+		    msg->v1 > PROTO_CONTAIN_FAILED)
+			break;
+		s->containment = (int)msg->v1;
+		if (s->cb.hello != NULL)
+			s->cb.hello((enum proto_containment)msg->v1, msg->payload, s->arg);
 		break;
 	default:
 		log_warnx("unknown message type %u from the supervisor ignored", msg->type);
@@ -155,7 +164,8 @@ svlink_eof_cb(void *arg)
 
 /* Fork the supervisor. */
 struct svlink *
-svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg)
+svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg,
+             const struct supervisor_opts *opts)
 {
 	struct svlink *s;
 	sigset_t all, old;
@@ -178,13 +188,14 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg)
 		if (dup2(sp[1], 3) < 0)
 			_exit(1);
 		close_range(4, ~0U, 0);
-		status = supervisor_main(3);
+		status = supervisor_main(3, opts);
 		exit(status);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(sp[1]);
 	s = xcalloc(1, sizeof *s);
 	s->pid = pid;
+	s->containment = -1;
 	s->cb = *cb;
 	s->arg = arg;
 	TAILQ_INIT(&s->jobs);
@@ -195,6 +206,13 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg)
 	s->conn = proto_conn_new(base, sp[0], svlink_msg_cb, svlink_eof_cb, s);
 	log_debug("supervisor started, pid %ld", (long)pid);
 	return s;
+}
+
+/* How the supervisor contains runs (enum proto_containment), or -1 until it said. */
+int
+svlink_containment(const struct svlink *s)
+{
+	return s->containment;
 }
 
 /* The supervisor's pid. */

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "proto.h"
+#include "supervisor.h"
 #include "zk.h"
 
 struct event_base;
@@ -17,9 +18,13 @@ struct svlink_cb {
 	void (*start_failed)(uint32_t job, const char *why, void *arg);
 	void (*exited)(uint32_t job, int status, enum proto_exit_reason, void *arg);
 	void (*died)(void *arg); /* the supervisor is gone; its jobs were killed */
+	/* the supervisor is ready (what a previous one left is gone): how it contains runs */
+	void (*hello)(enum proto_containment, const char *note, void *arg);
 };
 
-struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void *arg);
+struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void *arg,
+                            const struct supervisor_opts *);
+int svlink_containment(const struct svlink *); /* enum proto_containment; -1: not yet said */
 int svlink_free(struct svlink *);
 pid_t svlink_pid(const struct svlink *);
 int svlink_reap(struct svlink *, pid_t pid, int status);

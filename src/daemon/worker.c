@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "aclcheck.h"
+#include "cgroup.h"
 #include "clock.h"
 #include "compat.h"
 #include "config.h"
@@ -84,6 +85,10 @@ struct worker {
 	char *path; /* <root>/workers/<node_id> */
 	uint64_t started_ms;
 	int notified_ready;
+	struct supervisor_opts sv_opts; /* [worker] cgroups, for each supervisor */
+	char *cgroup_name;
+	int cgroup_said;     /* the containment was logged (once, at start-up) */
+	int sv_died_pending; /* a dead supervisor's jobs wait for the new one's cleanup */
 	int exit_code;
 	struct aclcheck *acl; /* the start-up check of the folders' ACLs, while it runs */
 	int acl_done;         /* checked (or nothing to check: no credentials) */
@@ -155,6 +160,16 @@ worker_notify(const char *message)
 	close(fd);
 }
 
+/* How runs are contained, by name ("unknown" until the supervisor said). */
+static const char *
+worker_containment_cb(void *arg)
+{
+	struct worker *w = arg;
+	int mode = w->sv != NULL ? svlink_containment(w->sv) : -1;
+
+	return mode < 0 ? "unknown" : proto_containment_name((enum proto_containment)mode);
+}
+
 /* The JSON of our worker node. */
 static char *
 worker_node_data(struct worker *w)
@@ -172,9 +187,9 @@ worker_node_data(struct worker *w)
 		if (!wj->done)
 			json_array_append_new(jobs, json_string(job_name(wj->job)));
 	}
-	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o}", "version", LEASEKEEPER_VERSION, "node",
+	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s}", "version", LEASEKEEPER_VERSION, "node",
 	              w->cfg->node_id, "pid", (json_int_t)getpid(), "host", host, "start", stamp,
-	              "jobs", jobs);
+	              "jobs", jobs, "containment", worker_containment_cb(w));
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return out;
@@ -297,6 +312,18 @@ worker_acl_cb(enum aclcheck_result result, void *arg)
 		worker_registered(w);
 }
 
+/*
+ * Whether jobs may contend: the supervisor said how it contains runs, after it emptied
+ * and removed what a previous supervisor or worker left (PROTO_HELLO).
+ */
+static int
+worker_sv_ready(struct worker *w)
+{
+	int mode = svlink_containment(w->sv);
+
+	return mode >= 0 && mode != PROTO_CONTAIN_FAILED;
+}
+
 /* Registered: check the ACLs once, then tell systemd once and let the jobs contend. */
 static void
 worker_registered(struct worker *w)
@@ -319,6 +346,8 @@ worker_registered(struct worker *w)
 		worker_notify("READY=1\nSTATUS=registered");
 	}
 	worker_watch_own(w);
+	if (!worker_sv_ready(w))
+		return; /* worker_sv_hello_cb lets them */
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
 		if (!wj->done)
 			job_ready(wj->job);
@@ -610,9 +639,18 @@ worker_sv_died_cb(void *arg)
 	uint64_t now = clock_now_ns();
 	int i, recent = 0;
 
-	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
-		if (!wj->done)
-			job_supervisor_died(wj->job);
+	/*
+	 * With a cgroup per run, what the dead supervisor's runs left (a process that called
+	 * setsid()) is killed by the next supervisor before it says hello: only then are the
+	 * leases released (worker_sv_hello_cb).
+	 */
+	if (svlink_containment(w->sv) == PROTO_CONTAIN_CGROUP && w->state != WORKER_STOPPING)
+		w->sv_died_pending = 1;
+	else {
+		TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+			if (!wj->done)
+				job_supervisor_died(wj->job);
+		}
 	}
 	if (w->state == WORKER_STOPPING) {
 		worker_finish(w);
@@ -639,14 +677,53 @@ static void
 worker_sv_timer_cb(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	struct worker_job *wj, *next;
 
 	(void)fd;
 	(void)what;
 	svlink_free(w->sv);
 	worker_start_supervisor(w);
 	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
-	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE); /* the new one learns the deadline */
+	/* the new one learns the deadline; the jobs contend again when it says hello */
+	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE);
+}
+
+/*
+ * The supervisor is ready and says how it contains runs. Under cgroups = required without
+ * a usable cgroup v2, stop; under auto, say once that runs fall back to process groups.
+ * Then release what a dead supervisor's jobs held, and let the jobs contend.
+ */
+static void
+worker_sv_hello_cb(enum proto_containment mode, const char *note, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj, *next;
+
+	if (mode == PROTO_CONTAIN_FAILED) {
+		log_warnx("[worker] cgroups = required, but runs cannot get a cgroup: %s; set up "
+		          "a delegated cgroup v2 (see docs/safety.md) or set cgroups = auto",
+		          note);
+		w->exit_code = EXIT_CONFIG;
+		worker_finish(w);
+		return;
+	}
+	if (!w->cgroup_said) {
+		w->cgroup_said = 1;
+		if (mode == PROTO_CONTAIN_CGROUP)
+			log_info("each run gets a cgroup of its own under %s", note);
+		else if (w->cfg->cgroups == CONFIG_CGROUPS_AUTO)
+			log_warnx("no usable cgroup v2 (%s): runs are contained by process groups "
+			          "only, and a process that calls setsid() escapes (see "
+			          "docs/safety.md)",
+			          note);
+	}
+	if (w->sv_died_pending) {
+		w->sv_died_pending = 0;
+		TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+			if (!wj->done)
+				job_supervisor_died(wj->job);
+		}
+	}
+	worker_update_node(w);
 	if (w->state != WORKER_READY)
 		return;
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
@@ -659,9 +736,10 @@ static void
 worker_start_supervisor(struct worker *w)
 {
 	static const struct svlink_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
-	                                    worker_sv_exited_cb, worker_sv_died_cb};
+	                                    worker_sv_exited_cb, worker_sv_died_cb,
+	                                    worker_sv_hello_cb};
 
-	w->sv = svlink_start(w->base, &cb, w);
+	w->sv = svlink_start(w->base, &cb, w, &w->sv_opts);
 }
 
 /*
@@ -846,7 +924,7 @@ worker_reload(struct worker *w)
 		wj = xcalloc(1, sizeof *wj);
 		wj->job = job;
 		TAILQ_INSERT_TAIL(&w->jobs, wj, entry);
-		if (w->state == WORKER_READY)
+		if (w->state == WORKER_READY && worker_sv_ready(w))
 			job_ready(job);
 	}
 	/* Jobs still stopping point into the old configuration: keep it until exit. */
@@ -1062,9 +1140,10 @@ worker_status_cb(void *arg)
 	json_t *jobs = json_array();
 
 	worker_jobs_cb(w, worker_job_status_cb, jobs);
-	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id,
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id,
 	                 "version", LEASEKEEPER_VERSION, "state", worker_state_names[w->state],
-	                 "session_state", zk_state_name(zk_state(w->zk)), "session_id",
+	                 "containment", worker_containment_cb(w), "session_state",
+	                 zk_state_name(zk_state(w->zk)), "session_id",
 	                 (json_int_t)zk_session_id(w->zk), "session_timeout_ms",
 	                 (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
 	                 (json_int_t)worker_deadline_in_ms_cb(w), "jobs", jobs);
@@ -1077,7 +1156,8 @@ worker_run(const char *config_file, struct config *cfg)
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
 	static const struct http_cb hcb = {worker_status_cb,          worker_ready_cb,
 	                                   worker_session_cb,         worker_deadline_in_ms_cb,
-	                                   worker_deadline_low_ms_cb, worker_jobs_cb};
+	                                   worker_deadline_low_ms_cb, worker_jobs_cb,
+	                                   worker_containment_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;
@@ -1115,6 +1195,11 @@ worker_run(const char *config_file, struct config *cfg)
 	w.sv_timer = evtimer_new(w.base, worker_sv_timer_cb, &w);
 	w.reap = event_new(w.base, -1, 0, worker_reap_cb, &w);
 	w.flush_timer = evtimer_new(w.base, worker_flush_cb, &w);
+	w.cgroup_name = cgroup_worker_name(cfg->node_id, cfg->state_dir);
+	w.sv_opts.cgroup_name = w.cgroup_name;
+	w.sv_opts.cgroups = cfg->cgroups == CONFIG_CGROUPS_OFF        ? SUPERVISOR_CGROUPS_OFF
+	                    : cfg->cgroups == CONFIG_CGROUPS_REQUIRED ? SUPERVISOR_CGROUPS_REQUIRED
+	                                                              : SUPERVISOR_CGROUPS_AUTO;
 	worker_start_supervisor(&w);
 	log_info("leasekeeper %s starting as node \"%s\", %zu job(s), supervisor pid %ld",
 	         LEASEKEEPER_VERSION, cfg->node_id, cfg->njobs, (long)svlink_pid(w.sv));
@@ -1156,6 +1241,7 @@ worker_run(const char *config_file, struct config *cfg)
 	event_base_free(w.base);
 	log_info("stopped");
 	free(w.path);
+	free(w.cgroup_name);
 	free(w.config_file);
 	while ((rc = TAILQ_FIRST(&w.retired)) != NULL) {
 		TAILQ_REMOVE(&w.retired, rc, entry);

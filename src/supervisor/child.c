@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "child.h"
 #include "leasekeeper.h"
 
@@ -72,7 +73,7 @@ child_environment(const struct proto_run *spec, const struct passwd *pw, int err
 
 /* Become the job: session, signals, environment, output, credentials, directory, exec. */
 void
-child_exec(const struct proto_run *spec, pid_t svpid, int errfd, int outfd)
+child_exec(const struct proto_run *spec, pid_t svpid, int errfd, int outfd, int cgfd)
 {
 	const char *workdir = spec->workdir, *user = spec->user, *group = spec->group;
 	char **argv = spec->argv, *home = NULL;
@@ -83,6 +84,9 @@ child_exec(const struct proto_run *spec, pid_t svpid, int errfd, int outfd)
 	uid_t uid = 0;
 	gid_t gid = 0;
 
+	/* Into the run's cgroup before anything else: nothing may start outside it. */
+	if (cgfd >= 0 && cgroup_write(cgfd, "cgroup.procs", "0") != 0)
+		child_fail(errfd, "join", "the run's cgroup");
 	setsid();
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);

@@ -9,9 +9,10 @@
 
 /*
  * In the child just forked by the supervisor (svpid): become the job described by spec
- * and exec it; output to outfd (-1: inherit), why it failed to errfd. Never returns.
+ * and exec it; output to outfd (-1: inherit), why it failed to errfd. cgfd: the run's
+ * cgroup to join first (-1: none, or born in it). Never returns.
  */
-void child_exec(const struct proto_run *, pid_t svpid, int errfd, int outfd)
+void child_exec(const struct proto_run *, pid_t svpid, int errfd, int outfd, int cgfd)
     __attribute__((noreturn));
 
 #endif

@@ -23,8 +23,11 @@
  * this process is src/daemon/svlink.c.
  */
 
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 
@@ -38,7 +41,9 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <linux/sched.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "compat.h"
 #include "child.h"
@@ -68,6 +73,10 @@ struct sjob {
 
 	int status; /* of the leader, once reaped */
 
+	int cgfd;        /* the run's cgroup (-1: process group only) */
+	int cgwd;        /* its cgroup.events inotify watch, or -1 */
+	char cgname[32]; /* run-<id>, under the worker's folder */
+
 	TAILQ_ENTRY(sjob) entry;
 };
 
@@ -87,6 +96,13 @@ struct sv {
 	struct event *sigchld;
 	uint64_t ended_epoch; /* every epoch up to this one is over */
 	int exiting;
+	enum proto_containment containment;
+	int cgfd;    /* the worker's cgroup folder, or -1 */
+	char *cgdir; /* its path */
+	int inofd;   /* inotify: the run cgroups' cgroup.events */
+	pid_t main_pid;
+	const char *cgname; /* the folder's name */
+	struct event *inoev;
 	TAILQ_HEAD(, sjob) jobs;
 	TAILQ_HEAD(, sepoch) epochs;
 };
@@ -115,6 +131,16 @@ sv_deadline(struct sv *sv, uint64_t epoch)
 static void
 sv_signal(struct sjob *j, int sig)
 {
+	if (j->cgfd >= 0) {
+		/* Every process of the run's cgroup; SIGKILL all at once (cgroup.kill). */
+		if ((sig == SIGKILL ? cgroup_kill(j->cgfd) : cgroup_signal(j->cgfd, sig)) < 0)
+			log_warn("supervisor: cannot signal the cgroup %s of job %s", j->cgname,
+			         j->name);
+		/* A child that forked without a cgroup may not have joined it yet. */
+		if (svrun_leader_alive(&j->run))
+			kill(j->pid, sig);
+		return;
+	}
 	if (kill(-j->pid, sig) == 0)
 		return;
 	if (errno == ESRCH && svrun_leader_alive(&j->run) && kill(j->pid, sig) == 0)
@@ -166,6 +192,14 @@ sv_job_free(struct sv *sv, struct sjob *j)
 		event_free(j->errev);
 	if (j->errfd >= 0)
 		close(j->errfd);
+	if (j->cgwd >= 0)
+		inotify_rm_watch(sv->inofd, j->cgwd);
+	if (j->cgfd >= 0) {
+		close(j->cgfd);
+		if (cgroup_remove(sv->cgfd, j->cgname) != 0)
+			log_warn("supervisor: cannot remove the cgroup %s/%s", sv->cgdir,
+			         j->cgname);
+	}
 	joblog_close(&j->log);
 	free(j->name);
 	free(j);
@@ -264,10 +298,17 @@ sv_job_event(struct sv *sv, struct sjob *j, enum svrun_event event, uint64_t *wa
 	return sv_job_step(sv, j, &in, NULL, wake);
 }
 
-/* Whether any process is left in the job's group. */
+/* Whether any process is left in the job's cgroup, or else in its process group. */
 static int
 sv_group_alive(struct sjob *j)
 {
+	int populated;
+
+	if (j->cgfd >= 0) {
+		if ((populated = cgroup_populated(j->cgfd)) >= 0)
+			return populated;
+		log_warn("supervisor: cannot read cgroup.events of job %s", j->name);
+	}
 	return kill(-j->pid, 0) == 0 || errno == EPERM;
 }
 
@@ -334,6 +375,55 @@ sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
 
+/* Create a run's cgroup and watch its cgroup.events. 0, or -1 with why. */
+static int
+sv_job_cgroup(struct sv *sv, struct sjob *j, char *why, size_t whylen)
+{
+	char path[PATH_MAX];
+
+	snprintf(j->cgname, sizeof j->cgname, "run-%u", j->id);
+	if (mkdirat(sv->cgfd, j->cgname, 0755) != 0 ||
+	    (j->cgfd = openat(sv->cgfd, j->cgname, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(why, whylen, "cannot create the cgroup %s/%s: %s", sv->cgdir, j->cgname,
+		         strerror(errno));
+		if (errno != EEXIST)
+			unlinkat(sv->cgfd, j->cgname, AT_REMOVEDIR);
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/%s/cgroup.events", sv->cgdir, j->cgname);
+	if ((j->cgwd = inotify_add_watch(sv->inofd, path, IN_MODIFY)) < 0)
+		log_warn("supervisor: inotify on %s (the run's end is polled)", path);
+	return 0;
+}
+
+/*
+ * fork(), or with a cgroup clone3() straight into it (CLONE_INTO_CGROUP, Linux 5.7), so
+ * that the child is in its cgroup from its first instruction; *joined says if it is. The
+ * child of a plain fork joins the cgroup itself before anything else (child.c).
+ */
+static pid_t
+sv_spawn(int cgfd, int *joined)
+{
+	struct clone_args args;
+	long pid;
+
+	*joined = 0;
+	if (cgfd < 0)
+		return fork();
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_INTO_CGROUP;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = (uint64_t)cgfd;
+	pid = syscall(SYS_clone3, &args, sizeof args);
+	if (pid >= 0) {
+		*joined = 1;
+		return (pid_t)pid;
+	}
+	if (errno == EAGAIN || errno == ENOMEM)
+		return -1;
+	return fork(); /* no clone3 (ENOSYS, or a seccomp filter), or no CLONE_INTO_CGROUP */
+}
+
 /* Start a job, unless its lease deadline is unknown or too close. */
 static void
 sv_start(struct sv *sv, const struct proto_msg *msg)
@@ -342,7 +432,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	struct proto_run spec;
 	char why[PATH_MAX + 256], *cause = NULL;
 	uint64_t deadline = sv_deadline(sv, msg->epoch), now = clock_now_ns();
-	int errpipe[2], outpipe[2] = {-1, -1};
+	int errpipe[2], outpipe[2] = {-1, -1}, joined = 0;
 	sigset_t all, old;
 	pid_t pid, svpid;
 
@@ -356,7 +446,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->sv = sv;
 	j->id = msg->job;
 	j->epoch = msg->epoch;
-	j->errfd = j->outfd = j->log.fd = j->log.dirfd = -1;
+	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.log_path != NULL)
@@ -380,15 +470,25 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		sv_refuse(sv, msg, why);
 		goto discard;
 	}
+	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, why, sizeof why) != 0) {
+		close(errpipe[0]);
+		close(errpipe[1]);
+		if (outpipe[0] >= 0) {
+			close(outpipe[0]);
+			close(outpipe[1]);
+		}
+		sv_refuse(sv, msg, why);
+		goto discard;
+	}
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	svpid = getpid();
-	pid = fork();
+	pid = sv_spawn(j->cgfd, &joined);
 	if (pid == 0) {
 		close(errpipe[0]);
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
-		child_exec(&spec, svpid, errpipe[1], outpipe[1]);
+		child_exec(&spec, svpid, errpipe[1], outpipe[1], joined ? -1 : j->cgfd);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(errpipe[1]);
@@ -510,6 +610,59 @@ sv_msg_cb(const struct proto_msg *msg, void *arg)
 	sv_schedule(sv);
 }
 
+/* A run cgroup's cgroup.events changed: see whether a group emptied. */
+static void
+sv_inotify_cb(int fd, short what, void *arg)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	(void)what;
+	while (read(fd, buf, sizeof buf) > 0)
+		;
+	sv_schedule(arg);
+}
+
+/*
+ * Set up containment before anything starts: the worker's cgroup folder, main and the
+ * supervisor in its leaf, the run cgroups a previous supervisor or worker left emptied
+ * and removed. Then tell main how runs are contained (PROTO_HELLO): jobs may contend.
+ */
+static void
+sv_containment(struct sv *sv, const struct supervisor_opts *opts)
+{
+	char *cause = NULL;
+	const char *note;
+	int n;
+
+	sv->containment = PROTO_CONTAIN_PGROUP;
+	note = "cgroups = off";
+	if (opts->cgroups != SUPERVISOR_CGROUPS_OFF) {
+		sv->cgfd = cgroup_setup(opts->cgroup_name, &sv->cgdir, &cause);
+		if (sv->cgfd >= 0 && (sv->inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+			xasprintf(&cause, "inotify_init1: %s", strerror(errno));
+			close(sv->cgfd);
+			sv->cgfd = -1;
+		}
+	}
+	if (sv->cgfd >= 0) {
+		sv->containment = PROTO_CONTAIN_CGROUP;
+		note = sv->cgdir;
+		if ((n = cgroup_clean_stale(sv->cgfd, sv->cgdir)) > 0)
+			log_warnx("supervisor: removed %d cgroup(s) left by a previous run of this "
+			          "worker",
+			          n);
+		sv->inoev = event_new(sv->base, sv->inofd, EV_READ | EV_PERSIST, sv_inotify_cb, sv);
+		event_add(sv->inoev, NULL);
+		log_debug("supervisor: each run gets a cgroup under %s", sv->cgdir);
+	} else if (cause != NULL) {
+		note = cause;
+		if (opts->cgroups == SUPERVISOR_CGROUPS_REQUIRED)
+			sv->containment = PROTO_CONTAIN_FAILED;
+	}
+	proto_send(sv->conn, PROTO_HELLO, 0, 0, sv->containment, 0, note, strlen(note));
+	free(cause);
+}
+
 /* Main is gone: kill every job now, and exit once they are all reaped. */
 static void
 sv_eof_cb(void *arg)
@@ -605,13 +758,16 @@ sv_sigchld_cb(int fd, short what, void *arg)
 
 /* The supervisor's life, on the socket at fd. Returns the exit status. */
 int
-supervisor_main(int fd)
+supervisor_main(int fd, const struct supervisor_opts *opts)
 {
 	struct sv sv;
 	struct sepoch *e;
 	sigset_t mask;
 
 	memset(&sv, 0, sizeof sv);
+	sv.cgfd = sv.inofd = -1;
+	sv.main_pid = getppid();
+	sv.cgname = opts->cgroup_name;
 	TAILQ_INIT(&sv.jobs);
 	TAILQ_INIT(&sv.epochs);
 	log_set_process("supervisor");
@@ -645,6 +801,7 @@ supervisor_main(int fd)
 	event_add(sv.sigchld, NULL);
 	sv.conn = proto_conn_new(sv.base, fd, sv_msg_cb, sv_eof_cb, &sv);
 	log_debug("supervisor: started");
+	sv_containment(&sv, opts);
 
 	event_base_dispatch(sv.base);
 
@@ -655,6 +812,15 @@ supervisor_main(int fd)
 	proto_conn_free(sv.conn);
 	event_free(sv.timerev);
 	event_free(sv.sigchld);
+	if (sv.inoev != NULL)
+		event_free(sv.inoev);
+	if (sv.inofd >= 0)
+		close(sv.inofd);
+	if (sv.cgfd >= 0) {
+		cgroup_teardown(sv.cgfd, sv.cgname, sv.main_pid);
+		close(sv.cgfd);
+	}
+	free(sv.cgdir);
 	close(sv.sigfd);
 	close(sv.timerfd);
 	event_base_free(sv.base);

@@ -11,6 +11,8 @@ by the kernel's flock, which covers a run's whole process group). Faults, each r
 4. Blackhole the holder's connection for 2T; and for T/4, which must not interrupt.
 5. Kill the leader of a 3-server ensemble: the job must not be interrupted.
 6. A job that forks grandchildren and ignores SIGTERM, holder stopped.
+8. A job that double-forks a setsid daemon ignoring SIGTERM, holder stopped for 3T: with a
+   cgroup per run the daemon dies with the run; with cgroups = off it escapes (asserted).
 
 For each scenario the suite prints the overlap count (the assertion: 0) and the smallest
 gap between the old run's death and the next run's start, and appends them to
@@ -50,7 +52,7 @@ def report(scenario, rec, gaps, reps=REPS):
 
 
 class ChaosTest(lktest.TestCase):
-    def cluster(self, rec_kw=None, ensemble=False, proxies=True):
+    def cluster(self, rec_kw=None, ensemble=False, proxies=True, worker_kw=None):
         """ZooKeeper (or an ensemble), the record file, and three workers (each behind its
         own proxy) running the job "chaos": lk-record with rec_kw."""
         if ensemble:
@@ -67,7 +69,9 @@ class ChaosTest(lktest.TestCase):
             job = {"command": self.rec.command(n, **(rec_kw or {})), "restart_backoff": "1s"}
             self.cfgs[n] = self.write_config(name=n, hosts=hosts,
                                              zookeeper={"session_timeout": "%ds" % T_S},
-                                             safety=SAFETY, worker={"allow_root_jobs": True},
+                                             safety=SAFETY,
+                                             worker=dict({"allow_root_jobs": True},
+                                                         **(worker_kw or {})),
                                              jobs={"chaos": job})
             self.start_worker(n)
         self.rec.wait_for("start", timeout=30)
@@ -271,6 +275,68 @@ class ChaosTest(lktest.TestCase):
             self.procs[old.who].wait_log(r"registered as", timeout=30)
         # An flock overlap would show a grandchild that outlived the deadline.
         self.assert_safe(report("6 grandchildren ignore SIGTERM", self.rec, gaps))
+
+    def daemon_escapes(self, hb_path):
+        """Heartbeats of a run's setsid daemon written after another worker's later run
+        started: (count, descriptions). Also SIGKILLs every daemon after the test."""
+        hbs = {}  # daemon pid -> (who, parent pid, last heartbeat)
+        for line in lktest.read_text(hb_path).splitlines():
+            p = line.split()
+            if len(p) == 5 and p[0] == "hb":
+                hbs[int(p[2])] = (p[1], int(p[3]), int(p[4]))
+        runs = {r.pid: r for r in self.rec.starts()}
+        out = []
+        for dpid, (who, parent, last) in hbs.items():
+            run = runs.get(parent)
+            if run is None:
+                continue
+            for s in self.rec.starts():
+                if s.who != who and s.t_ns > run.t_ns and last > s.t_ns:
+                    out.append("daemon %d of %s's run %d beat %.0f ms after %s's run %d "
+                               "started" % (dpid, who, parent, (last - s.t_ns) / 1e6, s.who,
+                                            s.pid))
+        return len(out), out
+
+    def kill_daemons(self, hb_path):
+        for line in lktest.read_text(hb_path).splitlines():
+            p = line.split()
+            if len(p) == 5 and p[0] == "hb":
+                try:
+                    os.kill(int(p[2]), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def daemon_cluster(self, cgroups):
+        if os.geteuid() != 0 or lktest.cgroup_mount() is None:
+            self.skipTest("NOT RUN: needs root and a cgroup v2 hierarchy")
+        hb = self.path("heartbeats")
+        self.addCleanup(self.kill_daemons, hb)
+        self.cluster(rec_kw={"daemon": hb}, proxies=False, worker_kw={"cgroups": cgroups})
+        return hb
+
+    def test_8_setsid_daemon_in_a_cgroup(self):
+        hb = self.daemon_cluster("required")
+        gaps = []
+        for _ in range(REPS):
+            old = self.holder()
+            gaps.append(self.stop_holder(old, 3 * T_S))
+            self.procs[old.who].wait_log(r"registered as", timeout=30)
+        n, escapes = self.daemon_escapes(hb)
+        rep = report("8 setsid daemon, cgroup per run", self.rec, gaps)
+        self.assertEqual(n, 0, "\n".join(escapes[:10]))
+        self.assert_safe(rep)
+
+    def test_8b_setsid_daemon_escapes_without_cgroups(self):
+        """The documented limit of cgroups = off: a setsid daemon outlives its run."""
+        hb = self.daemon_cluster("off")
+        old = self.holder()
+        self.stop_holder(old, 3 * T_S)
+        self.wait_until(lambda: self.daemon_escapes(hb)[0] > 0, timeout=10,
+                        msg="the daemon of the stopped holder's run did not outlive it")
+        rep = self.rec.check(leases=1)
+        self.assertGreater(rep.flock_overlaps, 0, "the daemon kept the run's flock")
+        sys.stderr.write("\nchaos: 8b cgroups = off: the setsid daemon escaped, as documented "
+                         "(%d flock overlap(s))\n" % rep.flock_overlaps)
 
 
 def tearDownModule():

@@ -2,7 +2,7 @@
 
 /*
  * lk-record RECORD_FILE LOCK_FILE WHO [--hold-ms N] [--ignore-term] [--grandchildren K]
- *           [--slots N] [--exit N]
+ *           [--slots N] [--exit N] [--daemon HB_FILE]
  *
  * It takes an flock on LOCK_FILE (or on the first free of LOCK_FILE.0 .. LOCK_FILE.N-1 with
  * --slots N; "-" skips the check). The kernel releases an flock only when every descriptor
@@ -18,6 +18,10 @@
  * T_NS is CLOCK_MONOTONIC in nanoseconds, read with a raw system call so that a libfaketime
  * preloaded into the job's environment cannot fake it. The key=value fields come from the
  * job environment (LEASEKEEPER_JOB, _FENCE, _NODE, _LEASES) with blanks replaced by '_'.
+ *
+ * --daemon starts a daemon the way one daemonizes (fork, setsid, fork), out of the run's
+ * process group and session; it ignores SIGTERM, keeps the lock file's flock, and appends
+ * "hb WHO PID PARENT_PID T_NS" to HB_FILE every 20 ms for GRANDCHILD_MAX_S.
  */
 
 #include <errno.h>
@@ -31,6 +35,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +52,7 @@ struct options {
 	int grandchildren;
 	int slots;
 	int exit_code;
+	const char *daemon_hb;
 };
 
 /* Note SIGTERM; the main loop writes the end line. */
@@ -72,7 +78,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: lk-record RECORD_FILE LOCK_FILE WHO [--hold-ms N] [--ignore-term]"
-	                " [--grandchildren K] [--slots N] [--exit N]\n");
+	                " [--grandchildren K] [--slots N] [--exit N] [--daemon HB_FILE]\n");
 	exit(2);
 }
 
@@ -111,6 +117,8 @@ parse_options(int argc, char **argv, struct options *o)
 			o->grandchildren = (int)parse_number(a, argv[++i]);
 		} else if (strcmp(a, "--slots") == 0 && i + 1 < argc) {
 			o->slots = (int)parse_number(a, argv[++i]);
+		} else if (strcmp(a, "--daemon") == 0 && i + 1 < argc) {
+			o->daemon_hb = argv[++i];
 		} else if (strcmp(a, "--exit") == 0 && i + 1 < argc) {
 			o->exit_code = (int)parse_number(a, argv[++i]) & 0xff;
 		} else if (strncmp(a, "--", 2) == 0 || npos == 3) {
@@ -230,6 +238,36 @@ grandchild(int record_fd)
 	_exit(0);
 }
 
+/* Daemonize (fork, setsid, fork) and write heartbeats; returns in the caller only. */
+static void
+daemon_start(const char *who, const char *hb, int record_fd)
+{
+	char line[256];
+	pid_t pid, parent = getpid();
+	int fd, n;
+
+	if ((pid = fork()) != 0) {
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return;
+	}
+	setsid();
+	if (fork() != 0)
+		_exit(0);
+	signal(SIGTERM, SIG_IGN);
+	close(record_fd);
+	if ((fd = open(hb, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) == -1)
+		_exit(3);
+	for (int i = 0; i < GRANDCHILD_MAX_S * 50; i++) {
+		n = snprintf(line, sizeof line, "hb %s %ld %ld %" PRIu64 "\n", who, (long)getpid(),
+		             (long)parent, now_ns());
+		if (write(fd, line, (size_t)n) != n)
+			_exit(3);
+		usleep(20000);
+	}
+	_exit(0);
+}
+
 /* Sleep until hold_ms has passed (forever if -1) or SIGTERM arrives; 1 if terminated. */
 static int
 hold(long long hold_ms, const sigset_t *unblocked)
@@ -309,6 +347,9 @@ main(int argc, char **argv)
 		if (pid == -1)
 			fprintf(stderr, "lk-record: fork: %s\n", strerror(errno));
 	}
+
+	if (o.daemon_hb != NULL)
+		daemon_start(o.who, o.daemon_hb, record_fd);
 
 	if (hold(o.hold_ms, &old)) {
 		record(record_fd, "end", o.who, " reason=term");

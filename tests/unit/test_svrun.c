@@ -69,6 +69,35 @@ running(struct svrun *r)
 	assert_int_equal(r->state, SVRUN_RUNNING);
 }
 
+/*
+ * The cgroup path: the command exits and a setsid daemon it started ignores SIGTERM. With a
+ * cgroup per run the daemon is still "the group" (cgroup.events populated): it gets SIGTERM,
+ * then SIGKILL (cgroup.kill) when the session ends, and the run ends only when the cgroup
+ * is empty.
+ */
+static void
+test_cgroup_daemon_outlives_leader(void **state)
+{
+	struct svrun r;
+
+	(void)state;
+	running(&r);
+	leader_exited(&r, 1, 10 * MS); /* populated 1: the daemon */
+	assert_one_signal(SIGTERM, SVRUN_WHY_LEFTOVERS);
+	assert_int_equal(r.state, SVRUN_LEFTOVERS);
+	assert_false(act.send_exited);
+	step(&r, SVRUN_EPOCH_END, 20 * MS);
+	assert_one_signal(SIGKILL, SVRUN_WHY_EPOCH);
+	assert_int_equal(r.state, SVRUN_DRAINING);
+	leader_exited(&r, 1, 25 * MS); /* polled: still populated */
+	assert_int_equal(act.nsig, 0);
+	assert_false(act.send_exited);
+	leader_exited(&r, 0, 30 * MS); /* populated 0 */
+	assert_true(act.send_exited);
+	assert_int_equal(r.state, SVRUN_DONE);
+	assert_int_equal(r.reason, PROTO_EXIT_EPOCH);
+}
+
 /* Deadline before the leader exits: SIGTERM at deadline - grace, SIGKILL at the deadline. */
 static void
 test_deadline_before_leader_exit(void **state)
@@ -307,6 +336,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_deadline_before_leader_exit),
+	    cmocka_unit_test(test_cgroup_daemon_outlives_leader),
 	    cmocka_unit_test(test_late_timer),
 	    cmocka_unit_test(test_leader_exit_with_leftovers),
 	    cmocka_unit_test(test_leftovers_killed_by_the_deadline),

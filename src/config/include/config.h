@@ -13,6 +13,9 @@ struct schedule;
 /* What a job does with its running command when the worker is asked to stop. */
 enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
 
+/* [worker] cgroups: how runs are contained. */
+enum config_cgroups { CONFIG_CGROUPS_AUTO, CONFIG_CGROUPS_REQUIRED, CONFIG_CGROUPS_OFF };
+
 /* One [job NAME] section, with every default resolved. */
 struct config_job {
 	char *name;
@@ -79,6 +82,7 @@ struct config {
 	int allow_root_jobs; /* jobs may run as root only when this is set */
 	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
 	enum config_on_shutdown on_shutdown;
+	enum config_cgroups cgroups; /* a cgroup v2 per run: auto, required or off */
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 
@@ -106,6 +110,7 @@ void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
+const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);
 
 /*

@@ -12,7 +12,8 @@
         lktest.main()
 """
 
-from .case import RecordFile, TestCase, main, read_text, wait_until, write_config, write_ini
+from .case import (RecordFile, TestCase, cgroup_folder, cgroup_mount, main, read_text, wait_until,
+                   write_config, write_ini)
 from .paths import build_dir, leasekeeper_bin, source_dir, tool
 from .peers import compile_curator_peer, curator_peer, curator_peer_argv
 from .ports import free_port, release_port
@@ -23,7 +24,7 @@ from .record import (DeathWatcher, OverlapReport, Record, Recorder, check_overla
 from .zk import Ensemble, ZooKeeper, ZooKeeperError, four_letter
 
 __all__ = [
-    "read_text", "TestCase", "main", "wait_until", "write_config", "write_ini", "RecordFile",
+    "cgroup_folder", "cgroup_mount", "read_text", "TestCase", "main", "wait_until", "write_config", "write_ini", "RecordFile",
     "build_dir", "leasekeeper_bin", "source_dir", "tool",
     "compile_curator_peer", "curator_peer", "curator_peer_argv",
     "free_port", "release_port",

@@ -101,6 +101,60 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     return cfg
 
 
+def cgroup_mount():
+    """The cgroup v2 mount point, or None."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, sep, right = line.partition(" - ")
+                if sep and right.startswith("cgroup2 "):
+                    return left.split()[4]
+    except OSError:
+        pass
+    return None
+
+
+def cgroup_folder(node_id, state_dir):
+    """Where a worker started by this test process keeps its runs' cgroups (as
+    cgroup_worker_name() and cgroup_setup() in src/supervisor/cgroup.c name it), or None."""
+    mnt = cgroup_mount()
+    if mnt is None:
+        return None
+    h = 2166136261
+    for b in state_dir.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    own = "/"
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                own = line[3:].strip()
+    return os.path.join(mnt + (own if own != "/" else ""), "leasekeeper-%s-%08x" % (node_id, h))
+
+
+class CgroupSweep:
+    """After a test: kill what is left in a worker's cgroup folder and remove it."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def close(self):
+        if not self.folder or not os.path.isdir(self.folder):
+            return
+        for sub in sorted(os.listdir(self.folder)):
+            path = os.path.join(self.folder, sub)
+            if not os.path.isdir(path):
+                continue
+            try:
+                with open(os.path.join(path, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+            wait_until(lambda: "populated 0" in read_text(os.path.join(path, "cgroup.events")),
+                       timeout=10)
+            os.rmdir(path)
+        os.rmdir(self.folder)
+
+
 class RecordFile(Recorder):
     """A record file in the test dir, with its lock file and a running DeathWatcher.
 
@@ -115,8 +169,9 @@ class RecordFile(Recorder):
         self.watcher.start()
 
     def argv(self, who, hold_ms=None, ignore_term=False, grandchildren=0, slots=1, exit=None,
-             lock=True):
-        """lk-record's argv for one job (lock=False skips the flock check)."""
+             lock=True, daemon=None):
+        """lk-record's argv for one job (lock=False skips the flock check; daemon: the
+        heartbeat file of a setsid daemon it starts, see lk-record.c)."""
         argv = [tool("lk-record"), self.path, self.lock_path if lock else "-", who]
         if hold_ms is not None:
             argv += ["--hold-ms", str(int(hold_ms))]
@@ -128,6 +183,8 @@ class RecordFile(Recorder):
             argv += ["--slots", str(int(slots))]
         if exit is not None:
             argv += ["--exit", str(int(exit))]
+        if daemon is not None:
+            argv += ["--daemon", daemon]
         return argv
 
     def command(self, who, **kw):
@@ -328,7 +385,12 @@ class TestCase(unittest.TestCase):
         return self.track(r, order=6, logs=[r.path])
 
     def write_config(self, name="worker", hosts=None, **kw):
-        """write_config() into the test dir, with hosts = self.zk's by default."""
+        """write_config() into the test dir, with hosts = self.zk's by default. The worker's
+        cgroup folder, if it makes one, is emptied and removed after the test."""
+        state_dir = (kw.get("worker") or {}).get("state_dir",
+                                                 os.path.join(self.dir, name, "state"))
+        if state_dir:
+            self.track(CgroupSweep(cgroup_folder(name, state_dir)), order=8)
         return write_config(self.dir, hosts or self.zk.connect_string, name=name, **kw)
 
     def wait_until(self, fn, timeout=10.0, msg=None, interval=0.05):

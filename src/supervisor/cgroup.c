@@ -1,0 +1,557 @@
+/* Runs in: the supervisor process. */
+/*
+ * cgroup.c: the cgroup v2 files the supervisor reads and writes. Each run lives in a cgroup
+ * of its own; whatever its processes do with sessions and process groups, they stay in it,
+ * so the supervisor signals them all (cgroup.procs), kills them all at once (cgroup.kill)
+ * and knows when they are all gone (cgroup.events: populated 0). Everything here works on
+ * directory descriptors and file texts, so a unit test drives it with a plain directory
+ * laid out like a cgroup.
+ */
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "xmalloc.h"
+
+/* The most pids one read of cgroup.procs takes at a time. */
+#define CGROUP_READ_MAX 65536
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void
+cgroup_unescape(char *s)
+{
+	char *out = s;
+
+	while (*s != '\0') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else
+			*out++ = *s++;
+	}
+	*out = '\0';
+}
+
+/* The mount point of the first cgroup2 file system in a mountinfo text, or NULL. */
+char *
+cgroup_mount_find(const char *mountinfo)
+{
+	const char *line = mountinfo, *end, *sep;
+	char *copy, *field[5], *save, *mnt = NULL;
+	int i;
+
+	while (mnt == NULL && line != NULL && *line != '\0') {
+		end = strchr(line, '\n');
+		copy = xstrndup(line, end != NULL ? (size_t)(end - line) : strlen(line));
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ..." */
+		sep = strstr(copy, " - ");
+		if (sep != NULL && strncmp(sep + 3, "cgroup2 ", 8) == 0) {
+			field[0] = strtok_r(copy, " ", &save);
+			for (i = 1; i < 5 && field[i - 1] != NULL; i++)
+				field[i] = strtok_r(NULL, " ", &save);
+			if (i == 5 && field[4] != NULL && field[4][0] == '/') {
+				cgroup_unescape(field[4]);
+				mnt = xstrdup(field[4]);
+			}
+		}
+		free(copy);
+		line = end != NULL ? end + 1 : NULL;
+	}
+	return mnt;
+}
+
+/* The "0::/path" line of a /proc/PID/cgroup text: the path, or NULL. */
+char *
+cgroup_own_path(const char *text)
+{
+	const char *line = text, *end;
+
+	while (line != NULL && *line != '\0') {
+		end = strchr(line, '\n');
+		if (strncmp(line, "0::/", 4) == 0)
+			return xstrndup(line + 3,
+			                end != NULL ? (size_t)(end - line - 3) : strlen(line + 3));
+		line = end != NULL ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* The cgroup the worker was started in (see cgroup.h). */
+char *
+cgroup_base_path(const char *own, const char *name)
+{
+	char *suffix, *base;
+	size_t lown, lsuf;
+
+	xasprintf(&suffix, "/%s/%s", name, CGROUP_DAEMON_LEAF);
+	lown = strlen(own);
+	lsuf = strlen(suffix);
+	if (lown >= lsuf && strcmp(own + lown - lsuf, suffix) == 0)
+		base = lown == lsuf ? xstrdup("/") : xstrndup(own, lown - lsuf);
+	else
+		base = xstrdup(own);
+	free(suffix);
+	return base;
+}
+
+/* The name of a worker's folder (see cgroup.h). */
+char *
+cgroup_worker_name(const char *node_id, const char *state_dir)
+{
+	uint32_t h = 2166136261U; /* FNV-1a */
+	const char *p;
+	char *name;
+
+	for (p = state_dir; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619U;
+	xasprintf(&name, "leasekeeper-%s-%08x", node_id, h);
+	return name;
+}
+
+/* Write text to a cgroup file. */
+int
+cgroup_write(int dirfd, const char *file, const char *text)
+{
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	do
+		n = write(fd, text, len);
+	while (n < 0 && errno == EINTR);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (n < 0)
+		return -1;
+	if ((size_t)n != len) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+/* Read a cgroup file, at most max bytes (caller frees), or NULL with errno. */
+static char *
+cgroup_read(int dirfd, const char *file, size_t max)
+{
+	char *buf = xmalloc(max + 1);
+	size_t len = 0;
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC)) < 0) {
+		free(buf);
+		return NULL;
+	}
+	while (len < max) {
+		n = read(fd, buf + len, max - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0) {
+				saved = errno;
+				close(fd);
+				free(buf);
+				errno = saved;
+				return NULL;
+			}
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Whether the cgroup has a process in it or below, from cgroup.events. */
+int
+cgroup_populated(int dirfd)
+{
+	char *text, *p;
+	int populated = -1;
+
+	if ((text = cgroup_read(dirfd, "cgroup.events", 4096)) == NULL)
+		return -1;
+	for (p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p != NULL ? p + 1 : NULL) {
+		if (strncmp(p, "populated ", 10) == 0) {
+			populated = p[10] == '1';
+			break;
+		}
+	}
+	free(text);
+	if (populated < 0)
+		errno = EINVAL;
+	return populated;
+}
+
+/* Call fn(pid, arg) for every pid in the cgroup's cgroup.procs. The count, or -1. */
+static int
+cgroup_each_pid(int dirfd, int (*fn)(pid_t, void *), void *arg)
+{
+	char *text, *p, *end;
+	long pid;
+	int n = 0;
+
+	if ((text = cgroup_read(dirfd, "cgroup.procs", CGROUP_READ_MAX)) == NULL)
+		return -1;
+	for (p = text; *p != '\0'; p = end) {
+		errno = 0;
+		pid = strtol(p, &end, 10);
+		if (end == p) {
+			end = p + 1;
+			continue;
+		}
+		if (errno == 0 && pid > 0 && fn((pid_t)pid, arg) == 0)
+			n++;
+	}
+	free(text);
+	return n;
+}
+
+/* cgroup_each_pid: send *(int *)arg to pid. */
+static int
+cgroup_signal_one(pid_t pid, void *arg)
+{
+	return kill(pid, *(int *)arg);
+}
+
+/* Send sig to every process of the cgroup. */
+int
+cgroup_signal(int dirfd, int sig)
+{
+	return cgroup_each_pid(dirfd, cgroup_signal_one, &sig);
+}
+
+/* SIGKILL every process of the cgroup and below. */
+int
+cgroup_kill(int dirfd)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd, rc = 0;
+
+	if (cgroup_write(dirfd, "cgroup.kill", "1") == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -1;
+	/* No cgroup.kill: this cgroup's processes, then those of every cgroup below. */
+	if (cgroup_signal(dirfd, SIGKILL) < 0)
+		return -1;
+	if ((fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			continue;
+		if (cgroup_kill(fd) != 0)
+			rc = -1;
+		close(fd);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* The pids a foreign check ignores. */
+struct cgroup_mine {
+	const pid_t *pids;
+	size_t n;
+	pid_t foreign;
+};
+
+/* cgroup_each_pid: note a pid that is not one of ours. */
+static int
+cgroup_foreign_one(pid_t pid, void *arg)
+{
+	struct cgroup_mine *m = arg;
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->pids[i] == pid)
+			return -1;
+	}
+	if (m->foreign == 0)
+		m->foreign = pid;
+	return 0;
+}
+
+/* Whether a pid other than ours is in the cgroup. */
+pid_t
+cgroup_foreign_pid(int dirfd, const pid_t *mine, size_t nmine)
+{
+	struct cgroup_mine m = {mine, nmine, 0};
+
+	cgroup_each_pid(dirfd, cgroup_foreign_one, &m);
+	return m.foreign;
+}
+
+/* Remove a cgroup and the cgroups below it, deepest first. */
+int
+cgroup_remove(int parentfd, const char *name)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EBUSY && errno != ENOTEMPTY)
+		return -1;
+	if ((fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			cgroup_remove(dirfd(d), de->d_name);
+	}
+	closedir(d);
+	return unlinkat(parentfd, name, AT_REMOVEDIR);
+}
+
+/* A small file's text (caller frees), or NULL with errno. */
+static char *
+cgroup_read_path(const char *path)
+{
+	return cgroup_read(AT_FDCWD, path, 1 << 20);
+}
+
+/* Wait until the cgroup at dirfd is empty, saying so every 5 s while it is not. */
+static void
+cgroup_wait_empty(int dirfd, const char *what)
+{
+	int waited_ms = 0, populated;
+
+	while ((populated = cgroup_populated(dirfd)) == 1) {
+		if (waited_ms > 0 && waited_ms % 5000 == 0)
+			log_warnx("cgroups: %s is still not empty after %d s (a process in "
+			          "uninterruptible sleep?): waiting",
+			          what, waited_ms / 1000);
+		usleep(10000);
+		waited_ms += 10;
+	}
+	if (populated < 0)
+		log_warn("cgroups: cannot read %s/cgroup.events", what);
+}
+
+/*
+ * Set up the worker's folder: <mount><the cgroup the worker started in>/<name>, with the
+ * leaf CGROUP_DAEMON_LEAF holding main (our parent) and the supervisor, since cgroup v2
+ * lets a cgroup that hands controllers down to children hold no process itself. Returns
+ * the folder's descriptor and its path in *dir, or -1 with *cause.
+ */
+int
+cgroup_setup(const char *name, char **dir, char **cause)
+{
+	char *text, *mnt = NULL, *own = NULL, *base = NULL, *path = NULL, pid[32];
+	pid_t mine[2] = {getpid(), getppid()}, foreign = 0;
+	int fd = -1, leaf = -1, i;
+
+	*dir = NULL;
+	*cause = NULL;
+	if ((text = cgroup_read_path("/proc/self/mountinfo")) != NULL) {
+		mnt = cgroup_mount_find(text);
+		free(text);
+	}
+	if (mnt == NULL) {
+		xasprintf(cause, "no cgroup v2 file system is mounted (/proc/self/mountinfo)");
+		goto fail;
+	}
+	if ((text = cgroup_read_path("/proc/self/cgroup")) != NULL) {
+		own = cgroup_own_path(text);
+		free(text);
+	}
+	if (own == NULL) {
+		xasprintf(cause,
+		          "this process is in no cgroup v2 (/proc/self/cgroup has no 0:: line)");
+		goto fail;
+	}
+	base = cgroup_base_path(own, name);
+	xasprintf(&path, "%s%s/%s", mnt, strcmp(base, "/") == 0 ? "" : base, name);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+		xasprintf(cause,
+		          "cannot create %s: %s (is the cgroup delegated to this user? "
+		          "under systemd: Delegate=yes)",
+		          path, strerror(errno));
+		goto fail;
+	}
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || cgroup_populated(fd) < 0) {
+		xasprintf(cause, "%s is not a cgroup v2: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((mkdirat(fd, CGROUP_DAEMON_LEAF, 0755) != 0 && errno != EEXIST) ||
+	    (leaf = openat(fd, CGROUP_DAEMON_LEAF, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		xasprintf(cause, "cannot create %s/%s: %s", path, CGROUP_DAEMON_LEAF,
+		          strerror(errno));
+		goto fail;
+	}
+	/* A worker that is still going away (its supervisor kills its runs) gets 10 s. */
+	for (i = 0; i < 1000 && (foreign = cgroup_foreign_pid(leaf, mine, 2)) != 0; i++)
+		usleep(10000);
+	if (foreign != 0) {
+		xasprintf(cause,
+		          "another worker (pid %ld) runs with this node_id and state_dir (it is in "
+		          "%s/%s)",
+		          (long)foreign, path, CGROUP_DAEMON_LEAF);
+		goto fail;
+	}
+	snprintf(pid, sizeof pid, "%ld", (long)mine[1]);
+	if (cgroup_write(leaf, "cgroup.procs", pid) != 0 ||
+	    cgroup_write(leaf, "cgroup.procs", "0") != 0) {
+		xasprintf(cause, "cannot move the worker into %s/%s: %s", path, CGROUP_DAEMON_LEAF,
+		          strerror(errno));
+		goto fail;
+	}
+	close(leaf);
+	free(mnt);
+	free(own);
+	free(base);
+	*dir = path;
+	return fd;
+
+fail:
+	if (leaf >= 0)
+		close(leaf);
+	if (fd >= 0)
+		close(fd);
+	free(mnt);
+	free(own);
+	free(base);
+	free(path);
+	return -1;
+}
+
+/*
+ * Kill what is left in the run cgroups of a previous supervisor or worker under the folder
+ * at dirfd (path dir), wait until each is empty, and remove it. The number removed.
+ */
+int
+cgroup_clean_stale(int dirfd, const char *dir)
+{
+	DIR *d;
+	struct dirent *de;
+	char *what;
+	int fd, dupfd, n = 0;
+
+	if ((dupfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (d = fdopendir(dupfd)) == NULL) {
+		if (dupfd >= 0)
+			close(dupfd);
+		log_warn("cgroups: cannot list %s", dir);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || strncmp(de->d_name, "run-", 4) != 0)
+			continue;
+		if ((fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			continue;
+		xasprintf(&what, "%s/%s", dir, de->d_name);
+		if (cgroup_populated(fd) == 1) {
+			log_warnx("cgroups: %s holds processes of a previous run: killing them",
+			          what);
+			if (cgroup_kill(fd) != 0)
+				log_warn("cgroups: cannot kill the processes of %s", what);
+		}
+		cgroup_wait_empty(fd, what);
+		close(fd);
+		if (cgroup_remove(dirfd, de->d_name) != 0)
+			log_warn("cgroups: cannot remove %s", what);
+		else
+			n++;
+		free(what);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * What `check` shows: whether this process could give each run a cgroup under the
+ * folder name, 0 with *where (the folder and the controllers it would have), or -1 with
+ * *cause. Reads only; creates nothing.
+ */
+int
+cgroup_probe(const char *name, char **where, char **cause)
+{
+	char *text, *mnt = NULL, *own = NULL, *base = NULL, *path = NULL, *ctl = NULL, *nl;
+	int rc = -1;
+
+	*where = *cause = NULL;
+	if ((text = cgroup_read_path("/proc/self/mountinfo")) != NULL) {
+		mnt = cgroup_mount_find(text);
+		free(text);
+	}
+	if ((text = cgroup_read_path("/proc/self/cgroup")) != NULL) {
+		own = cgroup_own_path(text);
+		free(text);
+	}
+	if (mnt == NULL)
+		xasprintf(cause, "no cgroup v2 file system is mounted");
+	else if (own == NULL)
+		xasprintf(cause, "this process is in no cgroup v2");
+	else {
+		base = cgroup_base_path(own, name);
+		xasprintf(&path, "%s%s", mnt, strcmp(base, "/") == 0 ? "" : base);
+		if (access(path, W_OK) != 0)
+			xasprintf(cause, "%s is not writable (under systemd: Delegate=yes)", path);
+		else {
+			xasprintf(&text, "%s/cgroup.controllers", path);
+			ctl = cgroup_read_path(text);
+			free(text);
+			if (ctl != NULL && (nl = strchr(ctl, '\n')) != NULL)
+				*nl = '\0';
+			xasprintf(where, "%s/%s (controllers: %s)", path, name,
+			          ctl == NULL || ctl[0] == '\0' ? "none" : ctl);
+			rc = 0;
+		}
+	}
+	free(ctl);
+	free(mnt);
+	free(own);
+	free(base);
+	free(path);
+	return rc;
+}
+
+/*
+ * At the supervisor's end: move main (if it is still our parent) and the supervisor back
+ * to the cgroup the worker started in and remove the worker's folder, which goes only if
+ * no run cgroup is left in it. Where that is refused (controllers enabled there), the
+ * folder stays; the next start uses it again.
+ */
+void
+cgroup_teardown(int dirfd, const char *name, pid_t main_pid)
+{
+	char pid[32];
+	int base;
+
+	if ((base = openat(dirfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	snprintf(pid, sizeof pid, "%ld", (long)main_pid);
+	if ((getppid() != main_pid || cgroup_write(base, "cgroup.procs", pid) == 0) &&
+	    cgroup_write(base, "cgroup.procs", "0") == 0 &&
+	    unlinkat(dirfd, CGROUP_DAEMON_LEAF, AT_REMOVEDIR) == 0)
+		unlinkat(base, name, AT_REMOVEDIR);
+	close(base);
+}

@@ -1,0 +1,72 @@
+/* Runs in: the supervisor process. */
+/* cgroup.h: cgroup v2 containment: the worker's subtree, one cgroup per run. */
+#ifndef CGROUP_H
+#define CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The leaf main and the supervisor live in, under the worker's own cgroup folder. */
+#define CGROUP_DAEMON_LEAF "daemon"
+
+/*
+ * Where the cgroup v2 hierarchy is mounted, from the text of /proc/self/mountinfo: the
+ * mount point of the first cgroup2 file system (caller frees), or NULL.
+ */
+char *cgroup_mount_find(const char *mountinfo);
+
+/*
+ * A process's cgroup v2 path (the "0::" line) from the text of /proc/PID/cgroup: "/..."
+ * (caller frees), or NULL.
+ */
+char *cgroup_own_path(const char *proc_cgroup);
+
+/*
+ * The cgroup the worker was started in, from its current path: the current path itself,
+ * or, when it is already in name's daemon leaf (a supervisor started again by the same
+ * main), that leaf's grandparent. Caller frees.
+ */
+char *cgroup_base_path(const char *own, const char *name);
+
+/* The name of a worker's folder: "leasekeeper-<node_id>-<hash of the state dir>". */
+char *cgroup_worker_name(const char *node_id, const char *state_dir);
+
+/* Write text to a file of the cgroup at dirfd. 0, or -1 with errno. */
+int cgroup_write(int dirfd, const char *file, const char *text);
+
+/* Whether the cgroup at dirfd has a process in it or below: 1, 0, or -1 with errno. */
+int cgroup_populated(int dirfd);
+
+/* Send sig to every process of the cgroup at dirfd. The number signalled, or -1. */
+int cgroup_signal(int dirfd, int sig);
+
+/*
+ * SIGKILL every process of the cgroup at dirfd and below, at once (cgroup.kill), or one
+ * by one where the kernel has no cgroup.kill (before 5.14). 0, or -1 with errno.
+ */
+int cgroup_kill(int dirfd);
+
+/* Whether a pid other than those in `mine` is in the cgroup at dirfd: that pid, or 0. */
+pid_t cgroup_foreign_pid(int dirfd, const pid_t *mine, size_t nmine);
+
+/* Remove the (empty) cgroup name under parentfd and every cgroup below it. 0, or -1. */
+int cgroup_remove(int parentfd, const char *name);
+
+/*
+ * The worker's folder, <mount><the cgroup it started in>/name, with main and the
+ * supervisor moved into its leaf CGROUP_DAEMON_LEAF: its descriptor and *dir, or -1 with
+ * *cause (caller frees both).
+ */
+int cgroup_setup(const char *name, char **dir, char **cause);
+
+/* Kill, wait for and remove the run cgroups a previous incarnation left. How many. */
+int cgroup_clean_stale(int dirfd, const char *dir);
+
+/* Whether runs could get cgroups under name: 0 with *where, or -1 with *cause. */
+int cgroup_probe(const char *name, char **where, char **cause);
+
+/* Leave the worker's folder at a clean end, and remove it if no run is left in it. */
+void cgroup_teardown(int dirfd, const char *name, pid_t main_pid);
+
+#endif

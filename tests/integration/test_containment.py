@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+# ctest: timeout=300
+"""Containment: each run in a cgroup v2 of its own (docs/safety.md).
+
+1. A command that exits and leaves a setsid daemon behind (one that ignores SIGTERM): the
+   run, and so the lease, ends only when the daemon is gone; the next holder starts after.
+2. A worker SIGKILLed (main and supervisor) while its run's setsid daemon lives, then
+   started again: the old run's cgroup is emptied and removed before the worker contends.
+
+Needs root and a cgroup v2 hierarchy; without them the tests say NOT RUN and are skipped.
+The jobs run lk-record --daemon HB_FILE: a daemon that writes a heartbeat every 20 ms.
+"""
+
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+
+def heartbeats(path):
+    """{daemon pid: (who, parent run pid, first beat, last beat)} from a heartbeat file."""
+    out = {}
+    for line in lktest.read_text(path).splitlines():
+        p = line.split()
+        if len(p) == 5 and p[0] == "hb":
+            pid, t = int(p[2]), int(p[4])
+            first = out[pid][2] if pid in out else t
+            out[pid] = (p[1], int(p[3]), first, t)
+    return out
+
+
+class ContainmentTest(lktest.TestCase):
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0 or lktest.cgroup_mount() is None:
+            self.skipTest("NOT RUN: needs root and a cgroup v2 hierarchy")
+        self.hb = self.path("heartbeats")
+        self.addCleanup(self.kill_daemons)
+        self.start_zookeeper()
+        self.rec = self.record_file()
+
+    def kill_daemons(self):
+        for pid in heartbeats(self.hb):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def config(self, name, **job):
+        return self.write_config(name=name, worker={"allow_root_jobs": True,
+                                                    "cgroups": "required"},
+                                 jobs={"orphan": dict({"restart_backoff": "1s"}, **job)})
+
+    def test_1_lease_held_until_the_setsid_daemon_is_gone(self):
+        for n in ("w1", "w2"):
+            cmd = self.rec.command(n, hold_ms=300, exit=1, daemon=self.hb)
+            self.worker(self.config(n, command=cmd, max_failures=1, kill_grace="2s"),
+                        name=n)
+        # Each run fails at once (after a cool-down the other worker takes over).
+        self.wait_until(lambda: len({s.who for s in self.rec.starts()}) == 2, timeout=60,
+                        msg="the second worker never ran the job")
+        time.sleep(0.5)  # a daemon that outlived its run beats on meanwhile
+        starts = sorted(self.rec.starts(), key=lambda s: s.t_ns)
+        first, second = starts[0], [s for s in starts if s.who != starts[0].who][0]
+        beats = {d: v for d, v in heartbeats(self.hb).items() if v[1] == first.pid}
+        self.assertEqual(len(beats), 1, "the first run started one daemon")
+        (_, _, born, last), = beats.values()
+        ended = [r for r in self.rec.records() if r.kind == "end" and r.pid == first.pid][0]
+        self.assertLess(last, second.t_ns, "the next run started while the daemon lived: "
+                        "%.0f ms of overlap" % ((last - second.t_ns) / 1e6))
+        # The daemon outlived its command by the kill grace, and the lease was held meanwhile.
+        self.assertGreater(last - ended.t_ns, 1.5e9, "the daemon did not live on (test broken)")
+        rep = self.rec.check(leases=1)
+        self.assertEqual(rep.flock_overlaps, 0, "\n".join(rep.violations[:5]))
+        sys.stderr.write("\ncontainment: daemon beat %.0f ms after its command ended; next "
+                         "run %.0f ms after its last beat\n"
+                         % ((last - ended.t_ns) / 1e6, (second.t_ns - last) / 1e6))
+
+    def test_2_sigkilled_worker_cleans_up_before_contending(self):
+        cfg = self.config("solo", command=self.rec.command("solo", daemon=self.hb))
+        w = self.worker(cfg, name="solo-1")
+        self.rec.wait_for("start", timeout=30)
+        self.wait_until(lambda: heartbeats(self.hb), timeout=10, msg="no daemon")
+        folder = lktest.cgroup_folder("solo", self.path("solo", "state"))
+        runs = [d for d in os.listdir(folder) if d.startswith("run-")]
+        self.assertEqual(len(runs), 1, "one run cgroup under %s" % folder)
+        sv = int(w.wait_log(r"supervisor pid (\d+)").group(1))
+        os.kill(sv, signal.SIGKILL)
+        os.kill(w.pid, signal.SIGKILL)
+        time.sleep(0.5)
+        (daemon, (_, _, _, last)), = heartbeats(self.hb).items()
+        self.assertGreater(last, time.monotonic_ns() - 200e6, "the daemon died with its "
+                           "worker (test broken: it must outlive both processes)")
+        w2 = self.worker(cfg, name="solo-2")
+        self.rec.wait_for("start", count=2, timeout=60)
+        new = sorted(self.rec.starts(), key=lambda s: s.t_ns)[-1]
+        time.sleep(0.5)  # an old daemon still alive beats on meanwhile
+        (_, _, _, last), = [v for d, v in heartbeats(self.hb).items() if d == daemon]
+        self.assertLess(last, new.t_ns, "the old daemon still ran when the job started again")
+        log = w2.log_text()
+        removed = log.find("removed 1 cgroup(s) left by a previous run")
+        acquired = log.find("lease acquired")
+        self.assertGreaterEqual(removed, 0, "the old cgroup was not removed")
+        self.assertLess(removed, acquired, "the worker contended before its clean-up")
+        self.assertFalse(lktest.pid_alive(daemon))
+
+
+if __name__ == "__main__":
+    lktest.main()

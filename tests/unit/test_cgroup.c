@@ -1,0 +1,251 @@
+/* test_cgroup.c: the cgroup v2 files the supervisor reads and writes, on a plain directory. */
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cgroup.h"
+
+/* Write a file under dir. */
+static void
+put(const char *dir, const char *file, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A file's text under dir (static buffer). */
+static const char *
+get(const char *dir, const char *file)
+{
+	static char buf[512];
+	char path[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* A child that waits to be signalled. */
+static pid_t
+sleeper(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void
+test_mount_find(void **state)
+{
+	const char *mi = "22 1 0:21 / /sys rw - sysfs sysfs rw\n"
+	                 "30 22 0:26 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n"
+	                 "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	const char *esc = "40 30 0:37 / /cg\\040two rw shared:9 - cgroup2 none rw\n";
+	char *m;
+
+	(void)state;
+	m = cgroup_mount_find(mi);
+	assert_string_equal(m, "/sys/fs/cgroup/unified");
+	free(m);
+	m = cgroup_mount_find(esc); /* optional fields, and an escaped space */
+	assert_string_equal(m, "/cg two");
+	free(m);
+	assert_null(cgroup_mount_find("30 22 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n"));
+	assert_null(cgroup_mount_find(""));
+}
+
+static void
+test_own_and_base_path(void **state)
+{
+	char *p;
+
+	(void)state;
+	p = cgroup_own_path("12:pids:/x\n1:name=systemd:/y\n0::/system.slice/lk.service\n");
+	assert_string_equal(p, "/system.slice/lk.service");
+	free(p);
+	p = cgroup_own_path("0::/\n");
+	assert_string_equal(p, "/");
+	free(p);
+	assert_null(cgroup_own_path("4:memory:/a\n"));
+
+	p = cgroup_base_path("/system.slice/lk.service", "leasekeeper-n-1");
+	assert_string_equal(p, "/system.slice/lk.service");
+	free(p);
+	/* a supervisor started again by the same main finds itself in the daemon leaf */
+	p = cgroup_base_path("/system.slice/lk.service/leasekeeper-n-1/daemon", "leasekeeper-n-1");
+	assert_string_equal(p, "/system.slice/lk.service");
+	free(p);
+	p = cgroup_base_path("/leasekeeper-n-1/daemon", "leasekeeper-n-1");
+	assert_string_equal(p, "/");
+	free(p);
+	p = cgroup_base_path("/other/daemon", "leasekeeper-n-1");
+	assert_string_equal(p, "/other/daemon");
+	free(p);
+}
+
+static void
+test_worker_name(void **state)
+{
+	char *a = cgroup_worker_name("alpha", "/var/lib/leasekeeper");
+	char *b = cgroup_worker_name("alpha", "/var/lib/leasekeeper");
+	char *c = cgroup_worker_name("alpha", "/tmp/other");
+
+	(void)state;
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_int_equal(strncmp(a, "leasekeeper-alpha-", 18), 0);
+	assert_int_equal(strlen(a), 18 + 8);
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* A temp directory laid out like a run's cgroup. */
+static char *
+fake_cgroup(int *fd)
+{
+	static char dir[] = "/tmp/lk-test-cgroup-XXXXXX";
+
+	strcpy(dir, "/tmp/lk-test-cgroup-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	put(dir, "cgroup.events", "populated 1\nfrozen 0\n");
+	put(dir, "cgroup.procs", "");
+	*fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(*fd >= 0);
+	return dir;
+}
+
+static void
+remove_fake(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void
+test_populated_and_write(void **state)
+{
+	int fd;
+	char *dir = fake_cgroup(&fd);
+
+	(void)state;
+	assert_int_equal(cgroup_populated(fd), 1);
+	put(dir, "cgroup.events", "frozen 0\npopulated 0\n");
+	assert_int_equal(cgroup_populated(fd), 0);
+	put(dir, "cgroup.events", "frozen 0\n");
+	assert_int_equal(cgroup_populated(fd), -1);
+	assert_int_equal(cgroup_write(fd, "cgroup.procs", "123"), 0);
+	assert_string_equal(get(dir, "cgroup.procs"), "123");
+	/* never creates a file: a cgroup has the files it has */
+	assert_int_equal(cgroup_write(fd, "memory.max", "1"), -1);
+	close(fd);
+	remove_fake(dir);
+}
+
+static void
+test_signal_and_kill(void **state)
+{
+	char text[128], sub[600];
+	pid_t a = sleeper(), b = sleeper(), c = sleeper(), mine[1];
+	int fd, status;
+	char *dir = fake_cgroup(&fd);
+
+	(void)state;
+	snprintf(text, sizeof text, "%ld\n%ld\n", (long)a, (long)b);
+	put(dir, "cgroup.procs", text);
+	mine[0] = a;
+	assert_int_equal(cgroup_foreign_pid(fd, mine, 1), b);
+	mine[0] = b;
+	assert_int_equal(cgroup_foreign_pid(fd, mine, 0), a);
+
+	/* every process listed gets the signal */
+	assert_int_equal(cgroup_signal(fd, SIGTERM), 2);
+	assert_int_equal(waitpid(a, &status, 0), a);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	assert_int_equal(waitpid(b, &status, 0), b);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+
+	/* cgroup.kill is written when there is one */
+	put(dir, "cgroup.kill", "");
+	assert_int_equal(cgroup_kill(fd), 0);
+	assert_string_equal(get(dir, "cgroup.kill"), "1");
+
+	/* without it (before Linux 5.14): SIGKILL to each process, here and below */
+	snprintf(sub, sizeof sub, "%s/cgroup.kill", dir);
+	unlink(sub);
+	snprintf(sub, sizeof sub, "%s/child", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(text, sizeof text, "%ld\n", (long)c);
+	put(sub, "cgroup.procs", text);
+	put(dir, "cgroup.procs", "");
+	assert_int_equal(cgroup_kill(fd), 0);
+	assert_int_equal(waitpid(c, &status, 0), c);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	close(fd);
+	remove_fake(dir);
+}
+
+static void
+test_remove(void **state)
+{
+	char dir[] = "/tmp/lk-test-cgroup-XXXXXX", path[600];
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	snprintf(path, sizeof path, "%s/run-1", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/run-1/nested", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/run-1/nested/deeper", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	/* a cgroup with cgroups below it goes, deepest first */
+	assert_int_equal(cgroup_remove(fd, "run-1"), 0);
+	snprintf(path, sizeof path, "%s/run-1", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(cgroup_remove(fd, "run-2"), 0); /* already gone */
+	close(fd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mount_find),      cmocka_unit_test(test_own_and_base_path),
+	    cmocka_unit_test(test_worker_name),     cmocka_unit_test(test_populated_and_write),
+	    cmocka_unit_test(test_signal_and_kill), cmocka_unit_test(test_remove),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
