@@ -44,7 +44,7 @@ cgroup_unescape(char *s)
 }
 
 /* The mount point of the first cgroup2 file system in a mountinfo text, or NULL. */
-char *
+static char *
 cgroup_mount_find(const char *mountinfo)
 {
 	const char *line = mountinfo, *end, *sep;
@@ -72,7 +72,7 @@ cgroup_mount_find(const char *mountinfo)
 }
 
 /* The "0::/path" line of a /proc/PID/cgroup text: the path, or NULL. */
-char *
+static char *
 cgroup_own_path(const char *text)
 {
 	const char *line = text, *end;
@@ -87,8 +87,12 @@ cgroup_own_path(const char *text)
 	return NULL;
 }
 
-/* The cgroup the worker was started in (see cgroup.h). */
-char *
+/*
+ * The cgroup the worker was started in, from its current path: the current path itself,
+ * or, when it is already in name's daemon leaf (a supervisor started again by the same
+ * main), that leaf's grandparent. Caller frees.
+ */
+static char *
 cgroup_base_path(const char *own, const char *name)
 {
 	char *suffix, *base;
@@ -103,6 +107,31 @@ cgroup_base_path(const char *own, const char *name)
 		base = xstrdup(own);
 	free(suffix);
 	return base;
+}
+
+/* Where the worker's folder goes, from the texts of mountinfo and /proc/PID/cgroup (see cgroup.h). */
+char *
+cgroup_locate(const char *mountinfo, const char *proc_cgroup, const char *name, char **cause)
+{
+	char *mnt, *own, *base, *dir;
+
+	*cause = NULL;
+	if ((mnt = mountinfo != NULL ? cgroup_mount_find(mountinfo) : NULL) == NULL) {
+		xasprintf(cause, "no cgroup v2 file system is mounted (/proc/self/mountinfo)");
+		return NULL;
+	}
+	if ((own = proc_cgroup != NULL ? cgroup_own_path(proc_cgroup) : NULL) == NULL) {
+		xasprintf(cause,
+		          "this process is in no cgroup v2 (/proc/self/cgroup has no 0:: line)");
+		free(mnt);
+		return NULL;
+	}
+	base = cgroup_base_path(own, name);
+	xasprintf(&dir, "%s%s", mnt, strcmp(base, "/") == 0 ? "" : base);
+	free(mnt);
+	free(own);
+	free(base);
+	return dir;
 }
 
 /* The name of a worker's folder (see cgroup.h). */
@@ -356,6 +385,19 @@ cgroup_wait_empty(int dirfd, const char *what)
 		log_warn("cgroups: cannot read %s/cgroup.events", what);
 }
 
+/* cgroup_locate on this process's own /proc files. */
+static char *
+cgroup_locate_self(const char *name, char **cause)
+{
+	char *mi = cgroup_read_path("/proc/self/mountinfo");
+	char *pc = cgroup_read_path("/proc/self/cgroup");
+	char *dir = cgroup_locate(mi, pc, name, cause);
+
+	free(mi);
+	free(pc);
+	return dir;
+}
+
 /*
  * Set up the worker's folder: <mount><the cgroup the worker started in>/<name>, with the
  * leaf CGROUP_DAEMON_LEAF holding main (our parent) and the supervisor, since cgroup v2
@@ -365,31 +407,15 @@ cgroup_wait_empty(int dirfd, const char *what)
 int
 cgroup_setup(const char *name, char **dir, char **cause)
 {
-	char *text, *mnt = NULL, *own = NULL, *base = NULL, *path = NULL, pid[32];
+	char *base = NULL, *path = NULL, pid[32];
 	pid_t mine[2] = {getpid(), getppid()}, foreign = 0;
 	int fd = -1, leaf = -1, i;
 
 	*dir = NULL;
 	*cause = NULL;
-	if ((text = cgroup_read_path("/proc/self/mountinfo")) != NULL) {
-		mnt = cgroup_mount_find(text);
-		free(text);
-	}
-	if (mnt == NULL) {
-		xasprintf(cause, "no cgroup v2 file system is mounted (/proc/self/mountinfo)");
+	if ((base = cgroup_locate_self(name, cause)) == NULL)
 		goto fail;
-	}
-	if ((text = cgroup_read_path("/proc/self/cgroup")) != NULL) {
-		own = cgroup_own_path(text);
-		free(text);
-	}
-	if (own == NULL) {
-		xasprintf(cause,
-		          "this process is in no cgroup v2 (/proc/self/cgroup has no 0:: line)");
-		goto fail;
-	}
-	base = cgroup_base_path(own, name);
-	xasprintf(&path, "%s%s/%s", mnt, strcmp(base, "/") == 0 ? "" : base, name);
+	xasprintf(&path, "%s/%s", base, name);
 	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
 		xasprintf(cause,
 		          "cannot create %s: %s (is the cgroup delegated to this user? "
@@ -425,8 +451,6 @@ cgroup_setup(const char *name, char **dir, char **cause)
 		goto fail;
 	}
 	close(leaf);
-	free(mnt);
-	free(own);
 	free(base);
 	*dir = path;
 	return fd;
@@ -436,8 +460,6 @@ fail:
 		close(leaf);
 	if (fd >= 0)
 		close(fd);
-	free(mnt);
-	free(own);
 	free(base);
 	free(path);
 	return -1;
@@ -494,25 +516,11 @@ cgroup_clean_stale(int dirfd, const char *dir)
 int
 cgroup_probe(const char *name, char **where, char **cause)
 {
-	char *text, *mnt = NULL, *own = NULL, *base = NULL, *path = NULL, *ctl = NULL, *nl;
+	char *text, *path = NULL, *ctl = NULL, *nl;
 	int rc = -1;
 
 	*where = *cause = NULL;
-	if ((text = cgroup_read_path("/proc/self/mountinfo")) != NULL) {
-		mnt = cgroup_mount_find(text);
-		free(text);
-	}
-	if ((text = cgroup_read_path("/proc/self/cgroup")) != NULL) {
-		own = cgroup_own_path(text);
-		free(text);
-	}
-	if (mnt == NULL)
-		xasprintf(cause, "no cgroup v2 file system is mounted");
-	else if (own == NULL)
-		xasprintf(cause, "this process is in no cgroup v2");
-	else {
-		base = cgroup_base_path(own, name);
-		xasprintf(&path, "%s%s", mnt, strcmp(base, "/") == 0 ? "" : base);
+	if ((path = cgroup_locate_self(name, cause)) != NULL) {
 		if (access(path, W_OK) != 0)
 			xasprintf(cause, "%s is not writable (under systemd: Delegate=yes)", path);
 		else {
@@ -527,9 +535,6 @@ cgroup_probe(const char *name, char **where, char **cause)
 		}
 	}
 	free(ctl);
-	free(mnt);
-	free(own);
-	free(base);
 	free(path);
 	return rc;
 }

@@ -11,23 +11,14 @@
 #define CGROUP_DAEMON_LEAF "daemon"
 
 /*
- * Where the cgroup v2 hierarchy is mounted, from the text of /proc/self/mountinfo: the
- * mount point of the first cgroup2 file system (caller frees), or NULL.
+ * The cgroup folder the worker's own folder goes under: the cgroup v2 mount (the first
+ * cgroup2 file system in mountinfo, the text of /proc/self/mountinfo) joined with the cgroup
+ * the worker was started in (the "0::" line of proc_cgroup, the text of /proc/PID/cgroup;
+ * when that is already name's daemon leaf, as for a supervisor started again by the same
+ * main, the leaf's grandparent). Caller frees; NULL with *cause (caller frees) when there
+ * is no cgroup v2 mount or no "0::" line. Either text may be NULL (unreadable).
  */
-char *cgroup_mount_find(const char *mountinfo);
-
-/*
- * A process's cgroup v2 path (the "0::" line) from the text of /proc/PID/cgroup: "/..."
- * (caller frees), or NULL.
- */
-char *cgroup_own_path(const char *proc_cgroup);
-
-/*
- * The cgroup the worker was started in, from its current path: the current path itself,
- * or, when it is already in name's daemon leaf (a supervisor started again by the same
- * main), that leaf's grandparent. Caller frees.
- */
-char *cgroup_base_path(const char *own, const char *name);
+char *cgroup_locate(const char *mountinfo, const char *proc_cgroup, const char *name, char **cause);
 
 /* The name of a worker's folder: "leasekeeper-<node_id>-<hash of the state dir>". */
 char *cgroup_worker_name(const char *node_id, const char *state_dir);

@@ -61,53 +61,71 @@ sleeper(void)
 	return pid;
 }
 
+/* cgroup_locate, with its result freed; NULL (and *why set) when it finds nothing. */
+static char *
+locate(const char *mountinfo, const char *proc_cgroup, const char *name, char *why, size_t n)
+{
+	char *cause = NULL, *dir = cgroup_locate(mountinfo, proc_cgroup, name, &cause);
+
+	why[0] = '\0';
+	if (cause != NULL)
+		snprintf(why, n, "%s", cause);
+	free(cause);
+	return dir;
+}
+
+/* The cgroup v2 mount is found among other mounts, with optional fields and escapes. */
 static void
-test_mount_find(void **state)
+test_locate_mount(void **state)
 {
 	const char *mi = "22 1 0:21 / /sys rw - sysfs sysfs rw\n"
 	                 "30 22 0:26 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n"
 	                 "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 	const char *esc = "40 30 0:37 / /cg\\040two rw shared:9 - cgroup2 none rw\n";
-	char *m;
+	char why[256], *d;
 
 	(void)state;
-	m = cgroup_mount_find(mi);
-	assert_string_equal(m, "/sys/fs/cgroup/unified");
-	free(m);
-	m = cgroup_mount_find(esc); /* optional fields, and an escaped space */
-	assert_string_equal(m, "/cg two");
-	free(m);
-	assert_null(cgroup_mount_find("30 22 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n"));
-	assert_null(cgroup_mount_find(""));
+	d = locate(mi, "0::/\n", "leasekeeper-n-1", why, sizeof why);
+	assert_string_equal(d, "/sys/fs/cgroup/unified");
+	free(d);
+	d = locate(esc, "0::/\n", "leasekeeper-n-1", why, sizeof why); /* an escaped space */
+	assert_string_equal(d, "/cg two");
+	free(d);
+	assert_null(locate("30 22 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n", "0::/\n",
+	                   "leasekeeper-n-1", why, sizeof why));
+	assert_non_null(strstr(why, "no cgroup v2 file system is mounted"));
+	assert_null(locate("", "0::/\n", "leasekeeper-n-1", why, sizeof why));
+	assert_null(locate(NULL, "0::/\n", "leasekeeper-n-1", why, sizeof why));
+	assert_non_null(strstr(why, "no cgroup v2 file system is mounted"));
 }
 
+/* The worker's own cgroup is the "0::" line; in its daemon leaf, the leaf's grandparent. */
 static void
-test_own_and_base_path(void **state)
+test_locate_own_and_base(void **state)
 {
-	char *p;
+	const char *mi = "40 30 0:37 / /cg rw - cgroup2 cgroup2 rw\n";
+	const char *name = "leasekeeper-n-1";
+	char why[256], *d;
 
 	(void)state;
-	p = cgroup_own_path("12:pids:/x\n1:name=systemd:/y\n0::/system.slice/lk.service\n");
-	assert_string_equal(p, "/system.slice/lk.service");
-	free(p);
-	p = cgroup_own_path("0::/\n");
-	assert_string_equal(p, "/");
-	free(p);
-	assert_null(cgroup_own_path("4:memory:/a\n"));
-
-	p = cgroup_base_path("/system.slice/lk.service", "leasekeeper-n-1");
-	assert_string_equal(p, "/system.slice/lk.service");
-	free(p);
+	d = locate(mi, "12:pids:/x\n1:name=systemd:/y\n0::/system.slice/lk.service\n", name, why,
+	           sizeof why);
+	assert_string_equal(d, "/cg/system.slice/lk.service");
+	free(d);
+	assert_null(locate(mi, "4:memory:/a\n", name, why, sizeof why));
+	assert_non_null(strstr(why, "in no cgroup v2"));
+	assert_null(locate(mi, NULL, name, why, sizeof why));
 	/* a supervisor started again by the same main finds itself in the daemon leaf */
-	p = cgroup_base_path("/system.slice/lk.service/leasekeeper-n-1/daemon", "leasekeeper-n-1");
-	assert_string_equal(p, "/system.slice/lk.service");
-	free(p);
-	p = cgroup_base_path("/leasekeeper-n-1/daemon", "leasekeeper-n-1");
-	assert_string_equal(p, "/");
-	free(p);
-	p = cgroup_base_path("/other/daemon", "leasekeeper-n-1");
-	assert_string_equal(p, "/other/daemon");
-	free(p);
+	d = locate(mi, "0::/system.slice/lk.service/leasekeeper-n-1/daemon\n", name, why,
+	           sizeof why);
+	assert_string_equal(d, "/cg/system.slice/lk.service");
+	free(d);
+	d = locate(mi, "0::/leasekeeper-n-1/daemon\n", name, why, sizeof why);
+	assert_string_equal(d, "/cg");
+	free(d);
+	d = locate(mi, "0::/other/daemon\n", name, why, sizeof why);
+	assert_string_equal(d, "/cg/other/daemon");
+	free(d);
 }
 
 static void
@@ -242,7 +260,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_mount_find),      cmocka_unit_test(test_own_and_base_path),
+	    cmocka_unit_test(test_locate_mount),    cmocka_unit_test(test_locate_own_and_base),
 	    cmocka_unit_test(test_worker_name),     cmocka_unit_test(test_populated_and_write),
 	    cmocka_unit_test(test_signal_and_kill), cmocka_unit_test(test_remove),
 	};
