@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -343,11 +344,21 @@ int
 proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
 {
 	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
+	const char *lim[5] = {NULL, NULL, NULL, NULL, NULL};
+	static const uint64_t lim_max[5] = {PROTO_MAX_MEMORY, PROTO_MAX_MEMORY,
+	                                    PROTO_MAX_CPU_PERCENT, PROTO_MAX_TASKS,
+	                                    PROTO_MAX_IO_WEIGHT};
+	uint64_t *lim_out[5];
 	size_t off = 0, argc = 0, nenv = 0;
 	char tag;
-	int r, bad;
+	int r, bad, i;
 
 	memset(run, 0, sizeof *run);
+	lim_out[0] = &run->limits.memory_max;
+	lim_out[1] = &run->limits.memory_high;
+	lim_out[2] = &run->limits.cpu_max;
+	lim_out[3] = &run->limits.tasks_max;
+	lim_out[4] = &run->limits.io_weight;
 	run->grace_ms = PROTO_DEFAULT_GRACE_MS;
 	run->umask = -1;
 	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
@@ -407,6 +418,21 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 		case PROTO_TAG_GRACE:
 			bad = proto_spec_once(&grace, value, tag, cause);
 			break;
+		case PROTO_TAG_MEMORY_MAX:
+			bad = proto_spec_once(&lim[0], value, tag, cause);
+			break;
+		case PROTO_TAG_MEMORY_HIGH:
+			bad = proto_spec_once(&lim[1], value, tag, cause);
+			break;
+		case PROTO_TAG_CPU_MAX:
+			bad = proto_spec_once(&lim[2], value, tag, cause);
+			break;
+		case PROTO_TAG_TASKS_MAX:
+			bad = proto_spec_once(&lim[3], value, tag, cause);
+			break;
+		case PROTO_TAG_IO_WEIGHT:
+			bad = proto_spec_once(&lim[4], value, tag, cause);
+			break;
 		default:
 			xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
 			bad = -1;
@@ -444,11 +470,81 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 		}
 		run->umask = (int)strtol(umask_s, NULL, 8);
 	}
+	for (i = 0; i < 5; i++) {
+		if (lim[i] != NULL &&
+		    (proto_spec_number(lim[i], lim_max[i], lim_out[i]) != 0 || *lim_out[i] == 0)) {
+			xasprintf(cause, "bad limit '%c'", "XHcTW"[i]);
+			goto fail;
+		}
+	}
 	return 0;
 
 fail:
 	proto_run_free(run);
 	return -1;
+}
+
+/* Add a run's limits to a start spec. */
+void
+proto_spec_add_limits(struct proto_spec *spec, const struct proto_limits *l)
+{
+	const uint64_t v[5] = {l->memory_max, l->memory_high, l->cpu_max, l->tasks_max,
+	                       l->io_weight};
+	static const enum proto_tag tags[5] = {PROTO_TAG_MEMORY_MAX, PROTO_TAG_MEMORY_HIGH,
+	                                       PROTO_TAG_CPU_MAX, PROTO_TAG_TASKS_MAX,
+	                                       PROTO_TAG_IO_WEIGHT};
+	char num[32];
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		if (v[i] == 0)
+			continue;
+		snprintf(num, sizeof num, "%llu", (unsigned long long)v[i]);
+		proto_spec_add(spec, tags[i], num);
+	}
+}
+
+/* A run's usage as PROTO_EXITED's payload: the values that are known. */
+void
+proto_usage_add(struct proto_spec *spec, const struct proto_usage *u)
+{
+	char num[32];
+
+	if (u->cpu_usec >= 0) {
+		snprintf(num, sizeof num, "%lld", (long long)u->cpu_usec);
+		proto_spec_add(spec, PROTO_TAG_CPU_USEC, num);
+	}
+	if (u->mem_peak >= 0) {
+		snprintf(num, sizeof num, "%lld", (long long)u->mem_peak);
+		proto_spec_add(spec, PROTO_TAG_MEM_PEAK, num);
+	}
+}
+
+/* Read PROTO_EXITED's payload back. */
+int
+proto_usage_parse(const char *payload, size_t len, struct proto_usage *u)
+{
+	const char *value;
+	size_t off = 0;
+	uint64_t n;
+	char tag;
+	int r;
+
+	u->cpu_usec = u->mem_peak = -1;
+	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
+		if ((tag != PROTO_TAG_CPU_USEC && tag != PROTO_TAG_MEM_PEAK) ||
+		    proto_spec_number(value, INT64_MAX, &n) != 0)
+			break;
+		if (tag == PROTO_TAG_CPU_USEC)
+			u->cpu_usec = (int64_t)n;
+		else
+			u->mem_peak = (int64_t)n;
+	}
+	if (r != 0) {
+		u->cpu_usec = u->mem_peak = -1;
+		return -1;
+	}
+	return 0;
 }
 
 /* Free what proto_spec_parse allocated. */
@@ -513,6 +609,8 @@ proto_exit_reason_name(enum proto_exit_reason reason)
 		return "killed at the lease deadline";
 	case PROTO_EXIT_EPOCH:
 		return "killed: session lost";
+	case PROTO_EXIT_OOM:
+		return "killed by the OOM killer";
 	}
 	return "?";
 }

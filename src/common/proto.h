@@ -20,8 +20,10 @@ enum proto_type {
 	/* supervisor -> main */
 	PROTO_STARTED,      /* job; v1 pid (= process group) */
 	PROTO_START_FAILED, /* job; payload: the reason */
-	PROTO_EXITED,       /* job; v1 wait status of the leader, v2 enum proto_exit_reason */
-	PROTO_HELLO,        /* v1 enum proto_containment; payload: the run cgroups' folder, or
+	PROTO_EXITED,       /* job; v1 wait status of the leader, v2 enum proto_exit_reason;
+	                       payload: the run's usage (proto_usage_add), or none */
+	PROTO_HELLO,        /* v1 enum proto_containment, v2 the controllers runs get (enum
+	                       proto_controller bits); payload: the run cgroups' folder, or
 	                       why there is none. Sent once, when the cgroups of a previous
 	                       supervisor or worker are empty and removed: jobs may start */
 };
@@ -33,12 +35,21 @@ enum proto_containment {
 	PROTO_CONTAIN_FAILED, /* cgroups = required and no usable cgroup v2: no job may start */
 };
 
+/* The cgroup v2 controllers a run's limits need (PROTO_HELLO's v2: those runs get). */
+enum proto_controller {
+	PROTO_CTL_MEMORY = 1,
+	PROTO_CTL_CPU = 2,
+	PROTO_CTL_PIDS = 4,
+	PROTO_CTL_IO = 8,
+};
+
 /* Why a job ended, as the supervisor saw it. */
 enum proto_exit_reason {
 	PROTO_EXIT_NORMAL,   /* the command ended on its own */
 	PROTO_EXIT_STOPPED,  /* main asked */
 	PROTO_EXIT_DEADLINE, /* the lease deadline passed */
 	PROTO_EXIT_EPOCH,    /* the session was declared lost */
+	PROTO_EXIT_OOM,      /* it ended on its own, and the OOM killer killed in its cgroup */
 };
 
 struct proto_msg {
@@ -65,6 +76,35 @@ enum proto_tag {
 	PROTO_TAG_LOG = 'o',     /* output file; absent: inherit stdin/stdout/stderr */
 	PROTO_TAG_LOG_MAX = 'M', /* bytes before rotation */
 	PROTO_TAG_GRACE = 'k',   /* kill grace in ms for deadline kills */
+	/* limits, each a positive decimal, applied to the run's cgroup where it has one */
+	PROTO_TAG_MEMORY_MAX = 'X',  /* bytes: memory.max */
+	PROTO_TAG_MEMORY_HIGH = 'H', /* bytes: memory.high */
+	PROTO_TAG_CPU_MAX = 'c',     /* percent of one CPU: cpu.max */
+	PROTO_TAG_TASKS_MAX = 'T',   /* pids.max */
+	PROTO_TAG_IO_WEIGHT = 'W',   /* 1-10000: io.weight */
+	/* usage, PROTO_EXITED's payload: each a decimal */
+	PROTO_TAG_CPU_USEC = 'C', /* CPU time of every process of the run (cpu.stat) */
+	PROTO_TAG_MEM_PEAK = 'P', /* bytes: the most memory the run used (memory.peak) */
+};
+
+/* A run's limits (0: none). */
+struct proto_limits {
+	uint64_t memory_max, memory_high; /* bytes */
+	uint64_t cpu_max;                 /* percent of one CPU */
+	uint64_t tasks_max;
+	uint64_t io_weight;
+};
+
+/* The most a limit in a start spec may be. */
+#define PROTO_MAX_MEMORY      (UINT64_C(1) << 62)
+#define PROTO_MAX_CPU_PERCENT 100000
+#define PROTO_MAX_TASKS       4194304
+#define PROTO_MAX_IO_WEIGHT   10000
+
+/* What a run used, as its cgroup counted it; -1: not known (no cgroup, no controller). */
+struct proto_usage {
+	int64_t cpu_usec;
+	int64_t mem_peak;
 };
 
 struct proto_spec {
@@ -104,6 +144,7 @@ struct proto_run {
 	int inherit_env; /* 1: env is added to the supervisor's environment (exec); 0: a clean one */
 	const char *workdir, *user, *group;
 	int umask; /* -1: inherit */
+	struct proto_limits limits;
 };
 
 /* Main writes a start spec (runspec.c) with these; free its buffer with proto_spec_free. */
@@ -117,6 +158,16 @@ void proto_spec_free(struct proto_spec *);
  */
 int proto_spec_parse(const char *payload, size_t len, struct proto_run *, char **cause);
 void proto_run_free(struct proto_run *);
+
+/* A run's limits, added to a start spec (runspec.c); those at 0 are left out. */
+void proto_spec_add_limits(struct proto_spec *, const struct proto_limits *);
+
+/*
+ * A run's usage as PROTO_EXITED's payload (the supervisor), and read back (main): 0, or -1
+ * when the payload is malformed (usage then all -1). An empty payload is all -1.
+ */
+void proto_usage_add(struct proto_spec *, const struct proto_usage *);
+int proto_usage_parse(const char *payload, size_t len, struct proto_usage *);
 
 const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);

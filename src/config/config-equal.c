@@ -60,6 +60,8 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 	    !config_str_equal(a->workdir, b->workdir) || a->nenv != b->nenv ||
 	    !config_argv_equal(a->env, b->env) || !config_argv_equal(a->pass_env, b->pass_env))
 		return 0;
+	if (memcmp(&a->limits, &b->limits, sizeof a->limits) != 0)
+		return 0;
 	return config_str_equal(a->log_file, b->log_file) && a->log_max_bytes == b->log_max_bytes &&
 	       a->history == b->history && a->on_shutdown == b->on_shutdown;
 }

@@ -102,6 +102,23 @@ config_print_size(uint64_t bytes, FILE *f)
 		fprintf(f, "%llu", (unsigned long long)bytes);
 }
 
+/* The limits a run gets ("none" without any), as written in the config. */
+static void
+config_print_limits(const struct config_limits *l, FILE *f)
+{
+	char v[32];
+	int i, n = 0;
+
+	fprintf(f, "  limits           ");
+	for (i = 0; i < CONFIG_LIMIT_KEYS; i++) {
+		if (config_limit_value(l, i) == 0)
+			continue;
+		fprintf(f, "%s%s %s", n++ > 0 ? ", " : "", config_limit_keys[i],
+		        config_limit_format(i, config_limit_value(l, i), v, sizeof v));
+	}
+	fprintf(f, "%s\n", n == 0 ? "none" : "");
+}
+
 /* Print one resolved job. */
 static void
 config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
@@ -182,6 +199,7 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	}
 	duration_format(job->kill_grace_ms, d2, sizeof d2);
 	fprintf(f, "  kill_grace       %s\n", d2);
+	config_print_limits(&job->limits, f);
 	fprintf(f, "  log              %s, up to ", job->log_file);
 	config_print_size(job->log_max_bytes, f);
 	fprintf(f, "\n  history          %d runs\n", job->history);
@@ -219,6 +237,7 @@ config_print(const struct config *cfg, FILE *f)
 		fprintf(f, "  allow_no_jobs    true\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	fprintf(f, "  cgroups          %s\n", config_cgroups_name(cfg->cgroups));
+	config_print_limits(&cfg->limits, f);
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
 	config_print_names("pass_env", cfg->pass_env, f);
 	duration_format(cfg->safety_margin_ms, d2, sizeof d2);

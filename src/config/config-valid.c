@@ -34,6 +34,14 @@
 
 static void config_resolve_pass_env(struct config_ctx *, const struct config_sec *,
                                     const struct config_kv *, char ***);
+static int config_parse_size(const char *text, uint64_t *bytes, char **cause);
+
+/* The least memory_max or memory_high: below it a run is OOM-killed as it starts. */
+#define CONFIG_MIN_MEMORY (1024 * 1024)
+/* cpu_max: 1% (a quota of 1 ms per 100 ms, the kernel's least) to 100000% (1000 CPUs). */
+#define CONFIG_MAX_CPU_PERCENT 100000
+/* tasks_max: the kernel's most pids. */
+#define CONFIG_MAX_TASKS 4194304
 
 /* Whether text is a boolean; its value in *out. */
 static int
@@ -172,6 +180,127 @@ config_get_cgroups(struct config_ctx *ctx, const struct config_sec *sec, enum co
 		                "has one, else process groups), required (refuse to run jobs "
 		                "without one) or off (process groups only)",
 		                config_q(ctx, kv->value));
+}
+
+/*
+ * Read one limit key of sec into *out (left as it is when the key is absent). "max" is no
+ * limit, so that a job can lift a default of [worker]. 0 set or absent, -1 bad (reported).
+ */
+static int
+config_get_limit(struct config_ctx *ctx, const struct config_sec *sec, int i, uint64_t *out)
+{
+	const char *key = config_limit_keys[i];
+	struct config_kv *kv = config_kv_find(sec, key);
+	unsigned long long n;
+	char *cause, *end;
+	uint64_t v;
+
+	if (kv == NULL)
+		return 0;
+	if (strcmp(kv->value, "max") == 0 && i != 4) {
+		*out = 0;
+		return 0;
+	}
+	switch (i) {
+	case 0: /* memory_max */
+	case 1: /* memory_high */
+		if (config_parse_size(kv->value, &v, &cause) != 0) {
+			config_error_kv(ctx, sec, kv, "%s: %s, or max for no limit", key, cause);
+			free(cause);
+			return -1;
+		}
+		if (v < CONFIG_MIN_MEMORY) {
+			config_error_kv(ctx, sec, kv,
+			                "%s = %s is too small: a run needs at least 1M to start; "
+			                "write e.g. %s = 512M, or max for no limit",
+			                key, config_q(ctx, kv->value), key);
+			return -1;
+		}
+		*out = v;
+		return 0;
+	case 2: /* cpu_max */
+		errno = 0;
+		n = strtoull(kv->value, &end, 10);
+		if (!isdigit((unsigned char)kv->value[0]) || strcmp(end, "%") != 0 || errno != 0 ||
+		    n < 1 || n > CONFIG_MAX_CPU_PERCENT) {
+			config_error_kv(ctx, sec, kv,
+			                "bad cpu_max %s: write a share of one CPU from 1%% to "
+			                "%d%%, e.g. cpu_max = 50%% (half a CPU) or cpu_max = 200%% "
+			                "(two CPUs), or max for no limit",
+			                config_q(ctx, kv->value), CONFIG_MAX_CPU_PERCENT);
+			return -1;
+		}
+		*out = n;
+		return 0;
+	default: /* tasks_max, io_weight */
+		errno = 0;
+		n = strtoull(kv->value, &end, 10);
+		if (!isdigit((unsigned char)kv->value[0]) || *end != '\0' || errno != 0 || n < 1 ||
+		    n > (i == 3 ? CONFIG_MAX_TASKS : 10000)) {
+			if (i == 3)
+				config_error_kv(ctx, sec, kv,
+				                "bad tasks_max %s: write the most processes and "
+				                "threads a run may have, from 1 to %d, e.g. "
+				                "tasks_max = 512, or max for no limit",
+				                config_q(ctx, kv->value), CONFIG_MAX_TASKS);
+			else
+				config_error_kv(
+				    ctx, sec, kv,
+				    "bad io_weight %s: write a weight from 1 to 10000 "
+				    "(100 is the kernel's default), e.g. io_weight = 50",
+				    config_q(ctx, kv->value));
+			return -1;
+		}
+		*out = n;
+		return 0;
+	}
+}
+
+/*
+ * Read the limit keys of sec over defaults (NULL: none) into out, and check that they
+ * agree: memory_high above memory_max would never act.
+ */
+static void
+config_get_limits(struct config_ctx *ctx, const struct config_sec *sec,
+                  const struct config_limits *defaults, enum config_cgroups cgroups,
+                  struct config_limits *out)
+{
+	int bad = 0;
+	char a[32], b[32];
+
+	int i;
+	struct config_kv *kv;
+
+	if (defaults != NULL)
+		*out = *defaults;
+	else
+		memset(out, 0, sizeof *out);
+	bad |= config_get_limit(ctx, sec, 0, &out->memory_max);
+	bad |= config_get_limit(ctx, sec, 1, &out->memory_high);
+	config_get_limit(ctx, sec, 2, &out->cpu_max);
+	config_get_limit(ctx, sec, 3, &out->tasks_max);
+	config_get_limit(ctx, sec, 4, &out->io_weight);
+	if (bad == 0 && out->memory_max != 0 && out->memory_high >= out->memory_max &&
+	    (config_kv_find(sec, "memory_high") != NULL ||
+	     config_kv_find(sec, "memory_max") != NULL))
+		config_error_kv(
+		    ctx, sec,
+		    config_kv_find(sec, "memory_high") != NULL ? config_kv_find(sec, "memory_high")
+		                                               : config_kv_find(sec, "memory_max"),
+		    "memory_high (%s) is not below memory_max (%s), so it would never act: lower "
+		    "memory_high (the point where the run is throttled and reclaimed) or raise "
+		    "memory_max (the point where the OOM killer ends it)",
+		    config_limit_format(1, out->memory_high, a, sizeof a),
+		    config_limit_format(0, out->memory_max, b, sizeof b));
+	for (i = 0; i < CONFIG_LIMIT_KEYS && cgroups == CONFIG_CGROUPS_OFF; i++) {
+		if ((kv = config_kv_find(sec, config_limit_keys[i])) != NULL &&
+		    strcmp(kv->value, "max") != 0)
+			config_error_kv(
+			    ctx, sec, kv,
+			    "%s needs a cgroup per run, and [worker] cgroups = off: set "
+			    "cgroups = auto (or required), or remove %s",
+			    config_limit_keys[i], config_limit_keys[i]);
+	}
 }
 
 /* Read an on_shutdown key: 0 not set, 1 set, -1 bad (reported). */
@@ -480,6 +609,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_cgroups(ctx, wk, &cfg->cgroups);
+	config_get_limits(ctx, wk, NULL, cfg->cgroups, &cfg->limits);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)
 		cfg->timezone = xstrdup(kv->value);
 	if ((kv = config_kv_find(wk, "pass_env")) != NULL)
@@ -1142,6 +1272,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			job->pass_env[n] = xstrdup(cfg->pass_env[n]);
 	}
 	config_check_size(ctx, sec, job);
+	config_get_limits(ctx, sec, &cfg->limits, cfg->cgroups, &job->limits);
 
 	/* output and records */
 	if ((kv = config_kv_find(sec, "log_file")) != NULL) {

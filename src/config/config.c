@@ -11,6 +11,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,52 @@ config_cgroups_name(enum config_cgroups how)
 	return how == CONFIG_CGROUPS_REQUIRED ? "required"
 	       : how == CONFIG_CGROUPS_OFF    ? "off"
 	                                      : "auto";
+}
+
+/* The limit keys, and the cgroup v2 controller each needs. */
+const char *const config_limit_keys[CONFIG_LIMIT_KEYS] = {"memory_max", "memory_high", "cpu_max",
+                                                          "tasks_max", "io_weight"};
+const char *const config_limit_controllers[CONFIG_LIMIT_KEYS] = {"memory", "memory", "cpu", "pids",
+                                                                 "io"};
+
+/* The value of limit key i (config_limit_keys order). */
+uint64_t
+config_limit_value(const struct config_limits *l, int i)
+{
+	switch (i) {
+	case 0:
+		return l->memory_max;
+	case 1:
+		return l->memory_high;
+	case 2:
+		return l->cpu_max;
+	case 3:
+		return l->tasks_max;
+	case 4:
+		return l->io_weight;
+	}
+	return 0;
+}
+
+/* A limit's value as written in the config: "512M", "150%", "64", or "max" for none. */
+const char *
+config_limit_format(int i, uint64_t v, char *buf, size_t size)
+{
+	if (v == 0)
+		snprintf(buf, size, "max");
+	else if (i == 2)
+		snprintf(buf, size, "%llu%%", (unsigned long long)v);
+	else if (i >= 2)
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+	else if (v % (1024ULL * 1024 * 1024) == 0)
+		snprintf(buf, size, "%lluG", (unsigned long long)(v >> 30));
+	else if (v % (1024ULL * 1024) == 0)
+		snprintf(buf, size, "%lluM", (unsigned long long)(v >> 20));
+	else if (v % 1024 == 0)
+		snprintf(buf, size, "%lluK", (unsigned long long)(v >> 10));
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+	return buf;
 }
 
 /* The warning `run` and `check` give about a cluster without credentials, or NULL. */

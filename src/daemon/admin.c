@@ -582,11 +582,15 @@ admin_status_print(json_t *out)
 
 	printf("workers (%zu):\n", json_array_size(workers));
 	json_array_foreach(workers, i, w) {
-		printf("  %-16s pid %-8lld host %-16s since %s\n",
+		printf("  %-16s pid %-8lld host %-16s since %s",
 		       json_string_value(json_object_get(w, "znode")),
 		       (long long)json_integer_value(json_object_get(w, "pid")),
 		       json_string_value(json_object_get(w, "host")) ?: "?",
 		       json_string_value(json_object_get(w, "start")) ?: "?");
+		if (json_string_value(json_object_get(w, "containment")) != NULL)
+			printf("  runs contained by %s",
+			       json_string_value(json_object_get(w, "containment")));
+		printf("\n");
 	}
 	printf("jobs (%zu):\n", json_array_size(jobs));
 	json_array_foreach(jobs, i, job) {
@@ -653,6 +657,15 @@ admin_status_print(json_t *out)
 				printf(" exit %lld", (long long)json_integer_value(st));
 			if (sig != NULL)
 				printf(" signal %lld", (long long)json_integer_value(sig));
+			if (json_is_integer(json_object_get(n, "cpu_usec")))
+				printf(", cpu %.3f s",
+				       (double)json_integer_value(json_object_get(n, "cpu_usec")) /
+				           1e6);
+			if (json_is_integer(json_object_get(n, "memory_peak")))
+				printf(
+				    ", peak memory %.1f MiB",
+				    (double)json_integer_value(json_object_get(n, "memory_peak")) /
+				        (1024.0 * 1024.0));
 			if (json_string_value(json_object_get(n, "error")) != NULL)
 				printf(": %s", json_string_value(json_object_get(n, "error")));
 			printf("\n");

@@ -63,6 +63,8 @@ struct exec {
 	uint64_t kill_grace_ms;
 	int safety_margin_ms;
 	char **argv;
+	struct config_limits limits; /* [worker]'s defaults, with -c */
+	enum config_cgroups cgroups; /* [worker] cgroups, with -c; else auto */
 
 	uint64_t started_ns;
 	int exit_code;
@@ -104,6 +106,8 @@ exec_start(struct exec *e)
 	    .tick = -1,
 	    .umask = -1,
 	    .kill_grace_ms = e->kill_grace_ms,
+	    .limits = {e->limits.memory_max, e->limits.memory_high, e->limits.cpu_max,
+	               e->limits.tasks_max, e->limits.io_weight},
 	};
 	runspec_build(&rs, &spec);
 	exec_set_state(e, EXEC_RUNNING);
@@ -178,14 +182,21 @@ exec_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	exec_finish(e, EXIT_UNAVAILABLE);
 }
 
-/* The command ended (its whole process group is gone). */
+/* The command ended (all of it: its cgroup, or its process group, is empty). */
 static void
-exec_exited_cb(uint32_t job, int status, enum proto_exit_reason reason, void *arg)
+exec_exited_cb(uint32_t job, int status, enum proto_exit_reason reason,
+               const struct proto_usage *usage, void *arg)
 {
 	struct exec *e = arg;
 	int code;
 
 	(void)job;
+	if (reason == PROTO_EXIT_OOM)
+		log_warnx("exec: the OOM killer killed in the command's cgroup (memory_max %llu "
+		          "bytes)",
+		          (unsigned long long)e->limits.memory_max);
+	if (usage->cpu_usec >= 0)
+		log_info("exec: the command used %.3f s of CPU", (double)usage->cpu_usec / 1e6);
 	if (WIFEXITED(status))
 		code = WEXITSTATUS(status);
 	else
@@ -212,6 +223,43 @@ exec_sv_started_cb(uint32_t job, pid_t pid, void *arg)
 	(void)job;
 	(void)arg;
 	log_debug("exec: command running, pid %ld", (long)pid);
+}
+
+/*
+ * The supervisor says how it contains the command: a cgroup of its own under
+ * leasekeeper-exec-<pid> where cgroup v2 is usable. With cgroups = required (-c), no usable
+ * cgroup, or a [worker] limit whose controller is missing, ends exec before it contends.
+ */
+static void
+exec_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char *note, void *arg)
+{
+	struct exec *e = arg;
+	int i, required = e->cgroups == CONFIG_CGROUPS_REQUIRED, missing = 0;
+
+	if (mode == PROTO_CONTAIN_FAILED) {
+		log_warnx("exec: [worker] cgroups = required, but the command cannot get a cgroup: "
+		          "%s",
+		          note);
+		exec_finish(e, EXIT_CONFIG);
+		return;
+	}
+	if (mode == PROTO_CONTAIN_CGROUP)
+		log_info("exec: the command gets a cgroup of its own under %s", note);
+	else
+		log_info("exec: the command is contained by its process group only (%s)", note);
+	if (mode != PROTO_CONTAIN_CGROUP)
+		controllers = 0;
+	for (i = 0; i < CONFIG_LIMIT_KEYS; i++) {
+		if (config_limit_value(&e->limits, i) == 0 ||
+		    (runspec_controller_bit(config_limit_controllers[i]) & controllers) != 0)
+			continue;
+		missing++;
+		log_warnx("exec: [worker] %s %s: the %s controller is not delegated here",
+		          config_limit_keys[i], required ? "cannot be enforced" : "is not enforced",
+		          config_limit_controllers[i]);
+	}
+	if (missing > 0 && required)
+		exec_finish(e, EXIT_CONFIG);
 }
 
 static void
@@ -372,8 +420,9 @@ exec_main(int argc, char **argv)
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb};
 	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
-	                                     exec_exited_cb, exec_sv_died_cb, NULL};
-	static const struct supervisor_opts exec_sv_opts = {SUPERVISOR_CGROUPS_OFF, NULL};
+	                                     exec_exited_cb, exec_sv_died_cb, exec_sv_hello_cb};
+	struct supervisor_opts sv_opts;
+	char *cgroup_name = NULL;
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
 	struct exec e;
 	struct config_errors errors = {NULL, 0};
@@ -509,6 +558,8 @@ exec_main(int argc, char **argv)
 			session_timeout_ms = cfg->session_timeout_ms;
 		e.kill_grace_ms = cfg->kill_grace_ms;
 		e.safety_margin_ms = (int)cfg->safety_margin_ms;
+		e.limits = cfg->limits;
+		e.cgroups = cfg->cgroups;
 	}
 	/* --auth-file overrides the configuration's credentials; refused like auth_file. */
 	if (auth_file != NULL && authfile_read(auth_file, &auth, &cause) != 0) {
@@ -561,7 +612,13 @@ exec_main(int argc, char **argv)
 
 		evtimer_add(e.timer, &tv);
 	}
-	e.sv = svlink_start(e.base, &scb, &e, &exec_sv_opts);
+	/* A folder of exec's own (by pid): a worker's folder holds only that worker. */
+	xasprintf(&cgroup_name, "leasekeeper-exec-%ld", (long)getpid());
+	sv_opts.cgroup_name = cgroup_name;
+	sv_opts.cgroups = e.cgroups == CONFIG_CGROUPS_OFF        ? SUPERVISOR_CGROUPS_OFF
+	                  : e.cgroups == CONFIG_CGROUPS_REQUIRED ? SUPERVISOR_CGROUPS_REQUIRED
+	                                                         : SUPERVISOR_CGROUPS_AUTO;
+	e.sv = svlink_start(e.base, &scb, &e, &sv_opts);
 	e.zk = zk_create(e.base, hosts, (int)session_timeout_ms, e.safety_margin_ms,
 	                 auth != NULL  ? auth
 	                 : cfg != NULL ? cfg->auth
@@ -589,6 +646,7 @@ exec_main(int argc, char **argv)
 	free(e.root);
 	free(e.node_id);
 	free(e.lock_path);
+	free(cgroup_name);
 out:
 	if (auth != NULL)
 		explicit_bzero(auth, strlen(auth));

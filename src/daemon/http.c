@@ -323,6 +323,9 @@ enum http_metric {
 	HTTP_METRIC_RUNS,
 	HTTP_METRIC_FAILURES,
 	HTTP_METRIC_CORRUPT_STATES,
+	HTTP_METRIC_CPU,
+	HTTP_METRIC_OOMS,
+	HTTP_METRIC_PEAK,
 };
 
 /* The per-job metrics: name, help, type, and what each reads. */
@@ -344,6 +347,14 @@ static const struct {
     {"leasekeeper_job_corrupt_states_total",
      "tick states read corrupt, or claiming a tick too far ahead, and repaired here", "counter",
      HTTP_METRIC_CORRUPT_STATES},
+    {"leasekeeper_job_cpu_seconds_total",
+     "CPU time of the job's runs here that have ended (from each run's cgroup)", "counter",
+     HTTP_METRIC_CPU},
+    {"leasekeeper_job_oom_kills_total", "runs here that ended by the OOM killer", "counter",
+     HTTP_METRIC_OOMS},
+    {"leasekeeper_job_memory_peak_bytes",
+     "the most memory the job's last run here used (memory.peak of its cgroup)", "gauge",
+     HTTP_METRIC_PEAK},
 };
 
 /* One metric of the /metrics reply being written. */
@@ -379,6 +390,14 @@ http_metric_job_cb(const struct job *job, void *arg)
 	long long v = 0;
 
 	job_stats(job, &st);
+	if (http_job_metrics[out->m].what == HTTP_METRIC_CPU) {
+		evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);
+		http_label_value(out->buf, job_name(job));
+		evbuffer_add_printf(out->buf, "\"} %.6f\n", (double)st.cpu_usec / 1e6);
+		return;
+	}
+	if (http_job_metrics[out->m].what == HTTP_METRIC_PEAK && st.last_peak < 0)
+		return; /* not known: no sample */
 	switch (http_job_metrics[out->m].what) {
 	case HTTP_METRIC_RUNNING:
 		v = job_state(job) == JOB_RUNNING;
@@ -397,6 +416,14 @@ http_metric_job_cb(const struct job *job, void *arg)
 		break;
 	case HTTP_METRIC_CORRUPT_STATES:
 		v = (long long)st.corrupt_states;
+		break;
+	case HTTP_METRIC_OOMS:
+		v = (long long)st.ooms;
+		break;
+	case HTTP_METRIC_PEAK:
+		v = (long long)st.last_peak;
+		break;
+	case HTTP_METRIC_CPU:
 		break;
 	}
 	evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);

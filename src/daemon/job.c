@@ -78,6 +78,9 @@ struct job {
 	int cooldowns; /* consecutive cool-downs, each longer */
 	uint64_t runs;
 	uint64_t failures_total;
+	uint64_t cpu_usec_total; /* of the runs that have ended, where their cgroup told */
+	uint64_t ooms;
+	int64_t last_cpu_usec, last_peak; /* of the last run; -1: not known */
 	char *last_result;
 
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
@@ -192,9 +195,10 @@ job_set_result(struct job *job, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Record a finished run in ZooKeeper. */
+/* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
 static void
-job_record(struct job *job, const char *reason, int status, int have_status, const char *error)
+job_record(struct job *job, const char *reason, int status, int have_status, const char *error,
+           const struct proto_usage *u)
 {
 	char start[40], end[40];
 	json_t *o;
@@ -211,6 +215,10 @@ job_record(struct job *job, const char *reason, int status, int have_status, con
 		json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
 	if (error != NULL)
 		json_object_set_new(o, "error", json_string(error));
+	if (u != NULL && u->cpu_usec >= 0)
+		json_object_set_new(o, "cpu_usec", json_integer(u->cpu_usec));
+	if (u != NULL && u->mem_peak >= 0)
+		json_object_set_new(o, "memory_peak", json_integer(u->mem_peak));
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
 
@@ -454,6 +462,8 @@ job_start_run(struct job *job)
 	    .log_file = cj->log_file,
 	    .log_max_bytes = cj->log_max_bytes,
 	    .kill_grace_ms = cj->kill_grace_ms,
+	    .limits = {cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
+	               cj->limits.tasks_max, cj->limits.io_weight},
 	};
 	runspec_build(&rs, &spec);
 
@@ -746,6 +756,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->name = xstrdup(cj->name);
 	job->state = JOB_IDLE;
 	job->tick = job->next_tick = job->pending_tick = -1;
+	job->last_cpu_usec = job->last_peak = -1;
 	job->lock_path = xstrdup(cj->lock_znode);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
@@ -873,19 +884,25 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 	job->failures_total++;
 	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
-	job_record(job, "failed", 0, 0, why);
+	job_record(job, "failed", 0, 0, why, NULL);
 	job_run_end(job, &e);
 }
 
-/* The run ended, and its whole process group is gone. */
+/*
+ * The run ended, and all of it is gone (its cgroup, or its process group). The outcome:
+ * aborted (the lease could not be trusted), oom (the OOM killer killed in its cgroup),
+ * timeout, stopped, ok or failed, in that order.
+ */
 void
-job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason reason)
+job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason reason,
+           const struct proto_usage *u)
 {
 	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
-	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out;
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out &&
+	         reason != PROTO_EXIT_OOM;
 	struct jobstate_end e = {0};
 	const char *what;
-	char how[64];
+	char how[64], used[96];
 
 	if (run != job->run)
 		return;
@@ -899,16 +916,36 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 
 	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH || job->lost_pending)
 		what = "aborted";
+	else if (reason == PROTO_EXIT_OOM)
+		what = "oom";
 	else if (job->timed_out)
 		what = "timeout";
 	else if (job->stop_requested || job->conflict_pending || reason == PROTO_EXIT_STOPPED)
 		what = "stopped";
 	else
 		what = ok ? "ok" : "failed";
-	log_info("job %s: run ended after %llu ms: %s (%s)", job->name, (unsigned long long)ran_ms,
-	         how, what);
+	job->last_cpu_usec = u->cpu_usec;
+	job->last_peak = u->mem_peak;
+	if (u->cpu_usec >= 0)
+		job->cpu_usec_total += (uint64_t)u->cpu_usec;
+	if (reason == PROTO_EXIT_OOM)
+		job->ooms++;
+	used[0] = '\0';
+	if (u->cpu_usec >= 0)
+		snprintf(used, sizeof used, ", cpu %.3f s", (double)u->cpu_usec / 1e6);
+	if (u->mem_peak >= 0)
+		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
+		         (double)u->mem_peak / (1024.0 * 1024.0));
+	if (reason == PROTO_EXIT_OOM)
+		log_warnx("job %s: run ended after %llu ms: %s (oom: the OOM killer ended it; "
+		          "memory_max is %llu bytes)%s",
+		          job->name, (unsigned long long)ran_ms, how,
+		          (unsigned long long)job->cfg->limits.memory_max, used);
+	else
+		log_info("job %s: run ended after %llu ms: %s (%s)%s", job->name,
+		         (unsigned long long)ran_ms, how, what, used);
 	job_set_result(job, "%s (%s)", what, how);
-	job_record(job, what, status, 1, NULL);
+	job_record(job, what, status, 1, NULL, u);
 	e.ok = ok;
 	e.long_run = ran_ms >= JOB_LONG_RUN_MS;
 	e.untrusted = reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH;
@@ -924,7 +961,7 @@ job_supervisor_died(struct job *job)
 		job->pid = 0;
 		evtimer_del(job->run_timer);
 		job_set_result(job, "aborted (the supervisor died)");
-		job_record(job, "aborted", 0, 0, "the supervisor died");
+		job_record(job, "aborted", 0, 0, "the supervisor died", NULL);
 	}
 	evtimer_del(job->timer);
 	jobrec_cancel_claim(job->rec);
@@ -986,6 +1023,9 @@ job_stats(const struct job *job, struct job_stats *st)
 	st->runs = job->runs;
 	st->failures = job->failures_total;
 	st->corrupt_states = jobrec_corrupt_states(job->rec);
+	st->cpu_usec = job->cpu_usec_total;
+	st->ooms = job->ooms;
+	st->last_peak = job->last_peak;
 }
 
 /* The job as JSON, for the HTTP status. */
@@ -1016,5 +1056,11 @@ job_status_json(const struct job *job)
 	}
 	if (job->last_result != NULL)
 		json_object_set_new(o, "last_result", json_string(job->last_result));
+	if (job->last_cpu_usec >= 0)
+		json_object_set_new(o, "last_cpu_usec", json_integer(job->last_cpu_usec));
+	if (job->last_peak >= 0)
+		json_object_set_new(o, "last_memory_peak", json_integer(job->last_peak));
+	json_object_set_new(o, "cpu_usec", json_integer((json_int_t)job->cpu_usec_total));
+	json_object_set_new(o, "ooms", json_integer((json_int_t)job->ooms));
 	return o;
 }

@@ -34,6 +34,9 @@ struct job_stats {
 	uint64_t runs;
 	uint64_t failures; /* in total */
 	int64_t corrupt_states;
+	uint64_t cpu_usec; /* CPU time of every run here that has ended, where it was known */
+	uint64_t ooms;     /* runs here that ended by the OOM killer */
+	int64_t last_peak; /* bytes: the peak memory of the last run; -1: not known */
 };
 
 enum job_state {
@@ -59,7 +62,8 @@ void job_stop(struct job *, int wait);
 void job_update(struct job *, const struct config_job *);
 void job_started(struct job *, uint32_t run, pid_t pid);
 void job_start_failed(struct job *, uint32_t run, const char *why);
-void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason);
+void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason,
+                const struct proto_usage *);
 void job_supervisor_died(struct job *);
 int job_owns_run(const struct job *, uint32_t run);
 int job_stopping(const struct job *);

@@ -1,8 +1,8 @@
 /* Runs in: the main process. */
 /*
- * runspec.c: what one run needs (command, environment, user, directory, log, grace),
- * built in one place for the worker's jobs and for `exec`, so that every command sees
- * the same LEASEKEEPER_* environment.
+ * runspec.c: what one run needs (command, environment, user, directory, log, grace,
+ * limits), built in one place for the worker's jobs and for `exec`, so that every command
+ * sees the same LEASEKEEPER_* environment.
  */
 
 #include <stdarg.h>
@@ -97,4 +97,43 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 		             (unsigned long long)rs->log_max_bytes);
 	}
 	runspec_addf(spec, PROTO_TAG_GRACE, "%llu", (unsigned long long)rs->kill_grace_ms);
+	proto_spec_add_limits(spec, &rs->limits);
+}
+
+/* The enum proto_controller bit of a controller's name, or 0. */
+unsigned
+runspec_controller_bit(const char *name)
+{
+	return strcmp(name, "memory") == 0 ? PROTO_CTL_MEMORY
+	       : strcmp(name, "cpu") == 0  ? PROTO_CTL_CPU
+	       : strcmp(name, "pids") == 0 ? PROTO_CTL_PIDS
+	       : strcmp(name, "io") == 0   ? PROTO_CTL_IO
+	                                   : 0;
+}
+
+/* Every limit of cfg's jobs that the controllers runs get cannot enforce. */
+int
+runspec_unenforced(const struct config *cfg, unsigned controllers, runspec_limit_cb cb, void *arg)
+{
+	const struct config_job *cj;
+	char value[32];
+	uint64_t v;
+	size_t j;
+	int i, n = 0;
+
+	for (j = 0; j < cfg->njobs; j++) {
+		cj = cfg->jobs_list[j];
+		for (i = 0; i < CONFIG_LIMIT_KEYS; i++) {
+			if ((v = config_limit_value(&cj->limits, i)) == 0 ||
+			    (runspec_controller_bit(config_limit_controllers[i]) & controllers) !=
+			        0)
+				continue;
+			n++;
+			if (cb != NULL)
+				cb(cj, config_limit_keys[i],
+				   config_limit_format(i, v, value, sizeof value),
+				   config_limit_controllers[i], arg);
+		}
+	}
+	return n;
 }

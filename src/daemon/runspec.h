@@ -31,8 +31,25 @@ struct runspec {
 	const char *log_file;
 	uint64_t log_max_bytes;
 	uint64_t kill_grace_ms;
+	struct proto_limits limits; /* 0 in a field: no limit */
 };
 
 void runspec_build(const struct runspec *, struct proto_spec *);
+
+struct config;
+struct config_job;
+
+/* A limit of a job that this host cannot enforce (runspec_unenforced). */
+typedef void (*runspec_limit_cb)(const struct config_job *, const char *key, const char *value,
+                                 const char *controller, void *arg);
+
+/*
+ * Call cb for every limit of cfg's jobs whose controller is not among controllers (enum
+ * proto_controller bits: those the run cgroups get; 0 without cgroups). How many.
+ */
+int runspec_unenforced(const struct config *, unsigned controllers, runspec_limit_cb, void *arg);
+
+/* The enum proto_controller bit of a controller's name, or 0. */
+unsigned runspec_controller_bit(const char *name);
 
 #endif

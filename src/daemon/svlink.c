@@ -40,6 +40,7 @@ struct svlink {
 	void *arg;
 	int dead;
 	int containment;          /* enum proto_containment, -1 until PROTO_HELLO */
+	unsigned controllers;     /* enum proto_controller bits, from PROTO_HELLO */
 	struct event *gone_timer; /* waiting for the dead supervisor's jobs to be gone */
 	uint64_t gone_until;
 	TAILQ_HEAD(, svlink_job) jobs;
@@ -66,6 +67,8 @@ svlink_msg_cb(const struct proto_msg *msg, void *arg)
 {
 	struct svlink *s = arg;
 	struct svlink_job *sj;
+	struct proto_usage usage;
+	enum proto_exit_reason reason;
 
 	switch (msg->type) {
 	case PROTO_STARTED:
@@ -83,17 +86,23 @@ svlink_msg_cb(const struct proto_msg *msg, void *arg)
 		break;
 	case PROTO_EXITED:
 		svlink_forget(s, msg->job);
+		proto_usage_parse(msg->payload, msg->len, &usage);
+		reason = msg->v2 >= PROTO_EXIT_NORMAL && msg->v2 <= PROTO_EXIT_OOM
+		             ? (enum proto_exit_reason)msg->v2
+		             : PROTO_EXIT_NORMAL;
 		if (s->cb.exited != NULL)
-			s->cb.exited(msg->job, (int)msg->v1, (enum proto_exit_reason)msg->v2,
-			             s->arg);
+			s->cb.exited(msg->job, (int)msg->v1, reason, &usage, s->arg);
 		break;
 	case PROTO_HELLO:
 		if (s->containment >= 0 || msg->v1 < PROTO_CONTAIN_PGROUP ||
 		    msg->v1 > PROTO_CONTAIN_FAILED)
 			break;
 		s->containment = (int)msg->v1;
+		s->controllers = (unsigned)msg->v2 &
+		                 (PROTO_CTL_MEMORY | PROTO_CTL_CPU | PROTO_CTL_PIDS | PROTO_CTL_IO);
 		if (s->cb.hello != NULL)
-			s->cb.hello((enum proto_containment)msg->v1, msg->payload, s->arg);
+			s->cb.hello((enum proto_containment)msg->v1, s->controllers, msg->payload,
+			            s->arg);
 		break;
 	default:
 		log_warnx("unknown message type %u from the supervisor ignored", msg->type);
@@ -206,6 +215,13 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg,
 	s->conn = proto_conn_new(base, sp[0], svlink_msg_cb, svlink_eof_cb, s);
 	log_debug("supervisor started, pid %ld", (long)pid);
 	return s;
+}
+
+/* The controllers the supervisor's run cgroups get (enum proto_controller bits). */
+unsigned
+svlink_controllers(const struct svlink *s)
+{
+	return s->controllers;
 }
 
 /* How the supervisor contains runs (enum proto_containment), or -1 until it said. */

@@ -40,6 +40,7 @@
 #include "leasekeeper.h"
 #include "log.h"
 #include "nodedata.h"
+#include "runspec.h"
 #include "svlink.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -617,12 +618,13 @@ worker_sv_start_failed_cb(uint32_t run, const char *why, void *arg)
 }
 
 static void
-worker_sv_exited_cb(uint32_t run, int status, enum proto_exit_reason reason, void *arg)
+worker_sv_exited_cb(uint32_t run, int status, enum proto_exit_reason reason,
+                    const struct proto_usage *usage, void *arg)
 {
 	struct job *job = worker_find_run(arg, run);
 
 	if (job != NULL)
-		job_exited(job, run, status, reason);
+		job_exited(job, run, status, reason, usage);
 }
 
 /*
@@ -687,17 +689,54 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE);
 }
 
+/* runspec_unenforced: say that a job's limit is not enforced here (*arg: the cgroups mode). */
+static void
+worker_unenforced_cb(const struct config_job *cj, const char *key, const char *value,
+                     const char *controller, void *arg)
+{
+	int required = *(enum config_cgroups *)arg == CONFIG_CGROUPS_REQUIRED;
+
+	if (controller == NULL)
+		return;
+	log_warnx("%s:%d: job %s: %s = %s %s: the %s controller is not delegated to this "
+	          "worker's cgroup (see docs/safety.md)%s",
+	          cj->file, cj->line, cj->name, key, value,
+	          required ? "cannot be enforced" : "is not enforced", controller,
+	          required ? "; with cgroups = required the worker does not run jobs without "
+	                     "their limits: delegate the controller or remove the limit"
+	                   : "");
+}
+
+/*
+ * Whether cfg's limits can be enforced by the supervisor's run cgroups: each one whose
+ * controller is missing is logged; under cgroups = required that is -1, under auto 0.
+ */
+static int
+worker_check_limits(struct worker *w, const struct config *cfg)
+{
+	unsigned ctl =
+	    svlink_containment(w->sv) == PROTO_CONTAIN_CGROUP ? svlink_controllers(w->sv) : 0;
+	enum config_cgroups how = cfg->cgroups;
+
+	if (runspec_unenforced(cfg, ctl, worker_unenforced_cb, &how) > 0 &&
+	    how == CONFIG_CGROUPS_REQUIRED)
+		return -1;
+	return 0;
+}
+
 /*
  * The supervisor is ready and says how it contains runs. Under cgroups = required without
- * a usable cgroup v2, stop; under auto, say once that runs fall back to process groups.
+ * a usable cgroup v2, or without a controller a job's limit needs, stop; under auto, say
+ * once that runs fall back to process groups, and which limits are not enforced.
  * Then release what a dead supervisor's jobs held, and let the jobs contend.
  */
 static void
-worker_sv_hello_cb(enum proto_containment mode, const char *note, void *arg)
+worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char *note, void *arg)
 {
 	struct worker *w = arg;
 	struct worker_job *wj, *next;
 
+	(void)controllers; /* svlink_controllers */
 	if (mode == PROTO_CONTAIN_FAILED) {
 		log_warnx("[worker] cgroups = required, but runs cannot get a cgroup: %s; set up "
 		          "a delegated cgroup v2 (see docs/safety.md) or set cgroups = auto",
@@ -708,6 +747,14 @@ worker_sv_hello_cb(enum proto_containment mode, const char *note, void *arg)
 	}
 	if (!w->cgroup_said) {
 		w->cgroup_said = 1;
+		if (worker_check_limits(w, w->cfg) != 0) {
+			log_warnx(
+			    "[worker] cgroups = required, and limits cannot be enforced here: "
+			    "not running jobs");
+			w->exit_code = EXIT_CONFIG;
+			worker_finish(w);
+			return;
+		}
 		if (mode == PROTO_CONTAIN_CGROUP)
 			log_info("each run gets a cgroup of its own under %s", note);
 		else if (w->cfg->cgroups == CONFIG_CGROUPS_AUTO)
@@ -880,6 +927,12 @@ worker_reload(struct worker *w)
 		return;
 	}
 	config_errors_free(&errors);
+	if (w->sv != NULL && svlink_containment(w->sv) >= 0 && worker_check_limits(w, cfg) != 0) {
+		log_warnx("reload refused: with cgroups = required every limit must be enforced; "
+		          "the running configuration stays");
+		config_free(cfg);
+		return;
+	}
 	if (strcmp(cfg->hosts, w->cfg->hosts) != 0 || strcmp(cfg->root, w->cfg->root) != 0 ||
 	    strcmp(cfg->node_id, w->cfg->node_id) != 0 ||
 	    cfg->session_timeout_ms != w->cfg->session_timeout_ms ||

@@ -360,6 +360,177 @@ cgroup_remove(int parentfd, const char *name)
 	return unlinkat(parentfd, name, AT_REMOVEDIR);
 }
 
+/* The controllers limits use, with their enum proto_controller bits. */
+static const struct {
+	const char *name;
+	unsigned bit;
+} cgroup_ctls[] = {
+    {"memory", PROTO_CTL_MEMORY},
+    {"cpu", PROTO_CTL_CPU},
+    {"pids", PROTO_CTL_PIDS},
+    {"io", PROTO_CTL_IO},
+};
+
+/* The bits of the controllers named in a cgroup.controllers text (space-separated). */
+unsigned
+cgroup_controller_bits(const char *text)
+{
+	const char *p = text;
+	unsigned bits = 0;
+	size_t i, len;
+
+	while (p != NULL && *p != '\0') {
+		p += strspn(p, " \n");
+		len = strcspn(p, " \n");
+		for (i = 0; i < sizeof cgroup_ctls / sizeof cgroup_ctls[0]; i++) {
+			if (len == strlen(cgroup_ctls[i].name) &&
+			    strncmp(p, cgroup_ctls[i].name, len) == 0)
+				bits |= cgroup_ctls[i].bit;
+		}
+		p += len;
+	}
+	return bits;
+}
+
+/* Enable in the cgroup at dirfd's subtree_control each of want that it has. Those enabled. */
+static unsigned
+cgroup_enable_in(int dirfd, unsigned want)
+{
+	char *text, plus[16];
+	unsigned have, done = 0;
+	size_t i;
+
+	if ((text = cgroup_read(dirfd, "cgroup.controllers", 4096)) == NULL)
+		return 0;
+	have = cgroup_controller_bits(text) & want;
+	free(text);
+	for (i = 0; i < sizeof cgroup_ctls / sizeof cgroup_ctls[0]; i++) {
+		if ((have & cgroup_ctls[i].bit) == 0)
+			continue;
+		snprintf(plus, sizeof plus, "+%s", cgroup_ctls[i].name);
+		if (cgroup_write(dirfd, "cgroup.subtree_control", plus) == 0)
+			done |= cgroup_ctls[i].bit;
+		else
+			log_debug("cgroups: cannot enable %s: %s", cgroup_ctls[i].name,
+			          strerror(errno));
+	}
+	return done;
+}
+
+/* Enable the controllers limits need for the run cgroups (see cgroup.h). */
+unsigned
+cgroup_enable_controllers(int dirfd)
+{
+	unsigned all = PROTO_CTL_MEMORY | PROTO_CTL_CPU | PROTO_CTL_PIDS | PROTO_CTL_IO;
+	int parent;
+
+	if ((parent = openat(dirfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		cgroup_enable_in(parent, all);
+		close(parent);
+	}
+	return cgroup_enable_in(dirfd, all);
+}
+
+/* Write one limit file; a missing file sets bit in *skipped. 0, or -1 with *cause. */
+static int
+cgroup_limit(int dirfd, const char *file, const char *text, unsigned bit, unsigned *skipped,
+             char **cause)
+{
+	if (cgroup_write(dirfd, file, text) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		*skipped |= bit;
+		return 0;
+	}
+	xasprintf(cause, "cannot write %s to %s: %s", text, file, strerror(errno));
+	return -1;
+}
+
+/* Write a run's limits into its cgroup (see cgroup.h). */
+int
+cgroup_set_limits(int dirfd, const struct proto_limits *l, unsigned *skipped, char **cause)
+{
+	char text[64];
+	int rc = 0;
+
+	*skipped = 0;
+	*cause = NULL;
+	if (rc == 0 && l->memory_high != 0) {
+		snprintf(text, sizeof text, "%llu", (unsigned long long)l->memory_high);
+		rc = cgroup_limit(dirfd, "memory.high", text, PROTO_CTL_MEMORY, skipped, cause);
+	}
+	if (rc == 0 && l->memory_max != 0) {
+		snprintf(text, sizeof text, "%llu", (unsigned long long)l->memory_max);
+		rc = cgroup_limit(dirfd, "memory.max", text, PROTO_CTL_MEMORY, skipped, cause);
+		if (rc == 0 && (*skipped & PROTO_CTL_MEMORY) == 0)
+			rc = cgroup_limit(dirfd, "memory.oom.group", "1", PROTO_CTL_MEMORY, skipped,
+			                  cause);
+	}
+	if (rc == 0 && l->cpu_max != 0) {
+		/* N% of one CPU: N ms of CPU time in each 100 ms period */
+		snprintf(text, sizeof text, "%llu 100000", (unsigned long long)l->cpu_max * 1000);
+		rc = cgroup_limit(dirfd, "cpu.max", text, PROTO_CTL_CPU, skipped, cause);
+	}
+	if (rc == 0 && l->tasks_max != 0) {
+		snprintf(text, sizeof text, "%llu", (unsigned long long)l->tasks_max);
+		rc = cgroup_limit(dirfd, "pids.max", text, PROTO_CTL_PIDS, skipped, cause);
+	}
+	if (rc == 0 && l->io_weight != 0) {
+		snprintf(text, sizeof text, "default %llu", (unsigned long long)l->io_weight);
+		rc = cgroup_limit(dirfd, "io.weight", text, PROTO_CTL_IO, skipped, cause);
+	}
+	return rc;
+}
+
+/* The number after "key " on a line of a flat-keyed cgroup file, or -1. */
+static int64_t
+cgroup_keyed(const char *text, const char *key)
+{
+	const char *p = text;
+	size_t klen = strlen(key);
+	long long v;
+	char *end;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			errno = 0;
+			v = strtoll(p + klen + 1, &end, 10);
+			return errno == 0 && end != p + klen + 1 && v >= 0 ? (int64_t)v : -1;
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return -1;
+}
+
+/* What the run in a cgroup used (see cgroup.h). */
+void
+cgroup_usage(int dirfd, struct proto_usage *u, int64_t *oom_kills)
+{
+	char *text, *end;
+	long long v;
+
+	u->cpu_usec = u->mem_peak = -1;
+	*oom_kills = 0;
+	if ((text = cgroup_read(dirfd, "cpu.stat", 4096)) != NULL) {
+		u->cpu_usec = cgroup_keyed(text, "usage_usec");
+		free(text);
+	}
+	if ((text = cgroup_read(dirfd, "memory.peak", 64)) != NULL) {
+		errno = 0;
+		v = strtoll(text, &end, 10);
+		if (errno == 0 && end != text && v >= 0)
+			u->mem_peak = (int64_t)v;
+		free(text);
+	}
+	if ((text = cgroup_read(dirfd, "memory.events", 4096)) != NULL) {
+		if ((*oom_kills = cgroup_keyed(text, "oom_kill")) < 0)
+			*oom_kills = 0;
+		free(text);
+	}
+}
+
 /* A small file's text (caller frees), or NULL with errno. */
 static char *
 cgroup_read_path(const char *path)
@@ -514,12 +685,13 @@ cgroup_clean_stale(int dirfd, const char *dir)
  * *cause. Reads only; creates nothing.
  */
 int
-cgroup_probe(const char *name, char **where, char **cause)
+cgroup_probe(const char *name, char **where, unsigned *controllers, char **cause)
 {
 	char *text, *path = NULL, *ctl = NULL, *nl;
 	int rc = -1;
 
 	*where = *cause = NULL;
+	*controllers = 0;
 	if ((path = cgroup_locate_self(name, cause)) != NULL) {
 		if (access(path, W_OK) != 0)
 			xasprintf(cause, "%s is not writable (under systemd: Delegate=yes)", path);
@@ -529,6 +701,8 @@ cgroup_probe(const char *name, char **where, char **cause)
 			free(text);
 			if (ctl != NULL && (nl = strchr(ctl, '\n')) != NULL)
 				*nl = '\0';
+			if (ctl != NULL)
+				*controllers = cgroup_controller_bits(ctl);
 			xasprintf(where, "%s/%s (controllers: %s)", path, name,
 			          ctl == NULL || ctl[0] == '\0' ? "none" : ctl);
 			rc = 0;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proto.h"
+
 /* The leaf main and the supervisor live in, under the worker's own cgroup folder. */
 #define CGROUP_DAEMON_LEAF "daemon"
 
@@ -54,8 +56,38 @@ int cgroup_setup(const char *name, char **dir, char **cause);
 /* Kill, wait for and remove the run cgroups a previous incarnation left. How many. */
 int cgroup_clean_stale(int dirfd, const char *dir);
 
-/* Whether runs could get cgroups under name: 0 with *where, or -1 with *cause. */
-int cgroup_probe(const char *name, char **where, char **cause);
+/*
+ * Whether runs could get cgroups under name: 0 with *where and *controllers (the enum
+ * proto_controller bits delegated to the worker's cgroup), or -1 with *cause.
+ */
+int cgroup_probe(const char *name, char **where, unsigned *controllers, char **cause);
+
+/*
+ * Enable the controllers runs' limits need (memory, cpu, pids, io) for the cgroups below
+ * the folder at dirfd: in its parent's cgroup.subtree_control (the cgroup the worker started
+ * in, delegated to it) where that has them, then in its own. Each is tried alone; one the
+ * host does not delegate is left out. The enum proto_controller bits of those enabled.
+ */
+unsigned cgroup_enable_controllers(int dirfd);
+
+/* The enum proto_controller bits named in a cgroup.controllers text. */
+unsigned cgroup_controller_bits(const char *text);
+
+/*
+ * Write a run's limits into its cgroup at dirfd before the run starts: memory.max (with
+ * memory.oom.group, so that the OOM killer ends the run as a whole), memory.high, cpu.max,
+ * pids.max, io.weight. A limit whose file is missing (its controller is not enabled) is
+ * left out and its controller's bit set in *skipped. 0, or -1 with *cause (caller frees).
+ */
+int cgroup_set_limits(int dirfd, const struct proto_limits *, unsigned *skipped, char **cause);
+
+/*
+ * What the run in the cgroup at dirfd used (read once it is empty, before it is removed):
+ * CPU time from cpu.stat (there without any controller), peak memory from memory.peak
+ * (with the memory controller, Linux 5.19), and how many processes the OOM killer killed
+ * in it (memory.events oom_kill). Unknown values are -1 (*oom_kills 0).
+ */
+void cgroup_usage(int dirfd, struct proto_usage *, int64_t *oom_kills);
 
 /* Leave the worker's folder at a clean end, and remove it if no run is left in it. */
 void cgroup_teardown(int dirfd, const char *name, pid_t main_pid);

@@ -97,9 +97,10 @@ struct sv {
 	uint64_t ended_epoch; /* every epoch up to this one is over */
 	int exiting;
 	enum proto_containment containment;
-	int cgfd;    /* the worker's cgroup folder, or -1 */
-	char *cgdir; /* its path */
-	int inofd;   /* inotify: the run cgroups' cgroup.events */
+	unsigned controllers; /* enum proto_controller bits the run cgroups get */
+	int cgfd;             /* the worker's cgroup folder, or -1 */
+	char *cgdir;          /* its path */
+	int inofd;            /* inotify: the run cgroups' cgroup.events */
 	pid_t main_pid;
 	const char *cgname; /* the folder's name */
 	struct event *inoev;
@@ -205,37 +206,88 @@ sv_job_free(struct sv *sv, struct sjob *j)
 	free(j);
 }
 
+/* What a run's signals go to, for logs: "cgroup run-7" or "pgid 1234". */
+static const char *
+sv_target(const struct sjob *j, char *buf, size_t size)
+{
+	if (j->cgfd >= 0)
+		snprintf(buf, size, "cgroup %s", j->cgname);
+	else
+		snprintf(buf, size, "pgid %ld", (long)j->pid);
+	return buf;
+}
+
 /* Log a signal the run asked for, as the reason for it deserves, and send it. */
 static void
 sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 {
+	char t[48];
+
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
-		log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to pgid %ld",
-		          j->name, deadline == 0 ? "gone" : "near", (long)j->pid);
+		log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to %s", j->name,
+		          deadline == 0 ? "gone" : "near", sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_DEADLINE_PASSED:
-		log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to pgid %ld",
-		          j->name, (long)j->pid);
+		log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to %s", j->name,
+		          sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_GRACE_OVER:
-		log_info("supervisor: job %s did not stop within its grace: SIGKILL to pgid %ld",
-		         j->name, (long)j->pid);
+		log_info("supervisor: job %s did not stop within its grace: SIGKILL to %s", j->name,
+		         sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_LEFTOVERS:
-		log_info("supervisor: job %s (pid %ld) exited and left processes in its group: "
+		log_info("supervisor: job %s (pid %ld) exited and left processes in its %s: "
 		         "terminating them",
-		         j->name, (long)j->pid);
+		         j->name, (long)j->pid, j->cgfd >= 0 ? "cgroup" : "group");
 		break;
 	case SVRUN_WHY_EPOCH:
-		log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s (pgid %ld)",
-		          (unsigned long long)j->epoch, j->name, (long)j->pid);
+		log_warnx("supervisor: session epoch %llu is over: SIGKILL to job %s (%s)",
+		          (unsigned long long)j->epoch, j->name, sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_STOP:
 	case SVRUN_WHY_MAIN_GONE:
 		break; /* logged once by the caller */
 	}
 	sv_signal(j, sig);
+}
+
+/*
+ * The run is over (its leader reaped, its cgroup or group empty): read what it used from
+ * its cgroup before the cgroup goes, and tell main, with the usage as the payload. A run
+ * that ended on its own after the OOM killer killed in its cgroup ended by OOM.
+ */
+static void
+sv_job_exited(struct sv *sv, struct sjob *j)
+{
+	struct proto_usage u = {-1, -1};
+	struct proto_spec payload = {NULL, 0};
+	enum proto_exit_reason reason = j->run.reason;
+	int64_t ooms = 0;
+	char what[64], used[96];
+
+	if (j->cgfd >= 0)
+		cgroup_usage(j->cgfd, &u, &ooms);
+	if (ooms > 0 && reason == PROTO_EXIT_NORMAL)
+		reason = PROTO_EXIT_OOM;
+	if (WIFEXITED(j->status))
+		snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(j->status));
+	else
+		snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
+	used[0] = '\0';
+	if (u.cpu_usec >= 0)
+		snprintf(used, sizeof used, ", cpu %.3f s", (double)u.cpu_usec / 1e6);
+	if (u.mem_peak >= 0)
+		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
+		         (double)u.mem_peak / (1024.0 * 1024.0));
+	log_info("supervisor: job %s (pid %ld) %s (%s)%s", j->name, (long)j->pid, what,
+	         proto_exit_reason_name(reason), used);
+	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
+	proto_usage_add(&payload, &u);
+	if (sv->conn != NULL)
+		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, reason, payload.buf,
+		           payload.len);
+	proto_spec_free(&payload);
 }
 
 /*
@@ -248,7 +300,6 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
             uint64_t *wake)
 {
 	struct svrun_actions act;
-	char what[128];
 	int i;
 
 	in->deadline = sv_deadline(sv, j->epoch);
@@ -269,19 +320,8 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 		*wake = act.wake;
 	if (j->run.state != SVRUN_DONE)
 		return 0;
-	if (act.send_exited) {
-		if (WIFEXITED(j->status))
-			snprintf(what, sizeof what, "exited with status %d",
-			         WEXITSTATUS(j->status));
-		else
-			snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(j->status));
-		log_info("supervisor: job %s (pid %ld) %s (%s)", j->name, (long)j->pid, what,
-		         proto_exit_reason_name(j->run.reason));
-		joblog_note(&j->log, j->name, what);
-		if (sv->conn != NULL)
-			proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status,
-			           j->run.reason, NULL, 0);
-	}
+	if (act.send_exited)
+		sv_job_exited(sv, j);
 	sv_job_free(sv, j);
 	return 1;
 }
@@ -375,11 +415,13 @@ sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
 
-/* Create a run's cgroup and watch its cgroup.events. 0, or -1 with why. */
+/* Create a run's cgroup with its limits, and watch its cgroup.events. 0, or -1 with why. */
 static int
-sv_job_cgroup(struct sv *sv, struct sjob *j, char *why, size_t whylen)
+sv_job_cgroup(struct sv *sv, struct sjob *j, const struct proto_limits *limits, char *why,
+              size_t whylen)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], *cause = NULL;
+	unsigned skipped;
 
 	snprintf(j->cgname, sizeof j->cgname, "run-%u", j->id);
 	if (mkdirat(sv->cgfd, j->cgname, 0755) != 0 ||
@@ -390,6 +432,17 @@ sv_job_cgroup(struct sv *sv, struct sjob *j, char *why, size_t whylen)
 			unlinkat(sv->cgfd, j->cgname, AT_REMOVEDIR);
 		return -1;
 	}
+	/* Before the child exists: nothing of the run ever runs without its limits. */
+	if (cgroup_set_limits(j->cgfd, limits, &skipped, &cause) != 0) {
+		snprintf(why, whylen, "cannot set the limits of job %s in %s/%s: %s", j->name,
+		         sv->cgdir, j->cgname, cause);
+		free(cause);
+		return -1; /* sv_job_free removes the cgroup */
+	}
+	if (skipped != 0)
+		log_debug("supervisor: job %s: limits left out, their controllers are not "
+		          "delegated (bits 0x%x)",
+		          j->name, skipped);
 	snprintf(path, sizeof path, "%s/%s/cgroup.events", sv->cgdir, j->cgname);
 	if ((j->cgwd = inotify_add_watch(sv->inofd, path, IN_MODIFY)) < 0)
 		log_warn("supervisor: inotify on %s (the run's end is polled)", path);
@@ -458,6 +511,10 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
 		goto discard;
 	}
+	if (sv->containment == PROTO_CONTAIN_FAILED) {
+		sv_refuse(sv, msg, "cgroups = required, and runs cannot get a cgroup");
+		goto discard;
+	}
 	if (j->log.path != NULL && joblog_open(&j->log, geteuid() == 0, &cause) != 0) {
 		snprintf(why, sizeof why, "job %s: cannot open log file: %s", j->name, cause);
 		free(cause);
@@ -470,7 +527,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		sv_refuse(sv, msg, why);
 		goto discard;
 	}
-	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, why, sizeof why) != 0) {
+	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, &spec.limits, why, sizeof why) != 0) {
 		close(errpipe[0]);
 		close(errpipe[1]);
 		if (outpipe[0] >= 0) {
@@ -565,6 +622,7 @@ sv_msg_cb(const struct proto_msg *msg, void *arg)
 	struct svrun_input in;
 	struct sepoch *e;
 	struct sjob *j;
+	char t[48];
 
 	switch (msg->type) {
 	case PROTO_START:
@@ -573,8 +631,8 @@ sv_msg_cb(const struct proto_msg *msg, void *arg)
 	case PROTO_STOP:
 		if ((j = sv_find(sv, msg->job)) == NULL)
 			break;
-		log_info("supervisor: stopping job %s (pgid %ld) with signal %d", j->name,
-		         (long)j->pid, (int)msg->v1);
+		log_info("supervisor: stopping job %s (%s) with signal %d", j->name,
+		         sv_target(j, t, sizeof t), (int)msg->v1);
 		memset(&in, 0, sizeof in);
 		in.event = SVRUN_STOP;
 		in.now = clock_now_ns();
@@ -647,6 +705,7 @@ sv_containment(struct sv *sv, const struct supervisor_opts *opts)
 	if (sv->cgfd >= 0) {
 		sv->containment = PROTO_CONTAIN_CGROUP;
 		note = sv->cgdir;
+		sv->controllers = cgroup_enable_controllers(sv->cgfd);
 		if ((n = cgroup_clean_stale(sv->cgfd, sv->cgdir)) > 0)
 			log_warnx("supervisor: removed %d cgroup(s) left by a previous run of this "
 			          "worker",
@@ -659,7 +718,8 @@ sv_containment(struct sv *sv, const struct supervisor_opts *opts)
 		if (opts->cgroups == SUPERVISOR_CGROUPS_REQUIRED)
 			sv->containment = PROTO_CONTAIN_FAILED;
 	}
-	proto_send(sv->conn, PROTO_HELLO, 0, 0, sv->containment, 0, note, strlen(note));
+	proto_send(sv->conn, PROTO_HELLO, 0, 0, sv->containment, sv->controllers, note,
+	           strlen(note));
 	free(cause);
 }
 

@@ -2,9 +2,10 @@
  * fuzz_proto.c: the main <-> supervisor message codec, as the daemon reads it: the input is
  * sent as one message on a SOCK_SEQPACKET socketpair and read by a connection's reader
  * (proto_conn_new), which decodes the frame; a start spec it delivers is decoded as the
- * supervisor does (proto_spec_parse, which walks every tag). The reader must deliver
+ * supervisor does (proto_spec_parse, which walks every tag), and an exit's usage as main
+ * does (proto_usage_parse). The reader must deliver
  * exactly the frames that are well-formed, with their header and payload as sent, and a
- * spec that decodes must survive being written again with proto_spec_add.
+ * spec or usage that decodes must survive being written again.
  */
 
 #include <sys/socket.h>
@@ -80,6 +81,7 @@ fuzz_proto_again(const struct proto_run *spec)
 	}
 	snprintf(num, sizeof num, "%llu", (unsigned long long)spec->grace_ms);
 	proto_spec_add(&out, PROTO_TAG_GRACE, num);
+	proto_spec_add_limits(&out, &spec->limits);
 	if (proto_spec_parse(out.buf, out.len, &back, &cause) != 0) {
 		fprintf(stderr, "fuzz_proto: a decoded spec, written again, is refused: %s\n",
 		        cause);
@@ -88,7 +90,8 @@ fuzz_proto_again(const struct proto_run *spec)
 	fuzz_proto_count(spec, &argc, &nenv);
 	fuzz_proto_count(&back, &argc2, &nenv2);
 	if (argc != argc2 || nenv != nenv2 || back.grace_ms != spec->grace_ms ||
-	    back.umask != spec->umask || strcmp(back.argv[0], spec->argv[0]) != 0) {
+	    back.umask != spec->umask || strcmp(back.argv[0], spec->argv[0]) != 0 ||
+	    memcmp(&back.limits, &spec->limits, sizeof back.limits) != 0) {
 		fprintf(stderr, "fuzz_proto: a decoded spec reads back differently\n");
 		abort();
 	}
@@ -117,6 +120,26 @@ fuzz_proto_msg_cb(const struct proto_msg *msg, void *arg)
 	    msg->payload[msg->len] != '\0') {
 		fprintf(stderr, "fuzz_proto: the reader delivered something else than was sent\n");
 		abort();
+	}
+	if (msg->type == PROTO_EXITED) {
+		/* usage: what decodes must survive being written again */
+		struct proto_usage u, u2;
+		struct proto_spec out = {NULL, 0};
+
+		if (proto_usage_parse(msg->payload, msg->len, &u) == 0) {
+			proto_usage_add(&out, &u);
+			if (proto_usage_parse(out.buf, out.len, &u2) != 0 ||
+			    u.cpu_usec != u2.cpu_usec || u.mem_peak != u2.mem_peak) {
+				fprintf(stderr,
+				        "fuzz_proto: a decoded usage reads back differently\n");
+				abort();
+			}
+			proto_spec_free(&out);
+		} else if (u.cpu_usec != -1 || u.mem_peak != -1) {
+			fprintf(stderr, "fuzz_proto: a refused usage left values behind\n");
+			abort();
+		}
+		return;
 	}
 	if (msg->type != PROTO_START)
 		return;

@@ -256,6 +256,136 @@ test_remove(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Each limit goes to its file before the run starts; one without its file is left out. */
+static void
+test_set_limits(void **state)
+{
+	struct proto_limits l = {512ULL << 20, 384ULL << 20, 150, 64, 50};
+	unsigned skipped;
+	char *cause = NULL;
+	int fd;
+	char *dir = fake_cgroup(&fd);
+
+	(void)state;
+	/* every controller delegated: each file written as the kernel reads it (a plain file
+	 * is not truncated by a write, as a cgroup's is not: they start empty here) */
+	put(dir, "memory.max", "");
+	put(dir, "memory.high", "");
+	put(dir, "memory.oom.group", "");
+	put(dir, "cpu.max", "");
+	put(dir, "pids.max", "");
+	put(dir, "io.weight", "");
+	assert_int_equal(cgroup_set_limits(fd, &l, &skipped, &cause), 0);
+	assert_null(cause);
+	assert_int_equal(skipped, 0);
+	assert_string_equal(get(dir, "memory.max"), "536870912");
+	assert_string_equal(get(dir, "memory.high"), "402653184");
+	assert_string_equal(get(dir, "memory.oom.group"), "1"); /* the OOM killer ends all of it */
+	assert_string_equal(get(dir, "cpu.max"), "150000 100000");
+	assert_string_equal(get(dir, "pids.max"), "64");
+	assert_string_equal(get(dir, "io.weight"), "default 50");
+
+	/* no limits: nothing written */
+	put(dir, "pids.max", "max\n");
+	memset(&l, 0, sizeof l);
+	assert_int_equal(cgroup_set_limits(fd, &l, &skipped, &cause), 0);
+	assert_string_equal(get(dir, "pids.max"), "max\n");
+	close(fd);
+	remove_fake(dir);
+
+	/* no controller but pids: the others are left out, and said to be */
+	dir = fake_cgroup(&fd);
+	put(dir, "pids.max", "");
+	l = (struct proto_limits){1ULL << 30, 0, 50, 32, 10};
+	assert_int_equal(cgroup_set_limits(fd, &l, &skipped, &cause), 0);
+	assert_int_equal(skipped, PROTO_CTL_MEMORY | PROTO_CTL_CPU | PROTO_CTL_IO);
+	assert_string_equal(get(dir, "pids.max"), "32");
+	close(fd);
+	remove_fake(dir);
+
+	/* a write the kernel refuses fails the start, naming the file */
+	dir = fake_cgroup(&fd);
+	snprintf(cause = malloc(600), 600, "%s/pids.max", dir);
+	assert_int_equal(mkdir(cause, 0700), 0); /* open(O_WRONLY) fails: EISDIR */
+	free(cause);
+	cause = NULL;
+	l = (struct proto_limits){0, 0, 0, 32, 0};
+	assert_int_equal(cgroup_set_limits(fd, &l, &skipped, &cause), -1);
+	assert_non_null(strstr(cause, "cannot write 32 to pids.max"));
+	free(cause);
+	close(fd);
+	remove_fake(dir);
+}
+
+/* Controllers are enabled in the folder's parent, then in the folder, where they exist. */
+static void
+test_enable_controllers(void **state)
+{
+	char sub[600];
+	int fd, child;
+	char *dir = fake_cgroup(&fd);
+
+	(void)state;
+	assert_int_equal(cgroup_controller_bits("cpuset cpu io memory hugetlb pids rdma misc\n"),
+	                 PROTO_CTL_CPU | PROTO_CTL_IO | PROTO_CTL_MEMORY | PROTO_CTL_PIDS);
+	assert_int_equal(cgroup_controller_bits("cpuset hugetlb\n"), 0);
+	assert_int_equal(cgroup_controller_bits(""), 0);
+	put(dir, "cgroup.controllers", "cpuset cpu memory pids\n");
+	put(dir, "cgroup.subtree_control", "");
+	snprintf(sub, sizeof sub, "%s/worker", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	put(sub, "cgroup.controllers", "memory pids\n"); /* as the parent delegates them */
+	put(sub, "cgroup.subtree_control", "");
+	assert_true((child = openat(fd, "worker", O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(cgroup_enable_controllers(child), PROTO_CTL_MEMORY | PROTO_CTL_PIDS);
+	/* each written alone (a plain file shows the last write over the earlier ones) */
+	assert_int_equal(strncmp(get(dir, "cgroup.subtree_control"), "+pids", 5), 0);
+	assert_int_equal(strncmp(get(sub, "cgroup.subtree_control"), "+pids", 5), 0);
+	/* a host that delegates none, as this hybrid-layout one: nothing enabled */
+	put(sub, "cgroup.controllers", "\n");
+	assert_int_equal(cgroup_enable_controllers(child), 0);
+	close(child);
+	close(fd);
+	remove_fake(dir);
+}
+
+/* What a run used: cpu.stat always, memory.peak and memory.events with the memory controller. */
+static void
+test_usage(void **state)
+{
+	struct proto_usage u;
+	int64_t ooms;
+	int fd;
+	char *dir = fake_cgroup(&fd);
+
+	(void)state;
+	/* no controller at all: cpu.stat only (cgroup v2 core) */
+	put(dir, "cpu.stat", "usage_usec 1234567\nuser_usec 1000000\nsystem_usec 234567\n");
+	cgroup_usage(fd, &u, &ooms);
+	assert_int_equal(u.cpu_usec, 1234567);
+	assert_int_equal(u.mem_peak, -1);
+	assert_int_equal(ooms, 0);
+	/* the memory controller: peak, and OOM kills counted (not oom_group_kill) */
+	put(dir, "memory.peak", "52428800\n");
+	put(dir, "memory.events",
+	    "low 0\nhigh 3\nmax 9\noom 1\noom_kill 2\n"
+	    "oom_group_kill 1\n");
+	cgroup_usage(fd, &u, &ooms);
+	assert_int_equal(u.mem_peak, 52428800);
+	assert_int_equal(ooms, 2);
+	put(dir, "memory.events", "low 0\noom_group_kill 1\n");
+	cgroup_usage(fd, &u, &ooms);
+	assert_int_equal(ooms, 0);
+	/* garbage reads as not known */
+	put(dir, "cpu.stat", "usage_usec x\n");
+	put(dir, "memory.peak", "max\n");
+	cgroup_usage(fd, &u, &ooms);
+	assert_int_equal(u.cpu_usec, -1);
+	assert_int_equal(u.mem_peak, -1);
+	close(fd);
+	remove_fake(dir);
+}
+
 int
 main(void)
 {
@@ -263,6 +393,8 @@ main(void)
 	    cmocka_unit_test(test_locate_mount),    cmocka_unit_test(test_locate_own_and_base),
 	    cmocka_unit_test(test_worker_name),     cmocka_unit_test(test_populated_and_write),
 	    cmocka_unit_test(test_signal_and_kill), cmocka_unit_test(test_remove),
+	    cmocka_unit_test(test_set_limits),      cmocka_unit_test(test_enable_controllers),
+	    cmocka_unit_test(test_usage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -365,6 +365,27 @@ static const struct bad_case bad_cases[] = {
      "log_max: bad size \"10X\"", "e.g. \"10M\"", 0},
     {"zero log_max", NULL, "[job a]\ncommand = true\nlog_max = 0\n", "jobs/a.ini", 3,
      "log_max must be more than 0", "e.g. log_max = 10M", 0},
+    /* issue 11: limits */
+    {"bad memory_max", NULL, "[job a]\ncommand = true\nmemory_max = lots\n", "jobs/a.ini", 3,
+     "memory_max: bad size \"lots\"", "or max for no limit", 0},
+    {"memory_max too small", NULL, "[job a]\ncommand = true\nmemory_max = 4K\n", "jobs/a.ini", 3,
+     "memory_max = \"4K\" is too small", "e.g. memory_max = 512M", 0},
+    {"memory_high not below memory_max", NULL,
+     "[job a]\ncommand = true\nmemory_max = 1G\nmemory_high = 1G\n", "jobs/a.ini", 4,
+     "memory_high (1G) is not below memory_max (1G)", "lower memory_high", 0},
+    {"cpu_max without percent", NULL, "[job a]\ncommand = true\ncpu_max = 2\n", "jobs/a.ini", 3,
+     "bad cpu_max \"2\"", "e.g. cpu_max = 50% (half a CPU)", 0},
+    {"cpu_max zero", NULL, "[job a]\ncommand = true\ncpu_max = 0%\n", "jobs/a.ini", 3,
+     "bad cpu_max \"0%\"", "from 1% to 100000%", 0},
+    {"tasks_max zero", NULL, "[job a]\ncommand = true\ntasks_max = 0\n", "jobs/a.ini", 3,
+     "bad tasks_max \"0\"", "e.g. tasks_max = 512", 0},
+    {"io_weight too large", BASE "memory_max = 1G\nio_weight = 10001\n", NULL, "worker.ini", 7,
+     "bad io_weight \"10001\"", "from 1 to 10000", 0},
+    {"io_weight max", NULL, "[job a]\ncommand = true\nio_weight = max\n", "jobs/a.ini", 3,
+     "bad io_weight \"max\"", "from 1 to 10000", 0},
+    {"limit with cgroups off", BASE "cgroups = off\n", "[job a]\ncommand = true\ntasks_max = 64\n",
+     "jobs/a.ini", 3, "tasks_max needs a cgroup per run, and [worker] cgroups = off",
+     "set cgroups = auto", 0},
     {"job kill_grace beyond the deadline", NULL, "[job a]\ncommand = true\nkill_grace = 9s\n",
      "jobs/a.ini", 3,
      "kill_grace (9s) is too long for this session: at most 4s (session_timeout/2 - safety_margin)",
@@ -642,6 +663,58 @@ test_defaults(void **state)
 	assert_int_equal(job->log_max_bytes, 10 * 1024 * 1024);
 	assert_int_equal(job->history, 20);
 	assert_int_equal(job->on_shutdown, CONFIG_SHUTDOWN_TERMINATE);
+	assert_int_equal(job->limits.memory_max, 0); /* no limits unless set */
+	assert_int_equal(job->limits.cpu_max, 0);
+	assert_int_equal(job->limits.tasks_max, 0);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* Limits: [worker]'s are every job's defaults; a job sets its own, or lifts one with max. */
+static void
+test_limits(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	const struct config_job *a, *b;
+	char *out = NULL, v[32];
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	put("worker.ini", BASE "memory_max = 1G\nmemory_high = 768M\ncpu_max = 150%\n"
+	                       "tasks_max = 256\nio_weight = 50\n");
+	put("jobs/a.ini", "[job a]\ncommand = true\n"
+	                  "[job b]\ncommand = true\nmemory_max = max\nmemory_high = 64M\n"
+	                  "cpu_max = 25%\ntasks_max = max\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(cfg->limits.memory_max, 1024ULL * 1024 * 1024);
+	a = config_find_job(cfg, "a");
+	b = config_find_job(cfg, "b");
+	assert_int_equal(a->limits.memory_max, 1024ULL * 1024 * 1024);
+	assert_int_equal(a->limits.memory_high, 768ULL * 1024 * 1024);
+	assert_int_equal(a->limits.cpu_max, 150);
+	assert_int_equal(a->limits.tasks_max, 256);
+	assert_int_equal(a->limits.io_weight, 50);
+	assert_int_equal(b->limits.memory_max, 0);
+	assert_int_equal(b->limits.memory_high, 64ULL * 1024 * 1024);
+	assert_int_equal(b->limits.cpu_max, 25);
+	assert_int_equal(b->limits.tasks_max, 0);
+	assert_int_equal(b->limits.io_weight, 50);
+	assert_false(config_job_equal(a, b));
+	assert_string_equal(config_limit_format(0, a->limits.memory_max, v, sizeof v), "1G");
+	assert_string_equal(config_limit_format(2, 150, v, sizeof v), "150%");
+	assert_string_equal(config_limit_format(3, 0, v, sizeof v), "max");
+	assert_non_null(f = open_memstream(&out, &len));
+	config_print(cfg, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "  limits           memory_max 1G, memory_high 768M, cpu_max "
+	                            "150%, tasks_max 256, io_weight 50\n"));
+	assert_non_null(
+	    strstr(out, "  limits           memory_high 64M, cpu_max 25%, io_weight 50\n"));
+	free(out);
 	config_free(cfg);
 	config_errors_free(&errors);
 }
@@ -2041,6 +2114,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_all_problems_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),

@@ -285,6 +285,80 @@ test_spec_bad(void **state)
 	}
 }
 
+/* Limits travel as their own tags, and only in range; what main writes reads back. */
+static void
+test_spec_limits(void **state)
+{
+	const char *items[] = {"atrue", "X536870912", "H402653184", "c150", "T64", "W50", NULL};
+	static const char *const bad[][3] = {
+	    {"atrue", "X0", NULL},       {"atrue", "c100001", NULL},
+	    {"atrue", "T4194305", NULL}, {"atrue", "W10001", NULL},
+	    {"atrue", "X1k", NULL},      {"atrue", "X", NULL},
+	    {"atrue", "X-5", NULL},      {"atrue", "X4611686018427387905", NULL},
+	};
+	struct proto_limits l = {1u << 30, 0, 25, 0, 100};
+	struct proto_spec s = {NULL, 0};
+	struct proto_run spec;
+	char *cause = NULL;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(parse(items, &spec, &cause), 0);
+	assert_int_equal(spec.limits.memory_max, 536870912);
+	assert_int_equal(spec.limits.memory_high, 402653184);
+	assert_int_equal(spec.limits.cpu_max, 150);
+	assert_int_equal(spec.limits.tasks_max, 64);
+	assert_int_equal(spec.limits.io_weight, 50);
+	proto_run_free(&spec);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cause = NULL;
+		if (parse(bad[i], &spec, &cause) != -1)
+			fail_msg("limit case %zu was accepted", i);
+		free(cause);
+	}
+	/* No limits: all 0; those written by proto_spec_add_limits read back, 0s left out. */
+	assert_int_equal(parse((const char *[]){"atrue", NULL}, &spec, &cause), 0);
+	assert_int_equal(spec.limits.memory_max + spec.limits.cpu_max + spec.limits.io_weight, 0);
+	proto_run_free(&spec);
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add_limits(&s, &l);
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_memory_equal(&spec.limits, &l, sizeof l);
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+}
+
+/* A run's usage, PROTO_EXITED's payload: what is known reads back; the rest is -1. */
+static void
+test_usage(void **state)
+{
+	struct proto_usage u = {1234567, 40960}, back;
+	struct proto_spec s = {NULL, 0};
+
+	(void)state;
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
+	assert_int_equal(back.cpu_usec, 1234567);
+	assert_int_equal(back.mem_peak, 40960);
+	proto_spec_free(&s);
+	u.mem_peak = -1;
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
+	assert_int_equal(back.cpu_usec, 1234567);
+	assert_int_equal(back.mem_peak, -1);
+	proto_spec_free(&s);
+	/* none (a process-group run, or an older supervisor): all -1 */
+	assert_int_equal(proto_usage_parse("", 0, &back), 0);
+	assert_int_equal(back.cpu_usec, -1);
+	/* malformed: refused, all -1 */
+	assert_int_equal(proto_usage_parse("C12x", 5, &back), -1);
+	assert_int_equal(back.cpu_usec, -1);
+	assert_int_equal(proto_usage_parse("Z1", 3, &back), -1);
+	assert_int_equal(proto_usage_parse("C1", 2, &back), -1);
+	assert_int_equal(back.cpu_usec, -1);
+	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "killed by the OOM killer");
+}
+
 /* A value without its NUL, or a tag alone at the end, is refused. */
 static void
 test_spec_truncated(void **state)
@@ -304,10 +378,11 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode),    cmocka_unit_test(test_oversized_frame),
-	    cmocka_unit_test(test_spec_ok),   cmocka_unit_test(test_spec_inherit_env),
-	    cmocka_unit_test(test_spec_bad),  cmocka_unit_test(test_spec_truncated),
-	    cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_truncated_frame),
+	    cmocka_unit_test(test_decode),      cmocka_unit_test(test_oversized_frame),
+	    cmocka_unit_test(test_spec_ok),     cmocka_unit_test(test_spec_inherit_env),
+	    cmocka_unit_test(test_spec_bad),    cmocka_unit_test(test_spec_truncated),
+	    cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_truncated_frame),
+	    cmocka_unit_test(test_spec_limits), cmocka_unit_test(test_usage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,27 @@ enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
 /* [worker] cgroups: how runs are contained. */
 enum config_cgroups { CONFIG_CGROUPS_AUTO, CONFIG_CGROUPS_REQUIRED, CONFIG_CGROUPS_OFF };
 
+/*
+ * A run's resource limits, enforced through its cgroup where the host delegates the
+ * controller (memory, cpu, pids, io); 0 in a field: no limit.
+ */
+struct config_limits {
+	uint64_t memory_max;  /* bytes: memory.max (the OOM killer beyond it) */
+	uint64_t memory_high; /* bytes: memory.high (throttled and reclaimed beyond it) */
+	uint64_t cpu_max;     /* percent of one CPU: cpu.max, 50 is half a CPU, 200 two */
+	uint64_t tasks_max;   /* processes and threads: pids.max */
+	uint64_t io_weight;   /* 1-10000: io.weight (100 is the kernel's default) */
+};
+
+/* The controller a limit needs: "memory", "cpu", "pids" or "io". */
+#define CONFIG_LIMIT_KEYS 5
+extern const char *const config_limit_keys[CONFIG_LIMIT_KEYS];
+extern const char *const config_limit_controllers[CONFIG_LIMIT_KEYS];
+/* The value of limit key i (config_limit_keys order). */
+uint64_t config_limit_value(const struct config_limits *, int i);
+/* A limit's value as written in the config (caller's buffer). */
+const char *config_limit_format(int i, uint64_t value, char *buf, size_t size);
+
 /* One [job NAME] section, with every default resolved. */
 struct config_job {
 	char *name;
@@ -54,6 +75,8 @@ struct config_job {
 	size_t nenv;
 	char **pass_env; /* names (or PREFIX*) passed from the worker's environment; NULL ends */
 
+	struct config_limits limits; /* [worker]'s, unless the job sets its own ("max": none) */
+
 	char *log_file;         /* default <state_dir>/jobs/<name>.log */
 	uint64_t log_max_bytes; /* size cap before rotation to .1 */
 	int history;            /* run records kept in ZooKeeper */
@@ -83,6 +106,7 @@ struct config {
 	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
 	enum config_on_shutdown on_shutdown;
 	enum config_cgroups cgroups; /* a cgroup v2 per run: auto, required or off */
+	struct config_limits limits; /* every job's defaults */
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 
