@@ -10,6 +10,8 @@
    run's CPU time (cpu.stat of its cgroup, there without any controller) in its run record,
    `status`, /status and /metrics: a run whose child in a session of its own burns 0.4 s of CPU is
    charged at least that.
+4. `exec` runs its command in a cgroup of its own too (leasekeeper-exec-<pid>), which is
+   gone when exec ends.
 
 Needs root and a cgroup v2 hierarchy; without them the tests say NOT RUN and are skipped.
 The jobs run lk-record --daemon HB_FILE: a daemon that writes a heartbeat every 20 ms.
@@ -175,6 +177,19 @@ class ContainmentTest(lktest.TestCase):
         self.assertRegex(r.stdout, r"ok +acct +exit 0, cpu 0\.[4-9]\d\d s|ok +acct +exit 0, "
                          r"cpu [1-9]")
         sys.stderr.write("\ncontainment: the run was charged %.3f s of CPU\n" % cpu)
+
+    def test_4_exec_runs_in_a_cgroup(self):
+        out = self.path("exec-cgroup")
+        r = subprocess.run([lktest.leasekeeper_bin(), "exec", "--zk", self.zk.connect_string,
+                            "-v", "solo", "--", "/bin/sh", "-c", "cat /proc/self/cgroup > " + out],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        own = [l[3:].strip() for l in lktest.read_text(out).splitlines() if l.startswith("0::")]
+        self.assertEqual(len(own), 1)
+        self.assertRegex(own[0], r"/leasekeeper-exec-\d+/run-1$")
+        self.assertRegex(r.stderr, r"the command used [\d.]+ s of CPU")
+        folder = os.path.dirname(lktest.cgroup_mount() + own[0])
+        self.assertFalse(os.path.exists(folder), "exec left its cgroup folder behind")
 
 
 if __name__ == "__main__":
