@@ -77,13 +77,7 @@ class LimitsTest(lktest.TestCase):
         self.assertIn('leasekeeper_job_oom_kills_total{job="hog"} 1', metrics)
         self.assertRegex(metrics, r'leasekeeper_job_memory_peak_bytes\{job="hog"\} \d+')
 
-        def record():
-            r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg, "--json"],
-                               capture_output=True, text=True, timeout=60)
-            jobs = json.loads(r.stdout)["jobs"] if r.returncode == 0 else []
-            runs = [x for j in jobs if j["name"] == "hog" for x in j.get("runs", [])]
-            return runs[0] if runs else None
-        rec = self.wait_until(record, timeout=30, msg="no run record")
+        rec = self.last_run(cfg, "hog")
         self.assertEqual(rec["reason"], "oom")
         self.assertLessEqual(rec["memory_peak"], 32 * 1024 * 1024)
         self.assertGreater(rec["memory_peak"], 16 * 1024 * 1024)

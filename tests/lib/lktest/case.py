@@ -1,11 +1,13 @@
 """TestCase: a temp dir per test, every server/proxy/process tracked and cleaned up, logs on
 failure. Plus main(), wait_until() and the config writers."""
 
+import json
 import logging
 import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -395,6 +397,27 @@ class TestCase(unittest.TestCase):
 
     def wait_until(self, fn, timeout=10.0, msg=None, interval=0.05):
         return wait_until(fn, timeout, msg, interval)
+
+    def check_metrics(self, metrics):
+        """Prometheus's own promtool accepts the text; without promtool, say so."""
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            print("promtool not installed (scripts/bootstrap installs prometheus): "
+                  "checked the format here only")
+            return
+        r = subprocess.run([promtool, "check", "metrics"], input=metrics, text=True,
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def last_run(self, config, job, timeout=30):
+        """The newest run record of job, as `leasekeeper status -c config --json` shows it."""
+        def record():
+            r = subprocess.run([leasekeeper_bin(), "status", "-c", config, "--json"],
+                               capture_output=True, text=True, timeout=60)
+            jobs = json.loads(r.stdout)["jobs"] if r.returncode == 0 else []
+            runs = [x for j in jobs if j["name"] == job for x in j.get("runs", [])]
+            return runs[0] if runs else None
+        return self.wait_until(record, timeout=timeout, msg="no run record of " + job)
 
 
 def main():
