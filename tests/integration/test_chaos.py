@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=900 serial
+# ctest: timeout=900 split
 """The chaos suite: three workers share a @continuous mutex job whose command (lk-record)
 records its start in a shared file and holds an flock; a DeathWatcher records when each
 run dies; check_overlaps counts runs that started while another was alive (by time, and

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=300
+# ctest: timeout=300 split
 """Containment: each run in a cgroup v2 of its own (docs/safety.md).
 
 1. A command that exits and leaves a setsid daemon behind (one that ignores SIGTERM): the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=600
+# ctest: timeout=600 split
 """@continuous jobs in `leasekeeper run`, three workers on one ZooKeeper: one holder of a
 mutex job, two of a 2-lease semaphore job, graceful hand-over, restarts with back-off and
 hand-over after repeated failures, the job environment, lease-count conflicts and

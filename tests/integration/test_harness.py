@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=240 label=harness
+# ctest: timeout=240 label=harness split
 """Self-test of the integration harness (tests/lib/lktest): servers, faults, clean-up,
 records, Curator peers, lk-record. Does not need leasekeeper itself."""
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=400
+# ctest: timeout=400 split
 """Hostile HTTP clients and hostile text (issue 10, finding 3).
 
 The status listener shares the loop that keeps the ZooKeeper heartbeat. A partial request

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=900
+# ctest: timeout=900 split
 """Scheduled jobs against a real ZooKeeper: exactly one run per tick across three workers
 (one of them with its clock 3 s behind, one restarted midway), per_tick, the lease cap on a
 job longer than its interval, timeout, retries, missed ticks, catch-up after a full outage,

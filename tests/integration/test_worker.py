@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=300
+# ctest: timeout=300 split
 """The worker's foundation against a real ZooKeeper: registration, a duplicate node id,
 starting before ZooKeeper, SIGTERM, a server restart within the session timeout, session
 expiry, and `leasekeeper check`."""

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=300
+# ctest: timeout=300 split
 """ZooKeeper credentials and ACLs (issue 10, finding 2): with auth_file every node
 leasekeeper creates is closed to an unauthenticated client (delete, set and create under
 each kind of node); `run` and `check` warn without credentials; the start-up ACL check
