@@ -306,7 +306,10 @@ class ContinuousTest(lktest.TestCase):
                 self.assertNotIn(current, seen, "metric %s appears twice" % current)
                 seen.add(current)
             elif not line.startswith("#"):
-                self.assertEqual(line.split("{")[0].split()[0], current, line)
+                # A histogram's samples are NAME_bucket, NAME_sum and NAME_count.
+                self.assertIn(line.split("{")[0].split()[0],
+                              [current] + [current + s for s in ("_bucket", "_sum", "_count")],
+                              line)
 
     def test_a_lease_whose_node_is_deleted_is_lost(self):
         """While alpha's connection is blackholed, its lock node is deleted by hand. Once the
