@@ -461,9 +461,14 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			break;
 		case ADMIN_NODE_DATA:
 			nodedata_merge(r->target, reply->value, reply->value_len);
-			if (reply->stat != NULL)
-				json_object_set_new(r->target, "session",
-				                    json_integer(reply->stat->ephemeralOwner));
+			/* As the logs print it: 64 bits are not safe in JSON. "0x0": persistent. */
+			if (reply->stat != NULL) {
+				char session[24];
+
+				snprintf(session, sizeof session, "0x%llx",
+				         (unsigned long long)reply->stat->ephemeralOwner);
+				json_object_set_new(r->target, "session", json_string(session));
+			}
 			break;
 		}
 	} else if (r->role == ADMIN_RECORD && json_is_true(json_object_get(r->target, "_discover")))
@@ -685,7 +690,8 @@ admin_status_strangers(json_t *list, json_t *strangers)
 		n = json_array_get(list, i);
 		badname = json_object_get(n, "stranger") != NULL;
 		session = json_object_get(n, "session");
-		persistent = json_is_integer(session) && json_integer_value(session) == 0;
+		persistent =
+		    json_is_string(session) && strcmp(json_string_value(session), "0x0") == 0;
 		if (!badname && !persistent) {
 			i++;
 			continue;

@@ -4,7 +4,11 @@
  *
  * GET /status is the worker's view as JSON (session, deadline, jobs and their leases),
  * GET /metrics the same as Prometheus text, GET /health 200 while the worker is
- * registered with a connected session and 503 otherwise.
+ * registered with a connected session and 503 otherwise. GET /readyz is /health and not
+ * draining, with the reason when not ready; GET /livez says the loop is alive: it answers
+ * from the loop, 503 if the loop's own once-a-second timer has not run for
+ * HTTP_LIVEZ_STALE_MS (a loop wedged outright does not answer at all, which a probe's
+ * timeout counts as a failure too). Neither depends on ZooKeeper.
  *
  * The listener shares the loop that keeps the ZooKeeper heartbeat, and its clients are not
  * trusted, so everything a client can make it hold is bounded: a request (from the
@@ -37,8 +41,10 @@
 #include <event2/listener.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "http.h"
 #include "job.h"
+#include "leasekeeper.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -48,6 +54,8 @@
 #define HTTP_MAX_CONNECTIONS 16
 #define HTTP_MAX_INPUT       (2 * HTTP_MAX_HEADERS)
 #define HTTP_ACCEPT_PAUSE_MS 1000
+#define HTTP_BEAT_MS         1000  /* the loop's heartbeat timer, for /livez */
+#define HTTP_LIVEZ_STALE_MS  10000 /* /livez fails when the last beat is older */
 
 /* One open connection: a slot is taken when evhttp asks for a bufferevent. */
 struct http_conn {
@@ -64,6 +72,8 @@ struct http {
 	struct evconnlistener *lev;
 	struct event *adopt;  /* finds the connections evhttp built on new bufferevents */
 	struct event *resume; /* accepting again after running out of descriptors */
+	struct event *beat;   /* the loop's heartbeat, once a second */
+	uint64_t beat_ns;     /* its last run */
 	int listening;
 	int out_of_fds;
 	int closing;
@@ -315,6 +325,46 @@ http_health_cb(struct evhttp_request *req, void *arg)
 	http_reply(h, req, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "not ready\n");
 }
 
+/* GET /readyz: registered with a connected session and not draining; else 503 and why. */
+static void
+http_readyz_cb(struct evhttp_request *req, void *arg)
+{
+	struct http *h = arg;
+	const char *why = h->cb->not_ready(h->arg);
+	char body[256];
+
+	snprintf(body, sizeof body, "%s\n", why != NULL ? why : "ok");
+	http_reply(h, req, why == NULL ? 200 : 503, "text/plain", body);
+}
+
+/* The loop's heartbeat: /livez reads when it last ran. */
+static void
+http_beat_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+
+	(void)fd;
+	(void)what;
+	h->beat_ns = clock_now_ns();
+}
+
+/* GET /livez: the loop answers, and its timers run. */
+static void
+http_livez_cb(struct evhttp_request *req, void *arg)
+{
+	struct http *h = arg;
+	uint64_t age = (clock_now_ns() - h->beat_ns) / CLOCK_NS_PER_MS;
+	char body[128];
+
+	if (age <= HTTP_LIVEZ_STALE_MS) {
+		http_reply(h, req, 200, "text/plain", "ok\n");
+		return;
+	}
+	snprintf(body, sizeof body, "the main loop's timers have not run for %llu ms\n",
+	         (unsigned long long)age);
+	http_reply(h, req, 503, "text/plain", body);
+}
+
 /* What a per-job metric reads. */
 enum http_metric {
 	HTTP_METRIC_RUNNING,
@@ -322,13 +372,25 @@ enum http_metric {
 	HTTP_METRIC_CONFLICT,
 	HTTP_METRIC_RUNS,
 	HTTP_METRIC_FAILURES,
+	HTTP_METRIC_OUTCOMES,
+	HTTP_METRIC_DURATION,
+	HTTP_METRIC_LAST_RUN,
+	HTTP_METRIC_LAST_SUCCESS,
+	HTTP_METRIC_INTERVAL,
+	HTTP_METRIC_MISSED,
+	HTTP_METRIC_PAUSED,
+	HTTP_METRIC_ACQUISITIONS,
+	HTTP_METRIC_LEASE_ENDS,
 	HTTP_METRIC_CORRUPT_STATES,
 	HTTP_METRIC_CPU,
 	HTTP_METRIC_OOMS,
 	HTTP_METRIC_PEAK,
 };
 
-/* The per-job metrics: name, help, type, and what each reads. */
+/*
+ * The per-job metrics: name, help, type, and what each reads. Every sample carries the
+ * label job_name (not job: Prometheus gives every scraped sample its target's job).
+ */
 static const struct {
 	const char *name;
 	const char *help;
@@ -343,7 +405,30 @@ static const struct {
      "1 while the cluster agreed on another number of leases than this worker's", "gauge",
      HTTP_METRIC_CONFLICT},
     {"leasekeeper_job_runs_total", "runs started here", "counter", HTTP_METRIC_RUNS},
-    {"leasekeeper_job_failures_total", "runs that failed here", "counter", HTTP_METRIC_FAILURES},
+    {"leasekeeper_job_failures_total",
+     "runs here that failed (any outcome but ok, stopped and killed)", "counter",
+     HTTP_METRIC_FAILURES},
+    {"leasekeeper_job_runs_ended_total", "runs here that ended, by outcome", "counter",
+     HTTP_METRIC_OUTCOMES},
+    {"leasekeeper_job_run_duration_seconds", "how long the runs that ended here ran", "histogram",
+     HTTP_METRIC_DURATION},
+    {"leasekeeper_job_last_run_timestamp_seconds",
+     "when the last run here ended, whatever its outcome (Unix time)", "gauge",
+     HTTP_METRIC_LAST_RUN},
+    {"leasekeeper_job_last_success_timestamp_seconds",
+     "when the last run here that ended ok ended (Unix time)", "gauge", HTTP_METRIC_LAST_SUCCESS},
+    {"leasekeeper_job_interval_seconds",
+     "scheduled jobs: the time between the job's next two ticks", "gauge", HTTP_METRIC_INTERVAL},
+    {"leasekeeper_job_missed_ticks_total",
+     "ticks no worker started within start_deadline, recorded as missed by this worker", "counter",
+     HTTP_METRIC_MISSED},
+    {"leasekeeper_job_paused_ticks_total", "ticks let go here because the job was paused",
+     "counter", HTTP_METRIC_PAUSED},
+    {"leasekeeper_job_lease_acquisitions_total", "leases of the job acquired here", "counter",
+     HTTP_METRIC_ACQUISITIONS},
+    {"leasekeeper_job_lease_losses_total",
+     "leases held here that ended, by cause (deadline, expiry, deleted; released: given back)",
+     "counter", HTTP_METRIC_LEASE_ENDS},
     {"leasekeeper_job_corrupt_states_total",
      "tick states read corrupt, or claiming a tick too far ahead, and repaired here", "counter",
      HTTP_METRIC_CORRUPT_STATES},
@@ -381,23 +466,48 @@ http_label_value(struct evbuffer *buf, const char *s)
 	}
 }
 
-/* One job's sample of a metric. */
+/*
+ * One sample of a job's metric: NAME[SUFFIX]{job_name="JOB"[,KEY="VALUE"]} V. The value is
+ * printed with 15 significant digits: counters below 10^15 exactly, Unix times to the
+ * millisecond.
+ */
+static void
+http_sample(struct http_metric_out *out, const struct job *job, const char *suffix, const char *key,
+            const char *value, double v)
+{
+	evbuffer_add_printf(out->buf, "%s%s{job_name=\"", http_job_metrics[out->m].name, suffix);
+	http_label_value(out->buf, job_name(job));
+	if (key != NULL)
+		evbuffer_add_printf(out->buf, "\",%s=\"%s", key, value);
+	evbuffer_add_printf(out->buf, "\"} %.15g\n", v);
+}
+
+/* A job's run duration histogram. */
+static void
+http_histogram(struct http_metric_out *out, const struct job *job, const struct job_stats *st)
+{
+	char le[32];
+	size_t i;
+
+	for (i = 0; i < JOB_DURATION_BUCKETS; i++) {
+		snprintf(le, sizeof le, "%g", st->bucket_bounds[i]);
+		http_sample(out, job, "_bucket", "le", le, (double)st->buckets[i]);
+	}
+	http_sample(out, job, "_bucket", "le", "+Inf", (double)st->durations);
+	http_sample(out, job, "_sum", NULL, NULL, st->duration_sum);
+	http_sample(out, job, "_count", NULL, NULL, (double)st->durations);
+}
+
+/* One job's samples of a metric. */
 static void
 http_metric_job_cb(const struct job *job, void *arg)
 {
 	struct http_metric_out *out = arg;
 	struct job_stats st;
-	long long v = 0;
+	double v = 0;
+	size_t i;
 
 	job_stats(job, &st);
-	if (http_job_metrics[out->m].what == HTTP_METRIC_CPU) {
-		evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);
-		http_label_value(out->buf, job_name(job));
-		evbuffer_add_printf(out->buf, "\"} %.6f\n", (double)st.cpu_usec / 1e6);
-		return;
-	}
-	if (http_job_metrics[out->m].what == HTTP_METRIC_PEAK && st.last_peak < 0)
-		return; /* not known: no sample */
 	switch (http_job_metrics[out->m].what) {
 	case HTTP_METRIC_RUNNING:
 		v = job_state(job) == JOB_RUNNING;
@@ -409,26 +519,64 @@ http_metric_job_cb(const struct job *job, void *arg)
 		v = job_state(job) == JOB_CONFLICT;
 		break;
 	case HTTP_METRIC_RUNS:
-		v = (long long)st.runs;
+		v = (double)st.runs;
 		break;
 	case HTTP_METRIC_FAILURES:
-		v = (long long)st.failures;
+		v = (double)st.failures;
 		break;
-	case HTTP_METRIC_CORRUPT_STATES:
-		v = (long long)st.corrupt_states;
-		break;
-	case HTTP_METRIC_OOMS:
-		v = (long long)st.ooms;
-		break;
-	case HTTP_METRIC_PEAK:
-		v = (long long)st.last_peak;
-		break;
-	case HTTP_METRIC_CPU:
+	case HTTP_METRIC_OUTCOMES:
+		for (i = 0; i < JOB_OUTCOMES; i++)
+			http_sample(out, job, "", "outcome", job_outcome_name((enum job_outcome)i),
+			            (double)st.outcomes[i]);
+		return;
+	case HTTP_METRIC_DURATION:
+		http_histogram(out, job, &st);
+		return;
+	case HTTP_METRIC_LAST_RUN:
+	case HTTP_METRIC_LAST_SUCCESS: {
+		uint64_t ms = http_job_metrics[out->m].what == HTTP_METRIC_LAST_RUN ? st.last_end_ms
+		                                                                    : st.last_ok_ms;
+		if (ms == 0)
+			return; /* none yet: no sample */
+		v = (double)ms / 1000.0;
 		break;
 	}
-	evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);
-	http_label_value(out->buf, job_name(job));
-	evbuffer_add_printf(out->buf, "\"} %lld\n", v);
+	case HTTP_METRIC_INTERVAL:
+		if (st.interval_s < 0)
+			return; /* continuous: no interval */
+		v = (double)st.interval_s;
+		break;
+	case HTTP_METRIC_MISSED:
+		v = (double)st.missed_ticks;
+		break;
+	case HTTP_METRIC_PAUSED:
+		v = (double)st.paused_ticks;
+		break;
+	case HTTP_METRIC_ACQUISITIONS:
+		v = (double)st.acquisitions;
+		break;
+	case HTTP_METRIC_LEASE_ENDS:
+		for (i = 0; i < JOB_LEASE_ENDS; i++)
+			http_sample(out, job, "", "cause",
+			            job_lease_end_name((enum job_lease_end)i),
+			            (double)st.lease_ends[i]);
+		return;
+	case HTTP_METRIC_CORRUPT_STATES:
+		v = (double)st.corrupt_states;
+		break;
+	case HTTP_METRIC_CPU:
+		v = (double)st.cpu_usec / 1e6;
+		break;
+	case HTTP_METRIC_OOMS:
+		v = (double)st.ooms;
+		break;
+	case HTTP_METRIC_PEAK:
+		if (st.last_peak < 0)
+			return; /* not known: no sample */
+		v = (double)st.last_peak;
+		break;
+	}
+	http_sample(out, job, "", NULL, NULL, v);
 }
 
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
@@ -437,9 +585,39 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct http *h = arg;
 	struct http_metric_out out;
+	struct http_worker_stats ws;
 	uint64_t low;
 
+	memset(&ws, 0, sizeof ws);
+	h->cb->stats(h->arg, &ws);
 	out.buf = evbuffer_new();
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_build_info the version running, in its label\n"
+	                    "# TYPE leasekeeper_build_info gauge\n"
+	                    "leasekeeper_build_info{version=\"%s\"} 1\n",
+	                    LEASEKEEPER_VERSION);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_start_time_seconds when the worker started (Unix "
+	                    "time)\n# TYPE leasekeeper_start_time_seconds gauge\n"
+	                    "leasekeeper_start_time_seconds %.3f\n",
+	                    (double)ws.start_ms / 1000.0);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_ready 1 while registered with a connected session "
+	                    "and not draining (what /readyz answers 200 to)\n"
+	                    "# TYPE leasekeeper_ready gauge\nleasekeeper_ready %d\n",
+	                    h->cb->not_ready(h->arg) == NULL);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_session_expiries_total ZooKeeper sessions that "
+	                    "expired under this worker\n"
+	                    "# TYPE leasekeeper_session_expiries_total counter\n"
+	                    "leasekeeper_session_expiries_total %llu\n",
+	                    (unsigned long long)ws.session_expiries);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_session_reconnects_total times the same session "
+	                    "came back after a disconnect\n"
+	                    "# TYPE leasekeeper_session_reconnects_total counter\n"
+	                    "leasekeeper_session_reconnects_total %llu\n",
+	                    (unsigned long long)ws.session_reconnects);
 	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_session_connected 1 while the ZooKeeper "
 	                    "session is connected\n# TYPE leasekeeper_session_connected gauge\n"
@@ -529,6 +707,13 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 	}
 	h->adopt = event_new(base, -1, 0, http_adopt_cb, h);
 	h->resume = evtimer_new(base, http_resume_cb, h);
+	h->beat = event_new(base, -1, EV_PERSIST, http_beat_cb, h);
+	h->beat_ns = clock_now_ns();
+	{
+		struct timeval beat = {HTTP_BEAT_MS / 1000, (HTTP_BEAT_MS % 1000) * 1000};
+
+		event_add(h->beat, &beat);
+	}
 	h->lev = evhttp_bound_socket_get_listener(bound);
 	h->listening = 1;
 	/* The listener's callbacks get evhttp's argument: the error callback finds us here. */
@@ -542,6 +727,8 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 	evhttp_set_cb(h->evh, "/status", http_status_cb, h);
 	evhttp_set_cb(h->evh, "/metrics", http_metrics_cb, h);
 	evhttp_set_cb(h->evh, "/health", http_health_cb, h);
+	evhttp_set_cb(h->evh, "/readyz", http_readyz_cb, h);
+	evhttp_set_cb(h->evh, "/livez", http_livez_cb, h);
 	evhttp_set_gencb(h->evh, http_notfound_cb, h);
 	log_info("http: listening on %s", listen);
 	free(host);
@@ -572,6 +759,7 @@ http_free(struct http *h)
 	}
 	event_free(h->adopt);
 	event_free(h->resume);
+	event_free(h->beat);
 	if (http_self == h)
 		http_self = NULL;
 	free(h);

@@ -13,10 +13,20 @@ struct event_base;
 struct http;
 struct job;
 
+/* The worker's own counters, for /metrics. */
+struct http_worker_stats {
+	uint64_t session_expiries;   /* sessions that expired under us */
+	uint64_t session_reconnects; /* the same session back after a disconnect */
+	uint64_t start_ms;           /* wall clock: the worker started */
+};
+
 /* What the endpoint reads from its owner (the worker), at each request. */
 struct http_cb {
 	json_t *(*status)(void *arg); /* GET /status, the caller's reference */
 	int (*ready)(void *arg);      /* registered with a connected session: /health */
+	/* /readyz: NULL when ready (registered, connected, not draining), else why not */
+	const char *(*not_ready)(void *arg);
+	void (*stats)(void *arg, struct http_worker_stats *);
 	enum zk_state (*session)(void *arg);
 	uint64_t (*deadline_in_ms)(void *arg); /* before jobs are killed if no answer arrives */
 	uint64_t (*deadline_low_ms)(

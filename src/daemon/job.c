@@ -82,6 +82,17 @@ struct job {
 	uint64_t ooms;
 	int64_t last_cpu_usec, last_peak; /* of the last run; -1: not known */
 	char *last_result;
+	uint64_t outcomes[JOB_OUTCOMES];
+	uint64_t lease_ends[JOB_LEASE_ENDS];
+	uint64_t acquisitions;
+	uint64_t paused_ticks; /* i13ctl: counted where a paused job lets a tick go */
+	uint64_t last_end_ms, last_ok_ms;
+	uint64_t buckets[JOB_DURATION_BUCKETS];
+	uint64_t durations;
+	double duration_sum;
+	int expiring;     /* the session's expiry is being told to the lease */
+	int last_outcome; /* enum job_outcome of the last run here; -1: none */
+	int last_status;  /* its wait status; -1: none (it did not start, or no process) */
 
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
 	int64_t next_tick;    /* scheduled: the next tick the timer waits for */
@@ -94,6 +105,17 @@ struct job {
 
 	/* A job that keeps failing the same way warns once, then counts (see log.h). */
 	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start;
+};
+
+static const char *job_outcome_names[] = {
+    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed",
+};
+
+static const char *job_lease_end_names[] = {"deadline", "expiry", "deleted", "released"};
+
+/* Seconds to hours: a run's duration falls in the first bucket at least as long. */
+static const double job_duration_bounds[JOB_DURATION_BUCKETS] = {
+    1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200,
 };
 
 static const char *job_state_names[] = {
@@ -195,23 +217,63 @@ job_set_result(struct job *job, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Give the lease back, counting it as released if it was held. */
+static void
+job_release(struct job *job)
+{
+	enum lease_state ls = lease_state(job->lease);
+
+	if (ls == LEASE_HELD || ls == LEASE_UNVERIFIED)
+		job->lease_ends[JOB_LEASE_RELEASED]++;
+	lease_release(job->lease);
+}
+
+/* Count a run's end: its outcome, when, and (if it ran) how long. */
+static void
+job_count_end(struct job *job, enum job_outcome outcome, int ran)
+{
+	double secs = (double)(clock_now_ns() - job->run_start_ns) / 1e9;
+	size_t i;
+
+	job->outcomes[outcome]++;
+	job->last_outcome = (int)outcome;
+	job->last_status = -1;
+	job->last_end_ms = clock_wall_ms();
+	if (outcome == JOB_OUTCOME_OK)
+		job->last_ok_ms = job->last_end_ms;
+	if (!ran)
+		return;
+	for (i = 0; i < JOB_DURATION_BUCKETS; i++) {
+		if (secs <= job_duration_bounds[i])
+			job->buckets[i]++;
+	}
+	job->durations++;
+	job->duration_sum += secs;
+}
+
 /* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
 static void
-job_record(struct job *job, const char *reason, int status, int have_status, const char *error,
-           const struct proto_usage *u)
+job_record(struct job *job, const char *reason, enum job_outcome outcome, int status,
+           int have_status, const char *error, const struct proto_usage *u)
 {
-	char start[40], end[40];
+	char start[40], end[40], tick[40];
 	json_t *o;
 
 	clock_iso8601(job->run_start_ms, start, sizeof start);
 	clock_iso8601(clock_wall_ms(), end, sizeof end);
 	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", job_main_config(job)->node_id, "fence",
 	              (json_int_t)job->run_fence, "start", start, "end", end, "reason", reason);
-	if (job->tick >= 0)
+	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
+	json_object_set_new(o, "outcome", json_string(job_outcome_name(outcome)));
+	if (job->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(job->tick));
-	if (have_status && WIFEXITED(status))
+		clock_iso8601((uint64_t)job->tick * 1000, tick, sizeof tick);
+		json_object_set_new(o, "tick_time", json_string(tick));
+	}
+	if (have_status && WIFEXITED(status)) {
 		json_object_set_new(o, "status", json_integer(WEXITSTATUS(status)));
-	else if (have_status && WIFSIGNALED(status))
+		json_object_set_new(o, "exit_status", json_integer(WEXITSTATUS(status)));
+	} else if (have_status && WIFSIGNALED(status))
 		json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
 	if (error != NULL)
 		json_object_set_new(o, "error", json_string(error));
@@ -230,7 +292,7 @@ job_finish_stop(struct job *job)
 	evtimer_del(job->tick_timer);
 	evtimer_del(job->run_timer);
 	jobrec_cancel_claim(job->rec);
-	lease_release(job->lease);
+	job_release(job);
 	job_set_state(job, JOB_DONE);
 	log_info("job %s: stopped", job->name);
 	job->cb->done(job, job->cb_arg);
@@ -249,7 +311,7 @@ job_after_loss(struct job *job)
 	}
 	if (job->conflict_pending) {
 		job->conflict_pending = 0;
-		lease_release(job->lease);
+		job_release(job);
 		evtimer_del(job->tick_timer);
 		job_set_state(job, JOB_CONFLICT);
 		return;
@@ -262,7 +324,7 @@ job_after_loss(struct job *job)
 		return;
 	}
 	if (job_scheduled(job)) {
-		lease_release(job->lease);
+		job_release(job);
 		job_wait_tick(job);
 		return;
 	}
@@ -280,7 +342,7 @@ job_contend(struct job *job, int64_t tick)
 	if (!job->ready || !job->agreed || job->stop_requested)
 		return;
 	if (lease_state(job->lease) != LEASE_IDLE)
-		lease_release(job->lease);
+		job_release(job);
 	job->tick = tick;
 	if (tick >= 0) {
 		uint64_t until = (uint64_t)tick * 1000 + job->cfg->start_deadline_ms;
@@ -318,7 +380,7 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 	}
 	log_debug("job %s: the tick of %s %s", job->name, when,
 	          result == JOBREC_TAKEN ? "is already run or missed" : "could not be claimed");
-	lease_release(job->lease);
+	job_release(job);
 	if (job->ready)
 		job_wait_tick(job);
 	else
@@ -331,6 +393,7 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 {
 	struct job *job = arg;
 
+	job->acquisitions++;
 	if (job_scheduled(job))
 		log_debug("job %s: lease acquired on %s (fence %lld)", job->name, lease_path(l),
 		          (long long)lease_fence(l));
@@ -356,6 +419,7 @@ job_lease_lost_cb(struct lease *l, const char *why, void *arg)
 	struct job *job = arg;
 
 	(void)l;
+	job->lease_ends[job->expiring ? JOB_LEASE_EXPIRY : JOB_LEASE_DELETED]++;
 	log_warnx_limited(&job->lim_lost, "job %s: lease lost: %s", job->name, why);
 	job->await_verify = 0;
 	if (job_busy(job)) {
@@ -518,7 +582,7 @@ job_run_end(struct job *job, struct jobstate_end *e)
 		    "job %s: failed %d times in a row: giving the lease up for %llu ms "
 		    "so that another host can take over",
 		    job->name, d.in_a_row, (unsigned long long)delay);
-		lease_release(job->lease);
+		job_release(job);
 		job_set_state(job, JOB_COOLDOWN);
 		job_timer(job->timer, delay);
 		break;
@@ -537,7 +601,7 @@ job_run_end(struct job *job, struct jobstate_end *e)
 		job_timer(job->timer, delay);
 		break;
 	case JOBSTATE_NEXT_TICK:
-		lease_release(job->lease);
+		job_release(job);
 		job_wait_tick(job);
 		break;
 	}
@@ -731,7 +795,7 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 		return;
 	}
 	jobrec_cancel_claim(job->rec);
-	lease_release(job->lease);
+	job_release(job);
 	evtimer_del(job->tick_timer);
 	job_set_state(job, JOB_CONFLICT);
 }
@@ -757,6 +821,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->state = JOB_IDLE;
 	job->tick = job->next_tick = job->pending_tick = -1;
 	job->last_cpu_usec = job->last_peak = -1;
+	job->last_outcome = job->last_status = -1;
 	job->lock_path = xstrdup(cj->lock_znode);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
@@ -808,7 +873,9 @@ job_session(struct job *job, enum zk_event event)
 		job->ready = 0;
 		job->agreed = 0;
 	}
+	job->expiring = event == ZK_EVENT_EXPIRED;
 	lease_session(job->lease, event);
+	job->expiring = 0;
 	jobrec_session(job->rec, event);
 	if (event == ZK_EVENT_EXPIRED && !job_busy(job) && job->state != JOB_DONE &&
 	    job->state != JOB_CONFLICT && job->state != JOB_STOPPING) {
@@ -816,7 +883,7 @@ job_session(struct job *job, enum zk_event event)
 		evtimer_del(job->timer);
 		evtimer_del(job->tick_timer);
 		jobrec_cancel_claim(job->rec);
-		lease_release(job->lease);
+		job_release(job);
 		job->tick = -1;
 		job->await_verify = 0;
 		job_set_state(job, JOB_IDLE);
@@ -884,7 +951,8 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 	job->failures_total++;
 	log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name, why);
 	job_set_result(job, "could not start: %s", why);
-	job_record(job, "failed", 0, 0, why, NULL);
+	job_count_end(job, JOB_OUTCOME_START_FAILED, 0);
+	job_record(job, "failed", JOB_OUTCOME_START_FAILED, 0, 0, why, NULL);
 	job_run_end(job, &e);
 }
 
@@ -901,6 +969,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->timed_out &&
 	         reason != PROTO_EXIT_OOM;
 	struct jobstate_end e = {0};
+	enum job_outcome outcome;
 	const char *what;
 	char how[64], used[96];
 
@@ -915,15 +984,21 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 		snprintf(how, sizeof how, "signal %d", WTERMSIG(status));
 
 	if (reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH || job->lost_pending)
-		what = "aborted";
+		outcome = JOB_OUTCOME_KILLED;
 	else if (reason == PROTO_EXIT_OOM)
-		what = "oom";
+		outcome = JOB_OUTCOME_OOM;
 	else if (job->timed_out)
-		what = "timeout";
+		outcome = JOB_OUTCOME_TIMEOUT;
 	else if (job->stop_requested || job->conflict_pending || reason == PROTO_EXIT_STOPPED)
-		what = "stopped";
+		outcome = JOB_OUTCOME_STOPPED;
 	else
-		what = ok ? "ok" : "failed";
+		outcome = ok ? JOB_OUTCOME_OK : JOB_OUTCOME_FAILED;
+	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
+	what = outcome == JOB_OUTCOME_KILLED ? "aborted" : job_outcome_name(outcome);
+	if (reason == PROTO_EXIT_DEADLINE)
+		job->lease_ends[JOB_LEASE_DEADLINE]++;
+	job_count_end(job, outcome, 1);
+	job->last_status = status;
 	job->last_cpu_usec = u->cpu_usec;
 	job->last_peak = u->mem_peak;
 	if (u->cpu_usec >= 0)
@@ -945,7 +1020,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 		log_info("job %s: run ended after %llu ms: %s (%s)%s", job->name,
 		         (unsigned long long)ran_ms, how, what, used);
 	job_set_result(job, "%s (%s)", what, how);
-	job_record(job, what, status, 1, NULL, u);
+	job_record(job, what, outcome, status, 1, NULL, u);
 	e.ok = ok;
 	e.long_run = ran_ms >= JOB_LONG_RUN_MS;
 	e.untrusted = reason == PROTO_EXIT_DEADLINE || reason == PROTO_EXIT_EPOCH;
@@ -961,7 +1036,8 @@ job_supervisor_died(struct job *job)
 		job->pid = 0;
 		evtimer_del(job->run_timer);
 		job_set_result(job, "aborted (the supervisor died)");
-		job_record(job, "aborted", 0, 0, "the supervisor died", NULL);
+		job_count_end(job, JOB_OUTCOME_KILLED, 1);
+		job_record(job, "aborted", JOB_OUTCOME_KILLED, 0, 0, "the supervisor died", NULL);
 	}
 	evtimer_del(job->timer);
 	jobrec_cancel_claim(job->rec);
@@ -972,7 +1048,7 @@ job_supervisor_died(struct job *job)
 	}
 	if (lease_state(job->lease) != LEASE_IDLE)
 		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
-	lease_release(job->lease);
+	job_release(job);
 	job->tick = -1;
 	evtimer_del(job->tick_timer);
 	job_set_state(job, JOB_IDLE);
@@ -1026,6 +1102,38 @@ job_stats(const struct job *job, struct job_stats *st)
 	st->cpu_usec = job->cpu_usec_total;
 	st->ooms = job->ooms;
 	st->last_peak = job->last_peak;
+	memcpy(st->outcomes, job->outcomes, sizeof st->outcomes);
+	memcpy(st->lease_ends, job->lease_ends, sizeof st->lease_ends);
+	st->acquisitions = job->acquisitions;
+	st->missed_ticks = jobrec_missed_ticks(job->rec);
+	st->paused_ticks = job->paused_ticks;
+	st->last_end_ms = job->last_end_ms;
+	st->last_ok_ms = job->last_ok_ms;
+	st->interval_s = -1;
+	if (job_scheduled(job) && job->next_tick >= 0) {
+		int64_t after = schedule_next(job->cfg->sched, job->next_tick);
+
+		if (after > job->next_tick)
+			st->interval_s = after - job->next_tick;
+	}
+	st->bucket_bounds = job_duration_bounds;
+	memcpy(st->buckets, job->buckets, sizeof st->buckets);
+	st->durations = job->durations;
+	st->duration_sum = job->duration_sum;
+}
+
+/* An outcome's name, as records and metrics spell it. */
+const char *
+job_outcome_name(enum job_outcome outcome)
+{
+	return job_outcome_names[outcome];
+}
+
+/* A lease end's cause, as the metrics spell it. */
+const char *
+job_lease_end_name(enum job_lease_end end)
+{
+	return job_lease_end_names[end];
 }
 
 /* The job as JSON, for the HTTP status. */
@@ -1056,6 +1164,23 @@ job_status_json(const struct job *job)
 	}
 	if (job->last_result != NULL)
 		json_object_set_new(o, "last_result", json_string(job->last_result));
+	/* The last result as fields: last_result is prose, kept for older readers. */
+	if (job->last_outcome >= 0) {
+		json_object_set_new(
+		    o, "last_outcome",
+		    json_string(job_outcome_name((enum job_outcome)job->last_outcome)));
+		clock_iso8601(job->last_end_ms, next, sizeof next);
+		json_object_set_new(o, "last_end", json_string(next));
+	}
+	if (job->last_status >= 0 && WIFEXITED(job->last_status))
+		json_object_set_new(o, "last_exit_status",
+		                    json_integer(WEXITSTATUS(job->last_status)));
+	else if (job->last_status >= 0 && WIFSIGNALED(job->last_status))
+		json_object_set_new(o, "last_signal", json_integer(WTERMSIG(job->last_status)));
+	if (job->last_ok_ms > 0) {
+		clock_iso8601(job->last_ok_ms, next, sizeof next);
+		json_object_set_new(o, "last_success", json_string(next));
+	}
 	if (job->last_cpu_usec >= 0)
 		json_object_set_new(o, "last_cpu_usec", json_integer(job->last_cpu_usec));
 	if (job->last_peak >= 0)

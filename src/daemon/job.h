@@ -28,6 +28,34 @@ struct job_cb {
 	void (*done)(struct job *, void *arg); /* the job finished stopping */
 };
 
+/*
+ * How a run ended, in run records ("outcome") and in the metrics (label outcome): the one
+ * list of outcomes, in the order of job_outcome_names in job.c.
+ */
+enum job_outcome {
+	JOB_OUTCOME_OK,           /* exit status 0 */
+	JOB_OUTCOME_FAILED,       /* another exit status, or a signal of its own */
+	JOB_OUTCOME_TIMEOUT,      /* stopped at the job's timeout */
+	JOB_OUTCOME_OOM,          /* the OOM killer ended it, in its cgroup */
+	JOB_OUTCOME_KILLED,       /* killed because its lease could not be trusted: the lease
+	                           * deadline, a lost lease, a new session, the supervisor died */
+	JOB_OUTCOME_STOPPED,      /* stopped on purpose: shutdown, reload, a changed lease count */
+	JOB_OUTCOME_START_FAILED, /* the command could not be started */
+	JOB_OUTCOMES
+};
+
+/* Why a lease this worker held ended (the metric's label cause). */
+enum job_lease_end {
+	JOB_LEASE_DEADLINE, /* the lease deadline passed: the supervisor killed the run */
+	JOB_LEASE_EXPIRY,   /* the session expired */
+	JOB_LEASE_DELETED,  /* its node vanished or changed hands under us */
+	JOB_LEASE_RELEASED, /* given back: the tick done, a cool-down, a stop, a conflict */
+	JOB_LEASE_ENDS
+};
+
+/* The run duration histogram's upper bounds, in seconds (+Inf follows). */
+#define JOB_DURATION_BUCKETS 14
+
 /* A job's counters and lease, for the status and the metrics. */
 struct job_stats {
 	int lease_held;
@@ -37,6 +65,18 @@ struct job_stats {
 	uint64_t cpu_usec; /* CPU time of every run here that has ended, where it was known */
 	uint64_t ooms;     /* runs here that ended by the OOM killer */
 	int64_t last_peak; /* bytes: the peak memory of the last run; -1: not known */
+	uint64_t outcomes[JOB_OUTCOMES];     /* runs here that ended so */
+	uint64_t lease_ends[JOB_LEASE_ENDS]; /* leases held here that ended so */
+	uint64_t acquisitions;               /* leases acquired here */
+	uint64_t missed_ticks;               /* ticks this worker recorded as missed */
+	uint64_t paused_ticks;               /* ticks skipped because the job was paused */
+	uint64_t last_end_ms;                /* wall clock: the last run here ended; 0: none */
+	uint64_t last_ok_ms;                 /* wall clock: the last ok run here ended; 0: none */
+	int64_t interval_s;                  /* between the next two ticks; -1: continuous */
+	const double *bucket_bounds;         /* JOB_DURATION_BUCKETS, seconds */
+	uint64_t buckets[JOB_DURATION_BUCKETS]; /* runs that ended within each bound (cumulative) */
+	uint64_t durations;                     /* runs that ended (the histogram's count) */
+	double duration_sum;                    /* seconds */
 };
 
 enum job_state {
@@ -73,5 +113,7 @@ const struct config_job *job_config(const struct job *);
 enum job_state job_state(const struct job *);
 void job_stats(const struct job *, struct job_stats *);
 json_t *job_status_json(const struct job *);
+const char *job_outcome_name(enum job_outcome);
+const char *job_lease_end_name(enum job_lease_end);
 
 #endif

@@ -85,6 +85,7 @@ struct jobrec {
 	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
 	struct jobrec_window runs;     /* run records written */
 	int64_t corrupt;               /* tick states found corrupt or claimed too far ahead */
+	uint64_t missed;               /* ticks recorded as missed by us */
 	uint64_t warned_ns;            /* the last warning about the state (rate limit) */
 	int warned_dropped;            /* warnings not logged since */
 	struct jobrec_cb cb;
@@ -211,6 +212,13 @@ jobrec_free(struct jobrec *jr)
 	free(jr->runs_path);
 	free(jr->lock_path);
 	free(jr);
+}
+
+/* How many ticks this worker recorded as missed (each is recorded once, cluster-wide). */
+uint64_t
+jobrec_missed_ticks(const struct jobrec *jr)
+{
+	return jr->missed;
 }
 
 /* How many times the tick state was found corrupt or claimed too far ahead, and repaired. */
@@ -469,8 +477,10 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	log_warnx("job %s: the tick of %s was missed: no worker started it within its "
 	          "start_deadline",
 	          znode_basename(jr->path), when);
-	record = json_pack("{s:I, s:s, s:s}", "tick", (json_int_t)tick, "node", node, "reason",
-	                   "missed");
+	jr->missed++;
+	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
+	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
+	                   "node", node, "reason", "missed", "outcome", "missed");
 	jobrec_record_run(jr, record, history);
 }
 

@@ -12,12 +12,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "nodedata.h"
 #include "tickstate.h"
 #include "utf8.h"
 #include "xmalloc.h"
 
-/* A node's data into obj: its JSON object's fields but ours, else the text; a huge one named. */
+/*
+ * Make v safe for any JSON reader: an integer beyond 2^53 (which JavaScript and jq round)
+ * becomes the string of its digits. The depth is jansson's parser's bound.
+ */
+void
+nodedata_safe_numbers(json_t *v)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+	void *tmp;
+	char num[32];
+
+	if (json_is_object(v)) {
+		json_object_foreach_safe(v, tmp, key, item) {
+			if (json_is_integer(item) &&
+			    (json_integer_value(item) > NODEDATA_MAX_SAFE ||
+			     json_integer_value(item) < -NODEDATA_MAX_SAFE)) {
+				snprintf(num, sizeof num, "%lld",
+				         (long long)json_integer_value(item));
+				json_object_set_new(v, key, json_string(num));
+			} else
+				nodedata_safe_numbers(item);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (json_is_integer(item) &&
+			    (json_integer_value(item) > NODEDATA_MAX_SAFE ||
+			     json_integer_value(item) < -NODEDATA_MAX_SAFE)) {
+				snprintf(num, sizeof num, "%lld",
+				         (long long)json_integer_value(item));
+				json_array_set_new(v, i, json_string(num));
+			} else
+				nodedata_safe_numbers(item);
+		}
+	}
+}
+
+/*
+ * A node's data into obj: its JSON object's fields but ours, else the text; a huge one named.
+ * Integers beyond 2^53 become strings; a "tick" (Unix seconds) gains "tick_time", the same
+ * time in RFC 3339, where the data has none (tick states, and run records written before
+ * records carried it).
+ */
 void
 nodedata_merge(json_t *obj, const char *value, int len)
 {
@@ -31,8 +75,20 @@ nodedata_merge(json_t *obj, const char *value, int len)
 	}
 	data = value != NULL && len > 0 ? json_loadb(value, (size_t)len, 0, NULL) : NULL;
 	if (json_is_object(data)) {
+		json_t *tick;
+		char when[40];
+
 		for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
 			json_object_del(data, ours[i]);
+		nodedata_safe_numbers(data);
+		tick = json_object_get(data, "tick");
+		/* Up to the year 9999: what RFC 3339 can say. */
+		if (json_is_integer(tick) && json_integer_value(tick) >= 0 &&
+		    json_integer_value(tick) <= 253402300799LL &&
+		    !json_is_string(json_object_get(data, "tick_time"))) {
+			clock_iso8601((uint64_t)json_integer_value(tick) * 1000, when, sizeof when);
+			json_object_set_new(data, "tick_time", json_string(when));
+		}
 		json_object_update(obj, data);
 	} else if (value != NULL && len > 0)
 		json_object_set_new(obj, "data", json_stringn(value, (size_t)len));

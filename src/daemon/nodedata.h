@@ -11,6 +11,12 @@
  */
 void nodedata_merge(json_t *obj, const char *value, int len);
 
+/* The largest integer every JSON reader reads exactly: 2^53. */
+#define NODEDATA_MAX_SAFE 9007199254740992LL
+
+/* Integers in v beyond NODEDATA_MAX_SAFE become strings of their digits. */
+void nodedata_safe_numbers(json_t *v);
+
 /*
  * A node's data for a log line (caller frees): what a worker node says of its worker
  * (host "h", pid 42, started "..."), else the data itself, quoted with utf8_quote: escaped

@@ -107,8 +107,10 @@ struct worker {
 	uint64_t flush_until;
 	uint64_t sv_restarts[WORKER_SUPERVISOR_RESTARTS];
 	int sv_restart_count;
-	uint64_t deadline_ns;     /* the lease deadline before the last answer moved it */
-	uint64_t deadline_low_ns; /* the least time left then, since start; UINT64_MAX: none */
+	uint64_t deadline_ns;        /* the lease deadline before the last answer moved it */
+	uint64_t deadline_low_ns;    /* the least time left then, since start; UINT64_MAX: none */
+	uint64_t session_expiries;   /* for /metrics */
+	uint64_t session_reconnects; /* the same session back after a disconnect */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	TAILQ_HEAD(, worker_config) retired;
@@ -566,6 +568,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 			worker_register(w);
 		break;
 	case ZK_EVENT_RECONNECTED:
+		w->session_reconnects++;
 		worker_jobs_session(w, event);
 		if (w->state == WORKER_REGISTERING)
 			worker_register(w);
@@ -576,6 +579,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		worker_jobs_session(w, event);
 		break;
 	case ZK_EVENT_EXPIRED:
+		w->session_expiries++;
 		svlink_session(w->sv, zk, event);
 		worker_jobs_session(w, event);
 		if (w->state != WORKER_STOPPING)
@@ -1136,6 +1140,37 @@ worker_ready_cb(void *arg)
 	return w->state == WORKER_READY && zk_state(w->zk) == ZK_STATE_CONNECTED;
 }
 
+/*
+ * Why the worker is not ready (/readyz), or NULL: registered with a connected session and
+ * not draining. i13ctl's drained flag belongs here: a drained worker answers "draining".
+ */
+static const char *
+worker_not_ready_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state == WORKER_STOPPING)
+		return "stopping";
+	if (zk_state(w->zk) != ZK_STATE_CONNECTED)
+		return "not connected to ZooKeeper";
+	if (w->state != WORKER_READY)
+		return w->state == WORKER_DUPLICATE
+		           ? "not registered: another session holds the node id"
+		           : "not registered yet";
+	return NULL;
+}
+
+/* The worker's own counters, for /metrics. */
+static void
+worker_stats_cb(void *arg, struct http_worker_stats *st)
+{
+	struct worker *w = arg;
+
+	st->session_expiries = w->session_expiries;
+	st->session_reconnects = w->session_reconnects;
+	st->start_ms = w->started_ms;
+}
+
 static enum zk_state
 worker_session_cb(void *arg)
 {
@@ -1191,15 +1226,19 @@ worker_status_cb(void *arg)
 {
 	struct worker *w = arg;
 	json_t *jobs = json_array();
+	char session[24], start[40];
 
 	worker_jobs_cb(w, worker_job_status_cb, jobs);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "node", w->cfg->node_id,
-	                 "version", LEASEKEEPER_VERSION, "state", worker_state_names[w->state],
-	                 "containment", worker_containment_cb(w), "session_state",
-	                 zk_state_name(zk_state(w->zk)), "session_id",
-	                 (json_int_t)zk_session_id(w->zk), "session_timeout_ms",
-	                 (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
-	                 (json_int_t)worker_deadline_in_ms_cb(w), "jobs", jobs);
+	/* As the logs print it: a 64-bit number is not safe in JSON (2^53). */
+	snprintf(session, sizeof session, "0x%llx", (unsigned long long)zk_session_id(w->zk));
+	clock_iso8601(w->started_ms, start, sizeof start);
+	return json_pack(
+	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:o}", "node", w->cfg->node_id,
+	    "version", LEASEKEEPER_VERSION, "start", start, "state", worker_state_names[w->state],
+	    "ready", worker_not_ready_cb(w) == NULL, "containment", worker_containment_cb(w),
+	    "session_state", zk_state_name(zk_state(w->zk)), "session_id", session,
+	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
+	    (json_int_t)worker_deadline_in_ms_cb(w), "jobs", jobs);
 }
 
 /* The `run` command: the daemon, in the foreground, until SIGTERM or SIGINT. */
@@ -1207,10 +1246,10 @@ int
 worker_run(const char *config_file, struct config *cfg)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
-	static const struct http_cb hcb = {worker_status_cb,          worker_ready_cb,
-	                                   worker_session_cb,         worker_deadline_in_ms_cb,
-	                                   worker_deadline_low_ms_cb, worker_jobs_cb,
-	                                   worker_containment_cb};
+	static const struct http_cb hcb = {
+	    worker_status_cb,          worker_ready_cb,   worker_not_ready_cb,
+	    worker_stats_cb,           worker_session_cb, worker_deadline_in_ms_cb,
+	    worker_deadline_low_ms_cb, worker_jobs_cb,    worker_containment_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;

@@ -2,7 +2,8 @@
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record, 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
- * nodes as status reads them (nodedata_merge) and as the worker logs them (nodedata_describe).
+ * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out) and as the
+ * worker logs them (nodedata_describe).
  */
 
 #include <stddef.h>
@@ -20,6 +21,26 @@
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* What status prints holds no integer beyond 2^53 (nodedata_merge made them strings). */
+static void
+fuzz_safe(json_t *v)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_integer(v) && (json_integer_value(v) > NODEDATA_MAX_SAFE ||
+	                           json_integer_value(v) < -NODEDATA_MAX_SAFE))
+		abort();
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, item)
+			fuzz_safe(item);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item)
+			fuzz_safe(item);
+	}
+}
 
 /* The schedules claims are computed with: frequent, sparse, and an interval. */
 static struct schedule *fuzz_sched[3];
@@ -114,6 +135,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	default:
 		o = json_object();
 		nodedata_merge(o, s, (int)n);
+		fuzz_safe(o);
 		json_decref(o);
 		fuzz_describe(s, n);
 		break;

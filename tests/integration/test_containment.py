@@ -140,11 +140,11 @@ class ContainmentTest(lktest.TestCase):
                         msg="the run never ended")
         metrics = get("/metrics")
         self.assertIn('leasekeeper_containment{mode="cgroup"} 1', metrics)
-        cpu = float(re.search(r'^leasekeeper_job_cpu_seconds_total\{job="burn"\} (\S+)$',
+        cpu = float(re.search(r'^leasekeeper_job_cpu_seconds_total\{job_name="burn"\} (\S+)$',
                               metrics, re.M).group(1))
         self.assertGreaterEqual(cpu, 0.4, "the grandchild's CPU time was not charged")
         self.assertLess(cpu, 30)
-        self.assertIn('leasekeeper_job_oom_kills_total{job="burn"} 0', metrics)
+        self.assertIn('leasekeeper_job_oom_kills_total{job_name="burn"} 0', metrics)
         self.check_metrics(metrics)
         st = json.loads(get("/status"))
         self.assertEqual(st["containment"], "cgroup")

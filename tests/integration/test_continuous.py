@@ -200,7 +200,7 @@ class ContinuousTest(lktest.TestCase):
         self.assertNotIn("LEASEKEEPER_TICK", env)
 
     def wait_conflict_metric(self, name):
-        want = 'leasekeeper_job_lease_conflict{job="shared"} 1'
+        want = 'leasekeeper_job_lease_conflict{job_name="shared"} 1'
         self.wait_until(lambda: want in self.http_get(name, "/metrics")[1], timeout=20,
                         msg="%s's /metrics never showed %s" % (name, want))
 
@@ -297,7 +297,7 @@ class ContinuousTest(lktest.TestCase):
         self.assertEqual((job["name"], job["state"], job["lease_held"]), ("work", "RUNNING", True))
         self.assertGreater(job["fence"], 0)
         code, metrics = self.http_get("alpha", "/metrics")
-        self.assertIn('leasekeeper_job_running{job="work"} 1', metrics)
+        self.assertIn('leasekeeper_job_running{job_name="work"} 1', metrics)
         # Prometheus' format: each metric's samples right after its own TYPE line.
         current, seen = None, set()
         for line in metrics.splitlines():
@@ -306,7 +306,10 @@ class ContinuousTest(lktest.TestCase):
                 self.assertNotIn(current, seen, "metric %s appears twice" % current)
                 seen.add(current)
             elif not line.startswith("#"):
-                self.assertEqual(line.split("{")[0].split()[0], current, line)
+                # A histogram's samples are NAME_bucket, NAME_sum and NAME_count.
+                self.assertIn(line.split("{")[0].split()[0],
+                              [current] + [current + s for s in ("_bucket", "_sum", "_count")],
+                              line)
 
     def test_a_lease_whose_node_is_deleted_is_lost(self):
         """While alpha's connection is blackholed, its lock node is deleted by hand. Once the

@@ -125,12 +125,12 @@ class HostileHttpTest(lktest.TestCase):
     def test_attacks_are_bounded_and_the_heartbeat_keeps_time(self):
         self.start_zookeeper()
         w = self.start({"work": {"command": "sleep 3600"}})
-        self.wait_until(lambda: self.metric('leasekeeper_job_running{job="work"}') == 1,
+        self.wait_until(lambda: self.metric('leasekeeper_job_running{job_name="work"}') == 1,
                         timeout=60, msg="the job never ran")
         # Baseline: a few heartbeats (every 2 s) of lease-deadline margins, before the attack.
         time.sleep(8)
         _, status = self.get("/status")
-        session = re.search(r'"session_id": (\d+)', status).group(1)
+        session = re.search(r'"session_id": "(0x[0-9a-f]+)"', status).group(1)
         base_margin = self.metric("leasekeeper_lease_deadline_low_seconds")
         base_rss = rss_kib(w.pid)
         base_sockets = sockets(w.pid)
@@ -194,11 +194,11 @@ class HostileHttpTest(lktest.TestCase):
         self.assertLessEqual(held, MAX_CONNECTIONS + 1, "the cap was not kept")
         self.assertLess(len(attack_log), 10, "\n".join(attack_log[:20]))
         # Safety: the deadline never passed, the session and the job lived through it.
-        self.assertIn('leasekeeper_job_running{job="work"} 1', metrics)
-        self.assertIn('leasekeeper_job_runs_total{job="work"} 1', metrics)
+        self.assertIn('leasekeeper_job_running{job_name="work"} 1', metrics)
+        self.assertIn('leasekeeper_job_runs_total{job_name="work"} 1', metrics)
         self.assertEqual(self.metric("leasekeeper_session_connected", metrics), 1)
         _, status = self.get("/status")
-        self.assertEqual(re.search(r'"session_id": (\d+)', status).group(1), session)
+        self.assertEqual(re.search(r'"session_id": "(0x[0-9a-f]+)"', status).group(1), session)
         self.assertTrue(w.alive())
         self.assertIsNotNone(base_margin, "no lease-deadline margin on /metrics")
         self.assertGreater(margin, 0)
@@ -304,7 +304,7 @@ class HostileHttpTest(lktest.TestCase):
         self.start_zookeeper()
         evil = 'x"} 42 # \\'
         self.start({evil: {"command": "sleep 3600"}, "plain": {"command": "sleep 3600"}})
-        self.wait_until(lambda: 'leasekeeper_job_running{job="plain"} 1'
+        self.wait_until(lambda: 'leasekeeper_job_running{job_name="plain"} 1'
                         in self.get("/metrics")[1], timeout=60, msg="plain never ran")
         _, metrics = self.get("/metrics")
         for line in metrics.splitlines():
@@ -313,7 +313,7 @@ class HostileHttpTest(lktest.TestCase):
             self.assertRegex(line, SAMPLE)
         runs = [l for l in metrics.splitlines() if l.startswith("leasekeeper_job_runs_total")]
         self.assertEqual(len(runs), 2, "\n".join(runs))
-        self.assertIn(r'leasekeeper_job_runs_total{job="x\"} 42 # \\"}', metrics)
+        self.assertIn(r'leasekeeper_job_runs_total{job_name="x\"} 42 # \\"}', metrics)
         self.check_metrics(metrics)
 
     def test_status_escapes_control_characters(self):

@@ -96,7 +96,7 @@ class HostileZkTest(lktest.TestCase):
         p.wait_log(r"warn.*job tick: overriding /leasekeeper/jobs/tick/state.*beyond the next",
                    timeout=5)
         _, metrics = self.http_get("alpha", "/metrics")
-        m = re.search(r'^leasekeeper_job_corrupt_states_total\{job="tick"\} (\d+)$', metrics,
+        m = re.search(r'^leasekeeper_job_corrupt_states_total\{job_name="tick"\} (\d+)$', metrics,
                       re.MULTILINE)
         self.assertIsNotNone(m, metrics)
         self.assertGreaterEqual(int(m.group(1)), 1)

@@ -74,8 +74,8 @@ class LimitsTest(lktest.TestCase):
         self.assertRegex(w.log_text(), r"job hog: run ended .*\(oom: the OOM killer ended it")
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30) as r:
             metrics = r.read().decode()
-        self.assertIn('leasekeeper_job_oom_kills_total{job="hog"} 1', metrics)
-        self.assertRegex(metrics, r'leasekeeper_job_memory_peak_bytes\{job="hog"\} \d+')
+        self.assertIn('leasekeeper_job_oom_kills_total{job_name="hog"} 1', metrics)
+        self.assertRegex(metrics, r'leasekeeper_job_memory_peak_bytes\{job_name="hog"\} \d+')
 
         rec = self.last_run(cfg, "hog")
         self.assertEqual(rec["reason"], "oom")

@@ -114,14 +114,50 @@ test_merge(void **state)
 	json_decref(o);
 }
 
+/* status --json: no integer beyond 2^53 survives a merge; a tick gains its RFC 3339 time. */
+static void
+test_merge_safe(void **state)
+{
+	json_t *o = json_object(), *list;
+	const char *text;
+
+	(void)state;
+	text = "{\"big\":9007199254740993,\"neg\":-9223372036854775807,\"ok\":9007199254740992,"
+	       "\"deep\":{\"l\":[1,18446744073709551,{\"x\":72057594037927936}]},\"tick\":60}";
+	nodedata_merge(o, text, (int)strlen(text));
+	assert_string_equal(json_string_value(json_object_get(o, "big")), "9007199254740993");
+	assert_string_equal(json_string_value(json_object_get(o, "neg")), "-9223372036854775807");
+	assert_int_equal(json_integer_value(json_object_get(o, "ok")), 9007199254740992LL);
+	list = json_object_get(json_object_get(o, "deep"), "l");
+	assert_int_equal(json_integer_value(json_array_get(list, 0)), 1);
+	assert_string_equal(json_string_value(json_array_get(list, 1)), "18446744073709551");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(list, 2), "x")),
+	                    "72057594037927936");
+	assert_int_equal(json_integer_value(json_object_get(o, "tick")), 60);
+	assert_string_equal(json_string_value(json_object_get(o, "tick_time")),
+	                    "1970-01-01T00:01:00.000Z");
+	json_decref(o);
+
+	/* A record's own tick_time stands; a tick beyond the year 9999 gets none. */
+	o = json_object();
+	text = "{\"tick\":60,\"tick_time\":\"given\"}";
+	nodedata_merge(o, text, (int)strlen(text));
+	assert_string_equal(json_string_value(json_object_get(o, "tick_time")), "given");
+	json_decref(o);
+	o = json_object();
+	text = "{\"tick\":253402300800}";
+	nodedata_merge(o, text, (int)strlen(text));
+	assert_null(json_object_get(o, "tick_time"));
+	json_decref(o);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_describe_escapes),
-	    cmocka_unit_test(test_describe_worker_node),
-	    cmocka_unit_test(test_describe_bounded),
-	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_describe_escapes), cmocka_unit_test(test_describe_worker_node),
+	    cmocka_unit_test(test_describe_bounded), cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_merge_safe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
