@@ -236,6 +236,8 @@ config_print(const struct config *cfg, FILE *f)
 	if (cfg->allow_no_jobs)
 		fprintf(f, "  allow_no_jobs    true\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
+	if (cfg->tick_claim != CONFIG_TICK_RANKED)
+		fprintf(f, "  tick_claim       %s\n", config_tick_claim_name(cfg->tick_claim));
 	fprintf(f, "  cgroups          %s\n", config_cgroups_name(cfg->cgroups));
 	config_print_limits(&cfg->limits, f);
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");

@@ -42,9 +42,10 @@ static const char *config_sections[CONFIG_NKINDS + 1] = {"zookeeper", "worker", 
 static const char *config_keys_zookeeper[] = {
     "hosts", "root", "session_timeout", "auth", "auth_file", "require_acl", NULL};
 static const char *config_keys_worker[] = {
-    "node_id",     "jobs",          "state_dir", "allow_root_jobs", "on_shutdown",
-    "timezone",    "allow_no_jobs", "pass_env",  "cgroups",         "memory_max",
-    "memory_high", "cpu_max",       "tasks_max", "io_weight",       NULL};
+    "node_id",     "jobs",       "state_dir",     "allow_root_jobs",
+    "on_shutdown", "timezone",   "allow_no_jobs", "pass_env",
+    "cgroups",     "memory_max", "memory_high",   "cpu_max",
+    "tasks_max",   "io_weight",  "tick_claim",    NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};
 static const char *config_keys_job[] = {

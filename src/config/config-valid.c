@@ -326,6 +326,26 @@ config_get_on_shutdown(struct config_ctx *ctx, const struct config_sec *sec,
 	return 1;
 }
 
+/* Read [worker] tick_claim: ranked (the default) or contend (for benchmarks). */
+static void
+config_get_tick_claim(struct config_ctx *ctx, const struct config_sec *sec,
+                      enum config_tick_claim *out)
+{
+	struct config_kv *kv = config_kv_find(sec, "tick_claim");
+
+	*out = CONFIG_TICK_RANKED;
+	if (kv == NULL || strcmp(kv->value, "ranked") == 0)
+		return;
+	if (strcmp(kv->value, "contend") == 0)
+		*out = CONFIG_TICK_CONTEND;
+	else
+		config_error_kv(ctx, sec, kv,
+		                "bad tick_claim %s: write ranked (the default: the first worker in "
+		                "rank claims each tick, the others step in only if it does not) or "
+		                "contend (every worker contends at every tick; for benchmarks)",
+		                config_q(ctx, kv->value));
+}
+
 /* Check that tz names a time zone, by parsing a daily schedule in it. */
 static int
 config_check_zone(struct config_ctx *ctx, const struct config_sec *sec, const struct config_kv *kv)
@@ -608,6 +628,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	config_get_bool(ctx, wk, "allow_no_jobs", &cfg->allow_no_jobs);
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
+	config_get_tick_claim(ctx, wk, &cfg->tick_claim);
 	config_get_cgroups(ctx, wk, &cfg->cgroups);
 	config_get_limits(ctx, wk, NULL, cfg->cgroups, &cfg->limits);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)

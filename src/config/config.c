@@ -26,6 +26,13 @@ config_on_shutdown_name(enum config_on_shutdown how)
 	return how == CONFIG_SHUTDOWN_WAIT ? "wait" : "terminate";
 }
 
+/* The name of a tick_claim value, as written in the config. */
+const char *
+config_tick_claim_name(enum config_tick_claim how)
+{
+	return how == CONFIG_TICK_CONTEND ? "contend" : "ranked";
+}
+
 /* The name of a cgroups value, as written in the config. */
 const char *
 config_cgroups_name(enum config_cgroups how)

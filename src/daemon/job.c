@@ -9,8 +9,11 @@
  * failure; after max_failures consecutive failures give the lease up so that another
  * host takes over, and contend again after a cool-down.
  *
- * cron and @every: at each tick, contend for a lease within start_deadline, claim the
- * tick in <root>/jobs/<job>/state, run, retry on failure, record the run, release. A
+ * cron and @every: at each tick, rank the live workers that carry the job (rank.c); the
+ * first per_tick in rank contend for a lease within start_deadline, claim the tick in
+ * <root>/jobs/<job>/state, run, retry on failure, record the run, release; the others
+ * (STANDBY) wait a delay that grows with their rank, read the state once, and contend
+ * only if the tick is still unclaimed ([worker] tick_claim = contend: all contend). A
  * tick nobody starts in time is recorded as missed; at start-up the most recent tick
  * still inside start_deadline is contended for (catch-up after an outage), and the
  * claim keeps it from running twice.
@@ -41,6 +44,8 @@
 #include "jobstate.h"
 #include "lease.h"
 #include "log.h"
+#include "members.h"
+#include "rank.h"
 #include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
@@ -119,8 +124,8 @@ static const double job_duration_bounds[JOB_DURATION_BUCKETS] = {
 };
 
 static const char *job_state_names[] = {
-    "IDLE",    "CONFLICT", "WAITING",  "CONTENDING", "CLAIMING", "STARTING",
-    "RUNNING", "BACKOFF",  "STOPPING", "COOLDOWN",   "DONE",
+    "IDLE",     "CONFLICT", "WAITING", "STANDBY",  "CONTENDING", "CLAIMING",
+    "STARTING", "RUNNING",  "BACKOFF", "STOPPING", "COOLDOWN",   "DONE",
 };
 
 static void job_contend(struct job *, int64_t tick);
@@ -361,6 +366,58 @@ job_contend(struct job *job, int64_t tick)
 	free(data);
 	job_set_state(job, JOB_CONTENDING);
 	lease_acquire(job->lease, timeout);
+}
+
+/* A backup's read of the tick: step in if it is still unclaimed, else wait for the next. */
+static void
+job_peek_cb(enum jobrec_claim_result result, void *arg)
+{
+	struct job *job = arg;
+
+	if (job->state != JOB_STANDBY)
+		return;
+	if (result == JOBREC_TAKEN) {
+		job_wait_tick(job);
+		return;
+	}
+	/* Unclaimed (or unknown: then the claim tells): step in. */
+	log_debug("job %s: tick %lld still unclaimed: stepping in", job->name,
+	          (long long)job->tick);
+	job_contend(job, job->tick);
+}
+
+/*
+ * A tick is due and we are free: contend at once if we are among the first per_tick in
+ * rank (or tick_claim = contend, or the view of the workers is not kept yet); otherwise
+ * wait our delay in STANDBY, then read the tick once (job_peek_cb).
+ */
+static void
+job_tick_due(struct job *job, int64_t tick)
+{
+	const struct config *cfg = job_main_config(job);
+	const struct members *ms = job->cb->members(job->cb_arg);
+	const char **nodes;
+	size_t n, pos;
+	uint64_t delay;
+
+	if (cfg->tick_claim == CONFIG_TICK_CONTEND || ms == NULL || !members_ready(ms)) {
+		job_contend(job, tick);
+		return;
+	}
+	nodes = members_carrying(ms, job->name, &n);
+	pos = rank_position(job->name, rank_seq(job->cfg->sched, tick), cfg->node_id, nodes, n);
+	free(nodes);
+	delay = rank_delay_ms(pos, job->cfg->per_tick,
+	                      rank_step_ms(job->cfg->sched, tick, job->cfg->start_deadline_ms));
+	if (delay == 0) {
+		job_contend(job, tick);
+		return;
+	}
+	log_debug("job %s: tick %lld: rank %zu of %zu: reading it in %llu ms", job->name,
+	          (long long)tick, pos + 1, n, (unsigned long long)delay);
+	job->tick = tick;
+	job_set_state(job, JOB_STANDBY);
+	job_timer(job->timer, delay);
 }
 
 /* The claim of a tick: run it, or leave it to the worker that has it. */
@@ -627,6 +684,10 @@ job_timer_cb(int fd, short what, void *arg)
 	case JOB_COOLDOWN:
 		job_contend(job, -1);
 		break;
+	case JOB_STANDBY:
+		jobrec_peek(job->rec, job->tick, job->cfg->per_tick, job_main_config(job)->node_id,
+		            job->cfg->sched, job_peek_cb, job);
+		break;
 	default:
 		break;
 	}
@@ -669,7 +730,13 @@ job_tick_cb(int fd, short what, void *arg)
 		return;
 	switch (job->state) {
 	case JOB_WAITING:
-		job_contend(job, tick);
+		job_tick_due(job, tick);
+		break;
+	case JOB_STANDBY:
+		/* A backup for an older tick: the newest due tick is what counts now. */
+		evtimer_del(job->timer);
+		jobrec_cancel_claim(job->rec);
+		job_tick_due(job, tick);
 		break;
 	case JOB_CONTENDING:
 		/*

@@ -15,6 +15,7 @@ struct config;
 struct config_job;
 struct event_base;
 struct job;
+struct members;
 struct svlink;
 
 /*
@@ -24,8 +25,9 @@ struct svlink;
 struct job_cb {
 	const struct config *(*config)(void *arg);
 	struct svlink *(*supervisor)(void *arg);
-	uint32_t (*next_run)(void *arg);       /* a fresh run id, unique among the jobs */
-	void (*done)(struct job *, void *arg); /* the job finished stopping */
+	uint32_t (*next_run)(void *arg);             /* a fresh run id, unique among the jobs */
+	void (*done)(struct job *, void *arg);       /* the job finished stopping */
+	const struct members *(*members)(void *arg); /* the live workers, to rank ticks */
 };
 
 /*
@@ -83,6 +85,7 @@ enum job_state {
 	JOB_IDLE,       /* not contending: no session yet, or stopped */
 	JOB_CONFLICT,   /* the cluster agreed on another number of leases */
 	JOB_WAITING,    /* scheduled: waiting for the next tick */
+	JOB_STANDBY,    /* scheduled: a backup for the tick, reading it after its delay */
 	JOB_CONTENDING, /* waiting for a lease */
 	JOB_CLAIMING,   /* scheduled: claiming the tick in <root>/jobs/<job>/state */
 	JOB_STARTING,   /* the supervisor is starting the command */

@@ -60,6 +60,7 @@ struct jobrec_task {
 	int64_t tick;
 	int per_tick;
 	char *node;
+	int peek;      /* claim: only read whether the tick is claimed; write nothing */
 	int maybe_set; /* a claim write was sent and may have landed */
 	int races;     /* versioned writes lost to another writer */
 	int waiting;   /* waiting for a reconnect to go on */
@@ -572,6 +573,14 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	c.history = t->history;
 	c.now = (int64_t)(clock_wall_ms() / 1000);
 	verdict = tickstate_claim(&st, &c, &skipped);
+	if (t->peek) {
+		/* The same verdict a claim would reach, without the write. */
+		tickstate_free(&st);
+		if (skipped != NULL)
+			json_decref(skipped);
+		jobrec_claim_done(t, verdict == TICKSTATE_CLAIM ? JOBREC_FREE : JOBREC_TAKEN);
+		return;
+	}
 	jobrec_state_warn(t->jr, &st);
 	if (verdict != TICKSTATE_CLAIM) {
 		tickstate_free(&st);
@@ -614,7 +623,26 @@ jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
 	jobrec_claim_step(t);
 }
 
-/* Abandon a claim in progress; its callback is not called. */
+/*
+ * Read once whether tick is claimed by per_tick workers (or by node), a later tick claimed,
+ * or the tick marked missed (JOBREC_TAKEN), or not (JOBREC_FREE): what a backup in the
+ * ranking reads before it steps in. Nothing is written; jobrec_cancel_claim cancels it.
+ */
+void
+jobrec_peek(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
+            const struct schedule *sched, jobrec_claim_cb cb, void *arg)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
+
+	t->peek = 1;
+	t->sched = sched;
+	t->per_tick = per_tick;
+	t->cb = cb;
+	t->arg = arg;
+	jobrec_claim_step(t);
+}
+
+/* Abandon a claim (or a peek) in progress; its callback is not called. */
 void
 jobrec_cancel_claim(struct jobrec *jr)
 {

@@ -17,6 +17,7 @@ enum jobrec_claim_result {
 	JOBREC_CLAIMED, /* ours to run */
 	JOBREC_TAKEN,   /* already claimed by enough workers (or by us) */
 	JOBREC_ERROR,   /* could not tell (connection lost, session gone) */
+	JOBREC_FREE,    /* jobrec_peek: not claimed by enough workers yet */
 };
 
 struct jobrec_cb {
@@ -38,6 +39,8 @@ uint64_t jobrec_missed_ticks(const struct jobrec *);
 struct schedule;
 void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,
                   const struct schedule *, int history, jobrec_claim_cb, void *arg);
+void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
+                 const struct schedule *, jobrec_claim_cb, void *arg);
 void jobrec_cancel_claim(struct jobrec *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);

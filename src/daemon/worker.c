@@ -39,6 +39,7 @@
 #include "layout.h"
 #include "leasekeeper.h"
 #include "log.h"
+#include "members.h"
 #include "nodedata.h"
 #include "runspec.h"
 #include "svlink.h"
@@ -82,6 +83,7 @@ struct worker {
 	struct zk *zk;
 	struct svlink *sv;
 	struct http *http;
+	struct members *members; /* the live workers and their jobs, for ranking ticks */
 	enum worker_state state;
 	char *path; /* <root>/workers/<node_id> */
 	uint64_t started_ms;
@@ -349,6 +351,7 @@ worker_registered(struct worker *w)
 		worker_notify("READY=1\nSTATUS=registered");
 	}
 	worker_watch_own(w);
+	members_start(w->members);
 	if (!worker_sv_ready(w))
 		return; /* worker_sv_hello_cb lets them */
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
@@ -528,6 +531,7 @@ worker_jobs_session(struct worker *w, enum zk_event event)
 {
 	struct worker_job *wj, *next;
 
+	members_session(w->members, event);
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
 		if (!wj->done)
 			job_session(wj->job, event);
@@ -1121,12 +1125,21 @@ worker_job_next_run_cb(void *arg)
 	return w->next_run;
 }
 
+static const struct members *
+worker_job_members_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return w->members;
+}
+
 /* A new job of this worker. */
 static struct job *
 worker_job_new(struct worker *w, const struct config_job *cj)
 {
 	static const struct job_cb cb = {worker_job_config_cb, worker_job_supervisor_cb,
-	                                 worker_job_next_run_cb, worker_job_done_cb};
+	                                 worker_job_next_run_cb, worker_job_done_cb,
+	                                 worker_job_members_cb};
 
 	return job_new(w->base, w->zk, cj, &cb, w);
 }
@@ -1302,6 +1315,7 @@ worker_run(const char *config_file, struct config *cfg)
 
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
+	w.members = members_new(w.zk, cfg->root);
 	for (i = 0; i < cfg->njobs; i++) {
 		wj = xcalloc(1, sizeof *wj);
 		wj->job = worker_job_new(&w, cfg->jobs_list[i]);
@@ -1320,6 +1334,7 @@ worker_run(const char *config_file, struct config *cfg)
 		zk_abandon(w.zk);
 	aclcheck_free(w.acl);
 	worker_free_jobs(&w, 1);
+	members_free(w.members);
 	zk_free(w.zk);
 	http_free(w.http);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)

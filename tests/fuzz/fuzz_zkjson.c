@@ -2,8 +2,9 @@
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record, 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
- * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out) and as the
- * worker logs them (nodedata_describe).
+ * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
+ * worker logs them (nodedata_describe) and as the ranking of ticks reads them
+ * (rank_parse_member).
  */
 
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "jobrec.h"
 #include "leasekeeper.h"
 #include "nodedata.h"
+#include "rank.h"
 #include "schedule.h"
 #include "tickstate.h"
 #include "utf8.h"
@@ -96,6 +98,25 @@ fuzz_tickstate(const char *s, size_t n)
 	}
 }
 
+/* A worker's registration as the ranking reads it: bounded, sorted, distinct, found again. */
+static void
+fuzz_member(const char *s, size_t n)
+{
+	struct rank_member m;
+	size_t i;
+
+	rank_parse_member(s, n, &m);
+	if (m.njobs > RANK_MAX_JOBS)
+		abort();
+	for (i = 0; i < m.njobs; i++) {
+		if (strlen(m.jobs[i]) == 0 || strlen(m.jobs[i]) > RANK_MAX_NAME ||
+		    (i > 0 && strcmp(m.jobs[i - 1], m.jobs[i]) >= 0) ||
+		    !rank_member_has(&m, m.jobs[i]))
+			abort();
+	}
+	rank_member_free(&m);
+}
+
 /* A node's data as a log line gets it: one line of printable text, bounded. */
 static void
 fuzz_describe(const char *s, size_t n)
@@ -138,6 +159,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_safe(o);
 		json_decref(o);
 		fuzz_describe(s, n);
+		fuzz_member(s, n);
 		break;
 	}
 	return 0;

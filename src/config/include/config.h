@@ -13,6 +13,12 @@ struct schedule;
 /* What a job does with its running command when the worker is asked to stop. */
 enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
 
+/* How the workers share a scheduled job's tick ([worker] tick_claim). */
+enum config_tick_claim {
+	CONFIG_TICK_RANKED,  /* the first in rank contends; the others step in only if needed */
+	CONFIG_TICK_CONTEND, /* every worker contends at every tick (for benchmarks) */
+};
+
 /* [worker] cgroups: how runs are contained. */
 enum config_cgroups { CONFIG_CGROUPS_AUTO, CONFIG_CGROUPS_REQUIRED, CONFIG_CGROUPS_OFF };
 
@@ -109,6 +115,7 @@ struct config {
 	struct config_limits limits; /* every job's defaults */
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
+	enum config_tick_claim tick_claim;
 
 	/* [safety] */
 	uint64_t safety_margin_ms;
@@ -134,6 +141,7 @@ void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
+const char *config_tick_claim_name(enum config_tick_claim);
 const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);
 

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+# ctest: timeout=300
+"""Ranked claims of scheduled ticks against a real ZooKeeper: twelve workers sharing three
+jobs run every tick exactly once and each runs some; a preferred worker stopped (SIGSTOP) at
+its tick costs one step-in delay, not the tick; a worker whose clock is 3 s behind never
+makes a tick run twice."""
+
+import calendar
+import collections
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def step_s(interval_s, start_deadline_s):
+    """src/daemon/rank.c rank_step_ms: the first backup reads the tick this long after it."""
+    return max(0.05, min(0.5, start_deadline_s / 6.0, interval_s / 4.0))
+
+
+def epoch(iso):
+    return calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+class RankedTest(lktest.TestCase):
+    def command(self, path):
+        """Append "JOB TICK NODE START" to path (START: the wall clock, seconds)."""
+        return ('echo "$LEASEKEEPER_JOB $LEASEKEEPER_TICK $LEASEKEEPER_NODE $(date +%%s.%%N)" '
+                '>> %s' % path)
+
+    def start_all(self, names, jobs, env=None):
+        procs = {}
+        for n in names:
+            cfg = self.write_config(name=n, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+                                    worker={"allow_root_jobs": True}, jobs=jobs)
+            procs[n] = self.worker(cfg, name="%s-%d" % (n, time.monotonic_ns()),
+                                   env=(env or {}).get(n))
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=60)
+        return procs
+
+    def runs(self, path):
+        """{(job, tick): [(node, start), ...]}"""
+        out = collections.defaultdict(list)
+        for line in lktest.read_text(path).splitlines():
+            f = line.split()
+            if len(f) == 4:
+                out[(f[0], epoch(f[1]))].append((f[2], float(f[3])))
+        return out
+
+    def assert_once_and_none_missing(self, runs, jobs, since, until, interval):
+        twice = {k: v for k, v in runs.items() if len(v) > 1}
+        self.assertEqual(twice, {}, "ticks run more than once")
+        for job in jobs:
+            want = range(since, until + 1, interval)
+            missing = [t for t in want if (job, t) not in runs]
+            self.assertEqual(missing, [], "ticks of %s that no worker ran" % job)
+
+    def test_twelve_workers_three_jobs_every_tick_once_spread(self):
+        self.start_zookeeper()
+        out = self.path("runs.txt")
+        jobs = {j: {"command": self.command(out), "schedule": "@every 1s",
+                    "start_deadline": "3s"} for j in ("a", "b", "c")}
+        names = ["w%02d" % i for i in range(12)]
+        self.start_all(names, jobs)
+        # Judge the ticks once every worker is registered and has seen the others.
+        settled = int(time.time()) + 3
+        self.wait_until(lambda: len([k for k in self.runs(out) if k[1] >= settled]) >= 90,
+                        timeout=120)
+        runs = self.runs(out)
+        last = max(t for _, t in runs)
+        judged = {k: v for k, v in runs.items() if k[1] >= settled}
+        self.assert_once_and_none_missing(judged, jobs, settled, last - 2, 1)
+        per_worker = collections.Counter(v[0][0] for v in judged.values())
+        self.assertEqual(sorted(set(per_worker) | set(names)), sorted(names))
+        self.assertEqual([n for n in names if per_worker[n] == 0], [],
+                         "workers that ran nothing: %s" % dict(per_worker))
+
+    def test_stopped_preferred_worker_costs_one_step(self):
+        self.start_zookeeper()
+        out = self.path("runs.txt")
+        jobs = {"j": {"command": self.command(out), "schedule": "@every 2s",
+                      "start_deadline": "1500ms"}}
+        names = ("alpha", "beta", "gamma")
+        procs = self.start_all(names, jobs)
+        settled = int(time.time()) + 3
+        # Rotation: with three workers the worker of tick T runs T+6 s too; wait until the
+        # runs show it, twice in a row.
+        def rotating():
+            runs = {t: v[0][0] for (_, t), v in self.runs(out).items() if t >= settled}
+            ts = sorted(runs)
+            return len(ts) >= 6 and all(runs[ts[i]] == runs[ts[i - 3]]
+                                        for i in range(len(ts) - 3, len(ts)))
+        self.wait_until(rotating, timeout=90)
+        runs = {t: v[0][0] for (_, t), v in self.runs(out).items()}
+        t0 = max(runs)
+        victim, target = runs[t0], t0 + 6
+        # Stop it before its tick is due (its previous tick is long done), after the tick
+        # before has run.
+        self.assertLess(time.time(), target - 1.0, "too late to stop the preferred worker")
+        self.wait_until(lambda: time.time() >= target - 1.0, timeout=10)
+        procs[victim].signal(signal.SIGSTOP)
+        try:
+            self.wait_until(lambda: ("j", target) in self.runs(out), timeout=20)
+        finally:
+            time.sleep(max(0.0, target + 2.5 - time.time()))
+            procs[victim].signal(signal.SIGCONT)
+        node, start = self.runs(out)[("j", target)][0]
+        self.assertNotEqual(node, victim)
+        # Not started by the preferred worker at once: by a backup, one step after the
+        # tick (its read), then its lease and claim: well inside start_deadline (1.5 s).
+        late = start - target
+        self.assertGreaterEqual(late, step_s(2, 1.5) - 0.02, "the tick started at once")
+        self.assertLess(late, 1.5)
+        # And the stopped worker, back, runs its later ticks again; nothing ran twice.
+        self.wait_until(lambda: any(t > target + 6 and v[0][0] == victim
+                                    for (_, t), v in self.runs(out).items()), timeout=60)
+        runs = self.runs(out)
+        self.assertEqual({k: v for k, v in runs.items() if len(v) > 1}, {})
+
+    def test_clock_three_seconds_behind_never_runs_a_tick_twice(self):
+        self.start_zookeeper()
+        out = self.path("runs.txt")
+        jobs = {j: {"command": self.command(out), "schedule": "@every 1s",
+                    "start_deadline": "2s"} for j in ("x", "y")}
+        late = dict(os.environ, LD_PRELOAD=FAKETIME_LIB, FAKETIME="-3s",
+                    FAKETIME_DONT_FAKE_MONOTONIC="1",
+                    ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+        self.start_all(("alpha", "beta", "gamma"), jobs, env={"gamma": late})
+        settled = int(time.time()) + 3
+        self.wait_until(lambda: len([k for k in self.runs(out) if k[1] >= settled]) >= 40,
+                        timeout=90)
+        runs = self.runs(out)
+        last = max(t for _, t in runs)
+        judged = {k: v for k, v in runs.items() if k[1] >= settled}
+        self.assert_once_and_none_missing(judged, jobs, settled, last - 2, 1)
+        # gamma is first in rank for a third of the ticks, but fires each 3 s late: a backup
+        # has run it by then, so gamma runs none (its clock says the tick is 3 s off).
+        self.assertEqual([k for k, v in judged.items() if v[0][0] == "gamma"], [])
+
+
+if __name__ == "__main__":
+    lktest.main()
