@@ -758,7 +758,10 @@ job_unhold(struct job *job)
 		return;
 	if (job->state == JOB_PAUSED || job->state == JOB_DRAINED) {
 		job_set_state(job, JOB_IDLE);
-		job_go(job);
+		if (job->ready && !job->agreed)
+			jobrec_check(job->rec);
+		else
+			job_go(job);
 	}
 }
 
@@ -791,10 +794,8 @@ job_hold_now(struct job *job, int stop)
 			job_set_state(job, JOB_STOPPING);
 		}
 		break;
-	case JOB_IDLE:
-		job_hold(job);
-		break;
 	default:
+		/* IDLE: not contending yet; job_contend holds it back when it would. */
 		break;
 	}
 }
@@ -921,7 +922,8 @@ job_ready(struct job *job)
 	if (job->stop_requested || job->state == JOB_DONE)
 		return;
 	job->ready = 1;
-	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT)
+	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT || job->state == JOB_PAUSED ||
+	    job->state == JOB_DRAINED)
 		jobrec_check(job->rec);
 }
 
