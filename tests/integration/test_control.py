@@ -63,6 +63,7 @@ class ControlTest(lktest.TestCase):
             cfg, procs[n] = self.start(n, jobs)
         zk = "--zk=" + self.zk.connect_string
         self.wait_until(lambda: len(self.ticks(out)) >= 3, timeout=60)
+        t_pause = int(time.time()) + 2  # ticks from here on come after the pause
         r = self.ok("pause", zk, "--by", "ops@test", "tick")
         self.assertIn("paused by ops@test", r.stdout)
         for n in NAMES:
@@ -80,7 +81,9 @@ class ControlTest(lktest.TestCase):
         paused = [r for r in self.runs(kz, "tick") if r["reason"] == "paused"]
         self.assertGreaterEqual(len(paused), 3)
         self.assertEqual(len({r["tick"] for r in paused}), len(paused), "a tick recorded twice")
-        self.assertEqual([r for r in self.runs(kz, "tick") if r["reason"] == "missed"], [])
+        # On a busy machine a tick before the pause may be missed; none after it is.
+        self.assertEqual([r for r in self.runs(kz, "tick")
+                          if r["reason"] == "missed" and r["tick"] >= t_pause], [])
         st = json.loads(self.ok("status", "-c", cfg, "--json").stdout)
         job = [j for j in st["jobs"] if j["name"] == "tick"][0]
         self.assertEqual(job["paused"]["by"], "ops@test")
