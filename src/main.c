@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "runspec.h"
 #include "config.h"
+#include "control.h"
 #include "exec.h"
 #include "log.h"
 #include "schedule.h"
@@ -32,6 +33,12 @@ static const char *main_usage_text =
     "  exec   [-c FILE | --zk HOSTS] [--leases N] [--timeout DUR] [--lock-path PATH]\n"
     "         NAME -- CMD [ARGS...]            run one command under a lease\n"
     "  set-leases [-c FILE | --zk HOSTS] JOB N change the cluster's lease count of a job\n"
+    "  pause  [-c FILE | --zk HOSTS] [--stop-running] JOB   pause a job cluster-wide\n"
+    "  resume [-c FILE | --zk HOSTS] JOB       resume a paused job\n"
+    "  drain  [-c FILE | --zk HOSTS] [--wait] [--deadline DUR] [NODE]\n"
+    "                                          a worker takes no new lease\n"
+    "  undrain [-c FILE | --zk HOSTS] [NODE]   a drained worker takes leases again\n"
+    "  forget [-c FILE | --zk HOSTS] [--force] JOB   delete the records of a gone job\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -338,6 +345,16 @@ main(int argc, char **argv)
 		return admin_status(argc, argv);
 	if (strcmp(cmd, "set-leases") == 0)
 		return admin_set_leases(argc, argv);
+	if (strcmp(cmd, "pause") == 0)
+		return control_pause(argc, argv);
+	if (strcmp(cmd, "resume") == 0)
+		return control_resume(argc, argv);
+	if (strcmp(cmd, "drain") == 0)
+		return control_drain(argc, argv);
+	if (strcmp(cmd, "undrain") == 0)
+		return control_undrain(argc, argv);
+	if (strcmp(cmd, "forget") == 0)
+		return control_forget(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

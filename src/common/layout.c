@@ -6,6 +6,7 @@
  *   <root>/jobs/<job>/state        the claimed tick
  *   <root>/jobs/<job>/runs/run-N   one record per run
  *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/drain/<node_id>         a persistent node per drained worker
  *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
  *   <root>/semaphore/<lock>        a job with more (a Curator semaphore), which keeps
  *     .../locks                    the mutex that guards its leases and
@@ -80,6 +81,20 @@ char *
 layout_worker(const char *root, const char *node_id)
 {
 	return layout_join2(root, "workers", node_id);
+}
+
+/* <root>/drain: one persistent node per drained worker. */
+char *
+layout_drains(const char *root)
+{
+	return znode_join(root, "drain");
+}
+
+/* <root>/drain/<node_id>: the worker is drained while it exists. */
+char *
+layout_drain(const char *root, const char *node_id)
+{
+	return layout_join2(root, "drain", node_id);
 }
 
 /* The folder, under the root, of the locks with this many leases. */

@@ -9,6 +9,8 @@ char *layout_job_state(const char *root, const char *job);
 char *layout_job_runs(const char *root, const char *job);
 char *layout_workers(const char *root);
 char *layout_worker(const char *root, const char *node_id);
+char *layout_drains(const char *root);
+char *layout_drain(const char *root, const char *node_id);
 char *layout_lock_dir(const char *root, int leases);
 char *layout_lock_path(const char *root, const char *lock, const char *lock_path, int leases);
 char *layout_semaphore_leases(const char *lock_path);

@@ -24,6 +24,7 @@
 #include "authfile.h"
 #include "clock.h"
 #include "config.h"
+#include "ctlrec.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "lease.h"
@@ -39,32 +40,8 @@
 #define ADMIN_CONNECT_TIMEOUT_S 15
 #define ADMIN_RUNS_SHOWN        5
 
-/* What every admin command shares: a session on a loop, and where to find things. */
-struct admin {
-	struct event_base *base;
-	struct zk *zk;
-	struct event *timer;
-	struct config *cfg;
-	const char *hosts;
-	const char *root;
-	char *auth; /* --auth-file's credentials, or NULL */
-	int pending;
-	int started;
-	int exit_code;
-	void (*ready)(struct admin *);
-	void *ctx;
-};
-
-/* Common options: -c FILE or --zk HOSTS, --root and --auth-file. */
-struct admin_opts {
-	const char *file;
-	const char *hosts;
-	const char *root;
-	const char *auth_file;
-};
-
 /* Stop the loop with an exit status. */
-static void
+void
 admin_done(struct admin *a, int code)
 {
 	a->exit_code = code;
@@ -105,7 +82,7 @@ admin_timeout_cb(int fd, short what, void *arg)
 }
 
 /* Run ready() once a session is up; return the exit status it leaves. */
-static int
+int
 admin_run(struct admin *a, int timeout_ms)
 {
 	struct timeval tv = {ADMIN_CONNECT_TIMEOUT_S, 0};
@@ -131,7 +108,7 @@ admin_run(struct admin *a, int timeout_ms)
 }
 
 /* Take one of the common options (-c, --zk, --root); 1 if ch was one. */
-static int
+int
 admin_option(int ch, const char *arg, struct admin_opts *o)
 {
 	switch (ch) {
@@ -185,7 +162,7 @@ admin_negative(int argc, char **argv)
 }
 
 /* Parse the common options; 0, or an exit status. */
-static int
+int
 admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 {
 	struct config_errors errors = {NULL, 0};
@@ -380,6 +357,27 @@ admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const ch
 	free(names);
 }
 
+/* A job record's pause (`leasekeeper pause`): "paused": {"by", "since", "stop_running"}. */
+static void
+admin_status_paused(json_t *job, const char *value, int len)
+{
+	json_t *rec, *p, *o;
+	int stop;
+
+	if (!ctlrec_paused(value, len, &stop))
+		return;
+	rec = json_loadb(value, (size_t)len, 0, NULL);
+	p = json_object_get(rec, "paused");
+	o = json_object();
+	if (json_is_string(json_object_get(p, "by")))
+		json_object_set(o, "by", json_object_get(p, "by"));
+	if (json_is_string(json_object_get(p, "since")))
+		json_object_set(o, "since", json_object_get(p, "since"));
+	json_object_set_new(o, "stop_running", json_boolean(stop));
+	json_object_set_new(job, "paused", o);
+	json_decref(rec);
+}
+
 /* One answer of status. */
 static void
 admin_status_reply_cb(const struct zk_reply *reply, void *arg)
@@ -418,6 +416,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 				json_object_set_new(r->target, "cluster_leases", json_integer(n));
 			else if (n < 0)
 				json_object_set_new(r->target, "record_corrupt", json_true());
+			admin_status_paused(r->target, reply->value, reply->value_len);
 			if (json_is_true(json_object_get(r->target, "_discover"))) {
 				/* Where the lock lives is in the record; else it is named for the job. */
 				json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
@@ -595,6 +594,9 @@ admin_status_print(json_t *out)
 		if (json_string_value(json_object_get(w, "containment")) != NULL)
 			printf("  runs contained by %s",
 			       json_string_value(json_object_get(w, "containment")));
+		if (json_is_true(json_object_get(w, "drained")))
+			printf("  DRAINED (%lld lease(s) still held)",
+			       (long long)json_integer_value(json_object_get(w, "leases_held")));
 		printf("\n");
 	}
 	printf("jobs (%zu):\n", json_array_size(jobs));
@@ -615,6 +617,18 @@ admin_status_print(json_t *out)
 			       "workers do not contend until `leasekeeper set-leases` fixes it",
 			       LK_MAX_LEASES);
 		printf("\n");
+		if (json_object_get(job, "paused") != NULL)
+			printf(
+			    "    PAUSED by %s since %s%s\n",
+			    json_string_value(json_object_get(json_object_get(job, "paused"), "by"))
+			        ?: "?",
+			    json_string_value(
+			        json_object_get(json_object_get(job, "paused"), "since"))
+			        ?: "?",
+			    json_is_true(
+			        json_object_get(json_object_get(job, "paused"), "stop_running"))
+			        ? " (runs stopped)"
+			        : "");
 		if (json_object_get(job, "schedule") != NULL)
 			printf("    schedule %s%s%s\n",
 			       json_string_value(json_object_get(job, "schedule")),

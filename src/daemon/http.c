@@ -645,6 +645,12 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 	                    "leasekeeper_containment{mode=\"%s\"} 1\n",
 	                    h->cb->containment(h->arg));
 	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_worker_drained 1 while this worker is drained "
+	                    "(leasekeeper drain): it takes no new lease\n"
+	                    "# TYPE leasekeeper_worker_drained gauge\n"
+	                    "leasekeeper_worker_drained %d\n",
+	                    h->cb->drained(h->arg) != 0);
+	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_http_connections open connections to this "
 	                    "listener (at most %d)\n# TYPE leasekeeper_http_connections gauge\n"
 	                    "leasekeeper_http_connections %d\n",

@@ -35,6 +35,7 @@ struct http_cb {
 	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
 	/* how runs are contained: "cgroup", "process-group", "none" or "unknown" */
 	const char *(*containment)(void *arg);
+	int (*drained)(void *arg); /* `leasekeeper drain`: takes no new lease */
 };
 
 struct http *http_start(struct event_base *, const char *listen, const struct http_cb *, void *arg);

@@ -18,6 +18,13 @@
  * still inside start_deadline is contended for (catch-up after an outage), and the
  * claim keeps it from running twice.
  *
+ * A job paused cluster-wide (its record says "paused", `leasekeeper pause`) or on a drained
+ * worker (`leasekeeper drain`) takes no new lease. Paused, its ticks are recorded as
+ * "paused" (once, by whoever marks them first) and its runs go on to their end, unless the
+ * pause says stop_running; drained, its ticks are left to the other workers, a continuous
+ * run is stopped at once (the hand-over of a graceful stop) and a scheduled one only at the
+ * drain's deadline.
+ *
  * Whatever the schedule, the command runs only while the lease is held: when the lease
  * is lost the run is killed at once (the supervisor has usually done so already, at the
  * lease deadline); after a disconnect a run is restarted only once the lease has been
@@ -72,6 +79,8 @@ struct job {
 	int lost_pending;     /* the lease went while running: contend again after the exit */
 	int conflict_pending; /* the count changed while running: stop contending after */
 	int await_verify;     /* start once the lease is confirmed after a reconnect */
+	int paused;           /* the record says paused: take no new lease */
+	int drained;          /* this worker is drained: take no new lease */
 
 	uint32_t run;
 	pid_t pid;
@@ -90,7 +99,7 @@ struct job {
 	uint64_t outcomes[JOB_OUTCOMES];
 	uint64_t lease_ends[JOB_LEASE_ENDS];
 	uint64_t acquisitions;
-	uint64_t paused_ticks; /* i13ctl: counted where a paused job lets a tick go */
+	uint64_t paused_ticks; /* ticks this worker let go because the job was paused */
 	uint64_t last_end_ms, last_ok_ms;
 	uint64_t buckets[JOB_DURATION_BUCKETS];
 	uint64_t durations;
@@ -124,8 +133,8 @@ static const double job_duration_bounds[JOB_DURATION_BUCKETS] = {
 };
 
 static const char *job_state_names[] = {
-    "IDLE",     "CONFLICT", "WAITING", "STANDBY",  "CONTENDING", "CLAIMING",
-    "STARTING", "RUNNING",  "BACKOFF", "STOPPING", "COOLDOWN",   "DONE",
+    "IDLE",    "CONFLICT", "WAITING",  "STANDBY",  "CONTENDING", "CLAIMING", "STARTING",
+    "RUNNING", "BACKOFF",  "STOPPING", "COOLDOWN", "DONE",       "PAUSED",   "DRAINED",
 };
 
 static void job_contend(struct job *, int64_t tick);
@@ -133,6 +142,7 @@ static void job_start_run(struct job *);
 static void job_go(struct job *);
 static void job_arm_tick(struct job *);
 static void job_wait_tick(struct job *);
+static int job_hold(struct job *);
 
 /* The worker's configuration (replaced at each reload). */
 static const struct config *
@@ -348,6 +358,18 @@ job_contend(struct job *job, int64_t tick)
 		return;
 	if (lease_state(job->lease) != LEASE_IDLE)
 		job_release(job);
+	if (tick >= 0 && (job->paused || job->drained)) {
+		/* Paused: the tick is recorded as such, once; drained: it is the others'. */
+		if (job->paused) {
+			job->paused_ticks++;
+			jobrec_paused_tick(job->rec, tick, job_main_config(job)->node_id,
+			                   job->cfg->history);
+		}
+		job_wait_tick(job);
+		return;
+	}
+	if (job_hold(job))
+		return;
 	job->tick = tick;
 	if (tick >= 0) {
 		uint64_t until = (uint64_t)tick * 1000 + job->cfg->start_deadline_ms;
@@ -547,6 +569,15 @@ job_start_run(struct job *job)
 		job_finish_stop(job);
 		return;
 	}
+	/* A restart or a retry after a pause or a drain; a tick claimed before it still runs. */
+	if (job->state != JOB_CLAIMING && (job->paused || job->drained)) {
+		lease_release(job->lease);
+		if (job_scheduled(job))
+			job_wait_tick(job);
+		else
+			job_hold(job);
+		return;
+	}
 	if (lease_state(job->lease) == LEASE_UNVERIFIED) {
 		job->await_verify = 1;
 		job_set_state(job, JOB_BACKOFF);
@@ -617,6 +648,17 @@ job_run_end(struct job *job, struct jobstate_end *e)
 	if (d.counted && d.failed && !e->start_failed)
 		job->failures_total++;
 	log_debug("job %s: after the run: %s", job->name, jobstate_action_name(d.action));
+	if ((job->paused || job->drained) &&
+	    (d.action == JOBSTATE_RUN_AGAIN || d.action == JOBSTATE_RESTART ||
+	     d.action == JOBSTATE_COOLDOWN || d.action == JOBSTATE_RETRY)) {
+		/* Paused or drained: no restart, no retry; the lease goes now (a hand-over). */
+		lease_release(job->lease);
+		if (job_scheduled(job))
+			job_wait_tick(job);
+		else
+			job_hold(job);
+		return;
+	}
 
 	switch (d.action) {
 	case JOBSTATE_FINISH:
@@ -795,6 +837,19 @@ job_wait_tick(struct job *job)
 		job_contend(job, pending);
 }
 
+/*
+ * A continuous job that is paused or drained waits, holding nothing, in PAUSED or DRAINED;
+ * 1 if so.
+ */
+static int
+job_hold(struct job *job)
+{
+	if (job_scheduled(job) || (!job->paused && !job->drained))
+		return 0;
+	job_set_state(job, job->paused ? JOB_PAUSED : JOB_DRAINED);
+	return 1;
+}
+
 /* Agreed and registered: start doing the job. */
 static void
 job_go(struct job *job)
@@ -811,6 +866,8 @@ job_go(struct job *job)
 		return;
 	}
 	job_wait_tick(job);
+	if (job->paused || job->drained)
+		return;
 	/* Catch-up: the latest tick still within its start deadline, if nobody ran it. */
 	prev = schedule_prev(job->cfg->sched, (int64_t)(now / 1000));
 	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms) {
@@ -821,6 +878,76 @@ job_go(struct job *job)
 		         job->name, when);
 		job_contend(job, prev);
 	}
+}
+
+/*
+ * Not paused or drained any more: a continuous job held back contends again (a scheduled
+ * one waits for its next tick as it did all along).
+ */
+static void
+job_unhold(struct job *job)
+{
+	if (job->paused || job->drained)
+		return;
+	if (job->state == JOB_PAUSED || job->state == JOB_DRAINED) {
+		job_set_state(job, JOB_IDLE);
+		if (job->ready && !job->agreed)
+			jobrec_check(job->rec);
+		else
+			job_go(job);
+	}
+}
+
+/*
+ * Paused or drained now: give up a lease being waited for, a restart or a retry; stop a
+ * run if stop (SIGTERM, then SIGKILL after kill_grace, like any stop), else let it end.
+ */
+static void
+job_hold_now(struct job *job, int stop)
+{
+	switch (job->state) {
+	case JOB_CONTENDING:
+	case JOB_BACKOFF:
+	case JOB_COOLDOWN:
+		evtimer_del(job->timer);
+		job->await_verify = 0;
+		lease_release(job->lease);
+		if (job_scheduled(job))
+			job_wait_tick(job);
+		else
+			job_hold(job);
+		break;
+	case JOB_STARTING:
+	case JOB_RUNNING:
+		if (stop && job_busy(job)) {
+			log_info("job %s: stopping the run (%s)", job->name,
+			         job->drained ? "the worker is drained" : "paused, stop_running");
+			svlink_job_stop(job_supervisor(job), job->run, SIGTERM,
+			                (int64_t)job->cfg->kill_grace_ms);
+			job_set_state(job, JOB_STOPPING);
+		}
+		break;
+	default:
+		/* IDLE: not contending yet; job_contend holds it back when it would. */
+		break;
+	}
+}
+
+/* The record's pause as last read: follow its changes. */
+static void
+job_pause_check(struct job *job)
+{
+	int stop, paused = jobrec_paused(job->rec, &stop);
+
+	if (paused == job->paused && !(paused && stop))
+		return;
+	if (paused != job->paused)
+		log_info("job %s: %s cluster-wide", job->name, paused ? "paused" : "resumed");
+	job->paused = paused;
+	if (paused)
+		job_hold_now(job, stop);
+	else
+		job_unhold(job);
 }
 
 /* The cluster's lease count is ours. */
@@ -834,6 +961,7 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
 		         job->cfg->leases);
 	job->agreed = 1;
+	job_pause_check(job);
 	job_go(job);
 }
 
@@ -928,7 +1056,8 @@ job_ready(struct job *job)
 	if (job->stop_requested || job->state == JOB_DONE)
 		return;
 	job->ready = 1;
-	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT)
+	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT || job->state == JOB_PAUSED ||
+	    job->state == JOB_DRAINED)
 		jobrec_check(job->rec);
 }
 
@@ -1119,6 +1248,29 @@ job_supervisor_died(struct job *job)
 	job->tick = -1;
 	evtimer_del(job->tick_timer);
 	job_set_state(job, JOB_IDLE);
+}
+
+/*
+ * The worker is drained (or not any more): take no new lease; stop a continuous run at
+ * once (a hand-over), a scheduled one only if stop_runs (the drain's deadline).
+ */
+void
+job_drain(struct job *job, int drained, int stop_runs)
+{
+	if (job->stop_requested || job->state == JOB_DONE)
+		return;
+	job->drained = drained;
+	if (drained)
+		job_hold_now(job, stop_runs || !job_scheduled(job));
+	else
+		job_unhold(job);
+}
+
+/* Whether the job holds a lease, or waits for one, or runs. */
+int
+job_holds_lease(const struct job *job)
+{
+	return job_busy(job) || lease_state(job->lease) != LEASE_IDLE;
 }
 
 /* Whether the job was told to stop (for good). */

@@ -94,6 +94,8 @@ enum job_state {
 	JOB_STOPPING, /* the command is being stopped */
 	JOB_COOLDOWN, /* continuous: gave the lease up after repeated failures */
 	JOB_DONE,     /* stopped for good (shutdown or removal) */
+	JOB_PAUSED,   /* continuous: paused cluster-wide (`leasekeeper pause`), no lease */
+	JOB_DRAINED,  /* continuous: this worker is drained (`leasekeeper drain`), no lease */
 };
 
 struct job *job_new(struct event_base *, struct zk *, const struct config_job *,
@@ -110,6 +112,8 @@ void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason,
 void job_supervisor_died(struct job *);
 int job_owns_run(const struct job *, uint32_t run);
 int job_stopping(const struct job *);
+void job_drain(struct job *, int drained, int stop_runs);
+int job_holds_lease(const struct job *);
 
 const char *job_name(const struct job *);
 const struct config_job *job_config(const struct job *);

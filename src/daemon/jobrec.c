@@ -24,6 +24,7 @@
 
 #include "clock.h"
 #include "compat.h"
+#include "ctlrec.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -68,6 +69,7 @@ struct jobrec_task {
 	void *arg;
 	json_t *record;
 	int history;
+	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick) */
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
 	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
 	TAILQ_ENTRY(jobrec_task) entry;
@@ -81,6 +83,8 @@ struct jobrec {
 	int leases;
 	char *lock_path; /* recorded with the count, so that status can find the lock */
 	int cluster;     /* the agreed count, 0 until known */
+	int paused;      /* the record says "paused" (`leasekeeper pause`) */
+	int paused_stop; /* ... with --stop-running */
 	int checking;
 	int recheck;                   /* check again after the reconnect */
 	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
@@ -229,6 +233,14 @@ jobrec_corrupt_states(const struct jobrec *jr)
 	return jr->corrupt;
 }
 
+/* Whether the record said the job is paused, as last read; *stop_running with it. */
+int
+jobrec_paused(const struct jobrec *jr, int *stop_running)
+{
+	*stop_running = jr->paused_stop;
+	return jr->paused;
+}
+
 /* The agreed count as last read, 0 if unknown. */
 int
 jobrec_cluster_leases(const struct jobrec *jr)
@@ -247,12 +259,26 @@ jobrec_watch_cb(int type, const char *path, void *arg)
 
 static void jobrec_create_cb(const struct zk_reply *, void *);
 
-/* The record's JSON: our count, and where the lock lives. */
+/*
+ * The record's JSON: our count, and where the lock lives, over what the record held (old,
+ * may be NULL): a rewrite keeps what others wrote there (a pause).
+ */
 static char *
-jobrec_data(struct jobrec *jr)
+jobrec_data(struct jobrec *jr, const char *old, int old_len)
 {
-	json_t *o = json_pack("{s:i, s:s}", "leases", jr->leases, "lock", jr->lock_path);
-	char *data = json_dumps(o, JSON_COMPACT);
+	json_t *o = NULL;
+	char *data;
+
+	if (old != NULL && old_len > 0 && old_len <= JOBREC_MAX_SIZE)
+		o = json_loadb(old, (size_t)old_len, 0, NULL);
+	if (!json_is_object(o)) {
+		if (o != NULL)
+			json_decref(o);
+		o = json_object();
+	}
+	json_object_set_new(o, "leases", json_integer(jr->leases));
+	json_object_set_new(o, "lock", json_string(jr->lock_path));
+	data = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
 	return data;
@@ -262,7 +288,7 @@ jobrec_data(struct jobrec *jr)
 static void
 jobrec_create(struct jobrec *jr)
 {
-	char *data = jobrec_data(jr);
+	char *data = jobrec_data(jr, NULL, 0);
 
 	zk_create_node(jr->zk, jr->path, data, (int)strlen(data), ZOO_PERSISTENT, jobrec_create_cb,
 	               jr);
@@ -292,6 +318,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		                  zerror(reply->rc));
 		return;
 	}
+	jr->paused = ctlrec_paused(reply->value, reply->value_len, &jr->paused_stop);
 	n = jobrec_parse_leases(reply->value, reply->value_len);
 	if (n < 0) {
 		/* Corrupt: not ours to fix by writing (whoever wrote it would write it back). */
@@ -325,7 +352,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		jr->rewrites.dropped = 0;
 		if (n == 0)
 			log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
-		data = jobrec_data(jr);
+		data = jobrec_data(jr, reply->value, reply->value_len);
 		jr->checking = 1;
 		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
 		       jobrec_create_cb, jr);
@@ -467,21 +494,27 @@ jobrec_read_state(const struct zk_reply *reply, struct tickstate *st)
 	                st);
 }
 
-/* Record that a tick was missed (one run record, and a log line). */
+/* Record that a tick was missed, or not run because paused (a run record, a log line). */
 static void
-jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
+jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history,
+                     const char *reason)
 {
 	char when[40];
 	json_t *record;
 
 	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
-	log_warnx("job %s: the tick of %s was missed: no worker started it within its "
-	          "start_deadline",
-	          znode_basename(jr->path), when);
-	jr->missed++;
+	if (strcmp(reason, "paused") == 0)
+		log_info("job %s: the tick of %s is not run: the job is paused",
+		         znode_basename(jr->path), when);
+	else {
+		log_warnx("job %s: the tick of %s was missed: no worker started it within its "
+		          "start_deadline",
+		          znode_basename(jr->path), when);
+		jr->missed++;
+	}
 	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
 	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
-	                   "node", node, "reason", "missed", "outcome", "missed");
+	                   "node", node, "reason", reason, "outcome", reason);
 	jobrec_record_run(jr, record, history);
 }
 
@@ -527,7 +560,8 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 
 	if (reply->rc == ZOK) {
 		json_array_foreach(t->skipped, i, v)
-			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history);
+			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history,
+			                     "missed");
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
@@ -670,7 +704,7 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc == ZOK)
-		jobrec_record_missed(t->jr, t->tick, t->node, t->history);
+		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->reason);
 	jobrec_task_free(t);
 }
 
@@ -712,6 +746,21 @@ jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
 	t->history = history;
+	t->reason = "missed";
+	jobrec_missed_step(t);
+}
+
+/*
+ * Record tick as not run because the job is paused: marked like a missed tick (so that it
+ * never runs late), and recorded once cluster-wide, with the reason "paused".
+ */
+void
+jobrec_paused_tick(struct jobrec *jr, int64_t tick, const char *node, int history)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	t->reason = "paused";
 	jobrec_missed_step(t);
 }
 

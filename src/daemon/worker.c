@@ -9,6 +9,10 @@
  * killed without closing its session leaves its node behind until it expires), then
  * refuse to start. After registration the jobs contend for their leases.
  *
+ * A worker is drained while <root>/drain/<node_id> exists (`leasekeeper drain`): it watches
+ * the folder's children, so it learns of a drain or an undrain at once, after a reconnect and
+ * at start-up alike; its jobs take no new lease, and it says "drained" in its node.
+ *
  * Everything runs on one libevent loop: the session, timers, the supervisor's socket
  * and the signals, which all arrive as events and go through worker_signal_cb.
  */
@@ -30,6 +34,7 @@
 #include <jansson.h>
 
 #include "aclcheck.h"
+#include "ctlrec.h"
 #include "cgroup.h"
 #include "clock.h"
 #include "compat.h"
@@ -54,6 +59,7 @@
 #define WORKER_FLUSH_MS            2000 /* at most this long for the last writes to land */
 #define WORKER_REREGISTER_MAX      5    /* registrations again after a deletion, at most ... */
 #define WORKER_REREGISTER_WINDOW_S 60   /* ... within this many seconds; then wait */
+#define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -96,6 +102,11 @@ struct worker {
 	struct aclcheck *acl; /* the start-up check of the folders' ACLs, while it runs */
 	int acl_done;         /* checked (or nothing to check: no credentials) */
 	uint32_t next_run;
+	int drained;               /* <root>/drain/<node_id> exists */
+	int drain_held;            /* drained: jobs holding a lease, as our node last said */
+	char *drain_path;          /* <root>/drain/<node_id> */
+	struct event *drain_timer; /* drained: the deadline of scheduled runs */
+	struct event *drain_poll;  /* drained: count the leases still held */
 
 	struct event *signals[5];
 	struct event *dup_timer;
@@ -195,6 +206,10 @@ worker_node_data(struct worker *w)
 	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s}", "version", LEASEKEEPER_VERSION, "node",
 	              w->cfg->node_id, "pid", (json_int_t)getpid(), "host", host, "start", stamp,
 	              "jobs", jobs, "containment", worker_containment_cb(w));
+	if (w->drained) {
+		json_object_set_new(o, "drained", json_true());
+		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
+	}
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return out;
@@ -289,6 +304,7 @@ worker_watch_own(struct worker *w)
 }
 
 static void worker_registered(struct worker *);
+static void worker_watch_drain(struct worker *);
 
 /*
  * The start-up ACL check is over. Open folders were logged; with require_acl they stop the
@@ -352,6 +368,7 @@ worker_registered(struct worker *w)
 	}
 	worker_watch_own(w);
 	members_start(w->members);
+	worker_watch_drain(w);
 	if (!worker_sv_ready(w))
 		return; /* worker_sv_hello_cb lets them */
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
@@ -496,7 +513,7 @@ worker_register(struct worker *w)
 {
 	const char *root = w->cfg->root;
 	char *dirs[] = {layout_jobs(root), layout_workers(root), layout_lock_dir(root, 1),
-	                layout_lock_dir(root, 2)};
+	                layout_lock_dir(root, 2), layout_drains(root)};
 	char *data;
 	size_t i;
 
@@ -1133,15 +1150,168 @@ worker_job_members_cb(void *arg)
 	return w->members;
 }
 
-/* A new job of this worker. */
+/* A new job of this worker (drained with it, if it is). */
 static struct job *
 worker_job_new(struct worker *w, const struct config_job *cj)
 {
 	static const struct job_cb cb = {worker_job_config_cb, worker_job_supervisor_cb,
 	                                 worker_job_next_run_cb, worker_job_done_cb,
 	                                 worker_job_members_cb};
+	struct job *job = job_new(w->base, w->zk, cj, &cb, w);
 
-	return job_new(w->base, w->zk, cj, &cb, w);
+	if (w->drained)
+		job_drain(job, 1, 0);
+	return job;
+}
+
+/* Drained: the jobs that still hold a lease (or run, or wait for one). */
+static int
+worker_drain_held(struct worker *w)
+{
+	struct worker_job *wj;
+	int n = 0;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done && job_holds_lease(wj->job))
+			n++;
+	}
+	return n;
+}
+
+/* Drained: say in our node how many leases are still held, when that changes. */
+static void
+worker_drain_poll_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct timeval tv = {0, WORKER_DRAIN_POLL_MS * 1000};
+	int held;
+
+	(void)fd;
+	(void)what;
+	if (!w->drained)
+		return;
+	held = worker_drain_held(w);
+	if (held != w->drain_held) {
+		w->drain_held = held;
+		if (held == 0)
+			log_info("drained: no lease held");
+		worker_update_node(w);
+	}
+	evtimer_add(w->drain_poll, &tv);
+}
+
+/* The drain's deadline: stop the scheduled runs still going. */
+static void
+worker_drain_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj, *next;
+
+	(void)fd;
+	(void)what;
+	if (!w->drained)
+		return;
+	log_info("drain deadline: stopping the runs still going");
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_drain(wj->job, 1, 1);
+	}
+}
+
+/* Drained (deadline_ms: scheduled runs stopped after it; -1: let them end), or not. */
+static void
+worker_set_drained(struct worker *w, int drained, int64_t deadline_ms)
+{
+	struct worker_job *wj, *next;
+	struct timeval tv;
+
+	if (drained == w->drained)
+		return;
+	w->drained = drained;
+	log_info("%s: %s", drained ? "drained" : "undrained",
+	         drained ? "taking no new lease, handing continuous jobs over"
+	                 : "taking leases again");
+	evtimer_del(w->drain_timer);
+	evtimer_del(w->drain_poll);
+	if (drained && deadline_ms >= 0) {
+		tv.tv_sec = (time_t)(deadline_ms / 1000);
+		tv.tv_usec = (suseconds_t)(deadline_ms % 1000) * 1000;
+		evtimer_add(w->drain_timer, &tv);
+	}
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (!wj->done)
+			job_drain(wj->job, drained, 0);
+	}
+	w->drain_held = drained ? worker_drain_held(w) : 0;
+	worker_update_node(w);
+	if (drained)
+		worker_drain_poll_cb(-1, 0, w);
+}
+
+/* Our drain node, read: drained, with its deadline. */
+static void
+worker_drain_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (reply->rc == ZOK)
+		worker_set_drained(w, 1, ctlrec_drain_deadline_ms(reply->value, reply->value_len));
+	else if (reply->rc == ZNONODE)
+		worker_set_drained(w, 0, -1);
+}
+
+/* The drain folder's children: is our node id among them? */
+static void
+worker_drain_list_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+	int i;
+
+	if (reply->rc == ZNONODE) {
+		worker_set_drained(w, 0, -1);
+		return;
+	}
+	if (reply->rc != ZOK)
+		return; /* a reconnect or the next registration reads it again */
+	for (i = 0; i < reply->nchildren; i++) {
+		if (strcmp(reply->children[i], w->cfg->node_id) == 0) {
+			if (!w->drained)
+				zk_get(w->zk, w->drain_path, NULL, worker_drain_get_cb, w);
+			return;
+		}
+	}
+	worker_set_drained(w, 0, -1);
+}
+
+/* A drain node came or went. */
+static void
+worker_drain_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)type;
+	(void)path;
+	if (w->state == WORKER_READY)
+		worker_watch_drain(w);
+}
+
+/* Read the drain folder, and watch it. */
+static void
+worker_watch_drain(struct worker *w)
+{
+	char *dir = layout_drains(w->cfg->root);
+
+	zk_children(w->zk, dir, worker_drain_watch_cb, worker_drain_list_cb, w);
+	free(dir);
+}
+
+/* Whether the worker is drained, for /status and /metrics. */
+static int
+worker_drained_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return w->drained;
 }
 
 /* Registered with a connected session: what /health reports. */
@@ -1170,6 +1340,8 @@ worker_not_ready_cb(void *arg)
 		return w->state == WORKER_DUPLICATE
 		           ? "not registered: another session holds the node id"
 		           : "not registered yet";
+	if (w->drained)
+		return "drained (leasekeeper undrain)";
 	return NULL;
 }
 
@@ -1246,12 +1418,12 @@ worker_status_cb(void *arg)
 	snprintf(session, sizeof session, "0x%llx", (unsigned long long)zk_session_id(w->zk));
 	clock_iso8601(w->started_ms, start, sizeof start);
 	return json_pack(
-	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:o}", "node", w->cfg->node_id,
+	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:b, s:o}", "node", w->cfg->node_id,
 	    "version", LEASEKEEPER_VERSION, "start", start, "state", worker_state_names[w->state],
 	    "ready", worker_not_ready_cb(w) == NULL, "containment", worker_containment_cb(w),
 	    "session_state", zk_state_name(zk_state(w->zk)), "session_id", session,
 	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
-	    (json_int_t)worker_deadline_in_ms_cb(w), "jobs", jobs);
+	    (json_int_t)worker_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
 }
 
 /* The `run` command: the daemon, in the foreground, until SIGTERM or SIGINT. */
@@ -1259,10 +1431,11 @@ int
 worker_run(const char *config_file, struct config *cfg)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
-	static const struct http_cb hcb = {
-	    worker_status_cb,          worker_ready_cb,   worker_not_ready_cb,
-	    worker_stats_cb,           worker_session_cb, worker_deadline_in_ms_cb,
-	    worker_deadline_low_ms_cb, worker_jobs_cb,    worker_containment_cb};
+	static const struct http_cb hcb = {worker_status_cb,          worker_ready_cb,
+	                                   worker_not_ready_cb,       worker_stats_cb,
+	                                   worker_session_cb,         worker_deadline_in_ms_cb,
+	                                   worker_deadline_low_ms_cb, worker_jobs_cb,
+	                                   worker_containment_cb,     worker_drained_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;
@@ -1300,6 +1473,9 @@ worker_run(const char *config_file, struct config *cfg)
 	w.sv_timer = evtimer_new(w.base, worker_sv_timer_cb, &w);
 	w.reap = event_new(w.base, -1, 0, worker_reap_cb, &w);
 	w.flush_timer = evtimer_new(w.base, worker_flush_cb, &w);
+	w.drain_timer = evtimer_new(w.base, worker_drain_timer_cb, &w);
+	w.drain_poll = evtimer_new(w.base, worker_drain_poll_cb, &w);
+	w.drain_path = layout_drain(cfg->root, cfg->node_id);
 	w.cgroup_name = cgroup_worker_name(cfg->node_id, cfg->state_dir);
 	w.sv_opts.cgroup_name = w.cgroup_name;
 	w.sv_opts.cgroups = cfg->cgroups == CONFIG_CGROUPS_OFF        ? SUPERVISOR_CGROUPS_OFF
@@ -1345,6 +1521,9 @@ worker_run(const char *config_file, struct config *cfg)
 	event_free(w.sv_timer);
 	event_free(w.reap);
 	event_free(w.flush_timer);
+	event_free(w.drain_timer);
+	event_free(w.drain_poll);
+	free(w.drain_path);
 	event_base_free(w.base);
 	log_info("stopped");
 	free(w.path);

@@ -1,6 +1,7 @@
 /*
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
- * The first byte chooses the reader: 0 the job record, 1 the tick state and the claim computed
+ * The first byte chooses the reader: 0 the job record (its lease count, its pause) and a
+ * worker's drain node, 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
  * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
  * worker logs them (nodedata_describe) and as the ranking of ticks reads them
@@ -14,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "ctlrec.h"
 #include "jobrec.h"
 #include "leasekeeper.h"
 #include "nodedata.h"
@@ -139,7 +141,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *s = (const char *)data + 1;
 	size_t n = size - 1;
 	json_t *o;
-	int leases;
+	int leases, stop;
+	int64_t deadline;
 
 	if (size < 1)
 		return 0;
@@ -148,6 +151,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 0:
 		leases = jobrec_parse_leases(s, (int)n);
 		if (leases < -1 || leases > LK_MAX_LEASES)
+			abort();
+		if (ctlrec_paused(s, (int)n, &stop) == 0 && stop != 0)
+			abort();
+		deadline = ctlrec_drain_deadline_ms(s, (int)n);
+		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)
 			abort();
 		break;
 	case 1:
