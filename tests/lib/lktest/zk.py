@@ -156,7 +156,7 @@ class ZooKeeper:
                          name="%s(:%d)" % (self.name, self.port))
         self.proc.zk = self
 
-    def start(self, timeout=30.0):
+    def start(self, timeout=120.0):
         """Start the server and wait until it serves; returns self."""
         for attempt in range(3):
             self.launch()
@@ -178,7 +178,7 @@ class ZooKeeper:
         text = tail(self.log_path, 200) + tail(self.out_path, 200)
         return "Address already in use" in text
 
-    def wait_serving(self, timeout=30.0):
+    def wait_serving(self, timeout=120.0):
         """Wait until `srvr` prints a serving Mode line; ZooKeeperError with the log if not."""
         deadline = time.monotonic() + timeout
         last = None
@@ -244,7 +244,7 @@ class ZooKeeper:
             self.proc.kill_group(signal.SIGCONT)
             self.paused = False
 
-    def restart(self, timeout=30.0, stop_timeout=5.0):
+    def restart(self, timeout=120.0, stop_timeout=5.0):
         """Stop and start again on the same port with the same data; waits until serving."""
         self.stop(stop_timeout)
         self.launch()
@@ -299,7 +299,7 @@ class Ensemble:
     def log_files(self):
         return [p for s in self.servers for p in s.log_files]
 
-    def start(self, i=None, *, timeout=30.0):
+    def start(self, i=None, *, timeout=120.0):
         """Start every member and wait until all serve (returns self); with i, start only
         member i again (same ports and data), wait until it serves, and return it."""
         if i is not None:
@@ -336,7 +336,7 @@ class Ensemble:
                 return i
         return None
 
-    def wait_for_leader(self, timeout=30.0):
+    def wait_for_leader(self, timeout=120.0):
         """Wait until a leader serves and a majority of members serve; returns its index."""
         deadline = time.monotonic() + timeout
         while True:
@@ -361,14 +361,14 @@ class Ensemble:
         for s in self.servers if i is None else [self.servers[i]]:
             s.stop(timeout)
 
-    def start_member(self, i, timeout=30.0):
+    def start_member(self, i, timeout=120.0):
         """Start member i again (same ports and data) and wait until it serves."""
         s = self.servers[i]
         s.launch()
         s.wait_serving(timeout)
         return s
 
-    def restart(self, i, timeout=30.0):
+    def restart(self, i, timeout=120.0):
         """Stop member i and start it again on the same ports and data."""
         self.servers[i].stop()
         return self.start_member(i, timeout)
