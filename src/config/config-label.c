@@ -118,13 +118,17 @@ config_label_parse(struct config_ctx *ctx, const struct config_sec *sec, const s
 				                t.key);
 				bad = 1;
 			} else if (strcmp(terms[j].value, t.value) == 0) {
-				config_error_kv(
-				    ctx, sec, kv, "constraint: %s is %s %s twice%s", t.key,
-				    terms[j].negate == t.negate ? "tested for" : "both", t.value,
-				    terms[j].negate == t.negate
-				        ? ": keep one"
-				        : " required and refused, so no worker can run "
-				          "the job: keep one");
+				if (terms[j].negate == t.negate)
+					config_error_kv(
+					    ctx, sec, kv,
+					    "constraint: %s%s%s is written twice: keep one", t.key,
+					    t.negate ? "!=" : "=", t.value);
+				else
+					config_error_kv(
+					    ctx, sec, kv,
+					    "constraint: %s=%s is both required and refused, "
+					    "so no worker can run the job: keep one",
+					    t.key, t.value);
 				bad = 1;
 			} else if (!terms[j].negate && !t.negate) {
 				config_error_kv(
