@@ -368,6 +368,8 @@ schedule_field_parse(const struct schedule *s, int i, const char *text, uint64_t
 		item = comma != NULL ? xstrndup(p, (size_t)(comma - p)) : xstrdup(p);
 		if (*item == '\0') {
 			free(item);
+			free(*out);
+			*out = NULL;
 			return schedule_field_error(cause, f, text, text,
 			                            "empty list item: separate values with single "
 			                            "commas, e.g. \"1,15\"");
