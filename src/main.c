@@ -289,6 +289,13 @@ main_next(int argc, char **argv)
 		config_free(cfg);
 		return 0;
 	}
+	/* H and jitter are per job: say what they resolved to, then the times they give. */
+	if (strcmp(schedule_resolved(job->sched), schedule_text(job->sched)) != 0)
+		printf("%s: %s resolves to %s\n", job->name, schedule_text(job->sched),
+		       schedule_resolved(job->sched));
+	if (job->jitter_ms > 0)
+		printf("%s: jitter: every tick %llds after the schedule\n", job->name,
+		       (long long)schedule_offset(job->sched));
 	tz = job->timezone != NULL ? job->timezone : cfg->timezone;
 	if (tz != NULL)
 		setenv("TZ", tz, 1);

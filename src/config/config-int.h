@@ -128,6 +128,12 @@ struct config_job *config_resolve_job(struct config_ctx *ctx, const struct confi
 void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
 void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
 
+/* config-label.c */
+void config_resolve_labels(struct config_ctx *ctx, struct config *cfg, const struct config_sec *wk);
+void config_resolve_constraint(struct config_ctx *ctx, const struct config_sec *sec,
+                               struct config_job *job);
+void config_free_constraint(struct config_job *job);
+
 /* config.c */
 void config_free_argv(char **argv);
 

@@ -123,7 +123,7 @@ config_print_limits(const struct config_limits *l, FILE *f)
 static void
 config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
 {
-	char d1[32], d2[32], prog[PATH_MAX];
+	char d1[32], d2[32], prog[PATH_MAX], why[CONFIG_TERM_MAX], *text;
 	struct passwd *pw;
 	char **p;
 	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
@@ -131,9 +131,27 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	fprintf(f, "\njob %s (%s:%d)\n", job->name, job->file, job->line);
 	fprintf(f, "  schedule         %s",
 	        job->sched != NULL ? schedule_text(job->sched) : job->schedule);
+	if (job->sched != NULL &&
+	    strcmp(schedule_resolved(job->sched), schedule_text(job->sched)) != 0)
+		fprintf(f, " = %s", schedule_resolved(job->sched));
 	if (job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CRON)
 		fprintf(f, " (time zone %s)", job->zone != NULL ? job->zone : "local");
 	fputc('\n', f);
+	if (job->jitter_ms > 0 && job->sched != NULL) {
+		duration_format(job->jitter_ms, d1, sizeof d1);
+		fprintf(f, "  jitter           %s: every tick %llds after the schedule\n", d1,
+		        (long long)schedule_offset(job->sched));
+	}
+	text = config_constraint_text(job);
+	if (config_job_matches(job, cfg->labels, why, sizeof why))
+		fprintf(f, "  runs here        yes%s%s\n", *text != '\0' ? ": constraint " : "",
+		        text);
+	else
+		fprintf(f,
+		        "  runs here        no: constraint %s, and %s does not hold for this "
+		        "worker's labels\n",
+		        text, why);
+	free(text);
 	if (job->leases == 1)
 		fprintf(f, "  leases           1: mutex, at most one host runs it\n");
 	else
@@ -242,6 +260,7 @@ config_print(const struct config *cfg, FILE *f)
 	config_print_limits(&cfg->limits, f);
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");
 	config_print_names("pass_env", cfg->pass_env, f);
+	config_print_names("labels", cfg->labels, f);
 	duration_format(cfg->safety_margin_ms, d2, sizeof d2);
 	duration_format(cfg->kill_grace_ms, d3, sizeof d3);
 	fprintf(f, "  safety           safety_margin %s, kill_grace %s\n", d2, d3);

@@ -42,20 +42,44 @@ static const char *config_sections[CONFIG_NKINDS + 1] = {"zookeeper", "worker", 
 static const char *config_keys_zookeeper[] = {
     "hosts", "root", "session_timeout", "auth", "auth_file", "require_acl", NULL};
 static const char *config_keys_worker[] = {
-    "node_id",     "jobs",       "state_dir",     "allow_root_jobs",
-    "on_shutdown", "timezone",   "allow_no_jobs", "pass_env",
-    "cgroups",     "memory_max", "memory_high",   "cpu_max",
-    "tasks_max",   "io_weight",  "tick_claim",    NULL};
+    "node_id",       "jobs",      "state_dir",  "allow_root_jobs", "on_shutdown", "timezone",
+    "allow_no_jobs", "pass_env",  "cgroups",    "memory_max",      "memory_high", "cpu_max",
+    "tasks_max",     "io_weight", "tick_claim", "labels",          NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};
-static const char *config_keys_job[] = {
-    "command",    "shell",         "schedule",     "timezone",        "leases",
-    "lock",       "lock_path",     "per_tick",     "start_deadline",  "timeout",
-    "retries",    "retry_backoff", "max_failures", "restart_backoff", "kill_grace",
-    "user",       "group",         "umask",        "workdir",         "env",
-    "log_file",   "log_max",       "history",      "on_shutdown",     "pass_env",
-    "memory_max", "memory_high",   "cpu_max",      "tasks_max",       "io_weight",
-    NULL};
+static const char *config_keys_job[] = {"command",
+                                        "shell",
+                                        "schedule",
+                                        "timezone",
+                                        "leases",
+                                        "lock",
+                                        "lock_path",
+                                        "per_tick",
+                                        "start_deadline",
+                                        "timeout",
+                                        "retries",
+                                        "retry_backoff",
+                                        "max_failures",
+                                        "restart_backoff",
+                                        "kill_grace",
+                                        "user",
+                                        "group",
+                                        "umask",
+                                        "workdir",
+                                        "env",
+                                        "log_file",
+                                        "log_max",
+                                        "history",
+                                        "on_shutdown",
+                                        "pass_env",
+                                        "memory_max",
+                                        "memory_high",
+                                        "cpu_max",
+                                        "tasks_max",
+                                        "io_weight",
+                                        "jitter",
+                                        "constraint",
+                                        NULL};
 
 static const char **config_keys[CONFIG_NKINDS] = {config_keys_zookeeper, config_keys_worker,
                                                   config_keys_safety, config_keys_http,

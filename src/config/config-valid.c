@@ -637,6 +637,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		config_resolve_pass_env(ctx, wk, kv, &cfg->pass_env);
 	else
 		cfg->pass_env = xcalloc(1, sizeof *cfg->pass_env);
+	config_resolve_labels(ctx, cfg, wk);
 
 	/* [safety] */
 	cfg->safety_margin_ms = 1000;
@@ -1146,7 +1147,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	kv = config_kv_find(sec, "schedule");
 	job->schedule = xstrdup(kv != NULL ? kv->value : "@continuous");
 	/* a bad zone is reported once, at its own line; job->zone is then NULL */
-	if (schedule_parse(job->schedule, job->zone, &job->sched, &cause) != 0) {
+	if (schedule_parse_job(job->schedule, job->zone, job->name, &job->sched, &cause) != 0) {
 		config_error_kv(ctx, sec, kv, "schedule: %s", cause);
 		free(cause);
 		job->sched = NULL;
@@ -1203,6 +1204,12 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		                "per_tick = %d is more than leases = %d, so a tick could never be "
 		                "run: lower per_tick or raise leases",
 		                job->per_tick, job->leases);
+	if (config_get_duration(ctx, sec, "jitter", &job->jitter_ms) == 1 && ok_sched &&
+	    schedule_set_jitter(job->sched, job->jitter_ms, &cause) != 0) {
+		config_error_kv(ctx, sec, config_kv_find(sec, "jitter"), "%s", cause);
+		free(cause);
+	}
+	config_resolve_constraint(ctx, sec, job);
 	job->start_deadline_ms = 60000;
 	if (config_get_duration(ctx, sec, "start_deadline", &job->start_deadline_ms) == 1 &&
 	    job->start_deadline_ms == 0)

@@ -120,6 +120,7 @@ config_job_free(struct config_job *job)
 	free(job->workdir);
 	config_free_argv(job->env);
 	config_free_argv(job->pass_env);
+	config_free_constraint(job);
 	free(job->log_file);
 	free(job);
 }
@@ -223,6 +224,7 @@ config_free(struct config *cfg)
 	free(cfg->state_dir);
 	free(cfg->timezone);
 	config_free_argv(cfg->pass_env);
+	config_free_argv(cfg->labels);
 	free(cfg->http_listen);
 	free(cfg);
 }

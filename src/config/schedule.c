@@ -44,6 +44,11 @@ struct schedule {
 	int never;
 
 	int64_t every; /* seconds */
+
+	uint64_t seed;  /* FNV-1a of the job's name: H and the jitter offset derive from it */
+	int has_seed;   /* a name was given: H is allowed */
+	char *resolved; /* the five fields with every H resolved; NULL when there is no H */
+	int64_t offset; /* jitter: every tick is shifted this many seconds later */
 };
 
 static const char *const schedule_month_names[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
@@ -74,6 +79,9 @@ static const struct {
 
 #define SCHEDULE_FIELDS_HINT "(minute hour day-of-month month day-of-week)"
 #define SCHEDULE_SYNTAX_HINT "write numbers, ranges (1-5), lists (1,5) and steps (*/5)"
+
+static int64_t schedule_base_next(const struct schedule *, int64_t);
+static int64_t schedule_base_prev(const struct schedule *, int64_t);
 
 /* ---- Parsing ---- */
 
@@ -150,13 +158,121 @@ schedule_field_value(const struct schedule_field *f, const char *text, const cha
 	                            SCHEDULE_SYNTAX_HINT);
 }
 
+/* ---- H: values derived from the job's name ---- */
+
+/* FNV-1a (64 bits) of a name: the seed of H and of the jitter offset. */
+static uint64_t
+schedule_fnv1a(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The SplitMix64 finaliser of seed + k: field k's value (0 minute .. 4 weekday, 5 jitter). */
+static uint64_t
+schedule_mix(uint64_t seed, uint64_t k)
+{
+	uint64_t z = seed + k + 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Append ",item" (or item first) to *out. */
+static void
+schedule_append(char **out, const char *item)
+{
+	char *t;
+
+	xasprintf(&t, "%s%s%s", *out != NULL ? *out : "", *out != NULL ? "," : "", item);
+	free(*out);
+	*out = t;
+}
+
+/*
+ * Parse an H item of field f: "H", "H(lo-hi)", "H/step" or "H(lo-hi)/step" (Jenkins). H
+ * alone is one value in the field's range (day-of-month 1-28, day-of-week 0-6, so that it
+ * falls in every month and week); with a step it is the offset of the first value.
+ */
+static int
+schedule_field_hash(const struct schedule *s, const struct schedule_field *f, const char *text,
+                    const char *item, uint64_t *mask, char **out, char **cause)
+{
+	const char *p = item + 1, *close, *dash;
+	int lo = f->min, hi = f->max, step = 0, v;
+	uint64_t r;
+	char buf[32];
+
+	if (f == &schedule_fields[2])
+		hi = 28;
+	else if (f == &schedule_fields[4])
+		hi = 6;
+	if (*p == '(') {
+		close = strchr(p, ')');
+		dash = close != NULL ? memchr(p + 1, '-', (size_t)(close - p - 1)) : NULL;
+		if (close == NULL || dash == NULL)
+			return schedule_field_error(cause, f, text, item,
+			                            "H takes a range in parentheses: write e.g. "
+			                            "\"H(0-29)\"");
+		if (schedule_field_value(f, text, item, p + 1, dash, &lo, cause) != 0 ||
+		    schedule_field_value(f, text, item, dash + 1, close, &hi, cause) != 0)
+			return -1;
+		if (lo > hi)
+			return schedule_field_error(cause, f, text, item,
+			                            "the range runs backwards: write the smaller "
+			                            "value first, e.g. \"H(0-29)\"");
+		p = close + 1;
+	}
+	if (*p == '/') {
+		for (p++; isdigit((unsigned char)*p); p++) {
+			if (step < 1000)
+				step = step * 10 + (*p - '0');
+		}
+		if (*p != '\0' || step < 1 || step > f->max - f->min)
+			return schedule_field_error(cause, f, text, item,
+			                            "the step after H must be a number 1-%d, e.g. "
+			                            "\"H/15\"",
+			                            f->max - f->min);
+	} else if (*p != '\0')
+		return schedule_field_error(cause, f, text, item,
+		                            "write H as \"H\", \"H(0-29)\", \"H/15\" or "
+		                            "\"H(0-29)/10\"");
+	if (!s->has_seed)
+		return schedule_field_error(cause, f, text, item,
+		                            "H is derived from a job's name: use it in a job's "
+		                            "schedule");
+	r = schedule_mix(s->seed, (uint64_t)(f - schedule_fields));
+	if (step == 0) {
+		v = lo + (int)(r % (uint64_t)(hi - lo + 1));
+		*mask |= 1ULL << v;
+		snprintf(buf, sizeof buf, "%d", v);
+	} else {
+		/* the first value stays in the range even when the step is wider */
+		lo += (int)(r % (uint64_t)(step < hi - lo + 1 ? step : hi - lo + 1));
+		for (v = lo; v <= hi; v += step)
+			*mask |= 1ULL << v;
+		snprintf(buf, sizeof buf, "%d-%d/%d", lo, hi, step);
+	}
+	schedule_append(out, buf);
+	return 0;
+}
+
 /* Parse one comma-separated item of field f ("*", "5", "1-5", "*" or "1-5" or "5" + "/2"). */
 static int
-schedule_field_item(const struct schedule_field *f, const char *text, const char *item,
-                    uint64_t *mask, char **cause)
+schedule_field_item(const struct schedule *s, const struct schedule_field *f, const char *text,
+                    const char *item, uint64_t *mask, char **out, char **cause)
 {
 	const char *slash, *dash, *end = item + strlen(item), *p;
 	int lo, hi, step = 1, v;
+
+	if (*item == 'H')
+		return schedule_field_hash(s, f, text, item, mask, out, cause);
 
 	if (strchr(item, '?') != NULL)
 		return schedule_field_error(cause, f, text, item,
@@ -231,12 +347,14 @@ schedule_field_item(const struct schedule_field *f, const char *text, const char
 	}
 	for (v = lo; v <= hi; v += step)
 		*mask |= 1ULL << v;
+	schedule_append(out, item);
 	return 0;
 }
 
-/* Parse field number i of a cron expression into *mask. */
+/* Parse field number i of a cron expression into *mask, and its H-resolved text into *out. */
 static int
-schedule_field_parse(int i, const char *text, uint64_t *mask, char **cause)
+schedule_field_parse(const struct schedule *s, int i, const char *text, uint64_t *mask, char **out,
+                     char **cause)
 {
 	const struct schedule_field *f = &schedule_fields[i];
 	const char *p = text, *comma;
@@ -244,19 +362,25 @@ schedule_field_parse(int i, const char *text, uint64_t *mask, char **cause)
 	int r;
 
 	*mask = 0;
+	*out = NULL;
 	for (;;) {
 		comma = strchr(p, ',');
 		item = comma != NULL ? xstrndup(p, (size_t)(comma - p)) : xstrdup(p);
 		if (*item == '\0') {
 			free(item);
+			free(*out);
+			*out = NULL;
 			return schedule_field_error(cause, f, text, text,
 			                            "empty list item: separate values with single "
 			                            "commas, e.g. \"1,15\"");
 		}
-		r = schedule_field_item(f, text, item, mask, cause);
+		r = schedule_field_item(s, f, text, item, mask, out, cause);
 		free(item);
-		if (r != 0)
+		if (r != 0) {
+			free(*out);
+			*out = NULL;
 			return -1;
+		}
 		if (comma == NULL)
 			break;
 		p = comma + 1;
@@ -300,6 +424,7 @@ schedule_cron_parse(struct schedule *s, const char *expr, char **cause)
 {
 	char *copy, *fields[6], *p, *save = NULL;
 	uint64_t *masks[5] = {&s->minutes, &s->hours, &s->days, &s->months, &s->weekdays};
+	char *resolved[5];
 	int n = 0, i;
 
 	copy = xstrdup(expr);
@@ -327,7 +452,9 @@ schedule_cron_parse(struct schedule *s, const char *expr, char **cause)
 		return -1;
 	}
 	for (i = 0; i < 5; i++) {
-		if (schedule_field_parse(i, fields[i], masks[i], cause) != 0) {
+		if (schedule_field_parse(s, i, fields[i], masks[i], &resolved[i], cause) != 0) {
+			while (i-- > 0)
+				free(resolved[i]);
 			free(copy);
 			return -1;
 		}
@@ -337,6 +464,11 @@ schedule_cron_parse(struct schedule *s, const char *expr, char **cause)
 	s->fixed_hour = strpbrk(fields[1], "*/") == NULL;
 	xasprintf(&s->text, "%s %s %s %s %s", fields[0], fields[1], fields[2], fields[3],
 	          fields[4]);
+	if (strchr(s->text, 'H') != NULL)
+		xasprintf(&s->resolved, "%s %s %s %s %s", resolved[0], resolved[1], resolved[2],
+		          resolved[3], resolved[4]);
+	for (i = 0; i < 5; i++)
+		free(resolved[i]);
 	free(copy);
 	s->never = !schedule_cron_possible(s);
 	s->kind = SCHEDULE_CRON;
@@ -382,6 +514,14 @@ schedule_every_parse(struct schedule *s, const char *arg, char **cause)
 int
 schedule_parse(const char *spec, const char *tz, struct schedule **out, char **cause)
 {
+	return schedule_parse_job(spec, tz, NULL, out, cause);
+}
+
+/* Parse a job's schedule: as schedule_parse, with H derived from the job's name. */
+int
+schedule_parse_job(const char *spec, const char *tz, const char *name, struct schedule **out,
+                   char **cause)
+{
 	struct schedule *s;
 	const char *p = spec, *word_end;
 	char *trimmed;
@@ -400,6 +540,10 @@ schedule_parse(const char *spec, const char *tz, struct schedule **out, char **c
 	}
 	trimmed = xstrndup(p, len);
 	s = xcalloc(1, sizeof *s);
+	if (name != NULL) {
+		s->seed = schedule_fnv1a(name);
+		s->has_seed = 1;
+	}
 
 	if (trimmed[0] != '@')
 		r = schedule_cron_parse(s, trimmed, cause);
@@ -462,6 +606,7 @@ schedule_free(struct schedule *s)
 		return;
 	tz_free(s->zone);
 	free(s->text);
+	free(s->resolved);
 	free(s);
 }
 
@@ -477,6 +622,59 @@ const char *
 schedule_text(const struct schedule *s)
 {
 	return s->text;
+}
+
+/* The five fields with every H resolved ("17 3 * * *"); the text when there is no H. */
+const char *
+schedule_resolved(const struct schedule *s)
+{
+	return s->resolved != NULL ? s->resolved : s->text;
+}
+
+/*
+ * Shift every tick of s by a per-job offset in [0, jitter_ms), whole seconds, derived from
+ * the job's name: every worker computes the same. On error *cause names the fix.
+ */
+int
+schedule_set_jitter(struct schedule *s, uint64_t jitter_ms, char **cause)
+{
+	char buf[64];
+
+	s->offset = 0;
+	if (jitter_ms == 0)
+		return 0;
+	duration_format(jitter_ms, buf, sizeof buf);
+	if (s->kind == SCHEDULE_CONTINUOUS) {
+		*cause = xstrdup("jitter spreads the ticks of scheduled jobs: an @continuous job "
+		                 "has none, remove jitter");
+		return -1;
+	}
+	if (jitter_ms % 1000 != 0) {
+		xasprintf(cause, "jitter %s: ticks fall on whole seconds, write e.g. %llus", buf,
+		          (unsigned long long)(jitter_ms / 1000 + 1));
+		return -1;
+	}
+	if (s->kind == SCHEDULE_EVERY && jitter_ms / 1000 > (uint64_t)s->every) {
+		xasprintf(cause,
+		          "jitter %s is longer than the interval of %s: the offset is less than "
+		          "the jitter, so more than the interval spreads nothing further; write "
+		          "at most the interval",
+		          buf, s->text);
+		return -1;
+	}
+	if (jitter_ms > (uint64_t)SCHEDULE_DAY * 1000) {
+		xasprintf(cause, "jitter %s is longer than a day: write at most 1d", buf);
+		return -1;
+	}
+	s->offset = (int64_t)(schedule_mix(s->seed, 5) % (jitter_ms / 1000));
+	return 0;
+}
+
+/* The jitter offset of s in seconds (0 without jitter). */
+int64_t
+schedule_offset(const struct schedule *s)
+{
+	return s->offset;
 }
 
 /* ---- Search ---- */
@@ -663,9 +861,33 @@ schedule_cron_prev(const struct schedule *s, int64_t at)
 	return -1;
 }
 
-/* The first fire time strictly after `after`, or -1. */
+/* The first fire time strictly after `after`, or -1; the jitter offset applied. */
 int64_t
 schedule_next(const struct schedule *s, int64_t after)
+{
+	int64_t t;
+
+	if (s->offset == 0)
+		return schedule_base_next(s, after);
+	t = schedule_base_next(s, after - s->offset);
+	return t == -1 ? -1 : t + s->offset;
+}
+
+/* The latest fire time at or before `at`, or -1; the jitter offset applied. */
+int64_t
+schedule_prev(const struct schedule *s, int64_t at)
+{
+	int64_t t;
+
+	if (s->offset == 0)
+		return schedule_base_prev(s, at);
+	t = schedule_base_prev(s, at - s->offset);
+	return t == -1 ? -1 : t + s->offset;
+}
+
+/* The first unshifted fire time strictly after `after`, or -1. */
+static int64_t
+schedule_base_next(const struct schedule *s, int64_t after)
 {
 	if (after < SCHEDULE_TIME_MIN || after > SCHEDULE_TIME_MAX)
 		return -1;
@@ -682,9 +904,9 @@ schedule_next(const struct schedule *s, int64_t after)
 	return schedule_cron_next(s, after);
 }
 
-/* The latest fire time at or before `at`, or -1 when none within the past 400 days. */
-int64_t
-schedule_prev(const struct schedule *s, int64_t at)
+/* The latest unshifted fire time at or before `at`, or -1 when none within 400 days. */
+static int64_t
+schedule_base_prev(const struct schedule *s, int64_t at)
 {
 	int64_t t;
 

@@ -576,6 +576,68 @@ admin_status_escape(json_t *v)
 	}
 }
 
+/*
+ * Where each job can run: the live workers whose registration lists it, and those that say
+ * why they do not carry it ("excluded"); a job no live worker lists is a warning.
+ */
+static void
+admin_status_placement(json_t *out)
+{
+	json_t *job, *w, *name, *why, *on, *excluded, *workers = json_object_get(out, "workers");
+	const char *jn, *wn;
+	size_t i, j, k;
+	char *text;
+
+	json_array_foreach(json_object_get(out, "jobs"), i, job) {
+		if ((jn = json_string_value(json_object_get(job, "name"))) == NULL)
+			continue;
+		on = json_array();
+		excluded = json_array();
+		json_array_foreach(workers, j, w) {
+			if ((wn = json_string_value(json_object_get(w, "znode"))) == NULL)
+				continue;
+			json_array_foreach(json_object_get(w, "jobs"), k, name) {
+				if (json_is_string(name) &&
+				    strcmp(json_string_value(name), jn) == 0) {
+					json_array_append_new(on, json_string(wn));
+					break;
+				}
+			}
+			why = json_object_get(json_object_get(w, "excluded"), jn);
+			if (json_is_string(why))
+				json_array_append_new(
+				    excluded, json_pack("{s:s, s:O}", "worker", wn, "why", why));
+		}
+		json_object_set_new(job, "runnable_workers", on);
+		json_object_set_new(job, "excluded_on", excluded);
+		if (json_array_size(on) == 0) {
+			xasprintf(&text, "job %s: no live worker can run it", jn);
+			json_array_append_new(json_object_get(out, "warnings"), json_string(text));
+			free(text);
+		}
+	}
+}
+
+/* Print where a job can run: "runs on a, b", or NO live worker and why each refuses. */
+static void
+admin_status_print_placement(json_t *job)
+{
+	json_t *on = json_object_get(job, "runnable_workers"), *n;
+	size_t i;
+
+	if (json_array_size(on) == 0)
+		printf("    runs on  NO live worker can run it");
+	else
+		printf("    runs on ");
+	json_array_foreach(on, i, n)
+		printf("%s %s", i > 0 ? "," : "", json_string_value(n));
+	json_array_foreach(json_object_get(job, "excluded_on"), i, n)
+		printf("%s%s (%s)", i > 0 ? ", " : "; not on ",
+		       json_string_value(json_object_get(n, "worker")),
+		       json_string_value(json_object_get(n, "why")));
+	printf("\n");
+}
+
 /* The human view of status. */
 static void
 admin_status_print(json_t *out)
@@ -634,6 +696,8 @@ admin_status_print(json_t *out)
 			       json_string_value(json_object_get(job, "schedule")),
 			       json_object_get(job, "next_tick") != NULL ? ", next tick " : "",
 			       json_string_value(json_object_get(job, "next_tick")) ?: "");
+		if (json_object_get(job, "runnable_workers") != NULL)
+			admin_status_print_placement(job);
 		json_array_foreach(json_object_get(job, "holders"), j, n)
 			admin_print_node(leases == 1 && j > 0 ? "waiting" : "holder", n);
 		json_array_foreach(json_object_get(job, "waiters"), j, n)
@@ -871,6 +935,7 @@ admin_status(int argc, char **argv)
 		json_object_del(out, "_leases");
 		admin_status_flag_strangers(out);
 		admin_status_split(out);
+		admin_status_placement(out);
 		if (as_json) {
 			text = json_dumps(out, JSON_INDENT(2));
 			printf("%s\n", text);

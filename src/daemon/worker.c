@@ -186,6 +186,52 @@ worker_containment_cb(void *arg)
 	return mode < 0 ? "unknown" : proto_containment_name((enum proto_containment)mode);
 }
 
+/* Whether this worker carries job cj: its labels match the job's constraint. */
+static int
+worker_carries(const struct config *cfg, const struct config_job *cj, char *why, size_t size)
+{
+	return config_job_matches(cj, cfg->labels, why, size);
+}
+
+/* Log the jobs of cfg that this worker does not carry, and why. */
+static void
+worker_log_excluded(const struct config *cfg)
+{
+	char why[CONFIG_TERM_MAX];
+	size_t i;
+
+	for (i = 0; i < cfg->njobs; i++) {
+		if (!worker_carries(cfg, cfg->jobs_list[i], why, sizeof why))
+			log_info("job %s: not run here: its constraint %s does not hold for this "
+			         "worker's labels",
+			         cfg->jobs_list[i]->name, why);
+	}
+}
+
+/* Our labels as a JSON object, and the jobs we do not carry with the term that fails. */
+static void
+worker_node_placement(const struct config *cfg, json_t *o)
+{
+	json_t *labels = json_object(), *excluded = json_object();
+	char why[CONFIG_TERM_MAX], text[CONFIG_TERM_MAX + 16], *eq;
+	size_t i;
+
+	for (i = 0; cfg->labels[i] != NULL; i++) {
+		eq = strchr(cfg->labels[i], '=');
+		*eq = '\0';
+		json_object_set_new(labels, cfg->labels[i], json_string(eq + 1));
+		*eq = '=';
+	}
+	for (i = 0; i < cfg->njobs; i++) {
+		if (worker_carries(cfg, cfg->jobs_list[i], why, sizeof why))
+			continue;
+		snprintf(text, sizeof text, "constraint %s", why);
+		json_object_set_new(excluded, cfg->jobs_list[i]->name, json_string(text));
+	}
+	json_object_set_new(o, "labels", labels);
+	json_object_set_new(o, "excluded", excluded);
+}
+
 /* The JSON of our worker node. */
 static char *
 worker_node_data(struct worker *w)
@@ -210,6 +256,7 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "drained", json_true());
 		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
 	}
+	worker_node_placement(w->cfg, o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return out;
@@ -979,6 +1026,12 @@ worker_reload(struct worker *w)
 		if (wj->done || job_stopping(wj->job))
 			continue;
 		cj = config_find_job(cfg, job_name(wj->job));
+		if (cj != NULL && !worker_carries(cfg, cj, NULL, 0)) {
+			log_info("reload: job %s no longer runs here (its constraint)",
+			         job_name(wj->job));
+			job_stop(wj->job, 0);
+			continue;
+		}
 		if (cj != NULL && config_job_equal(cj, job_config(wj->job))) {
 			job_update(wj->job, cj);
 			continue;
@@ -990,6 +1043,8 @@ worker_reload(struct worker *w)
 	/* New and changed jobs start. */
 	for (i = 0; i < cfg->njobs; i++) {
 		cj = cfg->jobs_list[i];
+		if (!worker_carries(cfg, cj, NULL, 0))
+			continue;
 		TAILQ_FOREACH(wj, &w->jobs, entry) {
 			if (!wj->done && !job_stopping(wj->job) &&
 			    strcmp(job_name(wj->job), cj->name) == 0 && job_config(wj->job) == cj)
@@ -1010,6 +1065,7 @@ worker_reload(struct worker *w)
 	rc->cfg = w->cfg;
 	TAILQ_INSERT_TAIL(&w->retired, rc, entry);
 	w->cfg = cfg;
+	worker_log_excluded(cfg);
 	worker_update_node(w);
 	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
 	log_info("reloaded: %zu job(s)", cfg->njobs);
@@ -1492,7 +1548,10 @@ worker_run(const char *config_file, struct config *cfg)
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
 	w.members = members_new(w.zk, cfg->root);
+	worker_log_excluded(cfg);
 	for (i = 0; i < cfg->njobs; i++) {
+		if (!worker_carries(cfg, cfg->jobs_list[i], NULL, 0))
+			continue;
 		wj = xcalloc(1, sizeof *wj);
 		wj->job = worker_job_new(&w, cfg->jobs_list[i]);
 		TAILQ_INSERT_TAIL(&w.jobs, wj, entry);

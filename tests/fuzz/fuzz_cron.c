@@ -1,6 +1,7 @@
 /*
- * fuzz_cron.c: cron expressions, aliases and @every (schedule_parse), then the fire times
- * before and after a few instants (schedule_next, schedule_prev) in a few zones.
+ * fuzz_cron.c: cron expressions (H too), aliases and @every (schedule_parse_job), a jitter
+ * (schedule_set_jitter), then the fire times before and after a few instants
+ * (schedule_next, schedule_prev) in a few zones.
  *
  * Input: the schedule on the first line; an optional second line names the zone (an IANA
  * name under /usr/share/zoneinfo), else the input's length picks one of a fixed few.
@@ -41,13 +42,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		*nl = '\0';
 		zone = nl + 1;
 	}
-	if (schedule_parse(text, zone, &s, &cause) != 0) {
+	/* A job's schedule: H resolves from a name; the input's length picks a jitter. */
+	if (schedule_parse_job(text, zone, "fuzz-job", &s, &cause) != 0) {
 		free(cause);
 		free(text);
 		return 0;
 	}
 	(void)schedule_kind(s);
 	(void)schedule_text(s);
+	(void)schedule_resolved(s);
+	if (schedule_set_jitter(s, (uint64_t)(size % 7) * 1000, &cause) != 0)
+		free(cause);
 	for (i = 0; i < sizeof fuzz_cron_instants / sizeof fuzz_cron_instants[0]; i++) {
 		t = fuzz_cron_instants[i];
 		for (k = 0; k < 3; k++) {

@@ -471,6 +471,33 @@ static const struct bad_case bad_cases[] = {
      "bad listen \"::1:80\"", "write HOST:PORT", 0},
     {"no jobs at all", BASE "jobs = none.d/*.ini\n", NULL, "worker.ini", 6,
      "no jobs: jobs = \"none.d/*.ini\" found 0 job files", "set allow_no_jobs = true", 0},
+    {"labels without =", BASE "labels = zone\n", NULL, "worker.ini", 6,
+     "labels: term \"zone\" has no '='", "write KEY=VALUE terms separated by commas", 0},
+    {"labels key twice", BASE "labels = zone=a, zone=b\n", NULL, "worker.ini", 6,
+     "labels: zone is set twice", "keep one", 0},
+    {"labels bad character", BASE "labels = zone=a b\n", NULL, "worker.ini", 6,
+     "labels: the value of \"zone=a b\" has a character other than", "at most 63", 0},
+    {"labels empty term", BASE "labels = zone=a,,role=b\n", NULL, "worker.ini", 6, "an empty term",
+     "e.g. labels = zone=a, role=batch", 0},
+    {"labels negated", BASE "labels = zone!=a\n", NULL, "worker.ini", 6,
+     "labels: the key of \"zone!=a\" has a character other than", "letters, digits", 0},
+    {"constraint contradiction", NULL, "[job a]\ncommand = true\nconstraint = zone=a, zone=b\n",
+     "jobs/a.ini", 3, "constraint: zone=a and zone=b can never both hold", "keep one", 0},
+    {"constraint required and refused", NULL,
+     "[job a]\ncommand = true\nconstraint = zone=a, zone!=a\n", "jobs/a.ini", 3,
+     "constraint: zone=a is both required and refused", "keep one", 0},
+    {"constraint empty value", NULL, "[job a]\ncommand = true\nconstraint = zone=\n", "jobs/a.ini",
+     3, "constraint: the value of \"zone=\" is empty", "use letters", 0},
+    {"jitter on continuous", NULL, "[job a]\ncommand = true\njitter = 5s\n", "jobs/a.ini", 3,
+     "jitter spreads the ticks of scheduled jobs", "remove jitter", 0},
+    {"jitter beyond the interval", NULL,
+     "[job a]\ncommand = true\nschedule = @every 10s\njitter = 11s\n", "jobs/a.ini", 4,
+     "jitter 11s is longer than the interval of @every 10s", "write at most the interval", 0},
+    {"jitter not whole seconds", NULL,
+     "[job a]\ncommand = true\nschedule = @every 10s\njitter = 1500ms\n", "jobs/a.ini", 4,
+     "jitter 1500ms: ticks fall on whole seconds", "write e.g. 2s", 0},
+    {"H malformed", NULL, "[job a]\ncommand = true\nschedule = H(5) * * * *\n", "jobs/a.ini", 3,
+     "H takes a range in parentheses", "\"H(0-29)\"", 0},
     {"duplicate job in one file", NULL, "[job a]\ncommand = true\n[job a]\ncommand = false\n",
      "jobs/a.ini", 3, "duplicate job \"a\" (first defined at ", "rename one of them", 0},
 };
@@ -521,6 +548,61 @@ test_bad_configs(void **state)
 		ran++;
 	}
 	assert_true(ran >= 35);
+}
+
+/* Labels and constraints: every term must hold; KEY!=VALUE holds without the label. */
+static void
+test_constraint_match(void **state)
+{
+	static const struct {
+		const char *constraint;
+		int match;
+		const char *why;
+		int unlabelled; /* whether a worker without labels matches */
+	} cases[] = {
+	    {"zone=a", 1, "", 0},
+	    {"zone=a, role=batch", 1, "", 0},
+	    {"role=batch,zone=a", 1, "", 0},
+	    {"zone=b", 0, "zone=b", 0},
+	    {"zone=a, role=web", 0, "role=web", 0},
+	    {"zone!=b", 1, "", 1},
+	    {"zone!=a", 0, "zone!=a", 1},
+	    {"gpu!=yes", 1, "", 1},
+	    {"gpu=yes", 0, "gpu=yes", 0},
+	    {"zone!=b, zone!=c, role=batch", 1, "", 0},
+	    {"zone=ab", 0, "zone=ab", 0},
+	    {"zon=a", 0, "zon=a", 0},
+	};
+	struct config *cfg;
+	struct config_errors errors;
+	char text[512], why[CONFIG_TERM_MAX];
+	size_t i;
+
+	(void)state;
+	put("worker.ini", BASE "labels = zone=a,  role = batch , rack=r-1.2\n");
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "[job a]\ncommand = true\nconstraint = %s\n",
+		         cases[i].constraint);
+		put("jobs/a.ini", text);
+		if (load("worker.ini", &cfg, &errors) != 0) {
+			dump(&errors);
+			fail_msg("constraint = %s refused", cases[i].constraint);
+		}
+		assert_string_equal(cfg->labels[0], "rack=r-1.2");
+		assert_string_equal(cfg->labels[1], "role=batch");
+		assert_string_equal(cfg->labels[2], "zone=a");
+		assert_null(cfg->labels[3]);
+		why[0] = '\0';
+		assert_int_equal(
+		    config_job_matches(cfg->jobs_list[0], cfg->labels, why, sizeof why),
+		    cases[i].match);
+		assert_string_equal(why, cases[i].why);
+		/* a worker without labels runs only jobs whose terms are all != */
+		assert_int_equal(config_job_matches(cfg->jobs_list[0], NULL, NULL, 0),
+		                 cases[i].unlabelled);
+		config_free(cfg);
+		config_errors_free(&errors);
+	}
 }
 
 /* A file with several problems reports every one of them, in line order. */
@@ -2111,6 +2193,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_constraint_match, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_all_problems_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),

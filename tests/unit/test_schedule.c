@@ -75,6 +75,102 @@ prev_of(const char *spec, const char *tz, int64_t at)
 	return t;
 }
 
+/* A job's schedule with H resolved from name, or fail the test. */
+static struct schedule *
+parse_job(const char *spec, const char *name)
+{
+	struct schedule *s = NULL;
+	char *cause = NULL;
+
+	if (schedule_parse_job(spec, "UTC", name, &s, &cause) != 0)
+		fail_msg("\"%s\" for %s: %s", spec, name, cause);
+	return s;
+}
+
+/* H: values from the documented hash (FNV-1a, SplitMix64), computed independently in Python. */
+static void
+test_hash(void **state)
+{
+	static const struct {
+		const char *spec, *name, *resolved;
+	} cases[] = {
+	    /* backup: mix(k) for k = 0..4 mod 60, 24, 28, 12, 7: 48 5 8(+1) 3(+1) 0 */
+	    {"H H H H H", "backup", "48 5 9 4 0"},
+	    {"H/15 H/6 * * *", "backup", "3-59/15 5-23/6 * * *"},
+	    {"H(0-29) H(9-17) * * H(MON-FRI)", "backup", "18 17 * * 2"},
+	    {"H H(0-5)/2 * * *", "a", "43 0-5/2 * * *"},
+	    {"H,30 * * * *", "a", "43,30 * * * *"},
+	    {"0 3 * * *", "a", "0 3 * * *"},
+	};
+	struct schedule *s;
+	char *cause = NULL;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		s = parse_job(cases[i].spec, cases[i].name);
+		assert_string_equal(schedule_resolved(s), cases[i].resolved);
+		assert_string_equal(schedule_text(s), cases[i].spec);
+		schedule_free(s);
+	}
+	/* The next time follows the resolved fields: backup at 05:48 on the 9th of April. */
+	s = parse_job("H H H H *", "backup");
+	assert_int_equal(schedule_next(s, utc(2025, 1, 1, 0, 0)), utc(2025, 4, 9, 5, 48));
+	schedule_free(s);
+	/* H without a name (a zone check, a tool) and malformed H are refused. */
+	assert_int_equal(schedule_parse("H * * * *", "UTC", &s, &cause), -1);
+	assert_non_null(strstr(cause, "H is derived from a job's name"));
+	free(cause);
+	static const char *const bad[] = {"H(5) * * * *", "H(9-3) * * * *",  "H/0 * * * *",
+	                                  "H5 * * * *",   "H(0-99) * * * *", "Hx * * * *",
+	                                  "H/60 * * * *"};
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (schedule_parse_job(bad[i], "UTC", "a", &s, &cause) == 0)
+			fail_msg("\"%s\" was accepted", bad[i]);
+		free(cause);
+	}
+}
+
+/* Jitter: a per-job offset in [0, jitter), the same for the same name, within its bounds. */
+static void
+test_jitter(void **state)
+{
+	struct schedule *s;
+	char *cause = NULL;
+
+	(void)state;
+	s = parse_job("@every 10m", "backup");
+	assert_int_equal(schedule_set_jitter(s, 600000, &cause), 0);
+	assert_int_equal(schedule_offset(s), 567); /* mix(5) mod 600 */
+	assert_int_equal(schedule_next(s, 0), 567);
+	assert_int_equal(schedule_next(s, 567), 1167);
+	assert_int_equal(schedule_prev(s, 1166), 567);
+	assert_int_equal(schedule_prev(s, 1167), 1167);
+	assert_int_equal(schedule_set_jitter(s, 0, &cause), 0);
+	assert_int_equal(schedule_next(s, 0), 600);
+	assert_int_equal(schedule_set_jitter(s, 601000, &cause), -1);
+	assert_non_null(strstr(cause, "longer than the interval"));
+	free(cause);
+	assert_int_equal(schedule_set_jitter(s, 1500, &cause), -1);
+	assert_non_null(strstr(cause, "whole seconds"));
+	free(cause);
+	schedule_free(s);
+
+	s = parse_job("0 3 * * *", "a");
+	assert_int_equal(schedule_set_jitter(s, 600000, &cause), 0);
+	assert_int_equal(schedule_offset(s), 364);
+	assert_int_equal(schedule_next(s, utc(2025, 1, 1, 0, 0)), utc(2025, 1, 1, 3, 6) + 4);
+	assert_int_equal(schedule_prev(s, utc(2025, 1, 1, 3, 6)), utc(2024, 12, 31, 3, 6) + 4);
+	assert_int_equal(schedule_set_jitter(s, 2 * 86400000ULL, &cause), -1);
+	free(cause);
+	schedule_free(s);
+
+	s = parse_job("@continuous", "a");
+	assert_int_equal(schedule_set_jitter(s, 1000, &cause), -1);
+	free(cause);
+	schedule_free(s);
+}
+
 static void
 test_parse_forms(void **state)
 {
@@ -648,6 +744,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_forms),
 	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_hash),
+	    cmocka_unit_test(test_jitter),
 	    cmocka_unit_test(test_next_ordinary),
 	    cmocka_unit_test(test_month_ends_and_leap_years),
 	    cmocka_unit_test(test_dom_dow_rule),

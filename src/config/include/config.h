@@ -43,6 +43,13 @@ uint64_t config_limit_value(const struct config_limits *, int i);
 /* A limit's value as written in the config (caller's buffer). */
 const char *config_limit_format(int i, uint64_t value, char *buf, size_t size);
 
+/* One term of a job's constraint: the worker's label key must (or must not) be value. */
+struct config_term {
+	char *key;
+	char *value;
+	int negate; /* key!=value: the worker must not carry key=value */
+};
+
 /* One [job NAME] section, with every default resolved. */
 struct config_job {
 	char *name;
@@ -62,6 +69,9 @@ struct config_job {
 	char *lock_path; /* absolute path that overrides <root>/{mutex,semaphore}/<lock>, or NULL */
 	char *lock_znode; /* resolved: lock_path, <root>/mutex/<lock> or <root>/semaphore/<lock> */
 	int per_tick;     /* hosts that run one tick (scheduled jobs), default 1 */
+	uint64_t jitter_ms;             /* scheduled: ticks shifted by a per-job offset below it */
+	struct config_term *constraint; /* every term must match the worker's labels */
+	size_t nconstraint;
 	uint64_t start_deadline_ms; /* scheduled: a tick not started by then is missed */
 
 	uint64_t timeout_ms;       /* 0: none */
@@ -116,6 +126,7 @@ struct config {
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 	enum config_tick_claim tick_claim;
+	char **labels; /* "key=value", sorted by key, NULL terminated (empty: none) */
 
 	/* [safety] */
 	uint64_t safety_margin_ms;
@@ -150,6 +161,15 @@ const char *config_auth_warning(const struct config *);
  * (hosts are names, IPv4 or [IPv6] addresses, ports 1-65535); if not, *cause names the fix.
  */
 int config_valid_hosts(const char *hosts, char **cause);
+
+/*
+ * Whether labels ("key=value", NULL terminated) satisfy every term of the job's constraint;
+ * if not, and why is not NULL, why (size bytes) gets the first term that fails ("zone=b").
+ */
+#define CONFIG_TERM_MAX 132 /* a term's text with its NUL: 63 + "!=" + 63 + 1, rounded */
+int config_job_matches(const struct config_job *, char *const *labels, char *why, size_t size);
+/* A constraint as written in the config ("zone=a, role!=batch"), caller frees; "" if none. */
+char *config_constraint_text(const struct config_job *);
 
 /* Whether the variable name (len bytes) is one that pass_env names. */
 int config_pass_env_match(char *const *pass_env, const char *name, size_t len);

@@ -18,6 +18,23 @@ struct schedule;
  * On error returns -1 and sets *cause to a message that names the fix (caller frees).
  */
 int schedule_parse(const char *spec, const char *tz, struct schedule **out, char **cause);
+/*
+ * Parse a job's schedule: as schedule_parse, and Jenkins' H in cron fields ("H", "H(0-29)",
+ * "H/15", "H(0-29)/10") resolves to values derived from the job's name (docs/schedules.md
+ * gives the hash), the same on every worker.
+ */
+int schedule_parse_job(const char *spec, const char *tz, const char *name, struct schedule **out,
+                       char **cause);
+/*
+ * Shift every tick by a per-job offset in [0, jitter_ms) (whole seconds, from the job's
+ * name); 0: none. On error (continuous, not whole seconds, longer than the @every interval
+ * or a day) returns -1 and sets *cause to a message that names the fix.
+ */
+int schedule_set_jitter(struct schedule *, uint64_t jitter_ms, char **cause);
+/* The jitter offset in seconds. */
+int64_t schedule_offset(const struct schedule *);
+/* The cron fields with H resolved ("17 3 * * *"); schedule_text when there is no H. */
+const char *schedule_resolved(const struct schedule *);
 void schedule_free(struct schedule *);
 enum schedule_kind schedule_kind(const struct schedule *);
 
