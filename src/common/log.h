@@ -1,5 +1,10 @@
 /* Runs in: any process (main or the supervisor). */
-/* log.h: leveled logging to stderr, printf-checked, errno preserved. */
+/*
+ * log.h: leveled logging to stderr, printf-checked, errno preserved. On a terminal or a
+ * file: "TIME leasekeeper[PID] ROLE LEVEL: text". When stderr is the journal (log_init
+ * compares JOURNAL_STREAM with stderr): "<PRIORITY>ROLE[PID] LEVEL: text", the syslog
+ * priority err (fatal), warning, info or debug, and no time (the journal's own).
+ */
 #ifndef LOG_H
 #define LOG_H
 
