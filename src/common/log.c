@@ -65,6 +65,18 @@ log_set_process(const char *process)
 	log_process = process;
 }
 
+/*
+ * The prefix a line that is written to stderr outside these functions (a configuration
+ * error, printed as is) needs for the journal to file it at level's priority: "" elsewhere.
+ */
+const char *
+log_prefix(enum log_level level)
+{
+	static const char *const prefixes[] = {"<3>", "<4>", "<6>", "<7>"};
+
+	return log_journal ? prefixes[level] : "";
+}
+
 /* Whether debug lines are printed. */
 int
 log_verbose(void)

@@ -16,6 +16,7 @@ enum log_level { LOG_LEVEL_FATAL, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBU
 void log_init(int verbose, const char *process);
 void log_set_process(const char *process);
 int log_verbose(void);
+const char *log_prefix(enum log_level);
 void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));

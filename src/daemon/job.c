@@ -881,8 +881,7 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 	job->pid = pid;
 	job->runs++;
 	job_run_fields(job, run, fields, sizeof fields);
-	log_info("job %s: running, pid %d, fence %lld%s", job->name, (int)pid,
-	         (long long)job->run_fence, fields);
+	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
 	if (job->state == JOB_STARTING)
 		job_set_state(job, JOB_RUNNING);
 	if (job->cfg->timeout_ms > 0)
