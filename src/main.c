@@ -61,9 +61,9 @@ main_load(const char *file)
 
 	if (config_load(file, &cfg, &errors) != 0) {
 		for (i = 0; i < errors.n; i++)
-			fprintf(stderr, "%s\n", errors.lines[i]);
-		fprintf(stderr, "%zu error%s in the configuration\n", errors.n,
-		        errors.n == 1 ? "" : "s");
+			fprintf(stderr, "%s%s\n", log_prefix(LOG_LEVEL_FATAL), errors.lines[i]);
+		fprintf(stderr, "%s%zu error%s in the configuration\n", log_prefix(LOG_LEVEL_FATAL),
+		        errors.n, errors.n == 1 ? "" : "s");
 		config_errors_free(&errors);
 		return NULL;
 	}

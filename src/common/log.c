@@ -1,10 +1,15 @@
 /* Runs in: any process (main or the supervisor). */
-/* log.c: leveled logging to stderr with a timestamp, the pid and the process role. */
+/*
+ * log.c: leveled logging to stderr with a timestamp, the pid and the process role; when
+ * stderr is the journal, a syslog priority prefix instead of the timestamp (journald
+ * stamps each line itself).
+ */
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,14 +21,41 @@ static int log_level = LOG_LEVEL_INFO;
 static const char *log_process = "main";
 
 static const char *log_level_names[] = {"fatal", "warn", "info", "debug"};
+/* The syslog priority of each level: err, warning, info, debug. */
+static const int log_level_priorities[] = {3, 4, 6, 7};
+static int log_journal; /* stderr is the journal's stream: priority prefixes */
 
-/* Set the verbosity (-1 warnings only, 0 info, 1 or more debug) and the role in each line. */
+/*
+ * Whether stderr is the stream systemd connected to the journal: JOURNAL_STREAM holds
+ * "DEVICE:INODE" of it, which must match stderr's (a child's stderr may have been
+ * redirected since), as sd-daemon(3) and systemd.exec(5) say.
+ */
+static int
+log_stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int n = 0;
+
+	if (e == NULL || sscanf(e, "%llu:%llu%n", &dev, &ino, &n) != 2 || e[n] != '\0')
+		return 0;
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+/*
+ * Set the verbosity (-1 warnings only, 0 info, 1 or more debug) and the role in each line,
+ * and look whether stderr is the journal (JOURNAL_STREAM): processes forked later keep it.
+ */
 void
 log_init(int verbose, const char *process)
 {
 	log_level = verbose > 0 ? LOG_LEVEL_DEBUG : verbose < 0 ? LOG_LEVEL_WARN : LOG_LEVEL_INFO;
 	if (process != NULL)
 		log_process = process;
+	log_journal = log_stderr_is_journal();
 }
 
 /* Change the role shown in each line, after a fork. */
@@ -31,6 +63,18 @@ void
 log_set_process(const char *process)
 {
 	log_process = process;
+}
+
+/*
+ * The prefix a line that is written to stderr outside these functions (a configuration
+ * error, printed as is) needs for the journal to file it at level's priority: "" elsewhere.
+ */
+const char *
+log_prefix(enum log_level level)
+{
+	static const char *const prefixes[] = {"<3>", "<4>", "<6>", "<7>"};
+
+	return log_journal ? prefixes[level] : "";
 }
 
 /* Whether debug lines are printed. */
@@ -54,6 +98,23 @@ log_vwrite(int level, int with_errno, const char *fmt, va_list ap)
 		return;
 	}
 	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (log_journal) {
+		/* One journal entry per line: a newline inside would start one without priority. */
+		char *p;
+
+		for (p = msg; (p = strchr(p, '\n')) != NULL;)
+			*p = ' ';
+		if (with_errno)
+			fprintf(stderr, "<%d>%s[%ld] %s: %s: %s\n", log_level_priorities[level],
+			        log_process, (long)getpid(), log_level_names[level], msg,
+			        strerror(saved));
+		else
+			fprintf(stderr, "<%d>%s[%ld] %s: %s\n", log_level_priorities[level],
+			        log_process, (long)getpid(), log_level_names[level], msg);
+		fflush(stderr);
+		errno = saved;
+		return;
+	}
 	gettimeofday(&tv, NULL);
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -1,5 +1,10 @@
 /* Runs in: any process (main or the supervisor). */
-/* log.h: leveled logging to stderr, printf-checked, errno preserved. */
+/*
+ * log.h: leveled logging to stderr, printf-checked, errno preserved. On a terminal or a
+ * file: "TIME leasekeeper[PID] ROLE LEVEL: text". When stderr is the journal (log_init
+ * compares JOURNAL_STREAM with stderr): "<PRIORITY>ROLE[PID] LEVEL: text", the syslog
+ * priority err (fatal), warning, info or debug, and no time (the journal's own).
+ */
 #ifndef LOG_H
 #define LOG_H
 
@@ -11,6 +16,7 @@ enum log_level { LOG_LEVEL_FATAL, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBU
 void log_init(int verbose, const char *process);
 void log_set_process(const char *process);
 int log_verbose(void);
+const char *log_prefix(enum log_level);
 void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));

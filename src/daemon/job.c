@@ -266,6 +266,22 @@ job_count_end(struct job *job, enum job_outcome outcome, int ran)
 	job->duration_sum += secs;
 }
 
+/*
+ * The fields that find a run in the logs, as key=value at the end of its lines
+ * (docs/design.md, "Logs"): " run=ID fence=N", and " tick=TIME" for a scheduled run.
+ */
+static void
+job_run_fields(const struct job *job, uint32_t run, char *buf, size_t len)
+{
+	char when[40];
+
+	snprintf(buf, len, " run=%lu fence=%lld", (unsigned long)run, (long long)job->run_fence);
+	if (job->tick >= 0) {
+		clock_iso8601((uint64_t)job->tick * 1000, when, sizeof when);
+		snprintf(buf + strlen(buf), len - strlen(buf), " tick=%s", when);
+	}
+}
+
 /* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
 static void
 job_record(struct job *job, const char *reason, enum job_outcome outcome, int status,
@@ -1121,12 +1137,14 @@ job_update(struct job *job, const struct config_job *cj)
 void
 job_started(struct job *job, uint32_t run, pid_t pid)
 {
+	char fields[96];
+
 	if (run != job->run)
 		return;
 	job->pid = pid;
 	job->runs++;
-	log_info("job %s: running, pid %d, fence %lld", job->name, (int)pid,
-	         (long long)job->run_fence);
+	job_run_fields(job, run, fields, sizeof fields);
+	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
 	if (job->state == JOB_STARTING)
 		job_set_state(job, JOB_RUNNING);
 	if (job->cfg->timeout_ms > 0)
@@ -1167,10 +1185,11 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	struct jobstate_end e = {0};
 	enum job_outcome outcome;
 	const char *what;
-	char how[64], used[96];
+	char how[64], used[96], fields[96];
 
 	if (run != job->run)
 		return;
+	job_run_fields(job, run, fields, sizeof fields);
 	job->run = 0;
 	job->pid = 0;
 	evtimer_del(job->run_timer);
@@ -1209,12 +1228,12 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 		         (double)u->mem_peak / (1024.0 * 1024.0));
 	if (reason == PROTO_EXIT_OOM)
 		log_warnx("job %s: run ended after %llu ms: %s (oom: the OOM killer ended it; "
-		          "memory_max is %llu bytes)%s",
+		          "memory_max is %llu bytes)%s%s",
 		          job->name, (unsigned long long)ran_ms, how,
-		          (unsigned long long)job->cfg->limits.memory_max, used);
+		          (unsigned long long)job->cfg->limits.memory_max, used, fields);
 	else
-		log_info("job %s: run ended after %llu ms: %s (%s)%s", job->name,
-		         (unsigned long long)ran_ms, how, what, used);
+		log_info("job %s: run ended after %llu ms: %s (%s)%s%s", job->name,
+		         (unsigned long long)ran_ms, how, what, used, fields);
 	job_set_result(job, "%s (%s)", what, how);
 	job_record(job, what, outcome, status, 1, NULL, u);
 	e.ok = ok;

@@ -47,6 +47,7 @@
 #include "members.h"
 #include "nodedata.h"
 #include "runspec.h"
+#include "sdnotify.h"
 #include "svlink.h"
 #include "worker.h"
 #include "xmalloc.h"
@@ -60,6 +61,7 @@
 #define WORKER_REREGISTER_MAX      5    /* registrations again after a deletion, at most ... */
 #define WORKER_REREGISTER_WINDOW_S 60   /* ... within this many seconds; then wait */
 #define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
+#define WORKER_STATUS_MS           1000 /* systemd's STATUS= is brought up to date this often */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -120,10 +122,13 @@ struct worker {
 	uint64_t flush_until;
 	uint64_t sv_restarts[WORKER_SUPERVISOR_RESTARTS];
 	int sv_restart_count;
-	uint64_t deadline_ns;        /* the lease deadline before the last answer moved it */
-	uint64_t deadline_low_ns;    /* the least time left then, since start; UINT64_MAX: none */
-	uint64_t session_expiries;   /* for /metrics */
-	uint64_t session_reconnects; /* the same session back after a disconnect */
+	uint64_t deadline_ns;         /* the lease deadline before the last answer moved it */
+	uint64_t deadline_low_ns;     /* the least time left then, since start; UINT64_MAX: none */
+	uint64_t session_expiries;    /* for /metrics */
+	uint64_t session_reconnects;  /* the same session back after a disconnect */
+	struct event *watchdog_timer; /* WATCHDOG=1 at half of WATCHDOG_USEC; NULL: none */
+	struct event *status_timer;   /* STATUS= when it changed; NULL: systemd does not listen */
+	char status_sent[256];        /* the last STATUS= sent */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	TAILQ_HEAD(, worker_config) retired;
@@ -155,25 +160,106 @@ worker_set_state(struct worker *w, enum worker_state state)
 static void
 worker_notify(const char *message)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa;
-	socklen_t len;
-	int fd;
+	(void)sdnotify(message);
+}
 
-	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    strlen(path) >= sizeof sa.sun_path)
+/*
+ * What the worker does, in one line for `systemctl status` (STATUS=): its jobs, the
+ * leases it holds, its runs, and its session.
+ */
+static void
+worker_status_line(struct worker *w, char *buf, size_t len)
+{
+	struct worker_job *wj;
+	struct job_stats st;
+	enum job_state js;
+	int jobs = 0, held = 0, running = 0;
+	uint64_t deadline, now;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (wj->done)
+			continue;
+		jobs++;
+		job_stats(wj->job, &st);
+		held += st.lease_held != 0;
+		js = job_state(wj->job);
+		running += js == JOB_STARTING || js == JOB_RUNNING || js == JOB_STOPPING;
+	}
+	switch (w->state) {
+	case WORKER_CONNECTING:
+		snprintf(buf, len, "connecting to ZooKeeper %s", w->cfg->hosts);
 		return;
-	memset(&sa, 0, sizeof sa);
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, path, strlen(path));
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0';
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+	case WORKER_REGISTERING:
+		snprintf(buf, len, "registering as %s", w->path);
 		return;
-	if (sendto(fd, message, strlen(message), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0)
-		log_warn("sd_notify");
-	close(fd);
+	case WORKER_DUPLICATE:
+		snprintf(buf, len, "waiting for another session's %s to go", w->path);
+		return;
+	case WORKER_STOPPING:
+		snprintf(buf, len, "stopping: %d run%s left, %d lease%s held", running,
+		         running == 1 ? "" : "s", held, held == 1 ? "" : "s");
+		return;
+	case WORKER_READY:
+		break;
+	}
+	if (zk_state(w->zk) == ZK_STATE_CONNECTED) {
+		snprintf(buf, len,
+		         "%d job%s, %d lease%s held, %d running; connected to ZooKeeper %s "
+		         "as session 0x%llx",
+		         jobs, jobs == 1 ? "" : "s", held, held == 1 ? "" : "s", running,
+		         w->cfg->hosts, (unsigned long long)zk_session_id(w->zk));
+		return;
+	}
+	deadline = zk_deadline_ns(w->zk);
+	now = clock_now_ns();
+	snprintf(buf, len,
+	         "%d job%s, %d lease%s held, %d running; disconnected from ZooKeeper %s, "
+	         "lease deadline in %llu ms",
+	         jobs, jobs == 1 ? "" : "s", held, held == 1 ? "" : "s", running, w->cfg->hosts,
+	         (unsigned long long)(deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0));
+}
+
+/*
+ * Send what (READY=1, ...; NULL: nothing) with the status line, or the status line alone
+ * when it changed since the last one sent.
+ */
+static void
+worker_notify_status(struct worker *w, const char *what)
+{
+	char line[sizeof w->status_sent], msg[sizeof line + 128];
+
+	if (!sdnotify_listening())
+		return;
+	worker_status_line(w, line, sizeof line);
+	if (what == NULL && strcmp(line, w->status_sent) == 0)
+		return;
+	snprintf(msg, sizeof msg, "%s%sSTATUS=%s", what != NULL ? what : "",
+	         what != NULL ? "\n" : "", line);
+	if (sdnotify(msg) > 0)
+		snprintf(w->status_sent, sizeof w->status_sent, "%s", line);
+}
+
+/* Every WORKER_STATUS_MS: STATUS= if it changed. */
+static void
+worker_status_timer_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	worker_notify_status(arg, NULL);
+}
+
+/*
+ * The watchdog: from the main loop, so that a loop that is wedged (or a process that is
+ * stopped) misses its pings and systemd restarts the service. The supervisor kills the
+ * jobs at the lease deadline either way.
+ */
+static void
+worker_watchdog_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	worker_notify("WATCHDOG=1");
 }
 
 /* How runs are contained, by name ("unknown" until the supervisor said). */
@@ -411,7 +497,7 @@ worker_registered(struct worker *w)
 	         (unsigned long long)zk_session_id(w->zk));
 	if (!w->notified_ready) {
 		w->notified_ready = 1;
-		worker_notify("READY=1\nSTATUS=registered");
+		worker_notify_status(w, "READY=1");
 	}
 	worker_watch_own(w);
 	members_start(w->members);
@@ -949,7 +1035,7 @@ worker_stop(struct worker *w)
 		return;
 	}
 	worker_set_state(w, WORKER_STOPPING);
-	worker_notify("STOPPING=1");
+	worker_notify_status(w, "STOPPING=1");
 	log_info("stopping");
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
 		if (job_config(wj->job)->kill_grace_ms > grace)
@@ -979,7 +1065,7 @@ worker_stop(struct worker *w)
 
 /* Reload the configuration: jobs come, go or change; a broken file changes nothing. */
 static void
-worker_reload(struct worker *w)
+worker_reload_config(struct worker *w)
 {
 	struct config *cfg;
 	struct config_errors errors = {NULL, 0};
@@ -1069,6 +1155,25 @@ worker_reload(struct worker *w)
 	worker_update_node(w);
 	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
 	log_info("reloaded: %zu job(s)", cfg->njobs);
+}
+
+/*
+ * SIGHUP: reload, between RELOADING=1 (with the CLOCK_MONOTONIC time of the request, as
+ * Type=notify-reload wants) and READY=1, once systemd was told we are ready.
+ */
+static void
+worker_reload(struct worker *w)
+{
+	char msg[128];
+
+	if (w->notified_ready) {
+		snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
+		         (unsigned long long)sdnotify_monotonic_usec());
+		worker_notify(msg);
+	}
+	worker_reload_config(w);
+	if (w->notified_ready)
+		worker_notify_status(w, "READY=1");
 }
 
 /* Signals arrive here as events. */
@@ -1482,6 +1587,36 @@ worker_status_cb(void *arg)
 	    (json_int_t)worker_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
 }
 
+/*
+ * When systemd listens: STATUS= kept up to date, and WATCHDOG=1 at half the interval it
+ * asks for (WATCHDOG_USEC, for us if WATCHDOG_PID says so), from the start.
+ */
+static void
+worker_notify_start(struct worker *w)
+{
+	uint64_t usec;
+	struct timeval tv;
+
+	if (!sdnotify_listening())
+		return;
+	tv.tv_sec = WORKER_STATUS_MS / 1000;
+	tv.tv_usec = (WORKER_STATUS_MS % 1000) * 1000;
+	w->status_timer = event_new(w->base, -1, EV_PERSIST, worker_status_timer_cb, w);
+	event_add(w->status_timer, &tv);
+	worker_notify_status(w, NULL);
+	usec = sdnotify_watchdog_usec(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"), getpid());
+	if (usec == 0)
+		return;
+	usec /= 2;
+	tv.tv_sec = (time_t)(usec / 1000000);
+	tv.tv_usec = (suseconds_t)(usec % 1000000);
+	w->watchdog_timer = event_new(w->base, -1, EV_PERSIST, worker_watchdog_cb, w);
+	event_add(w->watchdog_timer, &tv);
+	worker_notify("WATCHDOG=1");
+	log_info("systemd watchdog: WATCHDOG=1 every %llu ms",
+	         (unsigned long long)(usec + 999) / 1000);
+}
+
 /* The `run` command: the daemon, in the foreground, until SIGTERM or SIGINT. */
 int
 worker_run(const char *config_file, struct config *cfg)
@@ -1558,6 +1693,7 @@ worker_run(const char *config_file, struct config *cfg)
 	}
 	if (cfg->http_listen != NULL)
 		w.http = http_start(w.base, cfg->http_listen, &hcb, &w);
+	worker_notify_start(&w);
 
 	event_base_dispatch(w.base);
 
@@ -1583,6 +1719,10 @@ worker_run(const char *config_file, struct config *cfg)
 	event_free(w.drain_timer);
 	event_free(w.drain_poll);
 	free(w.drain_path);
+	if (w.watchdog_timer != NULL)
+		event_free(w.watchdog_timer);
+	if (w.status_timer != NULL)
+		event_free(w.status_timer);
 	event_base_free(w.base);
 	log_info("stopped");
 	free(w.path);

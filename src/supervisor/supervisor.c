@@ -280,8 +280,8 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	if (u.mem_peak >= 0)
 		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
 		         (double)u.mem_peak / (1024.0 * 1024.0));
-	log_info("supervisor: job %s (pid %ld) %s (%s)%s", j->name, (long)j->pid, what,
-	         proto_exit_reason_name(reason), used);
+	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%lu", j->name, (long)j->pid, what,
+	         proto_exit_reason_name(reason), used, (unsigned long)j->id);
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
 	proto_usage_add(&payload, &u);
 	if (sv->conn != NULL)
@@ -307,7 +307,8 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
 	if (act.send_started) {
-		log_info("supervisor: job %s started, pid %ld", j->name, (long)j->pid);
+		log_info("supervisor: job %s started, pid %ld run=%lu", j->name, (long)j->pid,
+		         (unsigned long)j->id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
 	}
 	if (act.send_start_failed) {

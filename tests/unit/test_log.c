@@ -1,5 +1,11 @@
-/* test_log.c: the limiter that turns a repeating warning into one line and a count. */
+/*
+ * test_log.c: the limiter that turns a repeating warning into one line and a count, and the
+ * line format: a timestamp on a plain stderr, a syslog priority prefix on the journal's.
+ */
 
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -181,6 +187,86 @@ test_limit_burst(void **state)
 	assert_int_equal(warn(&l, 1, 0, last, sizeof last), 0);
 }
 
+/*
+ * With stderr on a temporary file and JOURNAL_STREAM set to journal (NULL: unset; "" or
+ * "match": that file's DEVICE:INODE): one line of each level (a warning with an errno, an
+ * info line with a newline inside, a debug line) into out, as log_init found it.
+ */
+static void
+log_lines(const char *journal, char *out, size_t outlen)
+{
+	FILE *f = tmpfile();
+	char stream[64];
+	struct stat st;
+	size_t n;
+	int saved;
+
+	assert_non_null(f);
+	assert_int_equal(fstat(fileno(f), &st), 0);
+	snprintf(stream, sizeof stream, "%llu:%llu", (unsigned long long)st.st_dev,
+	         (unsigned long long)st.st_ino);
+	if (journal == NULL)
+		unsetenv("JOURNAL_STREAM");
+	else
+		setenv("JOURNAL_STREAM", strcmp(journal, "match") == 0 ? stream : journal, 1);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(fileno(f), STDERR_FILENO);
+	log_init(1, "main");
+	errno = ENOSPC;
+	log_warn("warned");
+	log_info("two\nlines");
+	log_set_process("supervisor");
+	log_debug("debugged");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	unsetenv("JOURNAL_STREAM");
+	log_init(0, "main");
+	rewind(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	fclose(f);
+}
+
+/* On the journal: a priority per level, the role and pid, no timestamp, one line each. */
+static void
+test_journal_prefixes(void **state)
+{
+	char out[2048], expect[1024];
+	long pid = (long)getpid();
+
+	(void)state;
+	log_lines("match", out, sizeof out);
+	snprintf(expect, sizeof expect,
+	         "<4>main[%ld] warn: warned: %s\n"
+	         "<6>main[%ld] info: two lines\n"
+	         "<7>supervisor[%ld] debug: debugged\n",
+	         pid, strerror(ENOSPC), pid, pid);
+	assert_string_equal(out, expect);
+}
+
+/* Elsewhere, today's format: a UTC timestamp first, and no priority prefix. */
+static void
+test_plain_format(void **state)
+{
+	static const char *const journals[] = {NULL, "1:1", "match:x", "garbage", ""};
+	char out[2048], expect[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof journals / sizeof journals[0]; i++) {
+		log_lines(journals[i], out, sizeof out);
+		assert_true(out[0] >= '2' && out[0] <= '9'); /* a year */
+		assert_int_equal(out[4], '-');
+		assert_null(strchr(out, '<'));
+		snprintf(expect, sizeof expect, "Z leasekeeper[%ld] main warn: warned: %s\n",
+		         (long)getpid(), strerror(ENOSPC));
+		assert_non_null(strstr(out, expect));
+		assert_non_null(strstr(out, " supervisor debug: debugged\n"));
+	}
+}
+
 int
 main(void)
 {
@@ -190,6 +276,8 @@ main(void)
 	    cmocka_unit_test(test_limit_clock_backwards),
 	    cmocka_unit_test(test_limit_output_and_flush),
 	    cmocka_unit_test(test_limit_burst),
+	    cmocka_unit_test(test_journal_prefixes),
+	    cmocka_unit_test(test_plain_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
