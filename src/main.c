@@ -1,5 +1,5 @@
 /* Runs in: the main process. */
-/* main.c: the command line: run, check, next, status, exec, set-leases. */
+/* main.c: the command line: run, check, next, status, exec, set-leases, web. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +16,7 @@
 #include "exec.h"
 #include "log.h"
 #include "schedule.h"
+#include "web.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -32,6 +33,8 @@ static const char *main_usage_text =
     "  exec   [-c FILE | --zk HOSTS] [--leases N] [--timeout DUR] [--lock-path PATH]\n"
     "         NAME -- CMD [ARGS...]            run one command under a lease\n"
     "  set-leases [-c FILE | --zk HOSTS] JOB N change the cluster's lease count of a job\n"
+    "  web    [-c FILE | --zk HOSTS] [--listen HOST:PORT]\n"
+    "                                          serve the read-only dashboard of the cluster\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -340,6 +343,8 @@ main(int argc, char **argv)
 		return admin_set_leases(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
+	if (strcmp(cmd, "web") == 0)
+		return web_main(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("leasekeeper %s\n", LEASEKEEPER_VERSION);
 		return 0;
