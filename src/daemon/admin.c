@@ -373,8 +373,15 @@ admin_lock_name(const char *name, const char *base)
 	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
 }
 
+/* qsort: names in byte order. */
+static int
+admin_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /*
- * Entries of a listing, sorted in queue order, each with its data asked for: the last
+ * Entries of a listing, sorted in queue order (or by name), each with its data asked for: the last
  * keep_last of them, or else the first max_list (when set), the number left out then
  * recorded in owner's omitted key.
  */
@@ -392,6 +399,8 @@ admin_list(struct admin_view *v, const struct zk_reply *reply, json_t *list, con
 		names[i] = reply->children[i];
 	if (base != NULL)
 		znode_sort(names, n, base);
+	else
+		qsort(names, n, sizeof *names, admin_name_cmp);
 	if (keep_last > 0 && n > keep_last)
 		from = n - keep_last;
 	else if (keep_last == 0 && v->o.max_list > 0 && n > v->o.max_list && owner != NULL) {

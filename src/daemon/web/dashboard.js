@@ -14,9 +14,10 @@
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"status", "exit_status", "signal", "error", "fence", "cpu_usec", "memory_peak",
-		"output", "output_tail", "manual", "trigger"];
+		"output", "output_tail", "manual", "trigger", "session"];
 	var doc = null;
 	var selected = null;
+	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
 	var timer = null;
 
 	function $(id) { return document.getElementById(id); }
@@ -228,12 +229,13 @@
 		return out;
 	}
 
+	/* The chosen window, or from the oldest run shown (2 minutes at least, 24 hours at most). */
 	function windowOf(runs, now) {
-		var w = Number($("window").value), t0 = now - 15 * 60000;
+		var w = Number($("window").value), t0 = now - 120000;
 		if (w > 0) return [now - w, now];
 		runs.forEach(function (x) { var s = runStart(x.r); if (s !== null && s < t0) t0 = s; });
 		t0 = Math.max(t0, now - 86400000);
-		return [Math.min(t0, now - 120000), now];
+		return [t0 - (now - t0) / 50, now];
 	}
 
 	function bar(x, win) {
@@ -332,6 +334,17 @@
 		$("detail").hidden = false;
 	}
 
+	/* The run a #run=JOB/ZNODE link names, once, when it is in the view. */
+	function openLinked() {
+		var want = decodeURIComponent(location.hash.slice(5)), cut = want.lastIndexOf("/");
+		allRuns().forEach(function (x) {
+			if (linked && x.job === want.slice(0, cut) && str(x.r.znode) === want.slice(cut + 1)) {
+				linked = false;
+				show(x, null);
+			}
+		});
+	}
+
 	function problems(now) {
 		var ul = $("problems"), items = [];
 		clear(ul);
@@ -353,6 +366,7 @@
 		renderWorkers(now);
 		renderJobs(now);
 		renderTimelines(now);
+		if (linked) openLinked();
 		$("status").textContent = "updated " + fmt(now);
 		document.body.setAttribute("data-state", "ready");
 	}
