@@ -20,13 +20,11 @@
  * no-store.
  */
 
-#include <arpa/inet.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -39,8 +37,8 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
-#include "utf8.h"
 #include "web.h"
+#include "webdoc.h"
 #include "webpage.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -70,63 +68,6 @@ struct web {
 };
 
 static struct log_limit web_lim_errors;
-
-/* Whether HOST (of HOST:PORT, maybe in brackets) is a loopback address or localhost. */
-static int
-web_loopback(const char *listen)
-{
-	char host[256];
-	const char *colon = strrchr(listen, ':');
-	size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
-	unsigned char addr[16];
-
-	if (n >= sizeof host)
-		return 0;
-	memcpy(host, listen, n);
-	host[n] = '\0';
-	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
-		memmove(host, host + 1, n - 2);
-		host[n - 2] = '\0';
-	}
-	if (strcmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, addr) == 1)
-		return addr[0] == 127;
-	if (inet_pton(AF_INET6, host, addr) == 1)
-		return memcmp(addr, &in6addr_loopback, sizeof in6addr_loopback) == 0;
-	return 0;
-}
-
-/*
- * Whether a Host header names this listener the way a browser on this host would: an IP
- * address or localhost, with a port or not. A name is what DNS rebinding uses.
- */
-static int
-web_host_ok(const char *host)
-{
-	char name[256];
-	const char *end;
-	unsigned char addr[16];
-	size_t n;
-
-	if (host == NULL)
-		return 1; /* HTTP/1.0: no name at all to rebind */
-	if (host[0] == '[') {
-		if ((end = strchr(host, ']')) == NULL)
-			return 0;
-		n = (size_t)(end - host - 1);
-		host++;
-	} else {
-		end = strchr(host, ':');
-		n = end != NULL ? (size_t)(end - host) : strlen(host);
-	}
-	if (n == 0 || n >= sizeof name)
-		return 0;
-	memcpy(name, host, n);
-	name[n] = '\0';
-	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
-	       inet_pton(AF_INET6, name, addr) == 1;
-}
 
 /* The headers of every reply: what the page may load, and that nothing is cached. */
 static void
@@ -167,7 +108,7 @@ web_refuse(struct web *w, struct evhttp_request *req)
 	if (w->remote)
 		return 0;
 	host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-	if (web_host_ok(host))
+	if (webdoc_host_ok(host))
 		return 0;
 	web_reply(w, req, 403, "Forbidden", "text/plain; charset=utf-8", msg, sizeof msg - 1);
 	return 1;
@@ -212,58 +153,6 @@ web_notfound_cb(struct evhttp_request *req, void *arg)
 	web_reply(w, req, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", 10);
 }
 
-/* A string cut to at most max bytes, on a character's boundary, with "..." after it. */
-static json_t *
-web_cut(const char *s, size_t len, size_t max)
-{
-	size_t at = 0, n;
-	uint32_t cp;
-	char *text;
-	json_t *out;
-
-	while (at < len) {
-		n = utf8_char(s + at, len - at, &cp);
-		if (n == 0 || at + n > max)
-			break;
-		at += n;
-	}
-	text = xmalloc(at + 4);
-	memcpy(text, s, at);
-	memcpy(text + at, "...", 4);
-	out = json_string(text);
-	free(text);
-	return out;
-}
-
-/* Cut every string of v longer than max bytes. */
-static void
-web_trim(json_t *v, size_t max)
-{
-	const char *key;
-	json_t *item;
-	size_t i;
-
-	if (json_is_object(v)) {
-		json_object_foreach(v, key, item) {
-			if (json_is_string(item) && json_string_length(item) > max)
-				json_object_set_new(v, key,
-				                    web_cut(json_string_value(item),
-				                            json_string_length(item), max));
-			else
-				web_trim(item, max);
-		}
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item) {
-			if (json_is_string(item) && json_string_length(item) > max)
-				json_array_set_new(v, i,
-				                   web_cut(json_string_value(item),
-				                           json_string_length(item), max));
-			else
-				web_trim(item, max);
-		}
-	}
-}
-
 /*
  * The document of a view: the view and when it was read. Past WEB_MAX_DOCUMENT bytes its
  * long strings are cut (node data is anyone's to write, 64 KiB each); past it still, the
@@ -284,7 +173,7 @@ web_document(json_t *view)
 		return doc;
 	len = doc != NULL ? strlen(doc) : 0;
 	free(doc);
-	web_trim(view, WEB_TRIM_STRING);
+	webdoc_trim(view, WEB_TRIM_STRING);
 	json_object_set_new(view, "trimmed", json_integer((json_int_t)len));
 	doc = json_dumps(view, JSON_COMPACT);
 	if (doc != NULL && strlen(doc) <= WEB_MAX_DOCUMENT)
@@ -467,7 +356,7 @@ web_main(int argc, char **argv)
 		        usage);
 		return EXIT_USAGE;
 	}
-	if (!web_loopback(w.listen) && !w.remote) {
+	if (!webdoc_loopback(w.listen) && !w.remote) {
 		fprintf(
 		    stderr,
 		    "leasekeeper web: --listen %s is not a loopback address: the dashboard has "
