@@ -229,9 +229,9 @@
 		return out;
 	}
 
-	/* The chosen window, or from the oldest run shown (2 minutes at least, 24 hours at most). */
+	/* The chosen window, or from the oldest run shown (a minute at least, 24 hours at most). */
 	function windowOf(runs, now) {
-		var w = Number($("window").value), t0 = now - 120000;
+		var w = Number($("window").value), t0 = now - 60000;
 		if (w > 0) return [now - w, now];
 		runs.forEach(function (x) { var s = runStart(x.r); if (s !== null && s < t0) t0 = s; });
 		t0 = Math.max(t0, now - 86400000);
@@ -281,8 +281,9 @@
 		var byJob = Object.create(null), byWorker = Object.create(null);
 		(doc.jobs || []).forEach(function (j) { byJob[str(j.name || j.lock_path)] = []; });
 		runs.forEach(function (x) {
+			if (runStart(x.r) === null) return; /* deleted between the listing and the read */
 			byJob[x.job].push(x);
-			var n = nodeName(x.r) || "?";
+			var n = str(x.r.node) || "?";
 			if (!Object.prototype.hasOwnProperty.call(byWorker, n)) byWorker[n] = [];
 			byWorker[n].push(x);
 		});
