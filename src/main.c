@@ -1,5 +1,5 @@
 /* Runs in: the main process. */
-/* main.c: the command line: run, check, next, status, exec, set-leases. */
+/* main.c: the command line: run, check, next, status, exec, set-leases, web. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +17,7 @@
 #include "exec.h"
 #include "log.h"
 #include "schedule.h"
+#include "web.h"
 #include "worker.h"
 #include "xmalloc.h"
 
@@ -39,6 +40,8 @@ static const char *main_usage_text =
     "                                          a worker takes no new lease\n"
     "  undrain [-c FILE | --zk HOSTS] [NODE]   a drained worker takes leases again\n"
     "  forget [-c FILE | --zk HOSTS] [--force] JOB   delete the records of a gone job\n"
+    "  web    [-c FILE | --zk HOSTS] [--listen HOST:PORT]\n"
+    "                                          serve the read-only dashboard of the cluster\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -364,6 +367,8 @@ main(int argc, char **argv)
 		return control_forget(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
+	if (strcmp(cmd, "web") == 0)
+		return web_main(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("leasekeeper %s\n", LEASEKEEPER_VERSION);
 		return 0;

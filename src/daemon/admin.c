@@ -6,7 +6,8 @@
  * their own, and close the session. status fans out every read at once and prints when
  * the last answer is in: for each job, the agreed lease count, the holders and the
  * waiters in queue order (who, pid, since, from the data of their nodes), the claimed
- * tick, the next tick and the last runs; and the live workers.
+ * tick, the next tick and the last runs; and the live workers. That read of the cluster
+ * (admin_view_start) is also what `leasekeeper web` repeats on its long-lived session.
  */
 
 #include <ctype.h>
@@ -46,14 +47,6 @@ admin_done(struct admin *a, int code)
 {
 	a->exit_code = code;
 	event_base_loopbreak(a->base);
-}
-
-/* One answer less to wait for; print when none is left. */
-static void
-admin_settle(struct admin *a)
-{
-	if (--a->pending == 0)
-		admin_done(a, a->exit_code);
 }
 
 static void
@@ -209,6 +202,23 @@ admin_setup(struct admin *a, struct admin_opts *o, const char *cmd)
 	return 0;
 }
 
+/* Where a long-lived command (web) finds the cluster; 0, or an exit status after saying why. */
+int
+admin_target(struct admin_opts *o, const char *cmd, struct admin_target *t)
+{
+	struct admin a;
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	if ((rc = admin_setup(&a, o, cmd)) != 0)
+		return rc;
+	t->cfg = a.cfg;
+	t->hosts = a.hosts;
+	t->root = a.root;
+	t->auth = a.auth;
+	return 0;
+}
+
 /* ------------------------------------------------------------------------------------- */
 /* status                                                                                  */
 /* ------------------------------------------------------------------------------------- */
@@ -225,8 +235,18 @@ enum admin_role {
 	ADMIN_NODE_DATA, /* the data of one node, into an object */
 };
 
+/* One read of the whole cluster in progress (admin_view_start). */
+struct admin_view {
+	struct zk *zk;
+	struct admin_view_opts o;
+	json_t *out;
+	int pending;
+	void (*done)(json_t *, void *);
+	void *arg;
+};
+
 struct admin_req {
-	struct admin *a;
+	struct admin_view *v;
 	enum admin_role role;
 	json_t *target; /* the job's object, or the object to fill */
 	json_t *list;   /* where a listing's entries go */
@@ -234,26 +254,37 @@ struct admin_req {
 
 static void admin_status_reply_cb(const struct zk_reply *, void *);
 
+static void admin_view_finish(struct admin_view *);
+
 /* Send one read. */
 static void
-admin_ask(struct admin *a, enum admin_role role, const char *path, json_t *target, json_t *list)
+admin_ask(struct admin_view *v, enum admin_role role, const char *path, json_t *target,
+          json_t *list)
 {
 	struct admin_req *r = xcalloc(1, sizeof *r);
 
-	r->a = a;
+	r->v = v;
 	r->role = role;
 	r->target = target;
 	r->list = list;
-	a->pending++;
+	v->pending++;
 	if (role == ADMIN_RECORD || role == ADMIN_STATE || role == ADMIN_NODE_DATA)
-		zk_get(a->zk, path, NULL, admin_status_reply_cb, r);
+		zk_get(v->zk, path, NULL, admin_status_reply_cb, r);
 	else
-		zk_children(a->zk, path, NULL, admin_status_reply_cb, r);
+		zk_children(v->zk, path, NULL, admin_status_reply_cb, r);
+}
+
+/* One answer less to wait for; the view is complete when none is left. */
+static void
+admin_view_settle(struct admin_view *v)
+{
+	if (--v->pending == 0)
+		admin_view_finish(v);
 }
 
 /* Ask for the lock folders of a job object (its lock_path and leases are set). */
 static void
-admin_ask_job(struct admin *a, json_t *job)
+admin_ask_job(struct admin_view *v, json_t *job)
 {
 	const char *name = json_string_value(json_object_get(job, "name"));
 	const char *path = json_string_value(json_object_get(job, "lock_path"));
@@ -263,32 +294,32 @@ admin_ask_job(struct admin *a, json_t *job)
 	json_object_set_new(job, "holders", json_array());
 	json_object_set_new(job, "waiters", json_array());
 	if (leases == 1)
-		admin_ask(a, ADMIN_HOLDERS, path, job, json_object_get(job, "holders"));
+		admin_ask(v, ADMIN_HOLDERS, path, job, json_object_get(job, "holders"));
 	else {
 		p = layout_semaphore_leases(path);
-		admin_ask(a, ADMIN_HOLDERS, p, job, json_object_get(job, "holders"));
+		admin_ask(v, ADMIN_HOLDERS, p, job, json_object_get(job, "holders"));
 		free(p);
 		p = layout_semaphore_locks(path);
-		admin_ask(a, ADMIN_WAITERS, p, job, json_object_get(job, "waiters"));
+		admin_ask(v, ADMIN_WAITERS, p, job, json_object_get(job, "waiters"));
 		free(p);
 	}
 	if (name == NULL)
 		return;
-	rec = layout_job_record(a->root, name);
-	admin_ask(a, ADMIN_RECORD, rec, job, NULL);
-	p = layout_job_state(a->root, name);
-	admin_ask(a, ADMIN_STATE, p, job, NULL);
+	rec = layout_job_record(v->o.root, name);
+	admin_ask(v, ADMIN_RECORD, rec, job, NULL);
+	p = layout_job_state(v->o.root, name);
+	admin_ask(v, ADMIN_STATE, p, job, NULL);
 	free(p);
-	p = layout_job_runs(a->root, name);
+	p = layout_job_runs(v->o.root, name);
 	json_object_set_new(job, "runs", json_array());
-	admin_ask(a, ADMIN_RUNS, p, job, json_object_get(job, "runs"));
+	admin_ask(v, ADMIN_RUNS, p, job, json_object_get(job, "runs"));
 	free(p);
 	free(rec);
 }
 
 /* A job object for the output. */
 static json_t *
-admin_job_object(struct admin *a, const char *name, const char *lock_path, int leases)
+admin_job_object(struct admin_view *v, const char *name, const char *lock_path, int leases)
 {
 	json_t *job = json_object();
 
@@ -296,7 +327,7 @@ admin_job_object(struct admin *a, const char *name, const char *lock_path, int l
 		json_object_set_new(job, "name", json_string(name));
 	json_object_set_new(job, "lock_path", json_string(lock_path));
 	json_object_set_new(job, "leases", json_integer(leases));
-	json_array_append_new(json_object_get(a->ctx, "jobs"), job);
+	json_array_append_new(json_object_get(v->out, "jobs"), job);
 	return job;
 }
 
@@ -327,10 +358,21 @@ admin_lock_name(const char *name, const char *base)
 	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
 }
 
-/* Entries of a listing, sorted in queue order, each with its data asked for. */
+/* qsort: names in byte order. */
+static int
+admin_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Entries of a listing, sorted in queue order (or by name), each with its data asked for: the last
+ * keep_last of them, or else the first max_list (when set), the number left out then
+ * recorded in owner's omitted key.
+ */
 static void
-admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const char *base,
-           size_t keep_last, int locks)
+admin_list(struct admin_view *v, const struct zk_reply *reply, json_t *list, const char *base,
+           size_t keep_last, int locks, json_t *owner, const char *omitted)
 {
 	char **names;
 	size_t i, n = (size_t)reply->nchildren, from = 0;
@@ -342,8 +384,14 @@ admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const ch
 		names[i] = reply->children[i];
 	if (base != NULL)
 		znode_sort(names, n, base);
+	else
+		qsort(names, n, sizeof *names, admin_name_cmp);
 	if (keep_last > 0 && n > keep_last)
 		from = n - keep_last;
+	else if (keep_last == 0 && v->o.max_list > 0 && n > v->o.max_list && owner != NULL) {
+		json_object_set_new(owner, omitted, json_integer((json_int_t)(n - v->o.max_list)));
+		n = v->o.max_list;
+	}
 	for (i = from; i < n; i++) {
 		entry = json_object();
 		json_object_set_new(entry, "znode", json_string(names[i]));
@@ -351,7 +399,7 @@ admin_list(struct admin *a, const struct zk_reply *reply, json_t *list, const ch
 			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
-		admin_ask(a, ADMIN_NODE_DATA, path, entry, NULL);
+		admin_ask(v, ADMIN_NODE_DATA, path, entry, NULL);
 		free(path);
 	}
 	free(names);
@@ -383,7 +431,7 @@ static void
 admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 {
 	struct admin_req *r = arg;
-	struct admin *a = r->a;
+	struct admin_view *v = r->v;
 	const char *base;
 	char *lock_path;
 	json_t *job;
@@ -391,22 +439,28 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 	int i, n;
 
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
-		fprintf(stderr, "leasekeeper status: cannot read %s: %s\n", reply->path,
-		        zerror(reply->rc));
-		a->exit_code = EXIT_UNAVAILABLE;
+		json_array_append_new(
+		    json_object_get(v->out, "errors"),
+		    json_sprintf("cannot read %s: %s", reply->path, zerror(reply->rc)));
 	}
 	if (reply->rc == ZOK) {
 		switch (r->role) {
 		case ADMIN_WORKERS:
-			admin_list(a, reply, r->list, NULL, 0, 0);
+			admin_list(v, reply, r->list, NULL, 0, 0, v->out, "workers_omitted");
 			break;
 		case ADMIN_JOBS:
-			for (i = 0; i < reply->nchildren; i++) {
+			n = reply->nchildren;
+			if (v->o.max_list > 0 && (size_t)n > v->o.max_list) {
+				json_object_set_new(v->out, "jobs_omitted",
+				                    json_integer(n - (json_int_t)v->o.max_list));
+				n = (int)v->o.max_list;
+			}
+			for (i = 0; i < n; i++) {
 				/* No configuration: the lock is named for the job, N from its record. */
-				job = admin_job_object(a, reply->children[i], "", 1);
+				job = admin_job_object(v, reply->children[i], "", 1);
 				json_object_set_new(job, "_discover", json_true());
-				lock_path = layout_job_record(a->root, reply->children[i]);
-				admin_ask(a, ADMIN_RECORD, lock_path, job, NULL);
+				lock_path = layout_job_record(v->o.root, reply->children[i]);
+				admin_ask(v, ADMIN_RECORD, lock_path, job, NULL);
 				free(lock_path);
 			}
 			break;
@@ -428,13 +482,13 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 					n = 1;
 				json_object_set_new(r->target, "leases", json_integer(n));
 				lock_path = layout_lock_path(
-				    a->root, json_string_value(json_object_get(r->target, "name")),
-				    lock, n);
+				    v->o.root,
+				    json_string_value(json_object_get(r->target, "name")), lock, n);
 				json_object_set_new(r->target, "lock_path", json_string(lock_path));
 				free(lock_path);
 				if (rec != NULL)
 					json_decref(rec);
-				admin_ask_job(a, r->target);
+				admin_ask_job(v, r->target);
 			}
 			break;
 		case ADMIN_STATE:
@@ -447,7 +501,7 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			json_object_set_new(r->target, "state", state);
 			break;
 		case ADMIN_RUNS:
-			admin_list(a, reply, r->list, "run-", ADMIN_RUNS_SHOWN, 0);
+			admin_list(v, reply, r->list, "run-", v->o.runs, 0, NULL, NULL);
 			break;
 		case ADMIN_HOLDERS:
 		case ADMIN_WAITERS:
@@ -456,7 +510,9 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 			               json_integer_value(json_object_get(r->target, "leases")) > 1
 			           ? "lease-"
 			           : "lock-";
-			admin_list(a, reply, r->list, base, 0, 1);
+			admin_list(v, reply, r->list, base, 0, 1, r->target,
+			           r->role == ADMIN_HOLDERS ? "holders_omitted"
+			                                    : "waiters_omitted");
 			break;
 		case ADMIN_NODE_DATA:
 			nodedata_merge(r->target, reply->value, reply->value_len);
@@ -473,31 +529,41 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 	} else if (r->role == ADMIN_RECORD && json_is_true(json_object_get(r->target, "_discover")))
 		json_object_del(r->target, "_discover");
 	free(r);
-	admin_settle(a);
+	admin_view_settle(v);
 }
 
-/* The session is up: ask for everything. */
-static void
-admin_status_ready(struct admin *a)
+/*
+ * Read the whole cluster on zk, whose session is up: every read at once, and done(view, arg)
+ * when the last answer is in (the caller owns the view). A read that fails leaves its part
+ * out and a line in the view's "errors"; closing the session completes every read.
+ */
+void
+admin_view_start(struct zk *zk, const struct admin_view_opts *o, void (*done)(json_t *, void *),
+                 void *arg)
 {
-	struct config *cfg = a->cfg;
-	json_t *out = a->ctx, *job;
-	const char *lock_path = json_string_value(json_object_get(out, "_lock_path"));
+	struct admin_view *v = xcalloc(1, sizeof *v);
+	const struct config *cfg = o->cfg;
+	json_t *job;
 	char *path, next[40];
 	int64_t t;
 	size_t i;
 
-	a->pending++; /* held until every first-level read is sent */
-	path = layout_workers(a->root);
-	admin_ask(a, ADMIN_WORKERS, path, NULL, json_object_get(out, "workers"));
+	v->zk = zk;
+	v->o = *o;
+	v->done = done;
+	v->arg = arg;
+	v->out = json_pack("{s:s, s:[], s:[], s:[], s:[]}", "root", o->root, "workers", "jobs",
+	                   "warnings", "errors");
+	v->pending++; /* held until every first-level read is sent */
+	path = layout_workers(o->root);
+	admin_ask(v, ADMIN_WORKERS, path, NULL, json_object_get(v->out, "workers"));
 	free(path);
-	if (lock_path != NULL) {
-		job = admin_job_object(a, NULL, lock_path,
-		                       (int)json_integer_value(json_object_get(out, "_leases")));
-		admin_ask_job(a, job);
+	if (o->lock_path != NULL) {
+		job = admin_job_object(v, NULL, o->lock_path, o->leases);
+		admin_ask_job(v, job);
 	} else if (cfg != NULL) {
 		for (i = 0; i < cfg->njobs; i++) {
-			job = admin_job_object(a, cfg->jobs_list[i]->name,
+			job = admin_job_object(v, cfg->jobs_list[i]->name,
 			                       cfg->jobs_list[i]->lock_znode,
 			                       cfg->jobs_list[i]->leases);
 			json_object_set_new(job, "schedule",
@@ -508,14 +574,14 @@ admin_status_ready(struct admin *a)
 				clock_iso8601((uint64_t)t * 1000, next, sizeof next);
 				json_object_set_new(job, "next_tick", json_string(next));
 			}
-			admin_ask_job(a, job);
+			admin_ask_job(v, job);
 		}
 	} else {
-		path = layout_jobs(a->root);
-		admin_ask(a, ADMIN_JOBS, path, out, NULL);
+		path = layout_jobs(o->root);
+		admin_ask(v, ADMIN_JOBS, path, v->out, NULL);
 		free(path);
 	}
-	admin_settle(a);
+	admin_view_settle(v);
 }
 
 /* Print one holder or waiter line. */
@@ -856,6 +922,45 @@ admin_status_split(json_t *out)
 	}
 }
 
+/* Every answer is in: sort the lock folders out and hand the view over. */
+static void
+admin_view_finish(struct admin_view *v)
+{
+	admin_status_flag_strangers(v->out);
+	admin_status_split(v->out);
+	admin_status_placement(v->out);
+	v->done(v->out, v->arg);
+	free(v);
+}
+
+/* status' view is in: keep it, and stop the loop. */
+static void
+admin_status_done(json_t *view, void *arg)
+{
+	struct admin *a = arg;
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(view, "errors"), i, e)
+		fprintf(stderr, "leasekeeper status: %s\n", json_string_value(e));
+	if (json_array_size(json_object_get(view, "errors")) > 0)
+		a->exit_code = EXIT_UNAVAILABLE;
+	json_object_del(view, "errors");
+	a->view = view;
+	admin_done(a, a->exit_code);
+}
+
+/* The session is up: read the cluster. */
+static void
+admin_status_ready(struct admin *a)
+{
+	struct admin_view_opts *o = a->ctx;
+
+	o->root = a->root;
+	o->cfg = a->cfg;
+	admin_view_start(a->zk, o, admin_status_done, a);
+}
+
 /* `status`. */
 int
 admin_status(int argc, char **argv)
@@ -871,8 +976,8 @@ admin_status(int argc, char **argv)
 	                                         {NULL, 0, NULL, 0}};
 	struct admin a;
 	struct admin_opts o = {NULL, NULL, NULL, NULL};
+	struct admin_view_opts view = {0};
 	const char *lock_path = NULL;
-	json_t *out;
 	char *cause, *text;
 	int ch, as_json = 0, rc, leases = 0; /* 0: not given */
 
@@ -922,30 +1027,24 @@ admin_status(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "status")) != 0)
 		return rc;
-	out = json_pack("{s:s, s:[], s:[], s:[]}", "root", a.root, "workers", "jobs", "warnings");
-	if (lock_path != NULL) {
-		json_object_set_new(out, "_lock_path", json_string(lock_path));
-		json_object_set_new(out, "_leases", json_integer(leases != 0 ? leases : 1));
-	}
-	a.ctx = out;
+	view.lock_path = lock_path;
+	view.leases = leases != 0 ? leases : 1;
+	view.runs = ADMIN_RUNS_SHOWN;
+	a.ctx = &view;
 	a.ready = admin_status_ready;
 	rc = admin_run(&a, 10000);
-	if (rc == 0) {
-		json_object_del(out, "_lock_path");
-		json_object_del(out, "_leases");
-		admin_status_flag_strangers(out);
-		admin_status_split(out);
-		admin_status_placement(out);
+	if (rc == 0 && a.view != NULL) {
 		if (as_json) {
-			text = json_dumps(out, JSON_INDENT(2));
+			text = json_dumps(a.view, JSON_INDENT(2));
 			printf("%s\n", text);
 			free(text);
 		} else {
-			admin_status_escape(out);
-			admin_status_print(out);
+			admin_status_escape(a.view);
+			admin_status_print(a.view);
 		}
 	}
-	json_decref(out);
+	if (a.view != NULL)
+		json_decref(a.view);
 	config_free(a.cfg);
 	return rc;
 }

@@ -1,18 +1,53 @@
 /* Runs in: the main process. */
-/* admin.h: one-shot commands that read or change the cluster: status, set-leases. */
+/* admin.h: one-shot commands that read or change the cluster: status, set-leases; and the
+ * read of the whole cluster that status and web share. */
 #ifndef ADMIN_H
 #define ADMIN_H
 
+#include <stddef.h>
+
+#include <jansson.h>
+
 #include "leasekeeper.h"
+
+struct config;
+struct zk;
+
+/* Common options: -c FILE or --zk HOSTS, --root and --auth-file. */
+struct admin_opts {
+	const char *file;
+	const char *hosts;
+	const char *root;
+	const char *auth_file;
+};
+
+/* What they resolve to (admin_target): the caller frees cfg and auth. */
+struct admin_target {
+	struct config *cfg; /* or NULL with --zk */
+	const char *hosts;
+	const char *root;
+	char *auth; /* --auth-file's credentials, or NULL: cfg's */
+};
+
+/* What one read of the cluster covers (admin_view_start). */
+struct admin_view_opts {
+	const char *root;
+	const struct config *cfg; /* its jobs; NULL: those the cluster records */
+	const char *lock_path;    /* or this one lock folder alone, with leases */
+	int leases;
+	size_t runs;     /* the newest run records read per job */
+	size_t max_list; /* the most entries read of any other listing; 0: all */
+};
 
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
+int admin_target(struct admin_opts *, const char *cmd, struct admin_target *);
+void admin_view_start(struct zk *, const struct admin_view_opts *, void (*)(json_t *, void *),
+                      void *);
 
 /* What admin.c shares with the cluster-wide controls (control.c). */
-struct config;
 struct event;
 struct event_base;
-struct zk;
 
 /* What every admin command shares: a session on a loop, and where to find things. */
 struct admin {
@@ -28,14 +63,7 @@ struct admin {
 	int exit_code;
 	void (*ready)(struct admin *);
 	void *ctx;
-};
-
-/* Common options: -c FILE or --zk HOSTS, --root and --auth-file. */
-struct admin_opts {
-	const char *file;
-	const char *hosts;
-	const char *root;
-	const char *auth_file;
+	json_t *view; /* status: the cluster as read */
 };
 
 void admin_done(struct admin *, int code);

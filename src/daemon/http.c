@@ -682,9 +682,12 @@ http_libevent_log_cb(int severity, const char *msg)
 		log_debug("libevent: %s", msg);
 }
 
-/* Listen on HOST:PORT; a failure is logged and the worker runs without HTTP. */
+/*
+ * A listener on HOST:PORT with every bound above and no paths yet (http_route); NULL after
+ * logging why. The worker's endpoint and `leasekeeper web` are both built on it.
+ */
 struct http *
-http_start(struct event_base *base, const char *listen, const struct http_cb *cb, void *arg)
+http_listen(struct event_base *base, const char *listen)
 {
 	struct http *h = xcalloc(1, sizeof *h);
 	char *host = xstrdup(listen), *colon = strrchr(host, ':');
@@ -694,8 +697,6 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 	size_t i;
 
 	h->base = base;
-	h->cb = cb;
-	h->arg = arg;
 	event_set_log_callback(http_libevent_log_cb);
 	h->evh = evhttp_new(base);
 	if (colon == NULL || (port = strtol(colon + 1, NULL, 10)) <= 0 || port > 65535) {
@@ -730,12 +731,6 @@ http_start(struct event_base *base, const char *listen, const struct http_cb *cb
 	evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
 	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	evhttp_set_cb(h->evh, "/status", http_status_cb, h);
-	evhttp_set_cb(h->evh, "/metrics", http_metrics_cb, h);
-	evhttp_set_cb(h->evh, "/health", http_health_cb, h);
-	evhttp_set_cb(h->evh, "/readyz", http_readyz_cb, h);
-	evhttp_set_cb(h->evh, "/livez", http_livez_cb, h);
-	evhttp_set_gencb(h->evh, http_notfound_cb, h);
 	log_info("http: listening on %s", listen);
 	free(host);
 	return h;
@@ -745,6 +740,43 @@ fail:
 	evhttp_free(h->evh);
 	free(h);
 	return NULL;
+}
+
+/* Answer GET path with fn(req, arg); a NULL path: every path without its own. */
+void
+http_route(struct http *h, const char *path, void (*fn)(struct evhttp_request *, void *), void *arg)
+{
+	if (path == NULL)
+		evhttp_set_gencb(h->evh, fn, arg);
+	else
+		evhttp_set_cb(h->evh, path, fn, arg);
+}
+
+/* Send a reply within the listener's bounds (see http_send). */
+void
+http_respond(struct http *h, struct evhttp_request *req, int code, const char *reason,
+             struct evbuffer *buf)
+{
+	http_send(h, req, code, reason, buf);
+}
+
+/* Listen on HOST:PORT; a failure is logged and the worker runs without HTTP. */
+struct http *
+http_start(struct event_base *base, const char *listen, const struct http_cb *cb, void *arg)
+{
+	struct http *h = http_listen(base, listen);
+
+	if (h == NULL)
+		return NULL;
+	h->cb = cb;
+	h->arg = arg;
+	http_route(h, "/status", http_status_cb, h);
+	http_route(h, "/metrics", http_metrics_cb, h);
+	http_route(h, "/health", http_health_cb, h);
+	http_route(h, "/readyz", http_readyz_cb, h);
+	http_route(h, "/livez", http_livez_cb, h);
+	http_route(h, NULL, http_notfound_cb, h);
+	return h;
 }
 
 /* Stop listening and close every connection. */

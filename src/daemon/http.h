@@ -1,5 +1,5 @@
 /* Runs in: the main process. */
-/* http.h: the worker's HTTP status endpoint. */
+/* http.h: the worker's HTTP status endpoint, on a bounded listener `web` shares. */
 #ifndef HTTP_H
 #define HTTP_H
 
@@ -10,6 +10,8 @@
 #include "zk.h"
 
 struct event_base;
+struct evbuffer;
+struct evhttp_request;
 struct http;
 struct job;
 
@@ -39,6 +41,10 @@ struct http_cb {
 };
 
 struct http *http_start(struct event_base *, const char *listen, const struct http_cb *, void *arg);
+struct http *http_listen(struct event_base *, const char *listen);
+void http_route(struct http *, const char *path, void (*)(struct evhttp_request *, void *), void *);
+void http_respond(struct http *, struct evhttp_request *, int code, const char *reason,
+                  struct evbuffer *);
 void http_free(struct http *);
 
 #endif

@@ -1,0 +1,411 @@
+"use strict";
+/*
+ * The dashboard: polls /api/cluster (the view `leasekeeper status --json` prints, read by
+ * `leasekeeper web`) and builds the page from it. Every string in it comes from ZooKeeper,
+ * where anyone with write access writes anything: text goes into the DOM through
+ * textContent (and title), classes only from the fixed names below, never innerHTML.
+ * Fields a cluster's version does not record yet are shown when present, left out when not.
+ */
+(function () {
+	var OUTCOMES = {
+		ok: "ok", failed: "failed", timeout: "timeout",
+		killed: "killed at the lease deadline", missed: "missed", manual: "manual",
+		oom: "out of memory", stopped: "stopped", other: "other"
+	};
+	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
+		"status", "exit_status", "signal", "error", "fence", "cpu_usec", "memory_peak",
+		"output", "output_tail", "manual", "trigger", "session"];
+	var doc = null;
+	var selected = null;
+	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
+	var timer = null;
+
+	function $(id) { return document.getElementById(id); }
+
+	function str(v) {
+		if (v === undefined || v === null) return "";
+		if (typeof v === "object") return JSON.stringify(v);
+		return String(v);
+	}
+
+	function el(tag, cls, text) {
+		var e = document.createElement(tag);
+		if (cls) e.className = cls;
+		if (text !== undefined && text !== null && text !== "") e.textContent = str(text);
+		return e;
+	}
+
+	function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
+
+	/* A time in ms: RFC 3339 strings, or seconds (ticks) as numbers. */
+	function time(v) {
+		if (typeof v === "number") return v > 1e11 ? v : v * 1000;
+		if (typeof v === "string") {
+			if (/^[0-9]+$/.test(v)) return time(Number(v));
+			var t = Date.parse(v);
+			return isNaN(t) ? null : t;
+		}
+		return null;
+	}
+
+	function fmt(ms) {
+		if (ms === null || ms === undefined) return "";
+		return new Date(ms).toISOString().replace(/\.\d+Z$/, "Z").replace("T", " ");
+	}
+
+	function since(ms, now) {
+		if (ms === null) return "";
+		var s = Math.round((now - ms) / 1000);
+		if (s < 0) return "in " + span(-s);
+		return span(s) + " ago";
+	}
+
+	function span(s) {
+		if (s < 120) return s + " s";
+		if (s < 7200) return Math.round(s / 60) + " min";
+		return Math.round(s / 3600) + " h";
+	}
+
+	/* A flag such as paused or drained: true, or an object saying by whom and when. */
+	function flagged(v) { return v === true || v === "true" || (v !== null && typeof v === "object"); }
+
+	function flagText(v, obj, name) {
+		var parts = [];
+		var by = v && typeof v === "object" ? v.by : obj[name + "_by"];
+		var at = v && typeof v === "object" ? v.at : obj[name + "_at"];
+		if (by) parts.push("by " + str(by));
+		if (at) parts.push("at " + str(at));
+		return parts.join(" ");
+	}
+
+	function badge(text, cls, title) {
+		var b = el("span", "badge" + (cls ? " " + cls : ""), text);
+		if (title) b.title = title;
+		return b;
+	}
+
+	function manual(r) {
+		return r.manual === true || r.reason === "manual" || r.trigger === "manual" ||
+			r.cause === "manual";
+	}
+
+	function exitStatus(r) {
+		return r.exit_status !== undefined ? r.exit_status : r.status;
+	}
+
+	/* One of OUTCOMES' names for a run record. */
+	function outcome(r) {
+		var o = typeof r.outcome === "string" ? r.outcome : r.reason;
+		if (o === "aborted" || o === "deadline" || o === "lease_deadline" || o === "killed")
+			return "killed";
+		if (o === "manual" || o === undefined) {
+			if (r.signal !== undefined) return "failed";
+			var st = exitStatus(r);
+			if (st !== undefined) return st === 0 ? "ok" : "failed";
+			return o === "manual" ? "manual" : "other";
+		}
+		return Object.prototype.hasOwnProperty.call(OUTCOMES, o) ? o : "other";
+	}
+
+	function nodeName(n) { return str(n.node || n.data || n.znode); }
+
+	function session(n) {
+		return typeof n.session === "number" ? "0x" + n.session.toString(16) : str(n.session);
+	}
+
+	/* A holder or waiter: who, pid, since; another client's node by its data. */
+	function contender(n, cls) {
+		var li = el("li", cls);
+		li.textContent = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "") +
+			(n.since ? " since " + str(n.since) : "");
+		li.title = str(n.znode) + (n.session !== undefined ? " session " + session(n) : "");
+		return li;
+	}
+
+	function labels(v) {
+		var td = el("td");
+		if (Array.isArray(v)) v.forEach(function (l) { td.appendChild(el("span", "chip", l)); });
+		else if (v && typeof v === "object")
+			Object.keys(v).forEach(function (k) { td.appendChild(el("span", "chip", k + "=" + str(v[k]))); });
+		else if (v !== undefined) td.appendChild(el("span", "chip", v));
+		return td;
+	}
+
+	function renderWorkers(now) {
+		var body = $("workers").tBodies[0];
+		var workers = doc.workers || [];
+		clear(body);
+		$("nworkers").textContent = "(" + workers.length +
+			(doc.workers_omitted ? ", " + doc.workers_omitted + " more not read" : "") + ")";
+		workers.forEach(function (w) {
+			var tr = el("tr", "worker");
+			tr.appendChild(el("td", "mono", w.node || w.znode));
+			var st = el("td", null, w.state || "registered");
+			if (flagged(w.drained)) st.appendChild(badge("drained", "warn", flagText(w.drained, w, "drained")));
+			if (w.data_too_large) st.appendChild(badge("data too large", "bad"));
+			tr.appendChild(st);
+			tr.appendChild(el("td", "mono", w.version));
+			tr.appendChild(el("td", "mono", w.host || w.data));
+			tr.appendChild(el("td", "mono", w.pid));
+			var s = el("td", null, w.start ? since(time(w.start), now) : "");
+			s.title = str(w.start);
+			tr.appendChild(s);
+			tr.appendChild(el("td", null, w.containment));
+			tr.appendChild(labels(w.labels));
+			tr.appendChild(el("td", "mono", Array.isArray(w.jobs) ? w.jobs.map(str).join(", ") : w.jobs));
+			body.appendChild(tr);
+		});
+		if (workers.length === 0) body.appendChild(emptyRow(9, "no worker registered"));
+	}
+
+	function emptyRow(cols, text) {
+		var tr = el("tr"), td = el("td", "muted", text);
+		td.colSpan = cols;
+		tr.appendChild(td);
+		return tr;
+	}
+
+	function list(items, cls, omitted) {
+		var td = el("td"), ul = el("ul");
+		(items || []).forEach(function (n) { ul.appendChild(contender(n, cls)); });
+		if (omitted) ul.appendChild(el("li", "muted", omitted + " more not read"));
+		if (!ul.firstChild) ul.appendChild(el("li", "muted", "none"));
+		td.appendChild(ul);
+		return td;
+	}
+
+	function sortedRuns(job) {
+		return (job.runs || []).slice().sort(function (a, b) {
+			return (runStart(a) || 0) - (runStart(b) || 0);
+		});
+	}
+
+	function runStart(r) { var t = time(r.start); return t !== null ? t : time(r.tick); }
+
+	function runEnd(r) { var t = time(r.end); return t !== null ? t : runStart(r); }
+
+	function renderJobs(now) {
+		var body = $("jobs").tBodies[0];
+		var jobs = doc.jobs || [];
+		clear(body);
+		$("njobs").textContent = "(" + jobs.length +
+			(doc.jobs_omitted ? ", " + doc.jobs_omitted + " more not read" : "") + ")";
+		jobs.forEach(function (j) {
+			var tr = el("tr", "job");
+			var name = el("td", "mono", j.name || j.lock_path);
+			if (flagged(j.paused)) name.appendChild(badge("paused", "warn", flagText(j.paused, j, "paused")));
+			if (j.cluster_leases !== undefined && j.cluster_leases !== j.leases)
+				name.appendChild(badge("conflict", "bad", "the cluster agreed on " + str(j.cluster_leases) + " leases"));
+			if (j.record_corrupt) name.appendChild(badge("record corrupt", "bad"));
+			if (j.state && j.state.corrupt) name.appendChild(badge("state corrupt", "bad"));
+			if (j.warning) name.appendChild(badge("warning", "bad", j.warning));
+			tr.appendChild(name);
+			tr.appendChild(el("td", "mono", j.schedule));
+			var next = el("td", null, j.next_tick ? since(time(j.next_tick), now) : "");
+			next.title = str(j.next_tick);
+			tr.appendChild(next);
+			tr.appendChild(el("td", null, str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)")));
+			tr.appendChild(list(j.holders, "holder", j.holders_omitted));
+			tr.appendChild(list(j.waiters, "waiter", j.waiters_omitted));
+			var runs = sortedRuns(j), last = el("td");
+			if (runs.length) {
+				var r = runs[runs.length - 1], o = outcome(r);
+				var chip = el("span", "badge o-" + o, OUTCOMES[o]);
+				last.appendChild(chip);
+				last.appendChild(el("span", "muted", " " + nodeName(r) + " " + since(runEnd(r), now)));
+			} else last.appendChild(el("span", "muted", "none recorded"));
+			tr.appendChild(last);
+			body.appendChild(tr);
+		});
+		if (jobs.length === 0) body.appendChild(emptyRow(7, "no job"));
+	}
+
+	/* Every run of every job, each with its job's name. */
+	function allRuns() {
+		var out = [];
+		(doc.jobs || []).forEach(function (j) {
+			(j.runs || []).forEach(function (r) { out.push({job: str(j.name || j.lock_path), r: r}); });
+		});
+		return out;
+	}
+
+	/* The chosen window, or from the oldest run shown (a minute at least, 24 hours at most). */
+	function windowOf(runs, now) {
+		var w = Number($("window").value), t0 = now - 60000;
+		if (w > 0) return [now - w, now];
+		runs.forEach(function (x) { var s = runStart(x.r); if (s !== null && s < t0) t0 = s; });
+		t0 = Math.max(t0, now - 86400000);
+		return [t0 - (now - t0) / 50, now];
+	}
+
+	function bar(x, win) {
+		var r = x.r, o = outcome(r), s = runStart(r), e = runEnd(r);
+		var b = el("div", "run o-" + o + (manual(r) ? " manual" : ""));
+		var range = win[1] - win[0];
+		b.style.left = Math.max(0, (s - win[0]) / range * 100) + "%";
+		b.style.width = Math.max(0, (Math.min(e, win[1]) - Math.max(s, win[0])) / range * 100) + "%";
+		b.title = x.job + ": " + OUTCOMES[o] + (manual(r) ? " (manual)" : "") + " on " +
+			nodeName(r) + ", " + fmt(s) + (r.end ? " to " + fmt(e) : "");
+		b.tabIndex = 0;
+		b.setAttribute("role", "button");
+		b.addEventListener("click", function () { show(x, b); });
+		b.addEventListener("keydown", function (ev) { if (ev.key === "Enter") show(x, b); });
+		if (selected && selected.job === x.job && selected.r.znode === r.znode) b.classList.add("selected");
+		return b;
+	}
+
+	function timeline(box, groups, win) {
+		clear(box);
+		var axis = el("div", "tl-axis");
+		axis.appendChild(el("span", null, fmt(win[0])));
+		axis.appendChild(el("span", null, fmt(win[1])));
+		box.appendChild(axis);
+		Object.keys(groups).sort().forEach(function (k) {
+			var row = el("div", "tl-row"), track = el("div", "tl-track");
+			var label = el("div", "tl-label", k);
+			label.title = k;
+			row.appendChild(label);
+			groups[k].forEach(function (x) {
+				var s = runStart(x.r);
+				if (s === null || runEnd(x.r) < win[0] || s > win[1]) return;
+				track.appendChild(bar(x, win));
+			});
+			row.appendChild(track);
+			box.appendChild(row);
+		});
+		if (!Object.keys(groups).length) box.appendChild(el("div", "muted", "no run recorded"));
+	}
+
+	function renderTimelines(now) {
+		var runs = allRuns(), win = windowOf(runs, now);
+		var byJob = Object.create(null), byWorker = Object.create(null);
+		(doc.jobs || []).forEach(function (j) { byJob[str(j.name || j.lock_path)] = []; });
+		runs.forEach(function (x) {
+			if (runStart(x.r) === null) return; /* deleted between the listing and the read */
+			byJob[x.job].push(x);
+			var n = str(x.r.node) || "?";
+			if (!Object.prototype.hasOwnProperty.call(byWorker, n)) byWorker[n] = [];
+			byWorker[n].push(x);
+		});
+		timeline($("tl-jobs"), byJob, win);
+		timeline($("tl-workers"), byWorker, win);
+	}
+
+	function field(dl, name, value) {
+		if (value === undefined || value === null || value === "") return;
+		dl.appendChild(el("dt", null, name));
+		dl.appendChild(el("dd", null, value));
+	}
+
+	function outputText(v) {
+		if (typeof v === "string") return v;
+		if (v && typeof v === "object") {
+			if (typeof v.tail === "string") return v.tail;
+			if (typeof v.text === "string") return v.text;
+			return JSON.stringify(v, null, 2);
+		}
+		return "";
+	}
+
+	/* The details of one run, its output tail when the record keeps one. */
+	function show(x, b) {
+		var r = x.r, dl = $("detail-fields"), o = outcome(r), s = time(r.start), e = time(r.end);
+		selected = x;
+		document.querySelectorAll(".run.selected").forEach(function (n) { n.classList.remove("selected"); });
+		if (b) b.classList.add("selected");
+		$("detail-title").textContent = x.job + " " + str(r.znode);
+		clear(dl);
+		field(dl, "job", x.job);
+		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
+		field(dl, "reason", r.reason);
+		field(dl, "worker", nodeName(r));
+		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
+		field(dl, "start", r.start);
+		field(dl, "end", r.end);
+		if (s !== null && e !== null) field(dl, "duration", ((e - s) / 1000).toFixed(3) + " s");
+		field(dl, "exit status", exitStatus(r));
+		field(dl, "signal", r.signal);
+		field(dl, "error", r.error);
+		field(dl, "fence", r.fence);
+		if (typeof r.cpu_usec === "number") field(dl, "cpu", (r.cpu_usec / 1e6).toFixed(3) + " s");
+		if (typeof r.memory_peak === "number") field(dl, "peak memory", (r.memory_peak / 1048576).toFixed(1) + " MiB");
+		Object.keys(r).forEach(function (k) { if (KNOWN_FIELDS.indexOf(k) < 0) field(dl, k, r[k]); });
+		var out = outputText(r.output !== undefined ? r.output : r.output_tail);
+		$("detail-output").textContent = out || "(this run record keeps no output)";
+		$("detail").hidden = false;
+	}
+
+	/* The run a #run=JOB/ZNODE link names, once, when it is in the view. */
+	function openLinked() {
+		var want = decodeURIComponent(location.hash.slice(5)), cut = want.lastIndexOf("/");
+		allRuns().forEach(function (x) {
+			if (linked && x.job === want.slice(0, cut) && str(x.r.znode) === want.slice(cut + 1)) {
+				linked = false;
+				show(x, null);
+			}
+		});
+	}
+
+	function problems(now) {
+		var ul = $("problems"), items = [];
+		clear(ul);
+		if (doc.error) items.push(doc.error);
+		(doc.errors || []).forEach(function (e) { items.push(e); });
+		(doc.warnings || []).forEach(function (e) { items.push(e); });
+		if (doc.trimmed) items.push("the view was " + str(doc.trimmed) + " bytes: long strings are cut");
+		var gen = time(doc.generated), refresh = doc.refresh_ms || 3000;
+		if (gen !== null && Date.now() - gen > 3 * refresh + 5000)
+			items.push("this view is from " + fmt(gen) + ": the dashboard cannot read ZooKeeper now");
+		items.forEach(function (t) { ul.appendChild(el("li", null, t)); });
+		ul.hidden = items.length === 0;
+	}
+
+	function render() {
+		var now = time(doc.generated) || Date.now();
+		$("root").textContent = str(doc.root);
+		problems(now);
+		renderWorkers(now);
+		renderJobs(now);
+		renderTimelines(now);
+		if (linked) openLinked();
+		$("status").textContent = "updated " + fmt(now);
+		document.body.setAttribute("data-state", "ready");
+	}
+
+	function fail(text) {
+		$("status").textContent = text;
+		document.body.setAttribute("data-state", "error");
+	}
+
+	function poll() {
+		timer = null;
+		fetch("/api/cluster", {cache: "no-store", credentials: "same-origin"})
+			.then(function (resp) {
+				return resp.json().then(function (body) {
+					if (!resp.ok) throw new Error(str(body.error) || "HTTP " + resp.status);
+					return body;
+				});
+			})
+			.then(function (body) { doc = body; render(); })
+			.catch(function (err) { fail("cannot read the cluster: " + str(err && err.message)); })
+			.then(function () {
+				timer = setTimeout(poll, doc && doc.refresh_ms > 1000 ? doc.refresh_ms : 3000);
+			});
+	}
+
+	function legend() {
+		var box = $("legend");
+		Object.keys(OUTCOMES).forEach(function (o) {
+			box.appendChild(el("span", "o o-" + o, OUTCOMES[o]));
+		});
+	}
+
+	$("window").addEventListener("change", function () { if (doc) render(); });
+	$("detail-close").addEventListener("click", function () {
+		$("detail").hidden = true;
+		selected = null;
+		document.querySelectorAll(".run.selected").forEach(function (n) { n.classList.remove("selected"); });
+	});
+	legend();
+	poll();
+})();

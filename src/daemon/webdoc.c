@@ -1,0 +1,124 @@
+/* Runs in: the web process (`leasekeeper web`). */
+/*
+ * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which Host headers
+ * and listen addresses it takes, and cutting the strings of a view that ZooKeeper filled
+ * (anyone's to write) down to a bound. No network, no logging: the fuzzer drives them.
+ */
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "utf8.h"
+#include "webdoc.h"
+#include "xmalloc.h"
+
+/* Whether HOST (of HOST:PORT, maybe in brackets) is a loopback address or localhost. */
+int
+webdoc_loopback(const char *listen)
+{
+	char host[256];
+	const char *colon = strrchr(listen, ':');
+	size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
+	unsigned char addr[16];
+
+	if (n >= sizeof host)
+		return 0;
+	memcpy(host, listen, n);
+	host[n] = '\0';
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = '\0';
+	}
+	if (strcmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, addr) == 1)
+		return addr[0] == 127;
+	if (inet_pton(AF_INET6, host, addr) == 1)
+		return memcmp(addr, &in6addr_loopback, sizeof in6addr_loopback) == 0;
+	return 0;
+}
+
+/*
+ * Whether a Host header names this listener the way a browser on this host would: an IP
+ * address or localhost, with a port or not. A name is what DNS rebinding uses.
+ */
+int
+webdoc_host_ok(const char *host)
+{
+	char name[256];
+	const char *end;
+	unsigned char addr[16];
+	size_t n;
+
+	if (host == NULL)
+		return 1; /* HTTP/1.0: no name at all to rebind */
+	if (host[0] == '[') {
+		if ((end = strchr(host, ']')) == NULL)
+			return 0;
+		n = (size_t)(end - host - 1);
+		host++;
+	} else {
+		end = strchr(host, ':');
+		n = end != NULL ? (size_t)(end - host) : strlen(host);
+	}
+	if (n == 0 || n >= sizeof name)
+		return 0;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
+	       inet_pton(AF_INET6, name, addr) == 1;
+}
+
+/* A string cut to at most max bytes, on a character's boundary, with "..." after it. */
+static json_t *
+webdoc_cut(const char *s, size_t len, size_t max)
+{
+	size_t at = 0, n;
+	uint32_t cp;
+	char *text;
+	json_t *out;
+
+	while (at < len) {
+		n = utf8_char(s + at, len - at, &cp);
+		if (n == 0 || at + n > max)
+			break;
+		at += n;
+	}
+	text = xmalloc(at + 4);
+	memcpy(text, s, at);
+	memcpy(text + at, "...", 4);
+	out = json_stringn(text, at + 3);
+	free(text);
+	return out != NULL ? out : json_string("...");
+}
+
+/* Cut every string of v longer than max bytes. */
+void
+webdoc_trim(json_t *v, size_t max)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, item) {
+			if (json_is_string(item) && json_string_length(item) > max)
+				json_object_set_new(v, key,
+				                    webdoc_cut(json_string_value(item),
+				                               json_string_length(item), max));
+			else
+				webdoc_trim(item, max);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (json_is_string(item) && json_string_length(item) > max)
+				json_array_set_new(v, i,
+				                   webdoc_cut(json_string_value(item),
+				                              json_string_length(item), max));
+			else
+				webdoc_trim(item, max);
+		}
+	}
+}

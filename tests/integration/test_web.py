@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+# ctest: timeout=240 split label=browser
+"""`leasekeeper web` in a real browser: a cluster of three workers with runs of several
+outcomes (ok, failed, timeout, missed) and a lock with a holder and a queue; the page opened
+in headless Chromium (Debian's chromium, installed by scripts/bootstrap), its DOM checked
+for the workers, the holders and the runs, and a screenshot saved under the build
+directory. Hostile strings in ZooKeeper (a job named like an element, node data holding
+<script>) are shown as text; /api/cluster stays bounded on a huge cluster; the listener
+refuses what it should."""
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+
+
+class Element:
+    def __init__(self, tag, attrs):
+        self.tag = tag
+        self.attrs = dict(attrs)
+        self.text = ""
+
+    @property
+    def classes(self):
+        return (self.attrs.get("class") or "").split()
+
+
+class Dom(html.parser.HTMLParser):
+    """Every element of a document, each with its text content."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.elements = []
+        self._open = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        for o in self._open:  # cells and items read apart, as on the screen
+            o.text += " "
+        e = Element(tag, attrs)
+        self.elements.append(e)
+        if tag not in VOID:
+            self._open.append(e)
+
+    def handle_endtag(self, tag):
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i].tag == tag:
+                del self._open[i:]
+                break
+
+    def handle_data(self, data):
+        for e in self._open:
+            e.text += data
+
+    def by_class(self, cls):
+        return [e for e in self.elements if cls in e.classes]
+
+    def by_id(self, id_):
+        found = [e for e in self.elements if e.attrs.get("id") == id_]
+        return found[0] if found else None
+
+    def tags(self, tag):
+        return [e for e in self.elements if e.tag == tag]
+
+
+class WebTest(lktest.TestCase):
+    def chromium(self, *args, timeout=120):
+        exe = shutil.which("chromium")
+        self.assertIsNotNone(exe, "chromium is not installed: run scripts/bootstrap")
+        profile = self.path("chromium-profile-%d" % time.monotonic_ns())
+        argv = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                "--user-data-dir=" + profile] + list(args)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        with open(self.path("chromium.log"), "a") as f:
+            f.write("$ %s\n%s\n" % (" ".join(argv), r.stderr))
+        self.add_log(self.path("chromium.log"))
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return r.stdout
+
+    def dom(self, url):
+        """The page's DOM once it rendered: virtual time runs its first poll to the end."""
+        for _ in range(3):
+            d = Dom(self.chromium("--virtual-time-budget=15000", "--dump-dom", url))
+            body = d.tags("body")
+            if body and body[0].attrs.get("data-state") == "ready":
+                return d
+        self.fail("the page never rendered: body data-state %r"
+                  % (body[0].attrs.get("data-state") if body else None))
+
+    def screenshot(self, url, name):
+        out = os.path.join(os.environ.get("LEASEKEEPER_BUILD_DIR", self.dir),
+                           "test-screenshots", name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        self.chromium("--virtual-time-budget=15000", "--window-size=1280,1100",
+                      "--hide-scrollbars", "--screenshot=" + out, url)
+        self.assertGreater(os.path.getsize(out), 10000)
+        print("screenshot: %s" % out)
+        return out
+
+    def web(self, *args):
+        port = lktest.free_port()
+        p = self.leasekeeper("web", "--listen", "127.0.0.1:%d" % port, *args, name="web")
+        p.wait_log(r"first view of the cluster read", timeout=60)
+        return "http://127.0.0.1:%d" % port, p
+
+    def get(self, url, headers=None):
+        req = urllib.request.Request(url, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    def check_headers(self, headers):
+        csp = headers["Content-Security-Policy"]
+        self.assertIn("default-src 'none'", csp)
+        self.assertIn("script-src 'sha256-", csp)
+        self.assertNotIn("unsafe-inline", csp)
+        self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+        self.assertEqual(headers["Cache-Control"], "no-store")
+
+    def runs(self, kz, job):
+        path = "/leasekeeper/jobs/%s/runs" % job
+        if not kz.exists(path):
+            return []
+        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
+
+    def test_dashboard_in_chromium(self):
+        self.start_zookeeper()
+        jobs = {
+            "ticker": {"command": "echo hello from $LEASEKEEPER_NODE", "schedule": "@every 1s"},
+            "flaky": {"command": "echo broken >&2; exit 3", "schedule": "@every 2s"},
+            "slow": {"command": "sleep 30", "schedule": "@every 3s", "timeout": "1s"},
+            "busy": {"command": "sleep 4.5", "schedule": "@every 1s",
+                     "start_deadline": "600ms"},
+            "hold": {"command": "true", "schedule": "0 0 1 1 *"},
+        }
+        configs = {}
+        for n in ("alpha", "beta", "gamma"):
+            configs[n] = self.write_config(name=n, zookeeper={"session_timeout": "4s"},
+                                           safety=SAFETY, worker={"allow_root_jobs": True},
+                                           jobs=jobs)
+            self.worker(configs[n], name=n).wait_log(r"registered as", timeout=30)
+        kz = self.kazoo()
+        want = {"ticker": "ok", "flaky": "failed", "slow": "timeout", "busy": "missed"}
+        self.wait_until(lambda: all(any(r.get("reason") == o for r in self.runs(kz, j))
+                                    for j, o in want.items()),
+                        timeout=60, msg="runs of every outcome")
+        # A holder and one behind it in the queue of hold's lock.
+        st = json.loads(subprocess.run([lktest.leasekeeper_bin(), "status", "-c",
+                                        configs["alpha"], "--json"],
+                                       capture_output=True, text=True, timeout=60).stdout)
+        lock = [j["lock_path"] for j in st["jobs"] if j["name"] == "hold"][0]
+        holder = self.leasekeeper("exec", "-c", configs["alpha"], "--lock-path", lock, "hold",
+                                  "--", "sleep", "120", name="exec-alpha")
+        self.wait_until(lambda: kz.exists(lock) and len(kz.get_children(lock)) == 1,
+                        timeout=30)
+        self.leasekeeper("exec", "-c", configs["beta"], "--lock-path", lock, "hold", "--",
+                         "sleep", "120", name="exec-beta")
+        self.wait_until(lambda: len(kz.get_children(lock)) == 2, timeout=30)
+
+        url, web = self.web("-c", configs["gamma"])
+        status, headers, body = self.get(url + "/api/cluster")
+        self.assertEqual(status, 200)
+        self.check_headers(headers)
+        self.assertEqual(headers["Content-Type"], "application/json")
+        doc = json.loads(body)
+        self.assertEqual(sorted(w["node"] for w in doc["workers"]), ["alpha", "beta", "gamma"])
+        status, headers, page = self.get(url + "/")
+        self.assertEqual(status, 200)
+        self.check_headers(headers)
+        self.assertLess(len(page), 64 * 1024, "the page is small")
+        self.assertNotIn(b"src=\"http", page, "the page loads nothing from elsewhere")
+
+        # The views are refreshed, one read every few seconds (not one per request): a run
+        # that ends after the first read shows up.
+        first = doc["generated"]
+        self.wait_until(lambda: json.loads(self.get(url + "/api/cluster")[2])["generated"] != first,
+                        timeout=30, msg="the view is never read again")
+
+        flaky = [j for j in json.loads(self.get(url + "/api/cluster")[2])["jobs"]
+                 if j["name"] == "flaky"][0]
+        failed = [r for r in flaky["runs"] if r["reason"] == "failed"][-1]
+        d = self.dom(url + "/#run=flaky/" + failed["znode"])
+        workers = d.by_class("worker")
+        self.assertEqual(sorted(w.text.split()[0] for w in workers), ["alpha", "beta", "gamma"])
+        self.assertTrue(all("registered" in w.text for w in workers))
+        jobrows = {e.text.split()[0]: e for e in d.elements
+                   if e.tag == "tr" and "job" in e.classes}
+        self.assertEqual(set(jobrows), set(jobs))
+        holders = [e.text for e in d.by_class("holder") if "pid" in e.text]
+        self.assertIn("@every 1s", jobrows["ticker"].text)
+        hold_holders = [e for e in d.by_class("holder") if e.text.startswith("alpha pid")]
+        hold_waiters = [e for e in d.by_class("waiter") if e.text.startswith("beta pid")]
+        self.assertTrue(hold_holders, "alpha holds hold's lock: %r" % holders)
+        self.assertTrue(hold_waiters, "beta waits behind it")
+        self.assertIn("alpha pid", jobrows["hold"].text)
+        self.assertIn("beta pid", jobrows["hold"].text)
+        outcomes = {c for e in d.by_class("run") for c in e.classes if c.startswith("o-")}
+        for o in ("o-ok", "o-failed", "o-timeout", "o-missed"):
+            self.assertIn(o, outcomes)
+        tl = d.by_id("tl-workers").text
+        for n in ("alpha", "beta", "gamma"):
+            self.assertIn(n, tl)
+        # The run the link names is open, with its details.
+        detail = d.by_id("detail")
+        self.assertNotIn("hidden", detail.attrs)
+        self.assertIn("exitstatus3", d.by_id("detail-fields").text.replace(" ", ""))
+        self.assertIn(failed["znode"], d.by_id("detail-title").text)
+        self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
+
+        # It is its own process: stopping it stops nothing else, and it ends cleanly.
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+
+    def test_hostile_strings_are_text(self):
+        """Names and node data holding markup are shown as text: the DOM gets no element
+        of theirs and runs none of their script."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        evil = "<img src=x onerror=document.body.setAttribute('data-pwned','%s')>"
+        script = "<script>document.body.setAttribute('data-pwned','s')</script>"
+        job = evil % "job"
+        kz.create("/leasekeeper/workers/" + evil % "znode", json.dumps({
+            "node": script, "host": evil % "host", "version": "<b>1</b>",
+            "labels": {"<i>k</i>": evil % "label"}, "drained": {"by": script, "at": "x"},
+            "containment": "</td></tr></table><h1>table</h1>"}).encode(), makepath=True)
+        kz.create("/leasekeeper/jobs/" + job, json.dumps({"leases": 1}).encode(),
+                  makepath=True)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        kz.create("/leasekeeper/jobs/%s/runs/run-0000000001" % job, json.dumps({
+            "node": script, "reason": evil % "reason", "start": now, "end": now,
+            "status": 1, "error": script, "output": script + "\n" + evil % "output",
+            "__proto__": {"x": 1}, "<u>field</u>": evil % "field"}).encode(), makepath=True)
+        url, web = self.web("--zk", self.zk.connect_string)
+        doc = json.loads(self.get(url + "/api/cluster")[2])
+        self.assertEqual([j["name"] for j in doc["jobs"]], [job])
+        from urllib.parse import quote
+        d = self.dom(url + "/#run=" + quote(job + "/run-0000000001", safe=""))
+        self.assertEqual(d.tags("img"), [], "an <img> from ZooKeeper became an element")
+        self.assertEqual(len(d.tags("script")), 1, "only the page's own script")
+        for tag in ("b", "i", "u"):
+            self.assertEqual(d.tags(tag), [], "a <%s> from ZooKeeper became an element" % tag)
+        self.assertEqual(len(d.tags("h1")), 1, "only the page's own <h1>")
+        self.assertEqual([e for e in d.elements if "data-pwned" in e.attrs], [])
+        self.assertEqual(len(d.tags("table")), 2, "a worker's data closed a table")
+        # ... and they are there, as text.
+        text = d.tags("body")[0].text
+        for s in (job, script, evil % "host", "<b>1</b>", "<i>k</i>=" + evil % "label",
+                  evil % "output", "</td></tr></table><h1>table</h1>", evil % "field"):
+            self.assertIn(s, text)
+        self.assertIn(evil % "output", d.by_id("detail-output").text)
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+
+    def test_limits_and_refusals(self):
+        """A cluster too large for one page is cut to a bounded document; the listener
+        answers only on loopback, to an address or localhost, GET or HEAD."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.ensure_path("/leasekeeper/workers")
+        big = json.dumps({"node": "big", "host": "h" * 60000}).encode()
+        started = time.monotonic()
+        for i in range(700):
+            kz.create_async("/leasekeeper/workers/w%04d" % i,
+                            big if i < 100 else json.dumps({"node": "w%04d" % i}).encode())
+        self.wait_until(lambda: len(kz.get_children("/leasekeeper/workers")) == 700,
+                        timeout=60)
+        print("700 worker nodes (6 MB) written in %.1f s" % (time.monotonic() - started))
+        url, web = self.web("--zk", self.zk.connect_string)
+        status, headers, body = self.get(url + "/api/cluster")
+        self.assertEqual(status, 200)
+        self.assertLessEqual(len(body), 4 << 20)
+        doc = json.loads(body)
+        self.assertEqual(len(doc["workers"]), 500, "at most 500 entries of a listing")
+        self.assertEqual(doc["workers_omitted"], 200)
+        self.assertGreater(doc["trimmed"], 4 << 20, "the full view was larger than the bound")
+        self.assertTrue(all(len(w.get("host", "")) <= 256 + 3 for w in doc["workers"]))
+        print("/api/cluster: %d bytes (the view was %d)" % (len(body), doc["trimmed"]))
+        d = self.dom(url + "/")
+        self.assertEqual(len(d.by_class("worker")), 500)
+        self.assertIn("200 more not read", d.by_id("nworkers").text)
+
+        # DNS rebinding: a Host header naming something else is refused.
+        status, headers, _ = self.get(url + "/api/cluster", {"Host": "evil.example:80"})
+        self.assertEqual(status, 403)
+        self.check_headers(headers)
+        self.assertEqual(self.get(url + "/api/cluster", {"Host": "localhost"})[0], 200)
+        self.assertEqual(self.get(url + "/nothing")[0], 404)
+        req = urllib.request.Request(url + "/api/cluster", data=b"x", method="POST")
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        self.assertIn(e.exception.code, (405, 413))  # a body is refused first
+        # Headers past the listener's bound (8 KiB).
+        status = self.get(url + "/", {"X-Big": "y" * 20000})[0]
+        self.assertIn(status, (400, 413, 431))
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+
+        # Not on another address unless asked: it has no authentication of its own.
+        p = subprocess.run([lktest.leasekeeper_bin(), "web", "--zk", self.zk.connect_string,
+                            "--listen", "0.0.0.0:%d" % lktest.free_port()],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 64, p.stderr)
+        self.assertIn("--allow-remote", p.stderr)
+
+
+if __name__ == "__main__":
+    lktest.main()
