@@ -466,6 +466,19 @@ http_label_value(struct evbuffer *buf, const char *s)
 	}
 }
 
+/* leasekeeper_job_runnable_workers{job_name="JOB"} N, once the count is known. */
+static void
+http_placement_sample(const char *job, int workers, void *arg)
+{
+	struct evbuffer *buf = arg;
+
+	if (workers < 0)
+		return;
+	evbuffer_add_printf(buf, "leasekeeper_job_runnable_workers{job_name=\"");
+	http_label_value(buf, job);
+	evbuffer_add_printf(buf, "\"} %d\n", workers);
+}
+
 /*
  * One sample of a job's metric: NAME[SUFFIX]{job_name="JOB"[,KEY="VALUE"]} V. The value is
  * printed with 15 significant digits: counters below 10^15 exactly, Unix times to the
@@ -650,6 +663,11 @@ http_metrics_cb(struct evhttp_request *req, void *arg)
 	                    "# TYPE leasekeeper_worker_drained gauge\n"
 	                    "leasekeeper_worker_drained %d\n",
 	                    h->cb->drained(h->arg) != 0);
+	evbuffer_add_printf(out.buf, "# HELP leasekeeper_job_runnable_workers live workers that "
+	                             "can run the job (carry it: their labels match its "
+	                             "constraint; not drained); 0: nobody runs it\n"
+	                             "# TYPE leasekeeper_job_runnable_workers gauge\n");
+	h->cb->placement(h->arg, http_placement_sample, out.buf);
 	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_http_connections open connections to this "
 	                    "listener (at most %d)\n# TYPE leasekeeper_http_connections gauge\n"

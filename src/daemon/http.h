@@ -38,6 +38,10 @@ struct http_cb {
 	/* how runs are contained: "cgroup", "process-group", "none" or "unknown" */
 	const char *(*containment)(void *arg);
 	int (*drained)(void *arg); /* `leasekeeper drain`: takes no new lease */
+	/* Call fn for each job of the configuration with the live workers that can run it
+	 * (-1: not known yet). */
+	void (*placement)(void *arg, void (*fn)(const char *job, int workers, void *fnarg),
+	                  void *fnarg);
 };
 
 struct http *http_start(struct event_base *, const char *listen, const struct http_cb *, void *arg);

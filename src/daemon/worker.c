@@ -62,6 +62,7 @@
 #define WORKER_REREGISTER_WINDOW_S 60   /* ... within this many seconds; then wait */
 #define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
 #define WORKER_STATUS_MS           1000 /* systemd's STATUS= is brought up to date this often */
+#define WORKER_PLACEMENT_MS        5000 /* how often jobs no live worker can run are looked for */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -91,7 +92,9 @@ struct worker {
 	struct zk *zk;
 	struct svlink *sv;
 	struct http *http;
-	struct members *members; /* the live workers and their jobs, for ranking ticks */
+	struct members *members;       /* the live workers and their jobs, for ranking ticks */
+	struct event *placement_timer; /* jobs no live worker can run, looked for */
+	json_t *unrunnable;            /* {job: true}: those last found, warned of once */
 	enum worker_state state;
 	char *path; /* <root>/workers/<node_id> */
 	uint64_t started_ms;
@@ -1588,6 +1591,86 @@ worker_status_cb(void *arg)
 }
 
 /*
+ * The live workers that can run a job of our configuration: those whose registration lists
+ * it (its constraint matches their labels) and that are not drained, this one included once
+ * its own node is read back; -1 until the view of the workers is listed in this session.
+ */
+static int
+worker_runnable(const struct worker *w, const char *job)
+{
+	const char **nodes;
+	size_t n;
+
+	if (w->members == NULL || !members_ready(w->members))
+		return -1;
+	nodes = members_carrying(w->members, job, &n);
+	free(nodes);
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* For /metrics: each job of our configuration with worker_runnable(). */
+static void
+worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg)
+{
+	struct worker *w = arg;
+	size_t i;
+
+	for (i = 0; i < w->cfg->njobs; i++)
+		fn(w->cfg->jobs_list[i]->name, worker_runnable(w, w->cfg->jobs_list[i]->name),
+		   fnarg);
+}
+
+/*
+ * Every WORKER_PLACEMENT_MS: warn once of each job of our configuration that no live worker
+ * can run (its constraint matches no live worker's labels, or those that match are drained),
+ * and say when one can again.
+ */
+static void
+worker_placement_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	json_t *now = json_object();
+	char why[CONFIG_TERM_MAX];
+	const char *name;
+	size_t i;
+	int n;
+
+	(void)fd;
+	(void)what;
+	if (w->state != WORKER_READY || zk_state(w->zk) != ZK_STATE_CONNECTED)
+		goto keep; /* what we would count is not known now */
+	for (i = 0; i < w->cfg->njobs; i++) {
+		name = w->cfg->jobs_list[i]->name;
+		if ((n = worker_runnable(w, name)) < 0)
+			goto keep;
+		if (n > 0) {
+			if (json_object_get(w->unrunnable, name) != NULL)
+				log_info("job %s: %d live worker%s can run it again", name, n,
+				         n == 1 ? "" : "s");
+			continue;
+		}
+		json_object_set_new(now, name, json_true());
+		if (json_object_get(w->unrunnable, name) != NULL)
+			continue;
+		if (config_job_matches(w->cfg->jobs_list[i], w->cfg->labels, why, sizeof why))
+			log_warnx(
+			    "job %s: no live worker can run it: every worker that carries it is "
+			    "drained (see leasekeeper status)",
+			    name);
+		else
+			log_warnx(
+			    "job %s: no live worker can run it: no worker that is not drained "
+			    "matches its constraint (%s fails here; see leasekeeper status)",
+			    name, why);
+	}
+	json_decref(w->unrunnable);
+	w->unrunnable = now;
+	return;
+keep:
+	json_decref(now);
+}
+
+/*
  * When systemd listens: STATUS= kept up to date, and WATCHDOG=1 at half the interval it
  * asks for (WATCHDOG_USEC, for us if WATCHDOG_PID says so), from the start.
  */
@@ -1622,11 +1705,11 @@ int
 worker_run(const char *config_file, struct config *cfg)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
-	static const struct http_cb hcb = {worker_status_cb,          worker_ready_cb,
-	                                   worker_not_ready_cb,       worker_stats_cb,
-	                                   worker_session_cb,         worker_deadline_in_ms_cb,
-	                                   worker_deadline_low_ms_cb, worker_jobs_cb,
-	                                   worker_containment_cb,     worker_drained_cb};
+	static const struct http_cb hcb = {
+	    worker_status_cb,          worker_ready_cb,    worker_not_ready_cb,
+	    worker_stats_cb,           worker_session_cb,  worker_deadline_in_ms_cb,
+	    worker_deadline_low_ms_cb, worker_jobs_cb,     worker_containment_cb,
+	    worker_drained_cb,         worker_placement_cb};
 	struct worker w;
 	struct worker_job *wj;
 	struct worker_config *rc;
@@ -1683,6 +1766,15 @@ worker_run(const char *config_file, struct config *cfg)
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
 	w.members = members_new(w.zk, cfg->root);
+	w.unrunnable = json_object();
+	{
+		struct timeval ptv = {WORKER_PLACEMENT_MS / 1000,
+		                      (WORKER_PLACEMENT_MS % 1000) * 1000};
+
+		w.placement_timer =
+		    event_new(w.base, -1, EV_PERSIST, worker_placement_timer_cb, &w);
+		event_add(w.placement_timer, &ptv);
+	}
 	worker_log_excluded(cfg);
 	for (i = 0; i < cfg->njobs; i++) {
 		if (!worker_carries(cfg, cfg->jobs_list[i], NULL, 0))
@@ -1723,6 +1815,8 @@ worker_run(const char *config_file, struct config *cfg)
 		event_free(w.watchdog_timer);
 	if (w.status_timer != NULL)
 		event_free(w.status_timer);
+	event_free(w.placement_timer);
+	json_decref(w.unrunnable);
 	event_base_free(w.base);
 	log_info("stopped");
 	free(w.path);

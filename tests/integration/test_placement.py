@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=240
+# ctest: timeout=240 split
 """Placement and spreading against a real ZooKeeper: worker labels and job constraints (a
 job runs only where it matches; registration nodes, status and reload say so; a job that no
 live worker can run is reported), and jitter: every worker, one of them with its clock 3 s
@@ -8,9 +8,11 @@ against the documented hash (its ticks are minutes apart: too slow to run here).
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
                                                os.path.join(os.path.dirname(__file__), "..", "..")),
@@ -39,15 +41,16 @@ def mix(seed, k):
 
 
 class PlacementTest(lktest.TestCase):
-    def config(self, name, jobs, labels=None):
+    def config(self, name, jobs, labels=None, port=None):
         worker = {"allow_root_jobs": True}
         if labels is not None:
             worker["labels"] = labels
+        http = {"listen": "127.0.0.1:%d" % port} if port else None
         return self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
-                                 worker=worker, jobs=jobs)
+                                 worker=worker, jobs=jobs, http=http)
 
-    def start(self, name, jobs, labels=None, env=None):
-        p = self.worker(self.config(name, jobs, labels), name=name, env=env)
+    def start(self, name, jobs, labels=None, env=None, port=None):
+        p = self.worker(self.config(name, jobs, labels, port), name=name, env=env)
         p.wait_log(r"registered as", timeout=30)
         return p
 
@@ -74,7 +77,9 @@ class PlacementTest(lktest.TestCase):
             "nowhere": {"command": "true", "schedule": "@every 1s", "constraint": "zone=d"},
         }
         labels = {"a": "zone=a, role=batch", "b": "zone=b, role=batch", "c": "zone=c, role=batch"}
-        procs = {n: self.start(n, jobs, labels[n]) for n in labels}
+        port = lktest.free_port()
+        procs = {n: self.start(n, jobs, labels[n], port=port if n == "a" else None)
+                 for n in labels}
         kz = self.kazoo()
         self.wait_until(lambda: len(self.runs(kz, "only-a")) >= 4 and
                         len(self.runs(kz, "batch")) >= 4, timeout=60,
@@ -105,6 +110,21 @@ class PlacementTest(lktest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("runs on  NO live worker can run it; not on a (constraint zone=d)", text)
 
+        # The worker says so too: once in its log, and in /metrics for every job it knows.
+        procs["a"].wait_log(r"job nowhere: no live worker can run it: no worker that is not "
+                            r"drained matches its constraint \(zone=d fails here", timeout=30)
+        def runnable():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+                text = r.read().decode()
+            found = dict(re.findall(r'^leasekeeper_job_runnable_workers\{job_name="([^"]+)"\} '
+                                    r'(\d+)$', text, re.M))
+            return (text, found) if len(found) == 3 and found["batch"] == "2" else None
+        text, found = self.wait_until(runnable, timeout=30, msg="runnable workers in /metrics")
+        self.assertEqual(found, {"only-a": "1", "batch": "2", "nowhere": "0"})
+        self.check_metrics(text)
+        self.assertEqual(procs["a"].log_text().count("job nowhere: no live worker can run it"),
+                         1, "warned once, not at every look")
+
         # check says, per job, whether this worker can run it.
         r = subprocess.run([lktest.leasekeeper_bin(), "check", "-c", cfg], capture_output=True,
                            text=True, timeout=60)
@@ -127,6 +147,7 @@ class PlacementTest(lktest.TestCase):
         out, by = self.status(cfg)
         self.assertEqual(by["nowhere"]["runnable_workers"], ["c"])
         self.assertNotIn("job nowhere: no live worker can run it", out["warnings"])
+        procs["a"].wait_log(r"job nowhere: 1 live worker can run it again", timeout=30)
 
     def test_jitter_agrees_across_workers_with_a_late_clock(self):
         self.start_zookeeper(tick_ms=200)
