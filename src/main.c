@@ -1,5 +1,5 @@
 /* Runs in: the main process. */
-/* main.c: the command line: run, check, next, status, exec, set-leases. */
+/* main.c: the command line: run, check, next, status, exec, set-leases, logs. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +32,8 @@ static const char *main_usage_text =
     "  exec   [-c FILE | --zk HOSTS] [--leases N] [--timeout DUR] [--lock-path PATH]\n"
     "         NAME -- CMD [ARGS...]            run one command under a lease\n"
     "  set-leases [-c FILE | --zk HOSTS] JOB N change the cluster's lease count of a job\n"
+    "  logs   [-c FILE | --zk HOSTS] [--json] JOB [--run ID | --last N]\n"
+    "                                          the output's end of a job's recent runs\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -338,6 +340,8 @@ main(int argc, char **argv)
 		return admin_status(argc, argv);
 	if (strcmp(cmd, "set-leases") == 0)
 		return admin_set_leases(argc, argv);
+	if (strcmp(cmd, "logs") == 0)
+		return admin_logs(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -63,5 +63,6 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 	if (memcmp(&a->limits, &b->limits, sizeof a->limits) != 0)
 		return 0;
 	return config_str_equal(a->log_file, b->log_file) && a->log_max_bytes == b->log_max_bytes &&
-	       a->history == b->history && a->on_shutdown == b->on_shutdown;
+	       a->history == b->history && a->record_output == b->record_output &&
+	       a->on_shutdown == b->on_shutdown;
 }

@@ -202,7 +202,14 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	config_print_limits(&job->limits, f);
 	fprintf(f, "  log              %s, up to ", job->log_file);
 	config_print_size(job->log_max_bytes, f);
-	fprintf(f, "\n  history          %d runs\n", job->history);
+	fprintf(f, "\n  history          %d runs, ", job->history);
+	if (job->record_output == 0)
+		fprintf(f, "no output kept\n");
+	else {
+		fprintf(f, "each with the output's last ");
+		config_print_size(job->record_output, f);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(job->on_shutdown));
 }
 

@@ -21,6 +21,7 @@
 #include "duration.h"
 #include "layout.h"
 #include "leasekeeper.h"
+#include "proto.h"
 #include "schedule.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -1297,6 +1298,19 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	}
 	job->history = 20;
 	config_get_int(ctx, sec, "history", 0, INT_MAX, NULL, NULL, &job->history);
+	job->record_output = CONFIG_DEFAULT_RECORD_OUTPUT;
+	if ((kv = config_kv_find(sec, "record_output")) != NULL) {
+		if (config_parse_size(kv->value, &job->record_output, &cause) != 0) {
+			config_error_kv(ctx, sec, kv, "record_output: %s", cause);
+			free(cause);
+		} else if (job->record_output > PROTO_MAX_TAIL)
+			config_error_kv(ctx, sec, kv,
+			                "record_output %s is more than %dK: run records stay small "
+			                "in ZooKeeper; the whole output is in log_file. Write at "
+			                "most record_output = %dK, or 0 to keep none",
+			                config_q(ctx, kv->value), PROTO_MAX_TAIL / 1024,
+			                PROTO_MAX_TAIL / 1024);
+	}
 	job->on_shutdown = cfg->on_shutdown;
 	config_get_on_shutdown(ctx, sec, &job->on_shutdown);
 	return job;

@@ -7,5 +7,6 @@
 
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
+int admin_logs(int argc, char **argv);
 
 #endif

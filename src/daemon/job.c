@@ -44,11 +44,14 @@
 #include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 #define JOB_LONG_RUN_MS    60000ULL  /* a run this long resets the failure count */
 #define JOB_MAX_BACKOFF_MS 300000ULL /* no back-off or cool-down is longer */
 #define JOB_RETRY_MS       5000ULL   /* after an unexpected acquire failure */
+/* The output in a run record, escaped: under what status and logs parse (64 KiB). */
+#define JOB_OUTPUT_JSON_MAX 49152
 
 struct job {
 	struct zk *zk;
@@ -195,6 +198,33 @@ job_set_result(struct job *job, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Where to start text so that, escaped in JSON (a control byte takes six), it takes at most
+ * JOB_OUTPUT_JSON_MAX bytes: at a line, or a character, from its end.
+ */
+static const char *
+job_output_fit(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text + strlen(text);
+	const char *nl;
+	size_t size = 0;
+
+	while (p > (const unsigned char *)text) {
+		p--;
+		size += *p == '"' || *p == '\\' || *p == '\n' || *p == '\t' || *p == '\r' ? 2
+		        : *p < 0x20                                                       ? 6
+		                                                                          : 1;
+		if (size > JOB_OUTPUT_JSON_MAX) {
+			p++;
+			while ((*p & 0xc0) == 0x80)
+				p++;
+			nl = strchr((const char *)p, '\n');
+			return nl != NULL && nl[1] != '\0' ? nl + 1 : (const char *)p;
+		}
+	}
+	return text;
+}
+
 /* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
 static void
 job_record(struct job *job, const char *reason, int status, int have_status, const char *error,
@@ -219,6 +249,13 @@ job_record(struct job *job, const char *reason, int status, int have_status, con
 		json_object_set_new(o, "cpu_usec", json_integer(u->cpu_usec));
 	if (u != NULL && u->mem_peak >= 0)
 		json_object_set_new(o, "memory_peak", json_integer(u->mem_peak));
+	if (u != NULL && u->output != NULL) {
+		/* Any bytes at all: made valid UTF-8 for JSON (the reader escapes the rest). */
+		char *text = utf8_valid(u->output, u->output_len);
+
+		json_object_set_new(o, "output", json_string(job_output_fit(text)));
+		free(text);
+	}
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
 
@@ -461,6 +498,7 @@ job_start_run(struct job *job)
 	    .umask = cj->umask,
 	    .log_file = cj->log_file,
 	    .log_max_bytes = cj->log_max_bytes,
+	    .record_output = cj->record_output,
 	    .kill_grace_ms = cj->kill_grace_ms,
 	    .limits = {cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
 	               cj->limits.tasks_max, cj->limits.io_weight},

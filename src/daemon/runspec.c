@@ -95,6 +95,9 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 		proto_spec_add(spec, PROTO_TAG_LOG, rs->log_file);
 		runspec_addf(spec, PROTO_TAG_LOG_MAX, "%llu",
 		             (unsigned long long)rs->log_max_bytes);
+		if (rs->record_output > 0)
+			runspec_addf(spec, PROTO_TAG_TAIL, "%llu",
+			             (unsigned long long)rs->record_output);
 	}
 	runspec_addf(spec, PROTO_TAG_GRACE, "%llu", (unsigned long long)rs->kill_grace_ms);
 	proto_spec_add_limits(spec, &rs->limits);

@@ -70,6 +70,10 @@ struct sjob {
 	int outfd; /* output pipe, when logging to a file */
 	struct event *outev;
 	struct joblog log;
+	char *tail;      /* the output's last tail_len bytes, for the run record */
+	size_t tail_len; /* at most tail_max */
+	size_t tail_max; /* 0: none kept */
+	int tail_cut;    /* output before the tail was dropped */
 
 	int status; /* of the leader, once reaped */
 
@@ -150,6 +154,53 @@ sv_signal(struct sjob *j, int sig)
 		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
 }
 
+/* Keep the end of a run's output: the last tail_max bytes of everything written. */
+static void
+sv_tail_add(struct sjob *j, const char *buf, size_t n)
+{
+	size_t drop;
+
+	if (j->tail_max == 0)
+		return;
+	if (n >= j->tail_max) {
+		j->tail_cut |= n > j->tail_max || j->tail_len > 0;
+		memcpy(j->tail, buf + (n - j->tail_max), j->tail_max);
+		j->tail_len = j->tail_max;
+		return;
+	}
+	if (j->tail_len + n > j->tail_max) {
+		drop = j->tail_len + n - j->tail_max;
+		memmove(j->tail, j->tail + drop, j->tail_len - drop);
+		j->tail_len -= drop;
+		j->tail_cut = 1;
+	}
+	memcpy(j->tail + j->tail_len, buf, n);
+	j->tail_len += n;
+}
+
+/*
+ * The tail as EXITED carries it: whole lines where the start was cut (unless that leaves
+ * nothing), and a NUL byte, which the message cannot carry, as 0xff: main shows it as it
+ * shows every byte that is not UTF-8.
+ */
+static void
+sv_tail_output(struct sjob *j, struct proto_usage *u)
+{
+	char *nl;
+	size_t i, skip = 0;
+
+	if (j->tail_max == 0)
+		return;
+	if (j->tail_cut && (nl = memchr(j->tail, '\n', j->tail_len)) != NULL &&
+	    (size_t)(nl - j->tail) + 1 < j->tail_len)
+		skip = (size_t)(nl - j->tail) + 1;
+	for (i = skip; i < j->tail_len; i++)
+		if (j->tail[i] == '\0')
+			j->tail[i] = (char)0xff;
+	u->output = j->tail + skip;
+	u->output_len = j->tail_len - skip;
+}
+
 /*
  * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
  * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
@@ -174,6 +225,7 @@ sv_output_cb(int fd, short what, void *arg)
 			return;
 		}
 		joblog_write(&j->log, buf, (size_t)n);
+		sv_tail_add(j, buf, (size_t)n);
 		done += (size_t)n;
 	}
 }
@@ -202,6 +254,7 @@ sv_job_free(struct sv *sv, struct sjob *j)
 			         j->cgname);
 	}
 	joblog_close(&j->log);
+	free(j->tail);
 	free(j->name);
 	free(j);
 }
@@ -260,7 +313,7 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 static void
 sv_job_exited(struct sv *sv, struct sjob *j)
 {
-	struct proto_usage u = {-1, -1};
+	struct proto_usage u = {-1, -1, NULL, 0};
 	struct proto_spec payload = {NULL, 0};
 	enum proto_exit_reason reason = j->run.reason;
 	int64_t ooms = 0;
@@ -268,6 +321,9 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 
 	if (j->cgfd >= 0)
 		cgroup_usage(j->cgfd, &u, &ooms);
+	/* Every process is gone: what is left in the pipe is the output's end. */
+	if (j->outev != NULL)
+		sv_output_cb(j->outfd, EV_READ, j);
 	if (ooms > 0 && reason == PROTO_EXIT_NORMAL)
 		reason = PROTO_EXIT_OOM;
 	if (WIFEXITED(j->status))
@@ -283,6 +339,7 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	log_info("supervisor: job %s (pid %ld) %s (%s)%s", j->name, (long)j->pid, what,
 	         proto_exit_reason_name(reason), used);
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
+	sv_tail_output(j, &u);
 	proto_usage_add(&payload, &u);
 	if (sv->conn != NULL)
 		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, reason, payload.buf,
@@ -505,6 +562,11 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	if (spec.log_path != NULL)
 		j->log.path = xstrdup(spec.log_path);
 	j->log.max = spec.log_max;
+	/* Only output that goes through our pipe (to a log file) can be kept. */
+	if (spec.log_path != NULL && spec.tail_max > 0) {
+		j->tail_max = (size_t)spec.tail_max;
+		j->tail = xmalloc(j->tail_max);
+	}
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->run.grace_ns >= deadline) {

@@ -28,6 +28,9 @@ struct config_limits {
 	uint64_t io_weight;   /* 1-10000: io.weight (100 is the kernel's default) */
 };
 
+/* Bytes of a run's output kept in its run record unless the job says (record_output). */
+#define CONFIG_DEFAULT_RECORD_OUTPUT 4096
+
 /* The controller a limit needs: "memory", "cpu", "pids" or "io". */
 #define CONFIG_LIMIT_KEYS 5
 extern const char *const config_limit_keys[CONFIG_LIMIT_KEYS];
@@ -80,6 +83,7 @@ struct config_job {
 	char *log_file;         /* default <state_dir>/jobs/<name>.log */
 	uint64_t log_max_bytes; /* size cap before rotation to .1 */
 	int history;            /* run records kept in ZooKeeper */
+	uint64_t record_output; /* bytes of the output's end kept in each run record, 0: none */
 	enum config_on_shutdown on_shutdown;
 };
 
