@@ -344,7 +344,7 @@ int
 proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
 {
 	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
-	const char *tail = NULL;
+	const char *tail = NULL, *hook = NULL;
 	const char *lim[5] = {NULL, NULL, NULL, NULL, NULL};
 	static const uint64_t lim_max[5] = {PROTO_MAX_MEMORY, PROTO_MAX_MEMORY,
 	                                    PROTO_MAX_CPU_PERCENT, PROTO_MAX_TASKS,
@@ -422,6 +422,9 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 		case PROTO_TAG_TAIL:
 			bad = proto_spec_once(&tail, value, tag, cause);
 			break;
+		case PROTO_TAG_HOOK:
+			bad = proto_spec_once(&hook, value, tag, cause);
+			break;
 		case PROTO_TAG_MEMORY_MAX:
 			bad = proto_spec_once(&lim[0], value, tag, cause);
 			break;
@@ -460,6 +463,11 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 	}
 	if (log_max != NULL && proto_spec_number(log_max, UINT64_MAX, &run->log_max) != 0) {
 		*cause = xstrdup("bad log size");
+		goto fail;
+	}
+	if (hook != NULL && (proto_spec_number(hook, PROTO_MAX_GRACE_MS, &run->hook_ms) != 0 ||
+	                     run->hook_ms == 0)) {
+		*cause = xstrdup("bad hook timeout");
 		goto fail;
 	}
 	if (tail != NULL && proto_spec_number(tail, PROTO_MAX_TAIL, &run->tail_max) != 0) {

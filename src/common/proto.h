@@ -77,6 +77,7 @@ enum proto_tag {
 	PROTO_TAG_LOG_MAX = 'M', /* bytes before rotation */
 	PROTO_TAG_GRACE = 'k',   /* kill grace in ms for deadline kills */
 	PROTO_TAG_TAIL = 't',    /* bytes of the output's end sent back in EXITED (record_output) */
+	PROTO_TAG_HOOK = 'h',    /* a hook: ms it may run, outside any lease (no epoch deadline) */
 	/* limits, each a positive decimal, applied to the run's cgroup where it has one */
 	PROTO_TAG_MEMORY_MAX = 'X',  /* bytes: memory.max */
 	PROTO_TAG_MEMORY_HIGH = 'H', /* bytes: memory.high */
@@ -150,6 +151,7 @@ struct proto_run {
 	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
 	uint64_t log_max;
 	uint64_t tail_max; /* bytes of output's end to send back in EXITED, 0: none */
+	uint64_t hook_ms;  /* a hook: killed after this long, whatever the session; 0: a run */
 	uint64_t grace_ms;
 	char **argv;     /* NULL-terminated, never empty; the strings point into the payload */
 	char **env;      /* "KEY=VALUE", NULL-terminated, or NULL */

@@ -211,6 +211,17 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 		fprintf(f, "\n");
 	}
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(job->on_shutdown));
+	if (job->hooks.on_failure != NULL || job->hooks.on_success != NULL ||
+	    job->hooks.on_missed != NULL) {
+		duration_format(job->hooks.timeout_ms, d1, sizeof d1);
+		fprintf(f, "  hooks            killed after %s\n", d1);
+		if (job->hooks.on_failure != NULL)
+			fprintf(f, "    on_failure     %s\n", job->hooks.on_failure);
+		if (job->hooks.on_success != NULL)
+			fprintf(f, "    on_success     %s\n", job->hooks.on_success);
+		if (job->hooks.on_missed != NULL)
+			fprintf(f, "    on_missed      %s\n", job->hooks.on_missed);
+	}
 }
 
 /* Print the worker settings and every resolved job, for `leasekeeper check`. */

@@ -326,6 +326,7 @@ enum http_metric {
 	HTTP_METRIC_CPU,
 	HTTP_METRIC_OOMS,
 	HTTP_METRIC_PEAK,
+	HTTP_METRIC_HOOK_FAILURES,
 };
 
 /* The per-job metrics: name, help, type, and what each reads. */
@@ -355,6 +356,10 @@ static const struct {
     {"leasekeeper_job_memory_peak_bytes",
      "the most memory the job's last run here used (memory.peak of its cgroup)", "gauge",
      HTTP_METRIC_PEAK},
+    {"leasekeeper_hook_failures_total",
+     "hooks (on_failure, on_success, on_missed) of the job that failed, timed out or were not "
+     "run here",
+     "counter", HTTP_METRIC_HOOK_FAILURES},
 };
 
 /* One metric of the /metrics reply being written. */
@@ -423,10 +428,16 @@ http_metric_job_cb(const struct job *job, void *arg)
 	case HTTP_METRIC_PEAK:
 		v = (long long)st.last_peak;
 		break;
+	case HTTP_METRIC_HOOK_FAILURES:
+		v = (long long)st.hook_failures;
+		break;
 	case HTTP_METRIC_CPU:
 		break;
 	}
-	evbuffer_add_printf(out->buf, "%s{job=\"", http_job_metrics[out->m].name);
+	/* New metrics name the label job_name: "job" is Prometheus' own. */
+	evbuffer_add_printf(out->buf, "%s{%s=\"", http_job_metrics[out->m].name,
+	                    http_job_metrics[out->m].what == HTTP_METRIC_HOOK_FAILURES ? "job_name"
+	                                                                               : "job");
 	http_label_value(out->buf, job_name(job));
 	evbuffer_add_printf(out->buf, "\"} %lld\n", v);
 }

@@ -34,9 +34,10 @@ struct job_stats {
 	uint64_t runs;
 	uint64_t failures; /* in total */
 	int64_t corrupt_states;
-	uint64_t cpu_usec; /* CPU time of every run here that has ended, where it was known */
-	uint64_t ooms;     /* runs here that ended by the OOM killer */
-	int64_t last_peak; /* bytes: the peak memory of the last run; -1: not known */
+	uint64_t cpu_usec;      /* CPU time of every run here that has ended, where it was known */
+	uint64_t ooms;          /* runs here that ended by the OOM killer */
+	int64_t last_peak;      /* bytes: the peak memory of the last run; -1: not known */
+	uint64_t hook_failures; /* hooks that failed, timed out or were not run */
 };
 
 enum job_state {

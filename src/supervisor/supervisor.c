@@ -70,10 +70,11 @@ struct sjob {
 	int outfd; /* output pipe, when logging to a file */
 	struct event *outev;
 	struct joblog log;
-	char *tail;      /* the output's last tail_len bytes, for the run record */
-	size_t tail_len; /* at most tail_max */
-	size_t tail_max; /* 0: none kept */
-	int tail_cut;    /* output before the tail was dropped */
+	char *tail;            /* the output's last tail_len bytes, for the run record */
+	size_t tail_len;       /* at most tail_max */
+	size_t tail_max;       /* 0: none kept */
+	int tail_cut;          /* output before the tail was dropped */
+	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
 
@@ -127,6 +128,16 @@ sv_deadline(struct sv *sv, uint64_t epoch)
 			return e->deadline_ns;
 	}
 	return 0;
+}
+
+/*
+ * The deadline of a job's run: its epoch's, or for a hook, which runs outside any lease,
+ * its own (hook_timeout and kill_grace after its start, whatever becomes of the session).
+ */
+static uint64_t
+sv_job_deadline(struct sv *sv, const struct sjob *j)
+{
+	return j->own_deadline != 0 ? j->own_deadline : sv_deadline(sv, j->epoch);
 }
 
 /*
@@ -278,10 +289,23 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
+		if (j->own_deadline != 0) {
+			log_warnx("supervisor: the hook of job %s ran for its hook_timeout: "
+			          "SIGTERM to %s",
+			          j->name, sv_target(j, t, sizeof t));
+			break;
+		}
 		log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to %s", j->name,
 		          deadline == 0 ? "gone" : "near", sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_DEADLINE_PASSED:
+		if (j->own_deadline != 0) {
+			log_warnx("supervisor: the hook of job %s did not stop after its "
+			          "hook_timeout: SIGKILL "
+			          "to %s",
+			          j->name, sv_target(j, t, sizeof t));
+			break;
+		}
 		log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to %s", j->name,
 		          sv_target(j, t, sizeof t));
 		break;
@@ -338,6 +362,8 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 		         (double)u.mem_peak / (1024.0 * 1024.0));
 	log_info("supervisor: job %s (pid %ld) %s (%s)%s", j->name, (long)j->pid, what,
 	         proto_exit_reason_name(reason), used);
+	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
+		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
 	sv_tail_output(j, &u);
 	proto_usage_add(&payload, &u);
@@ -359,7 +385,7 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	struct svrun_actions act;
 	int i;
 
-	in->deadline = sv_deadline(sv, j->epoch);
+	in->deadline = sv_job_deadline(sv, j);
 	svrun_step(&j->run, in, &act);
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
@@ -559,6 +585,11 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
+	if (spec.hook_ms > 0) {
+		/* SIGTERM at hook_timeout, SIGKILL kill_grace later. */
+		deadline = now + (spec.hook_ms + spec.grace_ms) * CLOCK_NS_PER_MS;
+		j->own_deadline = deadline;
+	}
 	if (spec.log_path != NULL)
 		j->log.path = xstrdup(spec.log_path);
 	j->log.max = spec.log_max;
@@ -629,7 +660,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		fcntl(j->outfd, F_SETFL, O_NONBLOCK);
 		j->outev = event_new(sv->base, j->outfd, EV_READ | EV_PERSIST, sv_output_cb, j);
 		event_add(j->outev, NULL);
-		joblog_note(&j->log, j->name, "starting");
+		joblog_note(&j->log, j->name, j->own_deadline != 0 ? "hook starting" : "starting");
 	}
 	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
 	event_add(j->errev, NULL);
@@ -671,7 +702,7 @@ sv_epoch_end(struct sv *sv, uint64_t epoch)
 		}
 	}
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, jnext) {
-		if (j->epoch <= sv->ended_epoch)
+		if (j->epoch <= sv->ended_epoch && j->own_deadline == 0) /* hooks hold no lease */
 			sv_job_event(sv, j, SVRUN_EPOCH_END, NULL);
 	}
 }
