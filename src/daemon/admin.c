@@ -36,7 +36,7 @@
 #include "zk.h"
 #include "znode.h"
 
-#define ADMIN_CONNECT_TIMEOUT_S 15
+#define ADMIN_CONNECT_TIMEOUT_S LK_CONNECT_TIMEOUT_S
 #define ADMIN_RUNS_SHOWN        5
 
 /* What every admin command shares: a session on a loop, and where to find things. */

@@ -47,6 +47,24 @@ class OpsFixesTest(lktest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertEqual(run("status", "-c", cfg, "--json").returncode, 0)
 
+    def test_exec_gives_up_when_zookeeper_is_unreachable(self):
+        port = lktest.free_port()  # nothing listens there
+        hosts = "127.0.0.1:%d" % port
+        t0 = time.monotonic()
+        try:
+            r = run("exec", "--zk", hosts, "--session-timeout", "4s", "--safety-margin", "500ms",
+                    "--kill-grace", "1s", "x", "--", "true", timeout=90)
+        except subprocess.TimeoutExpired:
+            self.fail("exec without --timeout kept retrying an unreachable ZooKeeper")
+        took = time.monotonic() - t0
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("ZooKeeper unreachable: no session with %s within 15s" % hosts, r.stderr)
+        self.assertGreaterEqual(took, 14)  # the connect limit of status, set-leases, logs
+        r = run("exec", "--zk", hosts, "--timeout", "2s", "x", "--", "true")
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("ZooKeeper unreachable: no session with %s within 2s" % hosts, r.stderr)
+        self.assertNotIn("no lease", r.stderr)
+
 
 if __name__ == "__main__":
     lktest.main()
