@@ -185,7 +185,8 @@ worker_node_data(struct worker *w)
 	clock_iso8601(w->started_ms, stamp, sizeof stamp);
 	jobs = json_array();
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done)
+		/* A job stopping for good (a reload removed or replaced it) is carried no more. */
+		if (!wj->done && !job_stopping(wj->job))
 			json_array_append_new(jobs, json_string(job_name(wj->job)));
 	}
 	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s}", "version", LEASEKEEPER_VERSION, "node",

@@ -6,6 +6,7 @@ running job, an [http] listen address that cannot be bound."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,6 +65,27 @@ class OpsFixesTest(lktest.TestCase):
         self.assertEqual(r.returncode, 69, r.stderr)
         self.assertIn("ZooKeeper unreachable: no session with %s within 2s" % hosts, r.stderr)
         self.assertNotIn("no lease", r.stderr)
+
+    def test_reload_removing_a_running_job_unlists_it(self):
+        self.start_zookeeper(tick_ms=200)
+        jobs = {"gone": {"command": "sleep 600"}, "kept": {"command": "sleep 600"},
+                "changed": {"command": "sleep 600"}}
+        cfg = self.config(jobs=jobs)
+        w = self.worker(cfg, name="alpha")
+        w.wait_log(r"registered as", timeout=30)
+        w.wait_log(r"job gone: running", timeout=30)
+        kz = self.kazoo()
+        node = "/leasekeeper/workers/alpha"
+        self.assertEqual(sorted(json.loads(kz.get(node)[0])["jobs"]), ["changed", "gone", "kept"])
+        mark = w.mark()
+        self.config(jobs={"kept": jobs["kept"], "changed": {"command": "sleep 599"}})
+        w.signal(signal.SIGHUP)
+        w.wait_log(r"reloaded: 2 job\(s\)", since=mark, timeout=30)
+        w.wait_log(r"job gone: stopped", since=mark, timeout=30)
+        self.wait_until(lambda: sorted(json.loads(kz.get(node)[0])["jobs"]) == ["changed", "kept"],
+                        timeout=10, msg="the removed job is still listed")
+        time.sleep(1)  # and stays unlisted once the old copies are gone
+        self.assertEqual(sorted(json.loads(kz.get(node)[0])["jobs"]), ["changed", "kept"])
 
 
 if __name__ == "__main__":
