@@ -164,7 +164,7 @@ config_get_backoff(struct config_ctx *ctx, const struct config_sec *sec, const c
 
 /*
  * Read on_failure, on_success, on_missed and hook_timeout over defaults (NULL: none; the
- * strings are copied). An empty value turns a default of [worker] off.
+ * strings are copied). "none" turns a default of [worker] off.
  */
 static void
 config_get_hooks(struct config_ctx *ctx, const struct config_sec *sec,
@@ -185,7 +185,7 @@ config_get_hooks(struct config_ctx *ctx, const struct config_sec *sec,
 	}
 	for (i = 0; i < 3; i++) {
 		if ((kv = config_kv_find(sec, keys[i])) != NULL)
-			from[i] = kv->value[0] != '\0' ? kv->value : NULL;
+			from[i] = strcmp(kv->value, "none") != 0 ? kv->value : NULL;
 		*slots[i] = from[i] != NULL ? xstrdup(from[i]) : NULL;
 	}
 	out->timeout_ms = defaults != NULL ? defaults->timeout_ms : CONFIG_DEFAULT_HOOK_TIMEOUT_MS;
