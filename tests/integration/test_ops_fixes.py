@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
                                                os.path.join(os.path.dirname(__file__), "..", "..")),
@@ -86,6 +87,53 @@ class OpsFixesTest(lktest.TestCase):
                         timeout=10, msg="the removed job is still listed")
         time.sleep(1)  # and stays unlisted once the old copies are gone
         self.assertEqual(sorted(json.loads(kz.get(node)[0])["jobs"]), ["changed", "kept"])
+
+    def test_http_listen_that_cannot_be_bound(self):
+        self.start_zookeeper(tick_ms=200)
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        taken = "127.0.0.1:%d" % busy.getsockname()[1]
+        jobs = {"j": {"command": "sleep 600"}}
+        # At start: a configuration error, like any other.
+        cfg = self.config(jobs=jobs, http={"listen": taken})
+        w = self.worker(cfg, name="refused")
+        try:
+            rc = w.wait(timeout=30)
+        except Exception:
+            self.fail("a worker whose [http] listen cannot be bound kept running")
+        self.assertEqual(rc, 78)
+        self.assertRegex(w.log_text(), r"worker\.ini: \[http\] listen = %s cannot be served "
+                         r"\(see above\): free the port" % taken)
+        self.assertNotIn("registered as", w.log_text())
+        # At a reload: the old listener stays, and the worker says so.
+        first = "127.0.0.1:%d" % lktest.free_port()
+        cfg = self.config(jobs=jobs, http={"listen": first})
+        w = self.worker(cfg, name="alpha")
+        w.wait_log(r"registered as", timeout=30)
+
+        def health(addr):
+            return urllib.request.urlopen("http://%s/health" % addr, timeout=10).status
+
+        self.assertEqual(health(first), 200)
+        mark = w.mark()
+        self.config(jobs=jobs, http={"listen": taken})
+        w.signal(signal.SIGHUP)
+        w.wait_log(r"reload: \[http\] listen = %s cannot be served \(see above\): still "
+                   r"listening on %s" % (taken, first), since=mark, timeout=30)
+        self.assertEqual(health(first), 200)
+        # A new address that can be bound replaces the old one.
+        second = "127.0.0.1:%d" % lktest.free_port()
+        mark = w.mark()
+        self.config(jobs=jobs, http={"listen": second})
+        w.signal(signal.SIGHUP)
+        w.wait_log(r"http: listening on %s" % second, since=mark, timeout=30)
+        self.assertEqual(health(second), 200)
+        with self.assertRaises(OSError):
+            health(first)
+        w.stop(timeout=30)
+        self.assertEqual(w.returncode, 0)
 
 
 if __name__ == "__main__":
