@@ -534,11 +534,17 @@ admin_print_node(const char *what, json_t *n)
 	const char *node = json_string_value(json_object_get(n, "node"));
 	const char *job = json_string_value(json_object_get(n, "job"));
 	const char *since = json_string_value(json_object_get(n, "since"));
+	const char *held = json_string_value(json_object_get(n, "held_since"));
 	const char *data = json_string_value(json_object_get(n, "data"));
 	json_t *pid = json_object_get(n, "pid");
 
-	if (node != NULL)
-		printf("    %-8s %-16s pid %-8lld job %-16s since %s\n", what, node,
+	/* since: when it joined the queue; held_since: when it got the lease (a holder). */
+	if (node != NULL && held != NULL && strcmp(what, "holder") == 0)
+		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s, holder since %s\n",
+		       what, node, (long long)json_integer_value(pid), job != NULL ? job : "?",
+		       since != NULL ? since : "?", held);
+	else if (node != NULL)
+		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s\n", what, node,
 		       (long long)json_integer_value(pid), job != NULL ? job : "?",
 		       since != NULL ? since : "?");
 	else

@@ -135,6 +135,36 @@ class OpsFixesTest(lktest.TestCase):
         w.stop(timeout=30)
         self.assertEqual(w.returncode, 0)
 
+    def test_status_shows_queued_since_and_holder_since(self):
+        self.start_zookeeper(tick_ms=200)
+        jobs = {"hold": {"command": "sleep 600"}}
+        alpha = self.worker(self.config("alpha", jobs=jobs), name="alpha")
+        alpha.wait_log(r"job hold: running", timeout=30)
+        beta_cfg = self.config("beta", jobs=jobs)
+        beta = self.worker(beta_cfg, name="beta")
+        beta.wait_log(r"registered as", timeout=30)
+        time.sleep(2)  # beta waits in the queue
+        alpha.stop(timeout=30)
+        beta.wait_log(r"job hold: running", timeout=30)
+
+        def holder():
+            r = run("status", "-c", beta_cfg, "--json")
+            job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "hold"][0]
+            h = job["holders"]
+            return h[0] if len(h) == 1 and "held_since" in h[0] else None
+
+        h = self.wait_until(holder, timeout=10, msg="no held_since on the holder's node")
+        self.assertEqual(h["node"], "beta")
+
+        def ms(stamp):
+            return time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + \
+                int(stamp[20:23]) / 1000
+
+        self.assertGreaterEqual(ms(h["held_since"]) - ms(h["since"]), 1.5, h)
+        r = run("status", "-c", beta_cfg)
+        self.assertIn("queued since %s, holder since %s" % (h["since"], h["held_since"]),
+                      r.stdout)
+
 
 if __name__ == "__main__":
     lktest.main()
