@@ -407,6 +407,19 @@ test_usage_output(void **state)
 	assert_string_equal(cause, "bad output tail size");
 	free(cause);
 	proto_spec_free(&s);
+	/* a hook: its own timeout, more than 0 */
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_HOOK, "30000");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_int_equal(spec.hook_ms, 30000);
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_HOOK, "0");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), -1);
+	assert_string_equal(cause, "bad hook timeout");
+	free(cause);
+	proto_spec_free(&s);
 }
 
 /* A value without its NUL, or a tag alone at the end, is refused. */
