@@ -1,5 +1,6 @@
 /* Runs in: the main process. */
-/* main.c: the command line: run, check, next, status, exec, set-leases, web. */
+/* main.c: the command line: run, check, next, status, exec, set-leases, logs, pause, resume,
+ * drain, undrain, forget, web. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +43,8 @@ static const char *main_usage_text =
     "  forget [-c FILE | --zk HOSTS] [--force] JOB   delete the records of a gone job\n"
     "  web    [-c FILE | --zk HOSTS] [--listen HOST:PORT]\n"
     "                                          serve the read-only dashboard of the cluster\n"
+    "  logs   [-c FILE | --zk HOSTS] [--json] JOB [--run ID | --last N]\n"
+    "                                          the output's end of a job's recent runs\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -365,6 +368,8 @@ main(int argc, char **argv)
 		return control_undrain(argc, argv);
 	if (strcmp(cmd, "forget") == 0)
 		return control_forget(argc, argv);
+	if (strcmp(cmd, "logs") == 0)
+		return admin_logs(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
 	if (strcmp(cmd, "web") == 0)

@@ -16,6 +16,9 @@
  */
 #define LK_MAX_LEASES 10000
 
+/* How long a command (status, set-leases, logs, exec) waits for a first session. */
+#define LK_CONNECT_TIMEOUT_S 15
+
 /*
  * The PATH a job starts with, whatever its user (systemd gives every service the same):
  * never the worker's own. A job's env lines or pass_env may replace it.

@@ -344,6 +344,7 @@ int
 proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
 {
 	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
+	const char *tail = NULL, *hook = NULL;
 	const char *lim[5] = {NULL, NULL, NULL, NULL, NULL};
 	static const uint64_t lim_max[5] = {PROTO_MAX_MEMORY, PROTO_MAX_MEMORY,
 	                                    PROTO_MAX_CPU_PERCENT, PROTO_MAX_TASKS,
@@ -418,6 +419,12 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 		case PROTO_TAG_GRACE:
 			bad = proto_spec_once(&grace, value, tag, cause);
 			break;
+		case PROTO_TAG_TAIL:
+			bad = proto_spec_once(&tail, value, tag, cause);
+			break;
+		case PROTO_TAG_HOOK:
+			bad = proto_spec_once(&hook, value, tag, cause);
+			break;
 		case PROTO_TAG_MEMORY_MAX:
 			bad = proto_spec_once(&lim[0], value, tag, cause);
 			break;
@@ -456,6 +463,15 @@ proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **
 	}
 	if (log_max != NULL && proto_spec_number(log_max, UINT64_MAX, &run->log_max) != 0) {
 		*cause = xstrdup("bad log size");
+		goto fail;
+	}
+	if (hook != NULL && (proto_spec_number(hook, PROTO_MAX_GRACE_MS, &run->hook_ms) != 0 ||
+	                     run->hook_ms == 0)) {
+		*cause = xstrdup("bad hook timeout");
+		goto fail;
+	}
+	if (tail != NULL && proto_spec_number(tail, PROTO_MAX_TAIL, &run->tail_max) != 0) {
+		*cause = xstrdup("bad output tail size");
 		goto fail;
 	}
 	if (grace != NULL && proto_spec_number(grace, PROTO_MAX_GRACE_MS, &run->grace_ms) != 0) {
@@ -504,11 +520,12 @@ proto_spec_add_limits(struct proto_spec *spec, const struct proto_limits *l)
 	}
 }
 
-/* A run's usage as PROTO_EXITED's payload: the values that are known. */
+/* A run's usage as PROTO_EXITED's payload: the values that are known, and the output. */
 void
 proto_usage_add(struct proto_spec *spec, const struct proto_usage *u)
 {
 	char num[32];
+	size_t n;
 
 	if (u->cpu_usec >= 0) {
 		snprintf(num, sizeof num, "%lld", (long long)u->cpu_usec);
@@ -517,6 +534,15 @@ proto_usage_add(struct proto_spec *spec, const struct proto_usage *u)
 	if (u->mem_peak >= 0) {
 		snprintf(num, sizeof num, "%lld", (long long)u->mem_peak);
 		proto_spec_add(spec, PROTO_TAG_MEM_PEAK, num);
+	}
+	if (u->output != NULL) {
+		n = u->output_len < PROTO_MAX_TAIL ? u->output_len : PROTO_MAX_TAIL;
+		n = strnlen(u->output + (u->output_len - n), n); /* NUL-free by contract */
+		spec->buf = xrealloc(spec->buf, spec->len + n + 2);
+		spec->buf[spec->len] = (char)PROTO_TAG_OUTPUT;
+		memcpy(spec->buf + spec->len + 1, u->output + (u->output_len - n), n);
+		spec->buf[spec->len + 1 + n] = '\0';
+		spec->len += n + 2;
 	}
 }
 
@@ -531,7 +557,16 @@ proto_usage_parse(const char *payload, size_t len, struct proto_usage *u)
 	int r;
 
 	u->cpu_usec = u->mem_peak = -1;
+	u->output = NULL;
+	u->output_len = 0;
 	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
+		if (tag == PROTO_TAG_OUTPUT) {
+			if (u->output != NULL || strlen(value) > PROTO_MAX_TAIL)
+				break;
+			u->output = value;
+			u->output_len = strlen(value);
+			continue;
+		}
 		if ((tag != PROTO_TAG_CPU_USEC && tag != PROTO_TAG_MEM_PEAK) ||
 		    proto_spec_number(value, INT64_MAX, &n) != 0)
 			break;
@@ -542,6 +577,8 @@ proto_usage_parse(const char *payload, size_t len, struct proto_usage *u)
 	}
 	if (r != 0) {
 		u->cpu_usec = u->mem_peak = -1;
+		u->output = NULL;
+		u->output_len = 0;
 		return -1;
 	}
 	return 0;

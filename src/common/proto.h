@@ -76,6 +76,8 @@ enum proto_tag {
 	PROTO_TAG_LOG = 'o',     /* output file; absent: inherit stdin/stdout/stderr */
 	PROTO_TAG_LOG_MAX = 'M', /* bytes before rotation */
 	PROTO_TAG_GRACE = 'k',   /* kill grace in ms for deadline kills */
+	PROTO_TAG_TAIL = 't',    /* bytes of the output's end sent back in EXITED (record_output) */
+	PROTO_TAG_HOOK = 'h',    /* a hook: ms it may run, outside any lease (no epoch deadline) */
 	/* limits, each a positive decimal, applied to the run's cgroup where it has one */
 	PROTO_TAG_MEMORY_MAX = 'X',  /* bytes: memory.max */
 	PROTO_TAG_MEMORY_HIGH = 'H', /* bytes: memory.high */
@@ -85,6 +87,7 @@ enum proto_tag {
 	/* usage, PROTO_EXITED's payload: each a decimal */
 	PROTO_TAG_CPU_USEC = 'C', /* CPU time of every process of the run (cpu.stat) */
 	PROTO_TAG_MEM_PEAK = 'P', /* bytes: the most memory the run used (memory.peak) */
+	PROTO_TAG_OUTPUT = 'O',   /* the last bytes of its output, at most the spec's 't', no NUL */
 };
 
 /* A run's limits (0: none). */
@@ -101,10 +104,19 @@ struct proto_limits {
 #define PROTO_MAX_TASKS       4194304
 #define PROTO_MAX_IO_WEIGHT   10000
 
-/* What a run used, as its cgroup counted it; -1: not known (no cgroup, no controller). */
+/* The most output a run's EXITED carries back (for its run record, record_output). */
+#define PROTO_MAX_TAIL 16384
+
+/*
+ * What a run used, as its cgroup counted it (-1: not known: no cgroup, no controller), and
+ * the end of its output (output_len bytes, no NUL; output NULL: none kept). Read back, the
+ * output points into the payload.
+ */
 struct proto_usage {
 	int64_t cpu_usec;
 	int64_t mem_peak;
+	const char *output;
+	size_t output_len;
 };
 
 struct proto_spec {
@@ -138,6 +150,8 @@ struct proto_run {
 	const char *name;     /* NULL: none given */
 	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
 	uint64_t log_max;
+	uint64_t tail_max; /* bytes of output's end to send back in EXITED, 0: none */
+	uint64_t hook_ms;  /* a hook: killed after this long, whatever the session; 0: a run */
 	uint64_t grace_ms;
 	char **argv;     /* NULL-terminated, never empty; the strings point into the payload */
 	char **env;      /* "KEY=VALUE", NULL-terminated, or NULL */
@@ -163,8 +177,9 @@ void proto_run_free(struct proto_run *);
 void proto_spec_add_limits(struct proto_spec *, const struct proto_limits *);
 
 /*
- * A run's usage as PROTO_EXITED's payload (the supervisor), and read back (main): 0, or -1
- * when the payload is malformed (usage then all -1). An empty payload is all -1.
+ * A run's usage and output's end as PROTO_EXITED's payload (the supervisor), and read back
+ * (main): 0, or -1 when the payload is malformed (usage then all -1, no output). An empty
+ * payload is all -1. The output must hold no NUL (the supervisor replaces them).
  */
 void proto_usage_add(struct proto_spec *, const struct proto_usage *);
 int proto_usage_parse(const char *payload, size_t len, struct proto_usage *);

@@ -176,3 +176,31 @@ utf8_quote_str(const char *s)
 {
 	return utf8_quote(s, strlen(s));
 }
+
+/*
+ * s[0..len) as valid UTF-8 (caller frees): each byte that does not start a well-formed
+ * character, and NUL, becomes U+FFFD; a character cut at the very start (the end of an
+ * output, cut anywhere) is dropped.
+ */
+char *
+utf8_valid(const char *s, size_t len)
+{
+	size_t off = 0, n, used = 0;
+	char *out = xmalloc(len * 3 + 1);
+	uint32_t cp;
+
+	while (off < len && ((unsigned char)s[off] & 0xc0) == 0x80 && off < 3)
+		off++;
+	for (; off < len; off += n == 0 ? 1 : n) {
+		n = utf8_char(s + off, len - off, &cp);
+		if (n == 0 || cp == 0) {
+			memcpy(out + used, "\xef\xbf\xbd", 3);
+			used += 3;
+			continue;
+		}
+		memcpy(out + used, s + off, n);
+		used += n;
+	}
+	out[used] = '\0';
+	return out;
+}

@@ -15,5 +15,6 @@ size_t utf8_char(const char *s, size_t len, uint32_t *cp);
 char *utf8_quote(const char *s, size_t len);
 char *utf8_quote_str(const char *s);
 char *utf8_escape(const char *s);
+char *utf8_valid(const char *s, size_t len);
 
 #endif

@@ -63,5 +63,9 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 	if (memcmp(&a->limits, &b->limits, sizeof a->limits) != 0)
 		return 0;
 	return config_str_equal(a->log_file, b->log_file) && a->log_max_bytes == b->log_max_bytes &&
-	       a->history == b->history && a->on_shutdown == b->on_shutdown;
+	       a->history == b->history && a->record_output == b->record_output &&
+	       config_str_equal(a->hooks.on_failure, b->hooks.on_failure) &&
+	       config_str_equal(a->hooks.on_success, b->hooks.on_success) &&
+	       config_str_equal(a->hooks.on_missed, b->hooks.on_missed) &&
+	       a->hooks.timeout_ms == b->hooks.timeout_ms && a->on_shutdown == b->on_shutdown;
 }

@@ -220,8 +220,26 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	config_print_limits(&job->limits, f);
 	fprintf(f, "  log              %s, up to ", job->log_file);
 	config_print_size(job->log_max_bytes, f);
-	fprintf(f, "\n  history          %d runs\n", job->history);
+	fprintf(f, "\n  history          %d runs, ", job->history);
+	if (job->record_output == 0)
+		fprintf(f, "no output kept\n");
+	else {
+		fprintf(f, "each with the output's last ");
+		config_print_size(job->record_output, f);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(job->on_shutdown));
+	if (job->hooks.on_failure != NULL || job->hooks.on_success != NULL ||
+	    job->hooks.on_missed != NULL) {
+		duration_format(job->hooks.timeout_ms, d1, sizeof d1);
+		fprintf(f, "  hooks            killed after %s\n", d1);
+		if (job->hooks.on_failure != NULL)
+			fprintf(f, "    on_failure     %s\n", job->hooks.on_failure);
+		if (job->hooks.on_success != NULL)
+			fprintf(f, "    on_success     %s\n", job->hooks.on_success);
+		if (job->hooks.on_missed != NULL)
+			fprintf(f, "    on_missed      %s\n", job->hooks.on_missed);
+	}
 }
 
 /* Print the worker settings and every resolved job, for `leasekeeper check`. */

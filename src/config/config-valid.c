@@ -21,6 +21,7 @@
 #include "duration.h"
 #include "layout.h"
 #include "leasekeeper.h"
+#include "proto.h"
 #include "schedule.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -159,6 +160,46 @@ config_get_backoff(struct config_ctx *ctx, const struct config_sec *sec, const c
 		return;
 	}
 	*out = ms;
+}
+
+/*
+ * Read on_failure, on_success, on_missed and hook_timeout over defaults (NULL: none; the
+ * strings are copied). "none" turns a default of [worker] off.
+ */
+static void
+config_get_hooks(struct config_ctx *ctx, const struct config_sec *sec,
+                 const struct config_hooks *defaults, struct config_hooks *out)
+{
+	static const char *keys[3] = {"on_failure", "on_success", "on_missed"};
+	char **slots[3] = {&out->on_failure, &out->on_success, &out->on_missed};
+	const char *from[3] = {NULL, NULL, NULL};
+	struct config_kv *kv;
+	uint64_t ms;
+	char a[32];
+	int i;
+
+	if (defaults != NULL) {
+		from[0] = defaults->on_failure;
+		from[1] = defaults->on_success;
+		from[2] = defaults->on_missed;
+	}
+	for (i = 0; i < 3; i++) {
+		if ((kv = config_kv_find(sec, keys[i])) != NULL)
+			from[i] = strcmp(kv->value, "none") != 0 ? kv->value : NULL;
+		*slots[i] = from[i] != NULL ? xstrdup(from[i]) : NULL;
+	}
+	out->timeout_ms = defaults != NULL ? defaults->timeout_ms : CONFIG_DEFAULT_HOOK_TIMEOUT_MS;
+	if (config_get_duration(ctx, sec, "hook_timeout", &ms) != 1)
+		return;
+	if (ms < 1000 || ms > CONFIG_MAX_HOOK_TIMEOUT_MS) {
+		duration_format(ms, a, sizeof a);
+		config_error_kv(ctx, sec, config_kv_find(sec, "hook_timeout"),
+		                "hook_timeout = %s is out of range: write 1s to 1h, e.g. "
+		                "hook_timeout = 30s (a hook is killed after it)",
+		                a);
+		return;
+	}
+	out->timeout_ms = ms;
 }
 
 /* Read [worker] cgroups (default auto). */
@@ -630,6 +671,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_tick_claim(ctx, wk, &cfg->tick_claim);
 	config_get_cgroups(ctx, wk, &cfg->cgroups);
+	config_get_hooks(ctx, wk, NULL, &cfg->hooks);
 	config_get_limits(ctx, wk, NULL, cfg->cgroups, &cfg->limits);
 	if ((kv = config_kv_find(wk, "timezone")) != NULL && config_check_zone(ctx, wk, kv) == 0)
 		cfg->timezone = xstrdup(kv->value);
@@ -1325,6 +1367,20 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	}
 	job->history = 20;
 	config_get_int(ctx, sec, "history", 0, INT_MAX, NULL, NULL, &job->history);
+	config_get_hooks(ctx, sec, &cfg->hooks, &job->hooks);
+	job->record_output = CONFIG_DEFAULT_RECORD_OUTPUT;
+	if ((kv = config_kv_find(sec, "record_output")) != NULL) {
+		if (config_parse_size(kv->value, &job->record_output, &cause) != 0) {
+			config_error_kv(ctx, sec, kv, "record_output: %s", cause);
+			free(cause);
+		} else if (job->record_output > PROTO_MAX_TAIL)
+			config_error_kv(ctx, sec, kv,
+			                "record_output %s is more than %dK: run records stay small "
+			                "in ZooKeeper; the whole output is in log_file. Write at "
+			                "most record_output = %dK, or 0 to keep none",
+			                config_q(ctx, kv->value), PROTO_MAX_TAIL / 1024,
+			                PROTO_MAX_TAIL / 1024);
+	}
 	job->on_shutdown = cfg->on_shutdown;
 	config_get_on_shutdown(ctx, sec, &job->on_shutdown);
 	return job;

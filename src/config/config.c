@@ -98,6 +98,15 @@ config_auth_warning(const struct config *cfg)
 	       "worker's lock nodes and change its job records; see docs/security.md";
 }
 
+/* Free a job's or the worker's hook commands. */
+static void
+config_hooks_free(struct config_hooks *h)
+{
+	free(h->on_failure);
+	free(h->on_success);
+	free(h->on_missed);
+}
+
 /* Free one job. */
 static void
 config_job_free(struct config_job *job)
@@ -122,6 +131,7 @@ config_job_free(struct config_job *job)
 	config_free_argv(job->pass_env);
 	config_free_constraint(job);
 	free(job->log_file);
+	config_hooks_free(&job->hooks);
 	free(job);
 }
 
@@ -222,6 +232,7 @@ config_free(struct config *cfg)
 	free(cfg->node_id);
 	free(cfg->jobs);
 	free(cfg->state_dir);
+	config_hooks_free(&cfg->hooks);
 	free(cfg->timezone);
 	config_free_argv(cfg->pass_env);
 	config_free_argv(cfg->labels);

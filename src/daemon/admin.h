@@ -41,6 +41,7 @@ struct admin_view_opts {
 
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
+int admin_logs(int argc, char **argv);
 int admin_target(struct admin_opts *, const char *cmd, struct admin_target *);
 void admin_view_start(struct zk *, const struct admin_view_opts *, void (*)(json_t *, void *),
                       void *);

@@ -54,6 +54,7 @@ struct exec {
 	enum exec_state state;
 
 	const char *name;
+	const char *hosts;
 	char *root;
 	char *node_id;
 	char *lock_path;
@@ -68,8 +69,9 @@ struct exec {
 
 	uint64_t started_ns;
 	int exit_code;
-	int signalled; /* the signal that asked us to stop, 0 if none */
-	struct event *timer;
+	int signalled;               /* the signal that asked us to stop, 0 if none */
+	struct event *timer;         /* --timeout */
+	struct event *connect_timer; /* no first session within LK_CONNECT_TIMEOUT_S */
 	struct event *signals[4];
 };
 
@@ -282,6 +284,7 @@ exec_finish(struct exec *e, int code)
 	exec_set_state(e, EXEC_DONE);
 	e->exit_code = code;
 	evtimer_del(e->timer);
+	evtimer_del(e->connect_timer);
 	lease_release(e->lease);
 	zk_close(e->zk);
 	event_base_loopbreak(e->base);
@@ -304,6 +307,7 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		jobrec_session(e->rec, event);
 	if (event != ZK_EVENT_SESSION_NEW || e->state != EXEC_CONNECTING)
 		return;
+	evtimer_del(e->connect_timer);
 	if (e->explicit_lock_path) {
 		exec_set_state(e, EXEC_CONTENDING);
 		lease_acquire(e->lease, 0);
@@ -317,6 +321,28 @@ exec_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 	jobrec_check(e->rec);
 }
 
+/*
+ * No first session within --timeout, or without one within the connect limit of every
+ * command: ZooKeeper cannot be reached, which is not the same as a lease held elsewhere.
+ */
+static void
+exec_connect_timer_cb(int fd, short what, void *arg)
+{
+	struct exec *e = arg;
+	char dur[32];
+
+	(void)fd;
+	(void)what;
+	if (e->state != EXEC_CONNECTING)
+		return;
+	if (e->timeout_ms > 0 && e->timeout_ms < LK_CONNECT_TIMEOUT_S * 1000ULL)
+		duration_format(e->timeout_ms, dur, sizeof dur);
+	else
+		snprintf(dur, sizeof dur, "%ds", LK_CONNECT_TIMEOUT_S);
+	log_warnx("exec: ZooKeeper unreachable: no session with %s within %s", e->hosts, dur);
+	exec_finish(e, EXIT_UNAVAILABLE);
+}
+
 /* The overall timeout ran out before the lease came. */
 static void
 exec_timer_cb(int fd, short what, void *arg)
@@ -328,6 +354,10 @@ exec_timer_cb(int fd, short what, void *arg)
 	(void)what;
 	if (e->state == EXEC_RUNNING || e->state == EXEC_DONE)
 		return;
+	if (e->state == EXEC_CONNECTING) {
+		exec_connect_timer_cb(fd, what, arg);
+		return;
+	}
 	duration_format(e->timeout_ms, dur, sizeof dur);
 	log_warnx("exec: no lease on %s within %s", e->lock_path, dur);
 	exec_finish(e, EXIT_TIMEOUT);
@@ -418,7 +448,7 @@ exec_main(int argc, char **argv)
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
-	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb};
+	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL};
 	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
 	                                     exec_exited_cb, exec_sv_died_cb, exec_sv_hello_cb};
 	struct supervisor_opts sv_opts;
@@ -612,6 +642,13 @@ exec_main(int argc, char **argv)
 
 		evtimer_add(e.timer, &tv);
 	}
+	e.connect_timer = evtimer_new(e.base, exec_connect_timer_cb, &e);
+	if (e.timeout_ms == 0 || e.timeout_ms > LK_CONNECT_TIMEOUT_S * 1000ULL) {
+		struct timeval tv = {LK_CONNECT_TIMEOUT_S, 0};
+
+		evtimer_add(e.connect_timer, &tv);
+	}
+	e.hosts = hosts;
 	/* A folder of exec's own (by pid): a worker's folder holds only that worker. */
 	xasprintf(&cgroup_name, "leasekeeper-exec-%ld", (long)getpid());
 	sv_opts.cgroup_name = cgroup_name;
@@ -642,6 +679,7 @@ exec_main(int argc, char **argv)
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		event_free(e.signals[i]);
 	event_free(e.timer);
+	event_free(e.connect_timer);
 	event_base_free(e.base);
 	free(e.root);
 	free(e.node_id);

@@ -385,6 +385,7 @@ enum http_metric {
 	HTTP_METRIC_CPU,
 	HTTP_METRIC_OOMS,
 	HTTP_METRIC_PEAK,
+	HTTP_METRIC_HOOK_FAILURES,
 };
 
 /*
@@ -440,6 +441,10 @@ static const struct {
     {"leasekeeper_job_memory_peak_bytes",
      "the most memory the job's last run here used (memory.peak of its cgroup)", "gauge",
      HTTP_METRIC_PEAK},
+    {"leasekeeper_hook_failures_total",
+     "hooks (on_failure, on_success, on_missed) of the job that failed, timed out or were not "
+     "run here",
+     "counter", HTTP_METRIC_HOOK_FAILURES},
 };
 
 /* One metric of the /metrics reply being written. */
@@ -582,6 +587,9 @@ http_metric_job_cb(const struct job *job, void *arg)
 		break;
 	case HTTP_METRIC_OOMS:
 		v = (double)st.ooms;
+		break;
+	case HTTP_METRIC_HOOK_FAILURES:
+		v = (double)st.hook_failures;
 		break;
 	case HTTP_METRIC_PEAK:
 		if (st.last_peak < 0)

@@ -56,11 +56,23 @@
 #include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
+#include "utf8.h"
 #include "xmalloc.h"
+#include "znode.h"
 
 #define JOB_LONG_RUN_MS    60000ULL  /* a run this long resets the failure count */
 #define JOB_MAX_BACKOFF_MS 300000ULL /* no back-off or cool-down is longer */
 #define JOB_RETRY_MS       5000ULL   /* after an unexpected acquire failure */
+/* The output in a run record, escaped: under what status and logs parse (64 KiB). */
+#define JOB_OUTPUT_JSON_MAX 49152
+/* Hooks of one job waiting for the running one (misses come in bursts); more are dropped. */
+#define JOB_MAX_HOOKS_QUEUED 8
+
+/* A hook waiting for the one before it to end: its key and start spec. */
+struct job_hook {
+	const char *key;
+	struct proto_spec spec;
+};
 
 struct job {
 	struct zk *zk;
@@ -117,8 +129,15 @@ struct job {
 	struct event *tick_timer; /* scheduled: the next tick */
 	struct event *run_timer;  /* the run's timeout */
 
+	uint32_t hook_run; /* the hook running (on_failure, ...), 0: none */
+	struct job_hook hookq[JOB_MAX_HOOKS_QUEUED]; /* the hooks waiting for it, in order */
+	int nhookq;
+	const char *hook_key;   /* its key, for logs */
+	uint64_t hook_failures; /* hooks that failed, timed out, or were not run */
+	uint64_t hook_start_ns;
+
 	/* A job that keeps failing the same way warns once, then counts (see log.h). */
-	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start;
+	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start, lim_hook;
 };
 
 static const char *job_outcome_names[] = {
@@ -282,18 +301,48 @@ job_run_fields(const struct job *job, uint32_t run, char *buf, size_t len)
 	}
 }
 
+/*
+ * Where to start text so that, escaped in JSON (a control byte takes six), it takes at most
+ * JOB_OUTPUT_JSON_MAX bytes: at a line, or a character, from its end.
+ */
+static const char *
+job_output_fit(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text + strlen(text);
+	const char *nl;
+	size_t size = 0;
+
+	while (p > (const unsigned char *)text) {
+		p--;
+		size += *p == '"' || *p == '\\' || *p == '\n' || *p == '\t' || *p == '\r' ? 2
+		        : *p < 0x20                                                       ? 6
+		                                                                          : 1;
+		if (size > JOB_OUTPUT_JSON_MAX) {
+			p++;
+			while ((*p & 0xc0) == 0x80)
+				p++;
+			nl = strchr((const char *)p, '\n');
+			return nl != NULL && nl[1] != '\0' ? nl + 1 : (const char *)p;
+		}
+	}
+	return text;
+}
+
 /* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
 static void
 job_record(struct job *job, const char *reason, enum job_outcome outcome, int status,
            int have_status, const char *error, const struct proto_usage *u)
 {
 	char start[40], end[40], tick[40];
+	uint64_t end_ms = clock_wall_ms();
 	json_t *o;
 
 	clock_iso8601(job->run_start_ms, start, sizeof start);
-	clock_iso8601(clock_wall_ms(), end, sizeof end);
-	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "node", job_main_config(job)->node_id, "fence",
-	              (json_int_t)job->run_fence, "start", start, "end", end, "reason", reason);
+	clock_iso8601(end_ms, end, sizeof end);
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "node", job_main_config(job)->node_id,
+	              "fence", (json_int_t)job->run_fence, "start", start, "end", end, "reason",
+	              reason, "duration_ms",
+	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(outcome)));
 	if (job->tick >= 0) {
@@ -312,7 +361,146 @@ job_record(struct job *job, const char *reason, enum job_outcome outcome, int st
 		json_object_set_new(o, "cpu_usec", json_integer(u->cpu_usec));
 	if (u != NULL && u->mem_peak >= 0)
 		json_object_set_new(o, "memory_peak", json_integer(u->mem_peak));
+	if (u != NULL && u->output != NULL) {
+		/* Any bytes at all: made valid UTF-8 for JSON (the reader escapes the rest). */
+		char *text = utf8_valid(u->output, u->output_len);
+
+		json_object_set_new(o, "output", json_string(job_output_fit(text)));
+		free(text);
+	}
 	jobrec_record_run(job->rec, o, job->cfg->history);
+}
+
+/* Start the first hook waiting, if any: one hook of a job at a time, in order. */
+static void
+job_hook_next(struct job *job)
+{
+	struct proto_spec spec;
+
+	if (job->nhookq == 0)
+		return;
+	job->hook_key = job->hookq[0].key;
+	spec = job->hookq[0].spec;
+	memmove(&job->hookq[0], &job->hookq[1], (size_t)(job->nhookq - 1) * sizeof job->hookq[0]);
+	job->nhookq--;
+	job->hook_start_ns = clock_now_ns();
+	job->hook_run = job->cb->next_run(job->cb_arg);
+	/* A refusal comes back at once (job_start_failed), and starts the next. */
+	svlink_job_start(job_supervisor(job), job->hook_run, zk_epoch(job->zk), &spec);
+	proto_spec_free(&spec);
+}
+
+/*
+ * A record this worker made is written (or will not be): run the hook its outcome asks
+ * for, through the supervisor as a run outside any lease, as the job's user, with the
+ * record's facts in LEASEKEEPER_* and the run record's number once it has one. One hook
+ * of a job at a time: others wait their turn, up to JOB_MAX_HOOKS_QUEUED (more are dropped
+ * and counted).
+ */
+static void
+job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
+{
+	struct job *job = arg;
+	const struct config_job *cj = job->cfg;
+	const struct config *cfg = job_main_config(job);
+	const char *reason = json_string_value(json_object_get(rec, "reason")), *cmd, *key;
+	char *argv[4], *facts[12];
+	struct proto_spec spec = {NULL, 0};
+	struct runspec rs;
+	json_t *v;
+	int64_t seq;
+	size_t n = 0, i;
+
+	(void)jr;
+	if (reason == NULL)
+		return;
+	if (strcmp(reason, "ok") == 0)
+		key = "on_success", cmd = cj->hooks.on_success;
+	else if (strcmp(reason, "missed") == 0)
+		key = "on_missed", cmd = cj->hooks.on_missed;
+	else if (strcmp(reason, "stopped") != 0)
+		key = "on_failure", cmd = cj->hooks.on_failure; /* failed, timeout, oom, aborted */
+	else
+		return;
+	if (cmd == NULL)
+		return;
+	if (job->hook_run != 0 && job->nhookq == JOB_MAX_HOOKS_QUEUED) {
+		job->hook_failures++;
+		log_warnx_limited(&job->lim_hook,
+		                  "job %s: %s not run: %d hooks of the job are waiting already",
+		                  job->name, key, JOB_MAX_HOOKS_QUEUED);
+		return;
+	}
+	xasprintf(&facts[n++], "LEASEKEEPER_HOOK=%s", key);
+	xasprintf(&facts[n++], "LEASEKEEPER_OUTCOME=%s", reason);
+	if (json_is_integer(v = json_object_get(rec, "status")))
+		xasprintf(&facts[n++], "LEASEKEEPER_EXIT_STATUS=%lld",
+		          (long long)json_integer_value(v));
+	if (json_is_integer(v = json_object_get(rec, "signal")))
+		xasprintf(&facts[n++], "LEASEKEEPER_SIGNAL=%lld", (long long)json_integer_value(v));
+	if (json_is_integer(v = json_object_get(rec, "duration_ms")))
+		xasprintf(&facts[n++], "LEASEKEEPER_DURATION_MS=%lld",
+		          (long long)json_integer_value(v));
+	if (json_is_integer(v = json_object_get(rec, "fence")))
+		xasprintf(&facts[n++], "LEASEKEEPER_FENCE=%lld", (long long)json_integer_value(v));
+	if (created != NULL && znode_sequence(znode_basename(created), "run-", &seq) == 0)
+		xasprintf(&facts[n++], "LEASEKEEPER_RUN_ID=%lld", (long long)seq);
+	xasprintf(&facts[n++], "LEASEKEEPER_LOG=%s", cj->log_file);
+	facts[n] = NULL;
+	argv[0] = (char *)"/bin/sh";
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)cmd;
+	argv[3] = NULL;
+	v = json_object_get(rec, "tick");
+	rs = (struct runspec){
+	    .name = job->name,
+	    .argv = argv,
+	    .env = cj->env,
+	    .nenv = cj->nenv,
+	    .pass_env = cj->pass_env,
+	    .node_id = cfg->node_id,
+	    .tick = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1,
+	    .workdir = cj->workdir != NULL ? cj->workdir
+	               : cj->user == NULL  ? cfg->state_dir
+	                                   : NULL,
+	    .user = cj->user,
+	    .group = cj->group,
+	    .umask = cj->umask,
+	    .log_file = cj->log_file,
+	    .log_max_bytes = cj->log_max_bytes,
+	    .kill_grace_ms = cj->kill_grace_ms,
+	    .hook_ms = cj->hooks.timeout_ms,
+	    .facts = facts,
+	};
+	runspec_build(&rs, &spec);
+	for (i = 0; i < n; i++)
+		free(facts[i]);
+	log_info("job %s: %s its %s (%s %s)", job->name,
+	         job->hook_run != 0 ? "queueing" : "running", key, reason,
+	         created != NULL ? znode_basename(created) : "not recorded");
+	job->hookq[job->nhookq].key = key;
+	job->hookq[job->nhookq++].spec = spec;
+	if (job->hook_run == 0)
+		job_hook_next(job);
+}
+
+/* A hook ended (or could not start): logged, and counted when it failed. */
+static void
+job_hook_end(struct job *job, int failed, const char *how)
+{
+	uint64_t ms = (clock_now_ns() - job->hook_start_ns) / CLOCK_NS_PER_MS;
+
+	job->hook_run = 0;
+	if (failed) {
+		job->hook_failures++;
+		log_warnx_limited(&job->lim_hook,
+		                  "job %s: its %s failed after %llu ms: %s (not "
+		                  "retried)",
+		                  job->name, job->hook_key, (unsigned long long)ms, how);
+	} else
+		log_info("job %s: its %s ended after %llu ms", job->name, job->hook_key,
+		         (unsigned long long)ms);
+	job_hook_next(job);
 }
 
 /* Stopped for good: give the lease back and tell the worker. */
@@ -629,6 +817,7 @@ job_start_run(struct job *job)
 	    .umask = cj->umask,
 	    .log_file = cj->log_file,
 	    .log_max_bytes = cj->log_max_bytes,
+	    .record_output = cj->record_output,
 	    .kill_grace_ms = cj->kill_grace_ms,
 	    .limits = {cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
 	               cj->limits.tasks_max, cj->limits.io_weight},
@@ -1018,7 +1207,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 {
 	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
-	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb};
+	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb};
 	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
 	char *data;
@@ -1059,6 +1248,9 @@ job_free(struct job *job)
 	log_limit_flush(&job->lim_acquire);
 	log_limit_flush(&job->lim_cooldown);
 	log_limit_flush(&job->lim_start);
+	log_limit_flush(&job->lim_hook);
+	while (job->nhookq > 0)
+		proto_spec_free(&job->hookq[--job->nhookq].spec);
 	free(job->lock_path);
 	free(job->last_result);
 	free(job->name);
@@ -1139,6 +1331,10 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 {
 	char fields[96];
 
+	if (run != 0 && run == job->hook_run) {
+		log_debug("job %s: its %s runs, pid %d", job->name, job->hook_key, (int)pid);
+		return;
+	}
 	if (run != job->run)
 		return;
 	job->pid = pid;
@@ -1157,6 +1353,10 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 {
 	struct jobstate_end e = {0};
 
+	if (run != 0 && run == job->hook_run) {
+		job_hook_end(job, 1, why);
+		return;
+	}
 	if (run != job->run)
 		return;
 	e.start_failed = 1;
@@ -1187,6 +1387,15 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	const char *what;
 	char how[64], used[96], fields[96];
 
+	if (run != 0 && run == job->hook_run) {
+		if (WIFEXITED(status))
+			snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+		else
+			snprintf(how, sizeof how, "signal %d%s", WTERMSIG(status),
+			         reason == PROTO_EXIT_DEADLINE ? ", at its hook_timeout" : "");
+		job_hook_end(job, !WIFEXITED(status) || WEXITSTATUS(status) != 0, how);
+		return;
+	}
 	if (run != job->run)
 		return;
 	job_run_fields(job, run, fields, sizeof fields);
@@ -1254,6 +1463,8 @@ job_supervisor_died(struct job *job)
 		job_count_end(job, JOB_OUTCOME_KILLED, 1);
 		job_record(job, "aborted", JOB_OUTCOME_KILLED, 0, 0, "the supervisor died", NULL);
 	}
+	if (job->hook_run != 0)
+		job_hook_end(job, 1, "the supervisor died");
 	evtimer_del(job->timer);
 	jobrec_cancel_claim(job->rec);
 	job->lost_pending = job->conflict_pending = job->await_verify = 0;
@@ -1303,7 +1514,7 @@ job_stopping(const struct job *job)
 int
 job_owns_run(const struct job *job, uint32_t run)
 {
-	return run != 0 && job->run == run;
+	return run != 0 && (job->run == run || job->hook_run == run);
 }
 
 /* The job's name. */
@@ -1358,6 +1569,7 @@ job_stats(const struct job *job, struct job_stats *st)
 	memcpy(st->buckets, job->buckets, sizeof st->buckets);
 	st->durations = job->durations;
 	st->duration_sum = job->duration_sum;
+	st->hook_failures = job->hook_failures;
 }
 
 /* An outcome's name, as records and metrics spell it. */
@@ -1425,5 +1637,6 @@ job_status_json(const struct job *job)
 		json_object_set_new(o, "last_memory_peak", json_integer(job->last_peak));
 	json_object_set_new(o, "cpu_usec", json_integer((json_int_t)job->cpu_usec_total));
 	json_object_set_new(o, "ooms", json_integer((json_int_t)job->ooms));
+	json_object_set_new(o, "hook_failures", json_integer((json_int_t)job->hook_failures));
 	return o;
 }

@@ -79,6 +79,7 @@ struct job_stats {
 	uint64_t buckets[JOB_DURATION_BUCKETS]; /* runs that ended within each bound (cumulative) */
 	uint64_t durations;                     /* runs that ended (the histogram's count) */
 	double duration_sum;                    /* seconds */
+	uint64_t hook_failures;                 /* hooks that failed, timed out or were not run */
 };
 
 enum job_state {

@@ -102,6 +102,14 @@ static void jobrec_claim_step(struct jobrec_task *);
 static void jobrec_missed_step(struct jobrec_task *);
 static void jobrec_run_step(struct jobrec_task *);
 
+/* Say that a record was written (created: its path) or will not be (NULL). */
+static void
+jobrec_recorded(struct jobrec *jr, json_t *record, const char *created)
+{
+	if (jr->cb.recorded != NULL)
+		jr->cb.recorded(jr, record, created, jr->arg);
+}
+
 /*
  * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
  * key), -1 if it is corrupt (too large, not an object, or a count that is not an integer in
@@ -813,9 +821,11 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc != ZOK) {
 		log_warnx_limited(&jobrec_lim_run, "cannot record a run of %s: %s", t->jr->path,
 		                  zerror(reply->rc));
+		jobrec_recorded(t->jr, t->record, NULL);
 		jobrec_task_free(t);
 		return;
 	}
+	jobrec_recorded(t->jr, t->record, reply->created);
 	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
 }
 
@@ -838,6 +848,7 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 	struct jobrec_task *t;
 
 	if (history <= 0) {
+		jobrec_recorded(jr, record, NULL);
 		json_decref(record);
 		return;
 	}
@@ -848,6 +859,7 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 			    "job %s: %d run records in the last minute: not recording more "
 			    "runs until the minute is over (they are counted in the next one)",
 			    znode_basename(jr->path), JOBREC_MAX_RUNS);
+		jobrec_recorded(jr, record, NULL);
 		json_decref(record);
 		return;
 	}

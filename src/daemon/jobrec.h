@@ -23,6 +23,11 @@ enum jobrec_claim_result {
 struct jobrec_cb {
 	void (*agreed)(struct jobrec *, void *arg);
 	void (*conflict)(struct jobrec *, int cluster_leases, void *arg);
+	/*
+	 * (may be NULL) a record this worker made, of a run or a missed tick, is written:
+	 * created is its path, or NULL when it was not (history 0, the write limit, an error)
+	 */
+	void (*recorded)(struct jobrec *, json_t *record, const char *created, void *arg);
 };
 
 typedef void (*jobrec_claim_cb)(enum jobrec_claim_result, void *arg);

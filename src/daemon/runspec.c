@@ -74,9 +74,16 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 		proto_spec_add(spec, PROTO_TAG_ENV, rs->env[i]);
 	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_JOB=%s", rs->name);
 	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_NODE=%s", rs->node_id);
-	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCE=%lld", (long long)rs->fence);
-	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_LEASES=%d", rs->leases);
-	runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_DEADLINE_MS=%d", rs->deadline_ms);
+	for (i = 0; rs->facts != NULL && rs->facts[i] != NULL; i++)
+		proto_spec_add(spec, PROTO_TAG_ENV, rs->facts[i]);
+	if (rs->hook_ms > 0)
+		runspec_addf(spec, PROTO_TAG_HOOK, "%llu", (unsigned long long)rs->hook_ms);
+	else {
+		/* A hook holds no lease: no fence or deadline of its own. */
+		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCE=%lld", (long long)rs->fence);
+		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_LEASES=%d", rs->leases);
+		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_DEADLINE_MS=%d", rs->deadline_ms);
+	}
 	if (rs->tick >= 0) {
 		clock_iso8601((uint64_t)rs->tick * 1000, tick, sizeof tick);
 		tick[19] = 'Z'; /* whole seconds: 2026-01-02T03:04:05Z */
@@ -95,6 +102,9 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 		proto_spec_add(spec, PROTO_TAG_LOG, rs->log_file);
 		runspec_addf(spec, PROTO_TAG_LOG_MAX, "%llu",
 		             (unsigned long long)rs->log_max_bytes);
+		if (rs->record_output > 0)
+			runspec_addf(spec, PROTO_TAG_TAIL, "%llu",
+			             (unsigned long long)rs->record_output);
 	}
 	runspec_addf(spec, PROTO_TAG_GRACE, "%llu", (unsigned long long)rs->kill_grace_ms);
 	proto_spec_add_limits(spec, &rs->limits);

@@ -30,8 +30,12 @@ struct runspec {
 	int umask; /* -1 to inherit */
 	const char *log_file;
 	uint64_t log_max_bytes;
+	uint64_t record_output; /* bytes of the output's end sent back at the exit, 0: none */
 	uint64_t kill_grace_ms;
 	struct proto_limits limits; /* 0 in a field: no limit */
+	/* A hook: killed after hook_ms; facts are its LEASEKEEPER_* (NULL-terminated) */
+	uint64_t hook_ms; /* 0: a run of the job's command */
+	char *const *facts;
 };
 
 void runspec_build(const struct runspec *, struct proto_spec *);

@@ -196,6 +196,7 @@ web_view_done(json_t *view, void *arg)
 	char *doc;
 
 	w->reading = 0;
+	json_object_del(view, "_no_cluster"); /* status' --root check; the page shows the lists */
 	if (w->closing) {
 		json_decref(view);
 		return;

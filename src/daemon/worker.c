@@ -95,6 +95,8 @@ struct worker {
 	struct members *members;       /* the live workers and their jobs, for ranking ticks */
 	struct event *placement_timer; /* jobs no live worker can run, looked for */
 	json_t *unrunnable;            /* {job: true}: those last found, warned of once */
+	char *http_listen;             /* what http listens on, NULL: off */
+	const struct http_cb *http_cb; /* to listen anew at a reload */
 	enum worker_state state;
 	char *path; /* <root>/workers/<node_id> */
 	uint64_t started_ms;
@@ -335,7 +337,8 @@ worker_node_data(struct worker *w)
 	clock_iso8601(w->started_ms, stamp, sizeof stamp);
 	jobs = json_array();
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done)
+		/* A job stopping for good (a reload removed or replaced it) is carried no more. */
+		if (!wj->done && !job_stopping(wj->job))
 			json_array_append_new(jobs, json_string(job_name(wj->job)));
 	}
 	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s}", "version", LEASEKEEPER_VERSION, "node",
@@ -1066,6 +1069,8 @@ worker_stop(struct worker *w)
 	}
 }
 
+static void worker_reload_http(struct worker *, const char *);
+
 /* Reload the configuration: jobs come, go or change; a broken file changes nothing. */
 static void
 worker_reload_config(struct worker *w)
@@ -1100,11 +1105,10 @@ worker_reload_config(struct worker *w)
 	    cfg->safety_margin_ms != w->cfg->safety_margin_ms ||
 	    cfg->require_acl != w->cfg->require_acl ||
 	    (cfg->auth == NULL) != (w->cfg->auth == NULL) ||
-	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0) ||
-	    (cfg->http_listen == NULL) != (w->cfg->http_listen == NULL) ||
-	    (cfg->http_listen != NULL && strcmp(cfg->http_listen, w->cfg->http_listen) != 0))
-		log_warnx("reload: changes to [zookeeper], node_id, safety_margin or [http] take "
-		          "effect only after a restart; job changes are applied now");
+	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0))
+		log_warnx("reload: changes to [zookeeper], node_id or safety_margin take effect "
+		          "only after a restart; job changes are applied now");
+	worker_reload_http(w, cfg->http_listen);
 
 	/*
 	 * Removed or changed jobs stop; unchanged ones take the new configuration. A copy
@@ -1177,6 +1181,36 @@ worker_reload(struct worker *w)
 	worker_reload_config(w);
 	if (w->notified_ready)
 		worker_notify_status(w, "READY=1");
+}
+
+/*
+ * [http] listen changed at a reload: listen on the new address, then close the old one;
+ * an address that cannot be bound keeps the old listener, and says so.
+ */
+static void
+worker_reload_http(struct worker *w, const char *listen)
+{
+	struct http *h;
+
+	if ((listen == NULL && w->http_listen == NULL) ||
+	    (listen != NULL && w->http_listen != NULL && strcmp(listen, w->http_listen) == 0))
+		return;
+	if (listen == NULL) {
+		log_info("reload: [http] listen is empty: the status page is off");
+		http_free(w->http);
+		w->http = NULL;
+	} else if ((h = http_start(w->base, listen, w->http_cb, w)) == NULL) {
+		log_warnx("reload: [http] listen = %s cannot be served (see above): %s%s", listen,
+		          w->http_listen != NULL ? "still listening on "
+		                                 : "the status page stays off",
+		          w->http_listen != NULL ? w->http_listen : "");
+		return;
+	} else {
+		http_free(w->http);
+		w->http = h;
+	}
+	free(w->http_listen);
+	w->http_listen = listen != NULL ? xstrdup(listen) : NULL;
 }
 
 /* Signals arrive here as events. */
@@ -1741,6 +1775,23 @@ worker_run(const char *config_file, struct config *cfg)
 		w.signals[i] = evsignal_new(w.base, sigs[i], worker_signal_cb, &w);
 		event_add(w.signals[i], NULL);
 	}
+	/* A status page that cannot listen is a configuration error, like any other. */
+	w.http_cb = &hcb;
+	if (cfg->http_listen != NULL) {
+		if ((w.http = http_start(w.base, cfg->http_listen, &hcb, &w)) == NULL) {
+			log_warnx("%s: [http] listen = %s cannot be served (see above): free the "
+			          "port, fix the address, or leave listen empty to turn the status "
+			          "page off",
+			          config_file, cfg->http_listen);
+			for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+				event_free(w.signals[i]);
+			event_base_free(w.base);
+			free(w.path);
+			free(w.config_file);
+			return EXIT_CONFIG;
+		}
+		w.http_listen = xstrdup(cfg->http_listen);
+	}
 	w.dup_timer = evtimer_new(w.base, worker_dup_timer_cb, &w);
 	w.reg_timer = evtimer_new(w.base, worker_reg_timer_cb, &w);
 	w.stop_timer = evtimer_new(w.base, worker_stop_timer_cb, &w);
@@ -1783,8 +1834,6 @@ worker_run(const char *config_file, struct config *cfg)
 		wj->job = worker_job_new(&w, cfg->jobs_list[i]);
 		TAILQ_INSERT_TAIL(&w.jobs, wj, entry);
 	}
-	if (cfg->http_listen != NULL)
-		w.http = http_start(w.base, cfg->http_listen, &hcb, &w);
 	worker_notify_start(&w);
 
 	event_base_dispatch(w.base);
@@ -1820,6 +1869,7 @@ worker_run(const char *config_file, struct config *cfg)
 	event_base_free(w.base);
 	log_info("stopped");
 	free(w.path);
+	free(w.http_listen);
 	free(w.cgroup_name);
 	free(w.config_file);
 	while ((rc = TAILQ_FIRST(&w.retired)) != NULL) {

@@ -70,6 +70,11 @@ struct sjob {
 	int outfd; /* output pipe, when logging to a file */
 	struct event *outev;
 	struct joblog log;
+	char *tail;            /* the output's last tail_len bytes, for the run record */
+	size_t tail_len;       /* at most tail_max */
+	size_t tail_max;       /* 0: none kept */
+	int tail_cut;          /* output before the tail was dropped */
+	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
 
@@ -126,6 +131,16 @@ sv_deadline(struct sv *sv, uint64_t epoch)
 }
 
 /*
+ * The deadline of a job's run: its epoch's, or for a hook, which runs outside any lease,
+ * its own (hook_timeout and kill_grace after its start, whatever becomes of the session).
+ */
+static uint64_t
+sv_job_deadline(struct sv *sv, const struct sjob *j)
+{
+	return j->own_deadline != 0 ? j->own_deadline : sv_deadline(sv, j->epoch);
+}
+
+/*
  * Send sig to a job's whole process group. Until the child's setsid() has run there is
  * no group yet: then the child alone is signalled (it has no children of its own yet).
  */
@@ -148,6 +163,53 @@ sv_signal(struct sjob *j, int sig)
 		return;
 	if (errno != ESRCH)
 		log_warn("supervisor: kill(-%ld, %d) for job %s", (long)j->pid, sig, j->name);
+}
+
+/* Keep the end of a run's output: the last tail_max bytes of everything written. */
+static void
+sv_tail_add(struct sjob *j, const char *buf, size_t n)
+{
+	size_t drop;
+
+	if (j->tail_max == 0)
+		return;
+	if (n >= j->tail_max) {
+		j->tail_cut |= n > j->tail_max || j->tail_len > 0;
+		memcpy(j->tail, buf + (n - j->tail_max), j->tail_max);
+		j->tail_len = j->tail_max;
+		return;
+	}
+	if (j->tail_len + n > j->tail_max) {
+		drop = j->tail_len + n - j->tail_max;
+		memmove(j->tail, j->tail + drop, j->tail_len - drop);
+		j->tail_len -= drop;
+		j->tail_cut = 1;
+	}
+	memcpy(j->tail + j->tail_len, buf, n);
+	j->tail_len += n;
+}
+
+/*
+ * The tail as EXITED carries it: whole lines where the start was cut (unless that leaves
+ * nothing), and a NUL byte, which the message cannot carry, as 0xff: main shows it as it
+ * shows every byte that is not UTF-8.
+ */
+static void
+sv_tail_output(struct sjob *j, struct proto_usage *u)
+{
+	char *nl;
+	size_t i, skip = 0;
+
+	if (j->tail_max == 0)
+		return;
+	if (j->tail_cut && (nl = memchr(j->tail, '\n', j->tail_len)) != NULL &&
+	    (size_t)(nl - j->tail) + 1 < j->tail_len)
+		skip = (size_t)(nl - j->tail) + 1;
+	for (i = skip; i < j->tail_len; i++)
+		if (j->tail[i] == '\0')
+			j->tail[i] = (char)0xff;
+	u->output = j->tail + skip;
+	u->output_len = j->tail_len - skip;
 }
 
 /*
@@ -174,6 +236,7 @@ sv_output_cb(int fd, short what, void *arg)
 			return;
 		}
 		joblog_write(&j->log, buf, (size_t)n);
+		sv_tail_add(j, buf, (size_t)n);
 		done += (size_t)n;
 	}
 }
@@ -202,6 +265,7 @@ sv_job_free(struct sv *sv, struct sjob *j)
 			         j->cgname);
 	}
 	joblog_close(&j->log);
+	free(j->tail);
 	free(j->name);
 	free(j);
 }
@@ -225,10 +289,23 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
+		if (j->own_deadline != 0) {
+			log_warnx("supervisor: the hook of job %s ran for its hook_timeout: "
+			          "SIGTERM to %s",
+			          j->name, sv_target(j, t, sizeof t));
+			break;
+		}
 		log_warnx("supervisor: lease deadline of job %s is %s: SIGTERM to %s", j->name,
 		          deadline == 0 ? "gone" : "near", sv_target(j, t, sizeof t));
 		break;
 	case SVRUN_WHY_DEADLINE_PASSED:
+		if (j->own_deadline != 0) {
+			log_warnx("supervisor: the hook of job %s did not stop after its "
+			          "hook_timeout: SIGKILL "
+			          "to %s",
+			          j->name, sv_target(j, t, sizeof t));
+			break;
+		}
 		log_warnx("supervisor: lease deadline of job %s passed: SIGKILL to %s", j->name,
 		          sv_target(j, t, sizeof t));
 		break;
@@ -260,7 +337,7 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 static void
 sv_job_exited(struct sv *sv, struct sjob *j)
 {
-	struct proto_usage u = {-1, -1};
+	struct proto_usage u = {-1, -1, NULL, 0};
 	struct proto_spec payload = {NULL, 0};
 	enum proto_exit_reason reason = j->run.reason;
 	int64_t ooms = 0;
@@ -268,6 +345,9 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 
 	if (j->cgfd >= 0)
 		cgroup_usage(j->cgfd, &u, &ooms);
+	/* Every process is gone: what is left in the pipe is the output's end. */
+	if (j->outev != NULL)
+		sv_output_cb(j->outfd, EV_READ, j);
 	if (ooms > 0 && reason == PROTO_EXIT_NORMAL)
 		reason = PROTO_EXIT_OOM;
 	if (WIFEXITED(j->status))
@@ -282,7 +362,10 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 		         (double)u.mem_peak / (1024.0 * 1024.0));
 	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%lu", j->name, (long)j->pid, what,
 	         proto_exit_reason_name(reason), used, (unsigned long)j->id);
+	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
+		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
+	sv_tail_output(j, &u);
 	proto_usage_add(&payload, &u);
 	if (sv->conn != NULL)
 		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, reason, payload.buf,
@@ -302,7 +385,7 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	struct svrun_actions act;
 	int i;
 
-	in->deadline = sv_deadline(sv, j->epoch);
+	in->deadline = sv_job_deadline(sv, j);
 	svrun_step(&j->run, in, &act);
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
@@ -503,9 +586,19 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
+	if (spec.hook_ms > 0) {
+		/* SIGTERM at hook_timeout, SIGKILL kill_grace later. */
+		deadline = now + (spec.hook_ms + spec.grace_ms) * CLOCK_NS_PER_MS;
+		j->own_deadline = deadline;
+	}
 	if (spec.log_path != NULL)
 		j->log.path = xstrdup(spec.log_path);
 	j->log.max = spec.log_max;
+	/* Only output that goes through our pipe (to a log file) can be kept. */
+	if (spec.log_path != NULL && spec.tail_max > 0) {
+		j->tail_max = (size_t)spec.tail_max;
+		j->tail = xmalloc(j->tail_max);
+	}
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->run.grace_ns >= deadline) {
@@ -568,7 +661,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		fcntl(j->outfd, F_SETFL, O_NONBLOCK);
 		j->outev = event_new(sv->base, j->outfd, EV_READ | EV_PERSIST, sv_output_cb, j);
 		event_add(j->outev, NULL);
-		joblog_note(&j->log, j->name, "starting");
+		joblog_note(&j->log, j->name, j->own_deadline != 0 ? "hook starting" : "starting");
 	}
 	j->errev = event_new(sv->base, j->errfd, EV_READ, sv_exec_cb, j);
 	event_add(j->errev, NULL);
@@ -610,7 +703,7 @@ sv_epoch_end(struct sv *sv, uint64_t epoch)
 		}
 	}
 	TAILQ_FOREACH_SAFE(j, &sv->jobs, entry, jnext) {
-		if (j->epoch <= sv->ended_epoch)
+		if (j->epoch <= sv->ended_epoch && j->own_deadline == 0) /* hooks hold no lease */
 			sv_job_event(sv, j, SVRUN_EPOCH_END, NULL);
 	}
 }

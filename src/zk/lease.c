@@ -28,6 +28,7 @@ struct lease {
 	struct event *timer;
 	uint64_t timeout_ms;
 	int timed_out; /* the last acquire ended because its timeout ran out */
+	char *data;    /* what our nodes hold (lease_data), to add held_since to */
 };
 
 static const char *lease_state_names[] = {"IDLE", "ACQUIRING", "HELD", "UNVERIFIED"};
@@ -50,6 +51,33 @@ lease_set_state(struct lease *l, enum lease_state state)
 	l->state = state;
 }
 
+/*
+ * Add "held_since" (now) to what our node holds, so that status shows both when a holder
+ * joined the queue ("since") and when it got the lease. Data that is not lease_data's
+ * JSON object is left alone.
+ */
+static void
+lease_write_held(struct lease *l)
+{
+	char stamp[40], *out;
+	json_t *o;
+
+	if (l->data == NULL || (o = json_loads(l->data, 0, NULL)) == NULL)
+		return;
+	if (json_is_object(o)) {
+		clock_iso8601(clock_wall_ms(), stamp, sizeof stamp);
+		json_object_set_new(o, "held_since", json_string(stamp));
+		if ((out = json_dumps(o, JSON_COMPACT)) != NULL) {
+			if (l->mutex != NULL)
+				mutex_write_held(l->mutex, out);
+			else
+				semaphore_write_held(l->semaphore, out);
+			free(out);
+		}
+	}
+	json_decref(o);
+}
+
 /* The recipe holds: stop the timeout and tell the owner. */
 static void
 lease_acquired_cb(void *arg)
@@ -59,6 +87,8 @@ lease_acquired_cb(void *arg)
 	evtimer_del(l->timer);
 	lease_set_state(l, LEASE_HELD);
 	l->cb.acquired(l, l->arg);
+	if (l->state == LEASE_HELD)
+		lease_write_held(l); /* after the owner's reaction: off the hand-over's path */
 }
 
 /* The recipe held and does not any more. */
@@ -127,6 +157,7 @@ lease_new(struct event_base *base, struct zk *zk, const char *path, int leases, 
 	l->leases = leases;
 	l->cb = *cb;
 	l->arg = arg;
+	l->data = data != NULL ? xstrdup(data) : NULL;
 	if (leases == 1)
 		l->mutex = mutex_new(zk, path, data, &mcb, l);
 	else
@@ -195,6 +226,7 @@ lease_free(struct lease *l)
 	semaphore_free(l->semaphore);
 	event_free(l->timer);
 	free(l->path);
+	free(l->data);
 	free(l);
 }
 
@@ -235,6 +267,8 @@ lease_path(const struct lease *l)
 void
 lease_set_data(struct lease *l, const char *data)
 {
+	free(l->data);
+	l->data = xstrdup(data);
 	if (l->mutex != NULL)
 		mutex_set_data(l->mutex, data);
 	else

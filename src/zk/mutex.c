@@ -106,6 +106,14 @@ mutex_verified_cb(struct pnode *p, void *arg)
 		m->cb.verified(m->arg);
 }
 
+/* Write data into our node while we hold (lease.c: when we got it, for status). */
+void
+mutex_write_held(struct mutex *m, const char *data)
+{
+	if (m->state == MUTEX_HELD && m->node != NULL)
+		pnode_write(m->node, data);
+}
+
 /* We are at the head. */
 static void
 mutex_hold(struct mutex *m)

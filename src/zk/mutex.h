@@ -24,6 +24,7 @@ void mutex_release(struct mutex *);
 void mutex_free(struct mutex *);
 void mutex_session(struct mutex *, enum zk_event);
 void mutex_set_data(struct mutex *, const char *data);
+void mutex_write_held(struct mutex *, const char *data);
 
 int64_t mutex_czxid(const struct mutex *);
 uint64_t mutex_shortcuts(const struct mutex *);

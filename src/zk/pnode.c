@@ -93,6 +93,19 @@ pnode_new(struct zk *zk, const char *dir, const char *base, const char *data,
 	return p;
 }
 
+/*
+ * Write data into our node while it exists (its name, so its place in the queue, stays):
+ * for status only, so the answer is not awaited. A change of data fires our own watch,
+ * which only watches again.
+ */
+void
+pnode_write(struct pnode *p, const char *data)
+{
+	if (p->state != PNODE_CREATED && p->state != PNODE_HELD)
+		return;
+	zk_set(p->zk, p->path, data, (int)strlen(data), -1, NULL, NULL);
+}
+
 /* Replace the data written at the next create. */
 void
 pnode_set_data(struct pnode *p, const char *data)

@@ -23,6 +23,7 @@ void pnode_delete(struct pnode *);
 void pnode_free(struct pnode *);
 void pnode_session(struct pnode *, enum zk_event);
 void pnode_set_data(struct pnode *, const char *data);
+void pnode_write(struct pnode *, const char *data);
 void pnode_hold(struct pnode *);
 
 const char *pnode_name(const struct pnode *);

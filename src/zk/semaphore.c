@@ -125,6 +125,14 @@ semaphore_lock_failed_cb(const char *why, void *arg)
 		semaphore_fail(s, why);
 }
 
+/* Write data into our lease node while we hold (lease.c: when we got it, for status). */
+void
+semaphore_write_held(struct semaphore *s, const char *data)
+{
+	if (s->state == SEMAPHORE_HELD && s->lease != NULL)
+		pnode_write(s->lease, data);
+}
+
 /* Our lease node exists: count, unless the pipelined listing is on its way. */
 static void
 semaphore_created_cb(struct pnode *p, void *arg)

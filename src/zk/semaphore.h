@@ -24,6 +24,7 @@ void semaphore_release(struct semaphore *);
 void semaphore_free(struct semaphore *);
 void semaphore_session(struct semaphore *, enum zk_event);
 void semaphore_set_data(struct semaphore *, const char *data);
+void semaphore_write_held(struct semaphore *, const char *data);
 
 int64_t semaphore_czxid(const struct semaphore *);
 

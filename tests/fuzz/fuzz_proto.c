@@ -3,7 +3,8 @@
  * sent as one message on a SOCK_SEQPACKET socketpair and read by a connection's reader
  * (proto_conn_new), which decodes the frame; a start spec it delivers is decoded as the
  * supervisor does (proto_spec_parse, which walks every tag), and an exit's usage as main
- * does (proto_usage_parse). The reader must deliver
+ * does (proto_usage_parse, with the output's end main makes valid UTF-8 for the run record,
+ * utf8_valid, which must give what jansson accepts). The reader must deliver
  * exactly the frames that are well-formed, with their header and payload as sent, and a
  * spec or usage that decodes must survive being written again.
  */
@@ -18,7 +19,10 @@
 
 #include <event2/event.h>
 
+#include <jansson.h>
+
 #include "proto.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -129,13 +133,28 @@ fuzz_proto_msg_cb(const struct proto_msg *msg, void *arg)
 		if (proto_usage_parse(msg->payload, msg->len, &u) == 0) {
 			proto_usage_add(&out, &u);
 			if (proto_usage_parse(out.buf, out.len, &u2) != 0 ||
-			    u.cpu_usec != u2.cpu_usec || u.mem_peak != u2.mem_peak) {
+			    u.cpu_usec != u2.cpu_usec || u.mem_peak != u2.mem_peak ||
+			    (u.output == NULL) != (u2.output == NULL) ||
+			    u.output_len != u2.output_len ||
+			    (u.output != NULL && memcmp(u.output, u2.output, u.output_len) != 0)) {
 				fprintf(stderr,
 				        "fuzz_proto: a decoded usage reads back differently\n");
 				abort();
 			}
 			proto_spec_free(&out);
-		} else if (u.cpu_usec != -1 || u.mem_peak != -1) {
+			if (u.output != NULL) {
+				char *text = utf8_valid(u.output, u.output_len);
+				json_t *j = json_string(text);
+
+				if (j == NULL) {
+					fprintf(stderr, "fuzz_proto: utf8_valid gave what "
+					                "jansson refuses\n");
+					abort();
+				}
+				json_decref(j);
+				free(text);
+			}
+		} else if (u.cpu_usec != -1 || u.mem_peak != -1 || u.output != NULL) {
 			fprintf(stderr, "fuzz_proto: a refused usage left values behind\n");
 			abort();
 		}

@@ -332,7 +332,7 @@ test_spec_limits(void **state)
 static void
 test_usage(void **state)
 {
-	struct proto_usage u = {1234567, 40960}, back;
+	struct proto_usage u = {1234567, 40960, NULL, 0}, back;
 	struct proto_spec s = {NULL, 0};
 
 	(void)state;
@@ -359,6 +359,69 @@ test_usage(void **state)
 	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "killed by the OOM killer");
 }
 
+/* The output's end rides in EXITED: it reads back; twice, or over PROTO_MAX_TAIL, is refused. */
+static void
+test_usage_output(void **state)
+{
+	struct proto_usage u = {-1, 7, "last line\n", 10}, back;
+	struct proto_spec s = {NULL, 0};
+	struct proto_run spec;
+	char *big, *cause = NULL;
+
+	(void)state;
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
+	assert_int_equal(back.mem_peak, 7);
+	assert_int_equal(back.output_len, 10);
+	assert_memory_equal(back.output, "last line\n", 10);
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), -1);
+	assert_null(back.output);
+	proto_spec_free(&s);
+	/* more than the most: the writer keeps the end, a reader refuses more */
+	big = malloc(PROTO_MAX_TAIL + 2);
+	memset(big, 'x', PROTO_MAX_TAIL + 1);
+	big[0] = 'A';
+	big[PROTO_MAX_TAIL + 1] = '\0';
+	u.output = big;
+	u.output_len = PROTO_MAX_TAIL + 1;
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
+	assert_int_equal(back.output_len, PROTO_MAX_TAIL);
+	assert_int_equal(back.output[0], 'x');
+	proto_spec_free(&s);
+	proto_spec_add(&s, PROTO_TAG_OUTPUT, big);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), -1);
+	proto_spec_free(&s);
+	free(big);
+	/* the start spec says how much to keep, at most PROTO_MAX_TAIL */
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_TAIL, "4096");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_int_equal(spec.tail_max, 4096);
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_TAIL, "16385");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), -1);
+	assert_string_equal(cause, "bad output tail size");
+	free(cause);
+	proto_spec_free(&s);
+	/* a hook: its own timeout, more than 0 */
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_HOOK, "30000");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_int_equal(spec.hook_ms, 30000);
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_HOOK, "0");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), -1);
+	assert_string_equal(cause, "bad hook timeout");
+	free(cause);
+	proto_spec_free(&s);
+}
+
 /* A value without its NUL, or a tag alone at the end, is refused. */
 static void
 test_spec_truncated(void **state)
@@ -378,11 +441,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode),      cmocka_unit_test(test_oversized_frame),
-	    cmocka_unit_test(test_spec_ok),     cmocka_unit_test(test_spec_inherit_env),
-	    cmocka_unit_test(test_spec_bad),    cmocka_unit_test(test_spec_truncated),
-	    cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_truncated_frame),
-	    cmocka_unit_test(test_spec_limits), cmocka_unit_test(test_usage),
+	    cmocka_unit_test(test_decode),       cmocka_unit_test(test_oversized_frame),
+	    cmocka_unit_test(test_spec_ok),      cmocka_unit_test(test_spec_inherit_env),
+	    cmocka_unit_test(test_spec_bad),     cmocka_unit_test(test_spec_truncated),
+	    cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_truncated_frame),
+	    cmocka_unit_test(test_spec_limits),  cmocka_unit_test(test_usage),
+	    cmocka_unit_test(test_usage_output),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,20 @@ struct config_limits {
 	uint64_t io_weight;   /* 1-10000: io.weight (100 is the kernel's default) */
 };
 
+/* Commands run after a run (through /bin/sh -c), as the job's user; NULL: none. */
+struct config_hooks {
+	char *on_failure; /* outcome failed, timeout, oom or aborted */
+	char *on_success; /* outcome ok */
+	char *on_missed;  /* a tick nobody ran, by the worker that records it */
+	uint64_t timeout_ms;
+};
+
+#define CONFIG_DEFAULT_HOOK_TIMEOUT_MS 30000
+#define CONFIG_MAX_HOOK_TIMEOUT_MS     3600000
+
+/* Bytes of a run's output kept in its run record unless the job says (record_output). */
+#define CONFIG_DEFAULT_RECORD_OUTPUT 4096
+
 /* The controller a limit needs: "memory", "cpu", "pids" or "io". */
 #define CONFIG_LIMIT_KEYS 5
 extern const char *const config_limit_keys[CONFIG_LIMIT_KEYS];
@@ -93,9 +107,11 @@ struct config_job {
 
 	struct config_limits limits; /* [worker]'s, unless the job sets its own ("max": none) */
 
-	char *log_file;         /* default <state_dir>/jobs/<name>.log */
-	uint64_t log_max_bytes; /* size cap before rotation to .1 */
-	int history;            /* run records kept in ZooKeeper */
+	char *log_file;            /* default <state_dir>/jobs/<name>.log */
+	uint64_t log_max_bytes;    /* size cap before rotation to .1 */
+	int history;               /* run records kept in ZooKeeper */
+	uint64_t record_output;    /* bytes of the output's end kept in each run record, 0: none */
+	struct config_hooks hooks; /* [worker]'s, unless the job sets its own */
 	enum config_on_shutdown on_shutdown;
 };
 
@@ -126,7 +142,8 @@ struct config {
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 	enum config_tick_claim tick_claim;
-	char **labels; /* "key=value", sorted by key, NULL terminated (empty: none) */
+	char **labels;             /* "key=value", sorted by key, NULL terminated (empty: none) */
+	struct config_hooks hooks; /* every job's defaults */
 
 	/* [safety] */
 	uint64_t safety_margin_ms;
