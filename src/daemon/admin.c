@@ -608,11 +608,14 @@ admin_print_node(const char *what, json_t *n)
 	const char *data = json_string_value(json_object_get(n, "data"));
 	json_t *pid = json_object_get(n, "pid");
 
-	/* since: when it joined the queue; held_since: when it got the lease (a holder). */
-	if (node != NULL && held != NULL && strcmp(what, "holder") == 0)
+	/*
+	 * since: when it joined the queue; held_since: when it got the lease, written by a
+	 * holder that waited a second or more (one that got it at once holds since "since").
+	 */
+	if (node != NULL && since != NULL && strcmp(what, "holder") == 0)
 		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s, holder since %s\n",
 		       what, node, (long long)json_integer_value(pid), job != NULL ? job : "?",
-		       since != NULL ? since : "?", held);
+		       since, held != NULL ? held : since);
 	else if (node != NULL)
 		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s\n", what, node,
 		       (long long)json_integer_value(pid), job != NULL ? job : "?",

@@ -16,6 +16,8 @@
 #include "semaphore.h"
 #include "xmalloc.h"
 
+#define LEASE_HELD_SINCE_MS 1000 /* a wait in the queue shorter than this is not written */
+
 struct lease {
 	struct zk *zk;
 	char *path;
@@ -27,8 +29,9 @@ struct lease {
 	enum lease_state state;
 	struct event *timer;
 	uint64_t timeout_ms;
-	int timed_out; /* the last acquire ended because its timeout ran out */
-	char *data;    /* what our nodes hold (lease_data), to add held_since to */
+	int timed_out;     /* the last acquire ended because its timeout ran out */
+	char *data;        /* what our nodes hold (lease_data), to add held_since to */
+	uint64_t asked_ms; /* wall clock: when this acquisition started */
 };
 
 static const char *lease_state_names[] = {"IDLE", "ACQUIRING", "HELD", "UNVERIFIED"};
@@ -53,8 +56,10 @@ lease_set_state(struct lease *l, enum lease_state state)
 
 /*
  * Add "held_since" (now) to what our node holds, so that status shows both when a holder
- * joined the queue ("since") and when it got the lease. Data that is not lease_data's
- * JSON object is left alone.
+ * joined the queue ("since") and when it got the lease. Only when it waited in the queue
+ * for LEASE_HELD_SINCE_MS or more: a lease taken at once (a scheduled tick's usual case)
+ * costs no write, and its "since" is when it got it. Data that is not lease_data's JSON
+ * object is left alone.
  */
 static void
 lease_write_held(struct lease *l)
@@ -62,6 +67,8 @@ lease_write_held(struct lease *l)
 	char stamp[40], *out;
 	json_t *o;
 
+	if (clock_wall_ms() < l->asked_ms + LEASE_HELD_SINCE_MS)
+		return;
 	if (l->data == NULL || (o = json_loads(l->data, 0, NULL)) == NULL)
 		return;
 	if (json_is_object(o)) {
@@ -174,6 +181,7 @@ lease_acquire(struct lease *l, uint64_t timeout_ms)
 		fatalx("lease_acquire on %s in state %s", l->path, lease_state_name(l->state));
 	lease_set_state(l, LEASE_ACQUIRING);
 	l->timed_out = 0;
+	l->asked_ms = clock_wall_ms();
 	lease_retime(l, timeout_ms);
 	if (l->mutex != NULL)
 		mutex_acquire(l->mutex);
