@@ -579,6 +579,7 @@ admin_view_start(struct zk *zk, const struct admin_view_opts *o, void (*done)(js
 			job = admin_job_object(v, cfg->jobs_list[i]->name,
 			                       cfg->jobs_list[i]->lock_znode,
 			                       cfg->jobs_list[i]->leases);
+			json_object_set_new(job, "_configured", json_true());
 			json_object_set_new(job, "schedule",
 			                    json_string(cfg->jobs_list[i]->schedule));
 			t = schedule_next(cfg->jobs_list[i]->sched,
@@ -675,6 +676,7 @@ admin_status_placement(json_t *out)
 	const char *jn, *wn;
 	size_t i, j, k;
 	char *text;
+	int configured;
 
 	json_array_foreach(json_object_get(out, "jobs"), i, job) {
 		if ((jn = json_string_value(json_object_get(job, "name"))) == NULL)
@@ -698,7 +700,15 @@ admin_status_placement(json_t *out)
 		}
 		json_object_set_new(job, "runnable_workers", on);
 		json_object_set_new(job, "excluded_on", excluded);
-		if (json_array_size(on) == 0) {
+		/*
+		 * Warned of: a job of the configuration given, or one that a live worker has in
+		 * its files but excludes. A job only the records know (an exec lock, a job
+		 * removed from every worker: see forget) is no placement problem.
+		 */
+		configured = json_is_true(json_object_get(job, "_configured"));
+		json_object_del(job, "_configured");
+		if (json_array_size(on) == 0 && (configured || json_array_size(excluded) > 0)) {
+			json_object_set_new(job, "unrunnable", json_true());
 			xasprintf(&text, "job %s: no live worker can run it", jn);
 			json_array_append_new(json_object_get(out, "warnings"), json_string(text));
 			free(text);
@@ -713,6 +723,8 @@ admin_status_print_placement(json_t *job)
 	json_t *on = json_object_get(job, "runnable_workers"), *n;
 	size_t i;
 
+	if (json_array_size(on) == 0 && !json_is_true(json_object_get(job, "unrunnable")))
+		return; /* an exec lock, or a job no live worker has in its files */
 	if (json_array_size(on) == 0)
 		printf("    runs on  NO live worker can run it");
 	else
