@@ -14,6 +14,7 @@
 #include "runspec.h"
 #include "config.h"
 #include "control.h"
+#include "runnow.h"
 #include "exec.h"
 #include "log.h"
 #include "schedule.h"
@@ -39,6 +40,8 @@ static const char *main_usage_text =
     "                                          a worker takes no new lease\n"
     "  undrain [-c FILE | --zk HOSTS] [NODE]   a drained worker takes leases again\n"
     "  forget [-c FILE | --zk HOSTS] [--force] JOB   delete the records of a gone job\n"
+    "  run-now [-c FILE | --zk HOSTS] [--wait] [--timeout DUR] [--force] JOB\n"
+    "                                          one run of a job now, on one worker\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -355,6 +358,8 @@ main(int argc, char **argv)
 		return control_undrain(argc, argv);
 	if (strcmp(cmd, "forget") == 0)
 		return control_forget(argc, argv);
+	if (strcmp(cmd, "run-now") == 0)
+		return runnow_main(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

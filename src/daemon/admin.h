@@ -4,6 +4,7 @@
 #define ADMIN_H
 
 #include "leasekeeper.h"
+#include "zk.h"
 
 int admin_status(int argc, char **argv);
 int admin_set_leases(int argc, char **argv);
@@ -27,6 +28,7 @@ struct admin {
 	int started;
 	int exit_code;
 	void (*ready)(struct admin *);
+	void (*event)(struct admin *, enum zk_event); /* optional: session events after ready */
 	void *ctx;
 };
 
