@@ -66,7 +66,7 @@ admin_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		a->started = 1;
 		evtimer_del(a->timer);
 		a->ready(a);
-	}	else if (a->started && a->event != NULL)
+	} else if (a->started && a->event != NULL)
 		a->event(a, event);
 }
 

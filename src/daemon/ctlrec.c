@@ -122,10 +122,12 @@ ctlrec_request(const char *data, int len, struct ctlrec_request *r)
 			}
 		}
 		v = json_object_get(res, "exit_status");
-		if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 255)
+		if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+		    json_integer_value(v) <= 255)
 			r->exit_status = (int)json_integer_value(v);
 		v = json_object_get(res, "signal");
-		if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 127)
+		if (json_is_integer(v) && json_integer_value(v) >= 1 &&
+		    json_integer_value(v) <= 127)
 			r->signal = (int)json_integer_value(v);
 		ctlrec_string(res, "error", r->error, sizeof r->error, "");
 	}

@@ -89,12 +89,12 @@ struct job {
 	int paused;           /* the record says paused: take no new lease */
 	int drained;          /* this worker is drained: take no new lease */
 
-	struct runreq *req;  /* the run-now requests */
-	char *manual_req;    /* the run-now request taken, until it is reported */
-	char *manual_by;     /* ... who asked */
-	int manual_restart;  /* continuous: the copy is being stopped to restart it */
-	int manual_ended;    /* the run that just ended was a manual one */
-	int manual_queued;   /* taken while busy: acted on once the job is free */
+	struct runreq *req; /* the run-now requests */
+	char *manual_req;   /* the run-now request taken, until it is reported */
+	char *manual_by;    /* ... who asked */
+	int manual_restart; /* continuous: the copy is being stopped to restart it */
+	int manual_ended;   /* the run that just ended was a manual one */
+	int manual_queued;  /* taken while busy: acted on once the job is free */
 	int64_t manual_timeout_ms;
 
 	uint32_t run;
@@ -367,7 +367,8 @@ job_finish_stop(struct job *job)
 	evtimer_del(job->run_timer);
 	jobrec_cancel_claim(job->rec);
 	job_release(job);
-	job_manual_abort(job, "stopped", "the job was stopped on this worker (a shutdown or a reload)");
+	job_manual_abort(job, "stopped",
+	                 "the job was stopped on this worker (a shutdown or a reload)");
 	job_set_state(job, JOB_DONE);
 	log_info("job %s: stopped", job->name);
 	job->cb->done(job, job->cb_arg);
@@ -724,7 +725,8 @@ job_run_end(struct job *job, struct jobstate_end *e)
 			job_start_run(job);
 			return;
 		}
-		job_manual_abort(job, "stopped", "the copy was stopped but is not started again here");
+		job_manual_abort(job, "stopped",
+		                 "the copy was stopped but is not started again here");
 	}
 	e->scheduled = job_scheduled(job);
 	e->stop_requested = job->stop_requested;
@@ -1012,7 +1014,8 @@ job_hold_now(struct job *job, int stop)
 		job->await_verify = 0;
 		lease_release(job->lease);
 		if (job->drained)
-			job_manual_abort(job, "stopped", "the worker was drained before the run started");
+			job_manual_abort(job, "stopped",
+			                 "the worker was drained before the run started");
 		if (job_scheduled(job))
 			job_wait_tick(job);
 		else
@@ -1315,8 +1318,8 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 		job_timer(job->run_timer, job->cfg->timeout_ms);
 	if (!job_scheduled(job)) {
 		/* run-now of a continuous job: done once a new copy runs. */
-		job_manual_end(job, json_pack("{s:s, s:s, s:I, s:i}", "outcome", "restarted", "node",
-		                              job_main_config(job)->node_id, "fence",
+		job_manual_end(job, json_pack("{s:s, s:s, s:I, s:i}", "outcome", "restarted",
+		                              "node", job_main_config(job)->node_id, "fence",
 		                              (json_int_t)job->run_fence, "pid", (int)pid));
 		runreq_check(job->req);
 	}

@@ -47,6 +47,7 @@ struct runnow {
 	char *path;    /* the request made */
 	char *claimer; /* the worker that claimed it, once seen */
 	int gave_up;   /* the timeout passed: deleting at version 0 */
+	int finished;  /* the exit status is decided: later answers (the close) are ignored */
 	struct event *timer;
 	json_t *out;
 };
@@ -67,6 +68,18 @@ runnow_who(const char *by)
 	return who;
 }
 
+/* Leave with code, once: what the session's close cancels must not change it. */
+static void
+runnow_done(struct admin *a, int code)
+{
+	struct runnow *r = a->ctx;
+
+	if (r->finished)
+		return;
+	r->finished = 1;
+	admin_done(a, code);
+}
+
 /* Print the outcome (the line, or the JSON object) and leave with code. */
 static void
 runnow_end(struct admin *a, const char *line, int code)
@@ -81,16 +94,20 @@ runnow_end(struct admin *a, const char *line, int code)
 		free(text);
 	} else if (line != NULL)
 		printf("%s\n", line);
-	admin_done(a, code);
+	runnow_done(a, code);
 }
 
 /* A read or write that failed: ZooKeeper is not answering as it should. */
 static void
 runnow_failed(struct admin *a, const char *what, const struct zk_reply *reply)
 {
+	struct runnow *r = a->ctx;
+
+	if (r->finished)
+		return;
 	fprintf(stderr, "leasekeeper run-now: cannot %s %s: %s\n", what, reply->path,
 	        zerror(reply->rc));
-	admin_done(a, EXIT_UNAVAILABLE);
+	runnow_done(a, EXIT_UNAVAILABLE);
 }
 
 static void runnow_follow(struct admin *);
@@ -123,6 +140,8 @@ runnow_worker_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct runnow *r = a->ctx;
 	char *line, *node;
+	if (r->finished)
+		return;
 
 	if (reply->rc == ZNONODE) {
 		node = utf8_quote_str(r->claimer);
@@ -151,10 +170,12 @@ runnow_follow_cb(const struct zk_reply *reply, void *arg)
 	char *line, *node, *path, *err;
 	json_t *o;
 	int code;
+	if (r->finished)
+		return;
 
 	if (reply->rc == ZNONODE) {
 		fprintf(stderr, "leasekeeper run-now: %s was deleted before it ended\n", r->path);
-		admin_done(a, 1);
+		runnow_done(a, 1);
 		return;
 	}
 	if (reply->rc != ZOK) {
@@ -171,8 +192,8 @@ runnow_follow_cb(const struct zk_reply *reply, void *arg)
 		json_object_set_new(r->out, "node", json_string(q.node));
 		if (r->wait && !q.done) {
 			if (!r->as_json)
-				printf("job %s: %s taken by %s; waiting for the run to end\n", r->job,
-				       znode_basename(r->path), node);
+				printf("job %s: %s taken by %s; waiting for the run to end\n",
+				       r->job, znode_basename(r->path), node);
 			fflush(stdout);
 			if (znode_valid_name(q.node, &err)) {
 				path = layout_worker(a->root, q.node);
@@ -205,8 +226,8 @@ runnow_follow_cb(const struct zk_reply *reply, void *arg)
 	json_object_set_new(r->out, "result", o);
 	err = q.error[0] != '\0' ? utf8_quote_str(q.error) : NULL;
 	if (q.signal > 0)
-		xasprintf(&line, "job %s: the run on %s ended: %s, signal %d", r->job, node, q.outcome,
-		          q.signal);
+		xasprintf(&line, "job %s: the run on %s ended: %s, signal %d", r->job, node,
+		          q.outcome, q.signal);
 	else if (q.exit_status >= 0)
 		xasprintf(&line, "job %s: the run on %s ended: %s, exit status %d", r->job, node,
 		          q.outcome, q.exit_status);
@@ -235,6 +256,8 @@ runnow_delete_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct runnow *r = a->ctx;
 	char *line, *dur;
+	if (r->finished)
+		return;
 
 	if (reply->rc == ZBADVERSION) {
 		runnow_follow(a); /* claimed just now: follow it */
@@ -279,6 +302,8 @@ runnow_created_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct runnow *r = a->ctx;
 	struct timeval tv;
+	if (r->finished)
+		return;
 
 	if (reply->rc != ZOK || reply->created == NULL) {
 		runnow_failed(a, "create", reply);
@@ -287,7 +312,8 @@ runnow_created_cb(const struct zk_reply *reply, void *arg)
 	r->path = xstrdup(reply->created);
 	json_object_set_new(r->out, "request", json_string(znode_basename(r->path)));
 	if (!r->as_json)
-		printf("job %s: run requested as %s by %s\n", r->job, znode_basename(r->path), r->by);
+		printf("job %s: run requested as %s by %s\n", r->job, znode_basename(r->path),
+		       r->by);
 	fflush(stdout);
 	tv.tv_sec = (time_t)(r->timeout_ms / 1000);
 	tv.tv_usec = (suseconds_t)(r->timeout_ms % 1000) * 1000;
@@ -304,6 +330,8 @@ runnow_list_cb(const struct zk_reply *reply, void *arg)
 	struct runnow *r = a->ctx;
 	char at[40], *data, *path;
 	json_t *o;
+	if (r->finished)
+		return;
 
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
 		runnow_failed(a, "list", reply);
@@ -314,7 +342,7 @@ runnow_list_cb(const struct zk_reply *reply, void *arg)
 		        "leasekeeper run-now: %s holds %d requests already (at most %d): wait "
 		        "for the workers to take them (finished ones go after 10 minutes)\n",
 		        r->dir, reply->nchildren, CTLREC_MAX_REQUESTS);
-		admin_done(a, 1);
+		runnow_done(a, 1);
 		return;
 	}
 	zk_create_path(a->zk, r->dir, ZOO_PERSISTENT, NULL, NULL);
@@ -339,13 +367,15 @@ runnow_record_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct runnow *r = a->ctx;
 	int stop;
+	if (r->finished)
+		return;
 
 	if (reply->rc == ZNONODE) {
 		fprintf(stderr,
 		        "leasekeeper run-now: the cluster knows no job \"%s\" (%s does not exist): "
 		        "check the name\n",
 		        r->job, r->record);
-		admin_done(a, 1);
+		runnow_done(a, 1);
 		return;
 	}
 	if (reply->rc != ZOK) {
@@ -353,11 +383,12 @@ runnow_record_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (ctlrec_paused(reply->value, reply->value_len, &stop) && !r->force) {
-		fprintf(stderr,
-		        "leasekeeper run-now: job %s is paused (`leasekeeper status` says by whom): "
-		        "resume it, or pass --force to run it once all the same\n",
-		        r->job);
-		admin_done(a, 1);
+		fprintf(
+		    stderr,
+		    "leasekeeper run-now: job %s is paused (`leasekeeper status` says by whom): "
+		    "resume it, or pass --force to run it once all the same\n",
+		    r->job);
+		runnow_done(a, 1);
 		return;
 	}
 	zk_children(a->zk, r->dir, NULL, runnow_list_cb, a);
@@ -379,7 +410,7 @@ runnow_event(struct admin *a, enum zk_event event)
 		return;
 	fprintf(stderr, "leasekeeper run-now: the ZooKeeper session ended: %s\n",
 	        zk_event_name(event));
-	admin_done(a, EXIT_UNAVAILABLE);
+	runnow_done(a, EXIT_UNAVAILABLE);
 }
 
 static const char *runnow_usage =
@@ -390,13 +421,17 @@ static const char *runnow_usage =
 int
 runnow_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},  {"zk", required_argument, NULL, 'z'},
-	    {"root", required_argument, NULL, 'r'},    {"auth-file", required_argument, NULL, 'A'},
-	    {"json", no_argument, NULL, 'j'},          {"by", required_argument, NULL, 'b'},
-	    {"wait", no_argument, NULL, 'w'},          {"timeout", required_argument, NULL, 't'},
-	    {"force", no_argument, NULL, 'f'},         {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"zk", required_argument, NULL, 'z'},
+	                                         {"root", required_argument, NULL, 'r'},
+	                                         {"auth-file", required_argument, NULL, 'A'},
+	                                         {"json", no_argument, NULL, 'j'},
+	                                         {"by", required_argument, NULL, 'b'},
+	                                         {"wait", no_argument, NULL, 'w'},
+	                                         {"timeout", required_argument, NULL, 't'},
+	                                         {"force", no_argument, NULL, 'f'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	struct admin a;
 	struct admin_opts o = {NULL, NULL, NULL, NULL};
 	struct runnow r;

@@ -26,11 +26,11 @@
 #include "xmalloc.h"
 #include "znode.h"
 
-#define RUNREQ_KEEP_MS   (10 * 60 * 1000LL)   /* a finished request stays this long */
-#define RUNREQ_GRACE_MS  (60 * 1000LL)        /* an untaken one this long past its timeout */
-#define RUNREQ_STALE_MS  (24 * 3600 * 1000LL) /* a claimed, unfinished one this long */
-#define RUNREQ_WAIT_MS   (60 * 1000LL)        /* the timeout of a request that names none */
-#define RUNREQ_MAX_TRIM  100                  /* deletes of excess nodes per listing */
+#define RUNREQ_KEEP_MS   (10 * 60 * 1000LL)        /* a finished request stays this long */
+#define RUNREQ_GRACE_MS  (60 * 1000LL)             /* an untaken one this long past its timeout */
+#define RUNREQ_STALE_MS  (24 * 3600 * 1000LL)      /* a claimed, unfinished one this long */
+#define RUNREQ_WAIT_MS   (60 * 1000LL)             /* the timeout of a request that names none */
+#define RUNREQ_MAX_TRIM  100                       /* deletes of excess nodes per listing */
 #define RUNREQ_MAX_LISTS (2 * CTLREC_MAX_REQUESTS) /* the newest read at each listing */
 
 static struct log_limit runreq_lim;
@@ -56,8 +56,7 @@ static void runreq_list(struct runreq *);
 
 /* A job's requests; runreq_start once the worker is registered. */
 struct runreq *
-runreq_new(struct zk *zk, const char *root, const char *job, const struct runreq_cb *cb,
-           void *arg)
+runreq_new(struct zk *zk, const char *root, const char *job, const struct runreq_cb *cb, void *arg)
 {
 	struct runreq *rr = xcalloc(1, sizeof *rr);
 

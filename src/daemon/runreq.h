@@ -19,8 +19,8 @@ struct runreq_cb {
 	             void *arg);
 };
 
-struct runreq *runreq_new(struct zk *, const char *root, const char *job,
-                          const struct runreq_cb *, void *arg);
+struct runreq *runreq_new(struct zk *, const char *root, const char *job, const struct runreq_cb *,
+                          void *arg);
 void runreq_free(struct runreq *);
 void runreq_start(struct runreq *, const char *node);
 void runreq_session(struct runreq *, enum zk_event);
