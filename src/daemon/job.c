@@ -646,9 +646,13 @@ job_start_run(struct job *job)
 		job_finish_stop(job);
 		return;
 	}
-	/* A restart or a retry after a pause or a drain; a tick claimed before it still runs. */
+	/*
+	 * A restart or a retry after a pause or a drain; a tick claimed before it still runs, and
+	 * so does a manual run of a paused scheduled job (run-now --force).
+	 */
 	if (job->state != JOB_CLAIMING && (job->paused || job->drained) &&
-	    !(job->manual_req != NULL && !job->drained && !job->manual_restart)) {
+	    !(job_scheduled(job) && job->manual_req != NULL && !job->manual_queued &&
+	      !job->drained)) {
 		job_manual_abort(job, "stopped", "the job was paused or the worker drained");
 		lease_release(job->lease);
 		if (job_scheduled(job))
