@@ -116,6 +116,26 @@ class RunNowTest(lktest.TestCase):
         manual = [x for x in self.runs(kz, "nightly") if x["reason"] == "manual"]
         self.assertEqual(sorted(x["request"] for x in manual[1:]), sorted(reqs))
 
+    def test_ticks_go_on_around_a_manual_run(self):
+        out = self.path("out.txt")
+        self.cluster({"tick": {"command": 'echo "${LEASEKEEPER_TICK:-manual}" >> %s' % out,
+                               "schedule": "@every 2s", "start_deadline": "1500ms",
+                               "history": 100}})
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.lines(out)) >= 2, timeout=60)
+        r = self.cli("--wait", "--by", "ops@test", "tick")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        before = len(self.lines(out))
+        self.wait_until(lambda: len(self.lines(out)) >= before + 2, timeout=30,
+                        msg="ticks after the manual run")
+        lines = self.lines(out)
+        self.assertEqual(lines.count("manual"), 1, lines)
+        ticks = [x for x in lines if x != "manual"]
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick ran twice")
+        manual = [x for x in self.runs(kz, "tick") if x["reason"] == "manual"]
+        self.assertEqual(len(manual), 1)
+        self.assertEqual(manual[0]["by"], "ops@test")
+
     def test_paused_needs_force_and_nobody_carrying_times_out(self):
         out = self.path("out.txt")
         self.cluster({"nightly": {"command": 'echo "$LEASEKEEPER_NODE" >> %s' % out,
