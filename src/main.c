@@ -15,6 +15,7 @@
 #include "runspec.h"
 #include "config.h"
 #include "control.h"
+#include "runnow.h"
 #include "exec.h"
 #include "log.h"
 #include "schedule.h"
@@ -45,6 +46,8 @@ static const char *main_usage_text =
     "                                          serve the read-only dashboard of the cluster\n"
     "  logs   [-c FILE | --zk HOSTS] [--json] JOB [--run ID | --last N]\n"
     "                                          the output's end of a job's recent runs\n"
+    "  run-now [-c FILE | --zk HOSTS] [--wait] [--timeout DUR] [--force] JOB\n"
+    "                                          one run of a job now, on one worker\n"
     "  version                                 print the version\n"
     "\n"
     "FILE defaults to " MAIN_DEFAULT_CONFIG ". See leasekeeper(1).\n";
@@ -370,6 +373,8 @@ main(int argc, char **argv)
 		return control_forget(argc, argv);
 	if (strcmp(cmd, "logs") == 0)
 		return admin_logs(argc, argv);
+	if (strcmp(cmd, "run-now") == 0)
+		return runnow_main(argc, argv);
 	if (strcmp(cmd, "exec") == 0)
 		return exec_main(argc, argv);
 	if (strcmp(cmd, "web") == 0)

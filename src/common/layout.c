@@ -5,6 +5,7 @@
  *   <root>/jobs/<job>              the agreed lease count and the lock's path
  *   <root>/jobs/<job>/state        the claimed tick
  *   <root>/jobs/<job>/runs/run-N   one record per run
+ *   <root>/jobs/<job>/requests/req-N  one `run-now` request each
  *   <root>/workers/<node_id>       an ephemeral node per worker
  *   <root>/drain/<node_id>         a persistent node per drained worker
  *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
@@ -67,6 +68,13 @@ char *
 layout_job_runs(const char *root, const char *job)
 {
 	return layout_job_child(root, job, "runs");
+}
+
+/* <root>/jobs/<job>/requests: the run-now requests. */
+char *
+layout_job_requests(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "requests");
 }
 
 /* <root>/workers. */

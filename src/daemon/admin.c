@@ -59,7 +59,8 @@ admin_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		a->started = 1;
 		evtimer_del(a->timer);
 		a->ready(a);
-	}
+	} else if (a->started && a->event != NULL)
+		a->event(a, event);
 }
 
 static void

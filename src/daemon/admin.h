@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "leasekeeper.h"
+#include "zk.h"
 
 struct config;
 struct zk;
@@ -63,6 +64,7 @@ struct admin {
 	int started;
 	int exit_code;
 	void (*ready)(struct admin *);
+	void (*event)(struct admin *, enum zk_event); /* optional: session events after ready */
 	void *ctx;
 	json_t *view; /* status: the cluster as read */
 };

@@ -25,6 +25,11 @@
  * run is stopped at once (the hand-over of a graceful stop) and a scheduled one only at the
  * drain's deadline.
  *
+ * A run-now request (runreq.c) taken by this worker runs the command once more, under a lease
+ * like a tick's (contended for within the request's timeout) but with no tick to claim, no
+ * retry, recorded with the reason "manual"; for a continuous job it is taken by a worker
+ * whose copy runs, and restarts it at once (the old copy stopped as any stop).
+ *
  * Whatever the schedule, the command runs only while the lease is held: when the lease
  * is lost the run is killed at once (the supervisor has usually done so already, at the
  * lease deadline); after a disconnect a run is restarted only once the lease has been
@@ -53,6 +58,7 @@
 #include "log.h"
 #include "members.h"
 #include "rank.h"
+#include "runreq.h"
 #include "runspec.h"
 #include "schedule.h"
 #include "svlink.h"
@@ -93,6 +99,14 @@ struct job {
 	int await_verify;     /* start once the lease is confirmed after a reconnect */
 	int paused;           /* the record says paused: take no new lease */
 	int drained;          /* this worker is drained: take no new lease */
+
+	struct runreq *req; /* the run-now requests */
+	char *manual_req;   /* the run-now request taken, until it is reported */
+	char *manual_by;    /* ... who asked */
+	int manual_restart; /* continuous: the copy is being stopped to restart it */
+	int manual_ended;   /* the run that just ended was a manual one */
+	int manual_queued;  /* taken while busy: acted on once the job is free */
+	int64_t manual_timeout_ms;
 
 	uint32_t run;
 	pid_t pid;
@@ -162,6 +176,7 @@ static void job_go(struct job *);
 static void job_arm_tick(struct job *);
 static void job_wait_tick(struct job *);
 static int job_hold(struct job *);
+static void job_manual_go(struct job *);
 
 /* The worker's configuration (replaced at each reload). */
 static const struct config *
@@ -260,6 +275,33 @@ job_release(struct job *job)
 	if (ls == LEASE_HELD || ls == LEASE_UNVERIFIED)
 		job->lease_ends[JOB_LEASE_RELEASED]++;
 	lease_release(job->lease);
+}
+
+/* Report how the run-now request taken ended (result stolen) and forget it. */
+static void
+job_manual_end(struct job *job, json_t *result)
+{
+	if (job->manual_req == NULL) {
+		json_decref(result);
+		return;
+	}
+	runreq_finish(job->req, result);
+	free(job->manual_req);
+	free(job->manual_by);
+	job->manual_req = job->manual_by = NULL;
+	job->manual_queued = 0;
+}
+
+/* The run-now request taken cannot be carried out: report why (outcome and error). */
+static void
+job_manual_abort(struct job *job, const char *outcome, const char *why)
+{
+	if (job->manual_req == NULL)
+		return;
+	log_warnx("job %s: run-now request %s: %s", job->name, job->manual_req, why);
+	job->manual_restart = job->manual_queued = 0;
+	job_manual_end(job, json_pack("{s:s, s:s, s:s}", "outcome", outcome, "node",
+	                              job_main_config(job)->node_id, "error", why));
 }
 
 /* Count a run's end: its outcome, when, and (if it ran) how long. */
@@ -367,6 +409,24 @@ job_record(struct job *job, const char *reason, enum job_outcome outcome, int st
 
 		json_object_set_new(o, "output", json_string(job_output_fit(text)));
 		free(text);
+	}
+	if (job->manual_req != NULL && (job->manual_restart || !job->manual_queued)) {
+		/* A run-now: the run asked for ("manual"), or the copy it restarts. */
+		json_object_set_new(o, "by", json_string(job->manual_by));
+		json_object_set_new(o, "request", json_string(job->manual_req));
+		if (job_scheduled(job)) {
+			json_t *res = json_deep_copy(o);
+
+			json_object_set_new(o, "reason", json_string("manual"));
+			json_object_del(res, "by");
+			json_object_del(res, "request");
+			json_object_del(res, "reason");
+			json_object_del(res, "status");
+			json_object_del(res,
+			                "output"); /* the run record keeps it: leasekeeper logs */
+			job->manual_ended = 1;
+			job_manual_end(job, res);
+		}
 	}
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
@@ -512,6 +572,8 @@ job_finish_stop(struct job *job)
 	evtimer_del(job->run_timer);
 	jobrec_cancel_claim(job->rec);
 	job_release(job);
+	job_manual_abort(job, "stopped",
+	                 "the job was stopped on this worker (a shutdown or a reload)");
 	job_set_state(job, JOB_DONE);
 	log_info("job %s: stopped", job->name);
 	job->cb->done(job, job->cb_arg);
@@ -528,6 +590,7 @@ job_after_loss(struct job *job)
 		job_finish_stop(job);
 		return;
 	}
+	job_manual_abort(job, "killed", "the lease was lost before the run started");
 	if (job->conflict_pending) {
 		job->conflict_pending = 0;
 		job_release(job);
@@ -687,6 +750,12 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 		job_finish_stop(job);
 		return;
 	}
+	if (job_scheduled(job) && job->manual_req != NULL) {
+		log_info("job %s: running it at the request of %s (%s)", job->name, job->manual_by,
+		         job->manual_req);
+		job_start_run(job); /* no tick to claim */
+		return;
+	}
 	if (job_scheduled(job)) {
 		job_set_state(job, JOB_CLAIMING);
 		jobrec_claim(job->rec, job->tick, job->cfg->per_tick, job_main_config(job)->node_id,
@@ -722,6 +791,15 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 
 	if (job->stop_requested) {
 		job_finish_stop(job);
+		return;
+	}
+	if (job->manual_req != NULL) {
+		job_manual_abort(job, "no_lease", why);
+		job->tick = -1;
+		if (job->ready)
+			job_wait_tick(job);
+		else
+			job_set_state(job, JOB_IDLE);
 		return;
 	}
 	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
@@ -773,8 +851,14 @@ job_start_run(struct job *job)
 		job_finish_stop(job);
 		return;
 	}
-	/* A restart or a retry after a pause or a drain; a tick claimed before it still runs. */
-	if (job->state != JOB_CLAIMING && (job->paused || job->drained)) {
+	/*
+	 * A restart or a retry after a pause or a drain; a tick claimed before it still runs, and
+	 * so does a manual run of a paused scheduled job (run-now --force).
+	 */
+	if (job->state != JOB_CLAIMING && (job->paused || job->drained) &&
+	    !(job_scheduled(job) && job->manual_req != NULL && !job->manual_queued &&
+	      !job->drained)) {
+		job_manual_abort(job, "stopped", "the job was paused or the worker drained");
 		lease_release(job->lease);
 		if (job_scheduled(job))
 			job_wait_tick(job);
@@ -839,13 +923,27 @@ job_run_end(struct job *job, struct jobstate_end *e)
 	struct jobstate_counts c = {job->failures, job->cooldowns, job->attempt};
 	struct jobstate_decision d;
 	uint64_t delay;
+	int manual = job->manual_ended;
 
+	job->manual_ended = 0;
+	if (job->manual_restart) {
+		/* run-now of a continuous job: the copy stopped; the next one starts at once. */
+		job->manual_restart = 0;
+		if (!job->stop_requested && !job->lost_pending && !job->conflict_pending &&
+		    !e->untrusted && !e->start_failed && !job->paused && !job->drained &&
+		    lease_state(job->lease) == LEASE_HELD) {
+			job_start_run(job);
+			return;
+		}
+		job_manual_abort(job, "stopped",
+		                 "the copy was stopped but is not started again here");
+	}
 	e->scheduled = job_scheduled(job);
 	e->stop_requested = job->stop_requested;
 	e->pending = job->lost_pending || job->conflict_pending;
 	e->lease_idle = lease_state(job->lease) == LEASE_IDLE;
 	e->max_failures = job->cfg->max_failures;
-	e->retries = job->cfg->retries;
+	e->retries = manual ? 0 : job->cfg->retries; /* a manual run is tried once */
 	d = jobstate_run_ended(e, &c);
 	job->failures = c.failures;
 	job->cooldowns = c.cooldowns;
@@ -986,6 +1084,10 @@ job_tick_cb(int fd, short what, void *arg)
 		job_tick_due(job, tick);
 		break;
 	case JOB_CONTENDING:
+		if (job->manual_req != NULL) {
+			job->pending_tick = tick; /* after the manual run, as after any run */
+			break;
+		}
 		/*
 		 * Still waiting for a lease for an older tick: the newest due tick is what
 		 * counts now (claims only move forward, so the older one could not run after
@@ -1040,6 +1142,10 @@ job_wait_tick(struct job *job)
 		job_arm_tick(job);
 	if (pending >= 0 && job->ready && job->agreed && !job->stop_requested)
 		job_contend(job, pending);
+	if (job->state == JOB_WAITING && job->manual_queued)
+		job_manual_go(job);
+	else if (job->state == JOB_WAITING)
+		runreq_check(job->req);
 }
 
 /*
@@ -1117,6 +1223,9 @@ job_hold_now(struct job *job, int stop)
 		evtimer_del(job->timer);
 		job->await_verify = 0;
 		lease_release(job->lease);
+		if (job->drained)
+			job_manual_abort(job, "stopped",
+			                 "the worker was drained before the run started");
 		if (job_scheduled(job))
 			job_wait_tick(job);
 		else
@@ -1196,8 +1305,81 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 	}
 	jobrec_cancel_claim(job->rec);
 	job_release(job);
+	job_manual_abort(job, "no_lease", "the cluster agreed on another lease count");
 	evtimer_del(job->tick_timer);
 	job_set_state(job, JOB_CONFLICT);
+}
+
+/*
+ * Whether the job could act on a run-now request now: a scheduled job between ticks, or a
+ * continuous one whose copy runs here; never on a drained worker.
+ */
+static int
+job_can_take_cb(void *arg)
+{
+	struct job *job = arg;
+
+	if (!job->ready || !job->agreed || job->stop_requested || job->drained ||
+	    job->manual_req != NULL)
+		return 0;
+	if (job_scheduled(job))
+		return job->state == JOB_WAITING;
+	return job->state == JOB_RUNNING && lease_state(job->lease) == LEASE_HELD;
+}
+
+/* Act on the run-now request taken: contend for a lease and run, or restart the copy. */
+static void
+job_manual_go(struct job *job)
+{
+	char *data;
+
+	job->manual_queued = 0;
+	if (!job_scheduled(job)) {
+		log_info("job %s: run-now request %s: restarting the running copy", job->name,
+		         job->manual_req);
+		job->manual_restart = 1;
+		svlink_job_stop(job_supervisor(job), job->run, SIGTERM,
+		                (int64_t)job->cfg->kill_grace_ms);
+		job_set_state(job, JOB_STOPPING);
+		return;
+	}
+	log_info("job %s: run-now request %s: contending for a lease", job->name, job->manual_req);
+	job->tick = -1;
+	job->attempt = 0;
+	data = lease_data(job_main_config(job)->node_id, job->name, clock_wall_ms());
+	lease_set_data(job->lease, data);
+	free(data);
+	job_set_state(job, JOB_CONTENDING);
+	lease_acquire(job->lease, (uint64_t)job->manual_timeout_ms);
+}
+
+/*
+ * A run-now request claimed for us: act on it now, or (a tick came meanwhile) once the job
+ * is free again (job_wait_tick; a continuous copy that starts meanwhile is the restart).
+ */
+static void
+job_take_cb(struct runreq *rr, const char *name, const char *by, int64_t timeout_ms, void *arg)
+{
+	struct job *job = arg;
+	char *who = utf8_quote_str(by);
+
+	(void)rr;
+	log_info("job %s: run-now request %s by %s taken", job->name, name, who);
+	free(who);
+	if (job->manual_req != NULL || job->stop_requested) {
+		/* Cannot happen (can_take said no), but must not leave the request hanging. */
+		json_t *res = json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy");
+
+		runreq_finish(job->req, res);
+		return;
+	}
+	job->manual_req = xstrdup(name);
+	job->manual_by = xstrdup(by);
+	job->manual_timeout_ms = timeout_ms;
+	job->manual_queued = 1;
+	if (job_scheduled(job) ? job->state == JOB_WAITING
+	                       : job->state == JOB_RUNNING && job_busy(job))
+		job_manual_go(job);
 }
 
 /* A job of the worker, idle until job_ready; cb tells it what it needs from the worker. */
@@ -1208,6 +1390,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
 	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb};
+	static const struct runreq_cb qcb = {job_can_take_cb, job_take_cb};
 	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
 	char *data;
@@ -1227,6 +1410,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
 	free(data);
 	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
+	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
@@ -1241,6 +1425,9 @@ job_free(struct job *job)
 		return;
 	lease_free(job->lease);
 	jobrec_free(job->rec);
+	runreq_free(job->req);
+	free(job->manual_req);
+	free(job->manual_by);
 	event_free(job->timer);
 	event_free(job->tick_timer);
 	event_free(job->run_timer);
@@ -1264,6 +1451,7 @@ job_ready(struct job *job)
 	if (job->stop_requested || job->state == JOB_DONE)
 		return;
 	job->ready = 1;
+	runreq_start(job->req, job_main_config(job)->node_id);
 	if (job->state == JOB_IDLE || job->state == JOB_CONFLICT || job->state == JOB_PAUSED ||
 	    job->state == JOB_DRAINED)
 		jobrec_check(job->rec);
@@ -1281,6 +1469,7 @@ job_session(struct job *job, enum zk_event event)
 	lease_session(job->lease, event);
 	job->expiring = 0;
 	jobrec_session(job->rec, event);
+	runreq_session(job->req, event);
 	if (event == ZK_EVENT_EXPIRED && !job_busy(job) && job->state != JOB_DONE &&
 	    job->state != JOB_CONFLICT && job->state != JOB_STOPPING) {
 		/* Nothing survives the session: start over once registered again. */
@@ -1288,6 +1477,7 @@ job_session(struct job *job, enum zk_event event)
 		evtimer_del(job->tick_timer);
 		jobrec_cancel_claim(job->rec);
 		job_release(job);
+		job_manual_abort(job, "no_lease", "the session expired before the run started");
 		job->tick = -1;
 		job->await_verify = 0;
 		job_set_state(job, JOB_IDLE);
@@ -1345,6 +1535,13 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 		job_set_state(job, JOB_RUNNING);
 	if (job->cfg->timeout_ms > 0)
 		job_timer(job->run_timer, job->cfg->timeout_ms);
+	if (!job_scheduled(job)) {
+		/* run-now of a continuous job: done once a new copy runs. */
+		job_manual_end(job, json_pack("{s:s, s:s, s:I, s:i}", "outcome", "restarted",
+		                              "node", job_main_config(job)->node_id, "fence",
+		                              (json_int_t)job->run_fence, "pid", (int)pid));
+		runreq_check(job->req);
+	}
 }
 
 /* The supervisor could not start the run. */
@@ -1475,6 +1672,7 @@ job_supervisor_died(struct job *job)
 	if (lease_state(job->lease) != LEASE_IDLE)
 		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
 	job_release(job);
+	job_manual_abort(job, "killed", "the supervisor died");
 	job->tick = -1;
 	evtimer_del(job->tick_timer);
 	job_set_state(job, JOB_IDLE);

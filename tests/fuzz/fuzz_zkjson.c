@@ -1,7 +1,7 @@
 /*
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
- * The first byte chooses the reader: 0 the job record (its lease count, its pause) and a
- * worker's drain node, 1 the tick state and the claim computed
+ * The first byte chooses the reader: 0 the job record (its lease count, its pause), a
+ * worker's drain node and a run-now request (ctlrec_request, and the exit status it maps to), 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
  * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
  * worker logs them (nodedata_describe) and as the ranking of ticks reads them
@@ -135,6 +135,31 @@ fuzz_describe(const char *s, size_t n)
 	free(text);
 }
 
+/* A run-now request as workers and the command read it: bounded, terminated, sane codes. */
+static void
+fuzz_request(const char *s, size_t n)
+{
+	struct ctlrec_request r;
+	const char *p;
+	int code;
+
+	ctlrec_request(s, (int)n, &r);
+	if (strlen(r.by) == 0 || strlen(r.by) > CTLREC_MAX_BY || strlen(r.node) > CTLREC_MAX_BY ||
+	    strlen(r.error) > CTLREC_MAX_BY || strlen(r.outcome) == 0 ||
+	    strlen(r.outcome) >= sizeof r.outcome)
+		abort();
+	for (p = r.outcome; *p != '\0'; p++)
+		if ((*p < 'a' || *p > 'z') && *p != '_')
+			abort();
+	if (r.timeout_ms < -1 || r.timeout_ms == 0 || r.timeout_ms > CTLREC_MAX_WAIT_MS ||
+	    r.exit_status < -1 || r.exit_status > 255 || r.signal < -1 || r.signal == 0 ||
+	    r.signal > 127 || (!r.valid && (r.claimed || r.done)))
+		abort();
+	code = ctlrec_request_exit(&r);
+	if (code < 0 || code > 255)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -157,6 +182,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		deadline = ctlrec_drain_deadline_ms(s, (int)n);
 		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)
 			abort();
+		fuzz_request(s, n);
 		break;
 	case 1:
 		fuzz_tickstate(s, n);

@@ -26,6 +26,7 @@ test_jobs_and_workers(void **state)
 	check_path(layout_job_record("/lk", "backup"), "/lk/jobs/backup");
 	check_path(layout_job_state("/lk", "backup"), "/lk/jobs/backup/state");
 	check_path(layout_job_runs("/lk", "backup"), "/lk/jobs/backup/runs");
+	check_path(layout_job_requests("/lk", "backup"), "/lk/jobs/backup/requests");
 	check_path(layout_workers("/lk"), "/lk/workers");
 	check_path(layout_worker("/lk", "alpha"), "/lk/workers/alpha");
 	check_path(layout_job_record("/a/b", "x"), "/a/b/jobs/x");
