@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=400
+# ctest: timeout=400 split
 """The cluster-wide controls against a real ZooKeeper and three workers: pause and resume
 (across a worker restart), drain and undrain of the holder of a @continuous job (a hand-over
 with no overlap, no new lease until undrain), forget (refused while a live worker carries the

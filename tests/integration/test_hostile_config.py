@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=600
+# ctest: timeout=600 split
 """Hostile configurations on reload (issue 8): a running worker with a running @continuous
 job gets SIGHUP after each of a table of broken configurations (the crash inputs of cron
 items starting with '/', bytes that are not UTF-8 or that ZooKeeper refuses, a NUL inside

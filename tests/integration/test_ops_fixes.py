@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=300
+# ctest: timeout=300 split
 """Fixes found while operating a cluster (issue 13), each against a real ZooKeeper: status of
 a root that holds no cluster, exec when ZooKeeper cannot be reached, a reload that removes a
 running job, an [http] listen address that cannot be bound."""

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ctest: timeout=300
+# ctest: timeout=300 split
 """Ranked claims of scheduled ticks against a real ZooKeeper: twelve workers sharing three
 jobs run every tick exactly once and each runs some; a preferred worker stopped (SIGSTOP) at
 its tick costs one step-in delay, not the tick; a worker whose clock is 3 s behind never
