@@ -1220,9 +1220,11 @@ zk_free(struct zk *zk)
 	struct zk_record *r;
 
 	zk->cb = NULL;
-	if (zk->abandoned)
+	if (zk->abandoned) {
 		zk_close_handle(zk); /* the socket is shut: no CloseSession reaches the server */
-	else
+		zk_gdelete_clear(zk);
+		zk_subs_clear(zk); /* watches their owners kept to the end */
+	} else
 		zk_close(zk);
 	while ((r = TAILQ_FIRST(&zk->records)) != NULL) {
 		TAILQ_REMOVE(&zk->records, r, entry);
