@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # ctest: timeout=240 split label=browser
-"""`leasekeeper web` in a real browser: a cluster of three workers with runs of several
-outcomes (ok, failed, timeout, missed) and a lock with a holder and a queue; the page opened
-in headless Chromium (Debian's chromium, installed by scripts/bootstrap), its DOM checked
-for the workers, the holders and the runs, and a screenshot saved under the build
-directory. Hostile strings in ZooKeeper (a job named like an element, node data holding
+"""`leasekeeper web` in a real browser: a cluster of three workers with runs of every outcome
+(ok, failed, timeout, missed, a manual run-now, a run killed at the lease deadline of a holder
+stopped past its session timeout), a paused job, a drained worker and a lock with a holder and
+a queue; the page opened in headless Chromium (Debian's chromium, installed by
+scripts/bootstrap), its DOM checked for each of them and a run's output, and a screenshot saved
+under the build directory. Hostile strings in ZooKeeper (a job named like an element, node data holding
 <script>) are shown as text; /api/cluster stays bounded on a huge cluster; the listener
 refuses what it should."""
 
@@ -12,6 +13,7 @@ import html.parser
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
 import lktest  # noqa: E402
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+YEARLY = "0 3 1 1 *"  # at a time no test runs
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
 
@@ -107,7 +110,9 @@ class WebTest(lktest.TestCase):
         out = os.path.join(os.environ.get("LEASEKEEPER_BUILD_DIR", self.dir),
                            "test-screenshots", name)
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        self.chromium("--virtual-time-budget=15000", "--window-size=1280,1100",
+        # Virtual time runs ahead of the view's "generated": past 14 s of it the page says the
+        # view is stale (it is not: the next read is 3 real seconds away), so a shorter budget.
+        self.chromium("--virtual-time-budget=6000", "--window-size=1280,1500",
                       "--hide-scrollbars", "--screenshot=" + out, url)
         self.assertGreater(os.path.getsize(out), 10000)
         print("screenshot: %s" % out)
@@ -141,8 +146,39 @@ class WebTest(lktest.TestCase):
             return []
         return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
 
+    def cli(self, cmd, *args):
+        r = subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk", self.zk.connect_string]
+                           + list(args), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r
+
+    def kill_at_the_deadline(self, procs, pids):
+        """The pause hazard: the main process of keeper's holder stopped past its session
+        timeout (until another worker runs keeper), its supervisor killing the run at the
+        lease deadline; once it goes on, the worker records that run. Its node id."""
+        self.wait_until(lambda: os.path.exists(pids) and lktest.read_text(pids).split(),
+                        timeout=30, msg="keeper never started")
+        node, pid = lktest.read_text(pids).split()[:2]
+        main = procs[node]
+        t0 = time.monotonic()
+        os.kill(main.pid, signal.SIGSTOP)
+        try:
+            self.wait_until(lambda: not lktest.pid_alive(int(pid)), timeout=30,
+                            msg="the run of a stopped holder outlived its lease")
+            dead = time.monotonic() - t0
+            self.wait_until(lambda: lktest.read_text(pids).split()[2::2] != [], timeout=30,
+                            msg="no other worker took keeper over")
+            self.assertNotEqual(lktest.read_text(pids).split()[2], node)
+        finally:
+            os.kill(main.pid, signal.SIGCONT)
+        print("keeper's run on %s killed %.1f s after its worker stopped, taken over after %.1f s"
+              % (node, dead, time.monotonic() - t0))
+        main.wait_log(r"registered as", timeout=30)  # again, on a new session
+        return node
+
     def test_dashboard_in_chromium(self):
         self.start_zookeeper()
+        pids = self.path("keeper.pids")
         jobs = {
             "ticker": {"command": "echo hello from $LEASEKEEPER_NODE", "schedule": "@every 1s"},
             "flaky": {"command": "echo broken >&2; exit 3", "schedule": "@every 2s"},
@@ -150,18 +186,35 @@ class WebTest(lktest.TestCase):
             "busy": {"command": "sleep 4.5", "schedule": "@every 1s",
                      "start_deadline": "600ms"},
             "hold": {"command": "true", "schedule": "0 0 1 1 *"},
+            "keeper": {"command": "echo $LEASEKEEPER_NODE $$ >> %s; exec sleep 600" % pids},
+            "report": {"command": "echo report written by $LEASEKEEPER_NODE",
+                       "schedule": YEARLY},
         }
-        configs = {}
+        configs, procs = {}, {}
         for n in ("alpha", "beta", "gamma"):
             configs[n] = self.write_config(name=n, zookeeper={"session_timeout": "4s"},
                                            safety=SAFETY, worker={"allow_root_jobs": True},
                                            jobs=jobs)
-            self.worker(configs[n], name=n).wait_log(r"registered as", timeout=30)
+            procs[n] = self.worker(configs[n], name=n)
+        for n in procs:
+            procs[n].wait_log(r"registered as", timeout=30)
         kz = self.kazoo()
-        want = {"ticker": "ok", "flaky": "failed", "slow": "timeout", "busy": "missed"}
+        # A manual run, then its job paused.
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/report/requests"), timeout=30)
+        self.cli("run-now", "--wait", "--by", "ops@test", "report")
+        self.cli("pause", "--by", "ops@test", "report")
+        # A run killed at the lease deadline; then its worker drained.
+        stopped = self.kill_at_the_deadline(procs, pids)
+        self.cli("drain", stopped)
+        want = {"ticker": "ok", "flaky": "failed", "slow": "timeout", "busy": "missed",
+                "report": "manual", "keeper": "aborted"}
         self.wait_until(lambda: all(any(r.get("reason") == o for r in self.runs(kz, j))
                                     for j, o in want.items()),
                         timeout=60, msg="runs of every outcome")
+        killed = [r for r in self.runs(kz, "keeper") if r["reason"] == "aborted"]
+        self.assertIn((stopped, "killed"), [(r["node"], r["outcome"]) for r in killed])
+        manual = [r for r in self.runs(kz, "report") if r["reason"] == "manual"]
+        self.assertEqual([(r["by"], r["outcome"]) for r in manual], [("ops@test", "ok")])
         # A holder and one behind it in the queue of hold's lock.
         st = json.loads(subprocess.run([lktest.leasekeeper_bin(), "status", "-c",
                                         configs["alpha"], "--json"],
@@ -182,6 +235,9 @@ class WebTest(lktest.TestCase):
         self.assertEqual(headers["Content-Type"], "application/json")
         doc = json.loads(body)
         self.assertEqual(sorted(w["node"] for w in doc["workers"]), ["alpha", "beta", "gamma"])
+        self.wait_until(lambda: [w["node"] for w in json.loads(self.get(url + "/api/cluster")[2])
+                                 ["workers"] if w.get("drained")] == [stopped],
+                        timeout=30, msg="the drained worker does not say so")
         status, headers, page = self.get(url + "/")
         self.assertEqual(status, 200)
         self.check_headers(headers)
@@ -201,20 +257,33 @@ class WebTest(lktest.TestCase):
         workers = d.by_class("worker")
         self.assertEqual(sorted(w.text.split()[0] for w in workers), ["alpha", "beta", "gamma"])
         self.assertTrue(all("registered" in w.text for w in workers))
-        jobrows = {e.text.split()[0]: e for e in d.elements
+        self.assertEqual([w.text.split()[0] for w in workers if "drained" in w.text], [stopped])
+        jobrows = {e.text.split()[0]: " ".join(e.text.split()) for e in d.elements
                    if e.tag == "tr" and "job" in e.classes}
         self.assertEqual(set(jobrows), set(jobs))
         holders = [e.text for e in d.by_class("holder") if "pid" in e.text]
-        self.assertIn("@every 1s", jobrows["ticker"].text)
+        self.assertIn("@every 1s", jobrows["ticker"])
         hold_holders = [e for e in d.by_class("holder") if e.text.startswith("alpha pid")]
         hold_waiters = [e for e in d.by_class("waiter") if e.text.startswith("beta pid")]
         self.assertTrue(hold_holders, "alpha holds hold's lock: %r" % holders)
         self.assertTrue(hold_waiters, "beta waits behind it")
-        self.assertIn("alpha pid", jobrows["hold"].text)
-        self.assertIn("beta pid", jobrows["hold"].text)
-        outcomes = {c for e in d.by_class("run") for c in e.classes if c.startswith("o-")}
-        for o in ("o-ok", "o-failed", "o-timeout", "o-missed"):
+        self.assertIn("alpha pid", jobrows["hold"])
+        self.assertIn("beta pid", jobrows["hold"])
+        # Paused, by whom and since when; its last run the manual one.
+        paused = [e for e in d.by_class("badge") if e.text.strip() == "paused"]
+        self.assertEqual(len(paused), 1)
+        self.assertRegex(paused[0].attrs.get("title", ""), r"^by ops@test since 20\d\d-")
+        self.assertIn("paused by ops@test since", jobrows["report"])
+        self.assertIn("ok (manual)", jobrows["report"])
+        runs = d.by_class("run")
+        outcomes = {c for e in runs for c in e.classes if c.startswith("o-")}
+        for o in ("o-ok", "o-failed", "o-timeout", "o-missed", "o-killed"):
             self.assertIn(o, outcomes)
+        # (each run is drawn twice: by job and by worker)
+        self.assertEqual({e.attrs["title"].split(",")[0] for e in runs if "manual" in e.classes},
+                         {"report: ok (manual) on " + manual[0]["node"]})
+        self.assertIn("keeper: killed at the lease deadline on " + stopped,
+                      [e.attrs["title"].split(",")[0] for e in runs if "o-killed" in e.classes])
         tl = d.by_id("tl-workers").text
         for n in ("alpha", "beta", "gamma"):
             self.assertIn(n, tl)
@@ -222,6 +291,7 @@ class WebTest(lktest.TestCase):
         detail = d.by_id("detail")
         self.assertNotIn("hidden", detail.attrs)
         self.assertIn("exitstatus3", d.by_id("detail-fields").text.replace(" ", ""))
+        self.assertEqual(d.by_id("detail-output").text.strip(), "broken")
         self.assertIn(failed["znode"], d.by_id("detail-title").text)
         self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
 

@@ -10,11 +10,12 @@
 	var OUTCOMES = {
 		ok: "ok", failed: "failed", timeout: "timeout",
 		killed: "killed at the lease deadline", missed: "missed", manual: "manual",
-		oom: "out of memory", stopped: "stopped", other: "other"
+		oom: "out of memory", stopped: "stopped", start_failed: "did not start",
+		paused: "paused (not run)", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
-		"status", "exit_status", "signal", "error", "fence", "cpu_usec", "memory_peak",
-		"output", "output_tail", "manual", "trigger", "session"];
+		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
+		"memory_peak", "output", "output_tail", "manual", "trigger", "session"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -66,15 +67,20 @@
 		return Math.round(s / 3600) + " h";
 	}
 
-	/* A flag such as paused or drained: true, or an object saying by whom and when. */
+	/*
+	 * A flag such as paused or drained: true, or an object saying by whom and since when (a
+	 * job's "paused": {"by", "since", "stop_running"}; a worker's "drained" is true, with
+	 * "leases_held" beside it).
+	 */
 	function flagged(v) { return v === true || v === "true" || (v !== null && typeof v === "object"); }
 
 	function flagText(v, obj, name) {
-		var parts = [];
-		var by = v && typeof v === "object" ? v.by : obj[name + "_by"];
-		var at = v && typeof v === "object" ? v.at : obj[name + "_at"];
+		var parts = [], o = v && typeof v === "object" ? v : {};
+		var by = o.by !== undefined ? o.by : obj[name + "_by"];
+		var at = o.since !== undefined ? o.since : o.at !== undefined ? o.at : obj[name + "_at"];
 		if (by) parts.push("by " + str(by));
-		if (at) parts.push("at " + str(at));
+		if (at) parts.push("since " + str(at));
+		if (o.stop_running === true) parts.push("(runs stopped)");
 		return parts.join(" ");
 	}
 
@@ -141,7 +147,11 @@
 			var tr = el("tr", "worker");
 			tr.appendChild(el("td", "mono", w.node || w.znode));
 			var st = el("td", null, w.state || "registered");
-			if (flagged(w.drained)) st.appendChild(badge("drained", "warn", flagText(w.drained, w, "drained")));
+			if (flagged(w.drained)) {
+				var held = typeof w.leases_held === "number" ? w.leases_held + " lease(s) still held" : "";
+				st.appendChild(badge("drained", "warn", [flagText(w.drained, w, "drained"), held]
+					.filter(Boolean).join(", ")));
+			}
 			if (w.data_too_large) st.appendChild(badge("data too large", "bad"));
 			tr.appendChild(st);
 			tr.appendChild(el("td", "mono", w.version));
@@ -193,7 +203,11 @@
 		jobs.forEach(function (j) {
 			var tr = el("tr", "job");
 			var name = el("td", "mono", j.name || j.lock_path);
-			if (flagged(j.paused)) name.appendChild(badge("paused", "warn", flagText(j.paused, j, "paused")));
+			if (flagged(j.paused)) {
+				var why = flagText(j.paused, j, "paused");
+				name.appendChild(badge("paused", "warn", why));
+				if (why) name.appendChild(el("span", "muted small", " " + why));
+			}
 			if (j.cluster_leases !== undefined && j.cluster_leases !== j.leases)
 				name.appendChild(badge("conflict", "bad", "the cluster agreed on " + str(j.cluster_leases) + " leases"));
 			if (j.record_corrupt) name.appendChild(badge("record corrupt", "bad"));
@@ -210,7 +224,7 @@
 			var runs = sortedRuns(j), last = el("td");
 			if (runs.length) {
 				var r = runs[runs.length - 1], o = outcome(r);
-				var chip = el("span", "badge o-" + o, OUTCOMES[o]);
+				var chip = el("span", "badge o-" + o, OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 				last.appendChild(chip);
 				last.appendChild(el("span", "muted", " " + nodeName(r) + " " + since(runEnd(r), now)));
 			} else last.appendChild(el("span", "muted", "none recorded"));
