@@ -92,6 +92,8 @@ admin_run(struct admin *a, int timeout_ms)
 	                  admin_zk_cb, a);
 	event_base_dispatch(a->base);
 	zk_free(a->zk);
+	if (a->finish != NULL)
+		a->finish(a); /* events of its own go before the loop */
 	event_free(a->timer);
 	event_base_free(a->base);
 	if (a->auth != NULL)

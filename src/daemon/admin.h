@@ -65,6 +65,7 @@ struct admin {
 	int exit_code;
 	void (*ready)(struct admin *);
 	void (*event)(struct admin *, enum zk_event); /* optional: session events after ready */
+	void (*finish)(struct admin *); /* or NULL: after the session, before the loop goes */
 	void *ctx;
 	json_t *view; /* status: the cluster as read */
 };

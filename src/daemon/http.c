@@ -786,7 +786,7 @@ http_respond(struct http *h, struct evhttp_request *req, int code, const char *r
 	http_send(h, req, code, reason, buf);
 }
 
-/* Listen on HOST:PORT; a failure is logged and the worker runs without HTTP. */
+/* Listen on HOST:PORT with the worker's paths; NULL after logging why (run exits 78). */
 struct http *
 http_start(struct event_base *base, const char *listen, const struct http_cb *cb, void *arg)
 {

@@ -463,7 +463,7 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 	struct job *job = arg;
 	const struct config_job *cj = job->cfg;
 	const struct config *cfg = job_main_config(job);
-	const char *reason = json_string_value(json_object_get(rec, "reason")), *cmd, *key;
+	const char *outcome = json_string_value(json_object_get(rec, "outcome")), *cmd, *key;
 	char *argv[4], *facts[12];
 	struct proto_spec spec = {NULL, 0};
 	struct runspec rs;
@@ -472,16 +472,18 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 	size_t n = 0, i;
 
 	(void)jr;
-	if (reason == NULL)
+	/*
+	 * By the outcome, not the reason: a run-now's reason is "manual" whatever its end, and a
+	 * paused tick is no failure. A stopped run and a paused tick run no hook.
+	 */
+	if (outcome == NULL || strcmp(outcome, "stopped") == 0 || strcmp(outcome, "paused") == 0)
 		return;
-	if (strcmp(reason, "ok") == 0)
+	if (strcmp(outcome, "ok") == 0)
 		key = "on_success", cmd = cj->hooks.on_success;
-	else if (strcmp(reason, "missed") == 0)
+	else if (strcmp(outcome, "missed") == 0)
 		key = "on_missed", cmd = cj->hooks.on_missed;
-	else if (strcmp(reason, "stopped") != 0)
-		key = "on_failure", cmd = cj->hooks.on_failure; /* failed, timeout, oom, aborted */
-	else
-		return;
+	else /* failed, timeout, oom, killed (at the lease deadline or with the lease), start_failed */
+		key = "on_failure", cmd = cj->hooks.on_failure;
 	if (cmd == NULL)
 		return;
 	if (job->hook_run != 0 && job->nhookq == JOB_MAX_HOOKS_QUEUED) {
@@ -492,7 +494,7 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 		return;
 	}
 	xasprintf(&facts[n++], "LEASEKEEPER_HOOK=%s", key);
-	xasprintf(&facts[n++], "LEASEKEEPER_OUTCOME=%s", reason);
+	xasprintf(&facts[n++], "LEASEKEEPER_OUTCOME=%s", outcome);
 	if (json_is_integer(v = json_object_get(rec, "status")))
 		xasprintf(&facts[n++], "LEASEKEEPER_EXIT_STATUS=%lld",
 		          (long long)json_integer_value(v));
@@ -536,7 +538,7 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 	for (i = 0; i < n; i++)
 		free(facts[i]);
 	log_info("job %s: %s its %s (%s %s)", job->name,
-	         job->hook_run != 0 ? "queueing" : "running", key, reason,
+	         job->hook_run != 0 ? "queueing" : "running", key, outcome,
 	         created != NULL ? znode_basename(created) : "not recorded");
 	job->hookq[job->nhookq].key = key;
 	job->hookq[job->nhookq++].spec = spec;
@@ -750,7 +752,7 @@ job_lease_acquired_cb(struct lease *l, void *arg)
 		job_finish_stop(job);
 		return;
 	}
-	if (job_scheduled(job) && job->manual_req != NULL) {
+	if (job_scheduled(job) && job->manual_req != NULL && job->tick < 0) {
 		log_info("job %s: running it at the request of %s (%s)", job->name, job->manual_by,
 		         job->manual_req);
 		job_start_run(job); /* no tick to claim */
@@ -859,7 +861,7 @@ job_start_run(struct job *job)
 	    !(job_scheduled(job) && job->manual_req != NULL && !job->manual_queued &&
 	      !job->drained)) {
 		job_manual_abort(job, "stopped", "the job was paused or the worker drained");
-		lease_release(job->lease);
+		job_release(job);
 		if (job_scheduled(job))
 			job_wait_tick(job);
 		else
@@ -955,7 +957,7 @@ job_run_end(struct job *job, struct jobstate_end *e)
 	    (d.action == JOBSTATE_RUN_AGAIN || d.action == JOBSTATE_RESTART ||
 	     d.action == JOBSTATE_COOLDOWN || d.action == JOBSTATE_RETRY)) {
 		/* Paused or drained: no restart, no retry; the lease goes now (a hand-over). */
-		lease_release(job->lease);
+		job_release(job);
 		if (job_scheduled(job))
 			job_wait_tick(job);
 		else
@@ -1220,12 +1222,20 @@ job_hold_now(struct job *job, int stop)
 	case JOB_CONTENDING:
 	case JOB_BACKOFF:
 	case JOB_COOLDOWN:
+		/*
+		 * A manual run of a scheduled job taken before the pause goes on, as job_start_run
+		 * lets it; anything else lets go, and a request waiting on it ends: a manual request
+		 * left set would make the next tick's lease start a run without a claim.
+		 */
+		if (!job->drained && job_scheduled(job) && job->manual_req != NULL &&
+		    !job->manual_queued)
+			break;
 		evtimer_del(job->timer);
 		job->await_verify = 0;
-		lease_release(job->lease);
-		if (job->drained)
-			job_manual_abort(job, "stopped",
-			                 "the worker was drained before the run started");
+		job_release(job);
+		job_manual_abort(job, "stopped",
+		                 job->drained ? "the worker was drained before the run started"
+		                              : "the job was paused before the run started");
 		if (job_scheduled(job))
 			job_wait_tick(job);
 		else

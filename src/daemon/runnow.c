@@ -418,6 +418,17 @@ static const char *runnow_usage =
     "[--json] [--by WHO] [--wait] [--timeout DUR] [--force] JOB\n";
 
 /* `run-now JOB`. */
+/* The loop is about to go: free our timer with it. */
+static void
+runnow_finish(struct admin *a)
+{
+	struct runnow *r = a->ctx;
+
+	if (r->timer != NULL)
+		event_free(r->timer);
+	r->timer = NULL;
+}
+
 int
 runnow_main(int argc, char **argv)
 {
@@ -503,9 +514,8 @@ runnow_main(int argc, char **argv)
 	a.ctx = &r;
 	a.ready = runnow_ready;
 	a.event = runnow_event;
+	a.finish = runnow_finish;
 	rc = admin_run(&a, 10000);
-	if (r.timer != NULL)
-		event_free(r.timer);
 	json_decref(r.out);
 	free(r.by);
 	free(r.record);

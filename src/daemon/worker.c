@@ -110,6 +110,7 @@ struct worker {
 	int acl_done;         /* checked (or nothing to check: no credentials) */
 	uint32_t next_run;
 	int drained;               /* <root>/drain/<node_id> exists */
+	int drain_watching;        /* a watch on <root>/drain is set in this session */
 	int drain_held;            /* drained: jobs holding a lease, as our node last said */
 	char *drain_path;          /* <root>/drain/<node_id> */
 	struct event *drain_timer; /* drained: the deadline of scheduled runs */
@@ -688,6 +689,8 @@ worker_jobs_session(struct worker *w, enum zk_event event)
 	struct worker_job *wj, *next;
 
 	members_session(w->members, event);
+	if (event == ZK_EVENT_SESSION_NEW || event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED)
+		w->drain_watching = 0; /* watches do not outlive their session */
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
 		if (!wj->done)
 			job_session(wj->job, event);
@@ -1466,11 +1469,14 @@ worker_drain_list_cb(const struct zk_reply *reply, void *arg)
 	int i;
 
 	if (reply->rc == ZNONODE) {
+		w->drain_watching = 0; /* no watch was set */
 		worker_set_drained(w, 0, -1);
 		return;
 	}
-	if (reply->rc != ZOK)
-		return; /* a reconnect or the next registration reads it again */
+	if (reply->rc != ZOK) {
+		w->drain_watching = 0; /* no watch was set */
+		return;                /* a reconnect or the next registration reads it again */
+	}
 	for (i = 0; i < reply->nchildren; i++) {
 		if (strcmp(reply->children[i], w->cfg->node_id) == 0) {
 			if (!w->drained)
@@ -1489,6 +1495,7 @@ worker_drain_watch_cb(int type, const char *path, void *arg)
 
 	(void)type;
 	(void)path;
+	w->drain_watching = 0; /* it fired */
 	if (w->state == WORKER_READY)
 		worker_watch_drain(w);
 }
@@ -1499,7 +1506,10 @@ worker_watch_drain(struct worker *w)
 {
 	char *dir = layout_drains(w->cfg->root);
 
-	zk_children(w->zk, dir, worker_drain_watch_cb, worker_drain_list_cb, w);
+	/* One watch at a time: registering again in the same session reads, not re-watches. */
+	zk_children(w->zk, dir, w->drain_watching ? NULL : worker_drain_watch_cb,
+	            worker_drain_list_cb, w);
+	w->drain_watching = 1;
 	free(dir);
 }
 

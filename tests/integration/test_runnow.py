@@ -136,6 +136,67 @@ class RunNowTest(lktest.TestCase):
         self.assertEqual(len(manual), 1)
         self.assertEqual(manual[0]["by"], "ops@test")
 
+    def test_a_pause_while_a_taken_request_waits_for_the_lease(self):
+        """A request taken while the lease is held elsewhere, then a pause: the manual run
+        still runs once the lease comes (as a paused job's run-now does), its request gets
+        its result, and after resume every tick is claimed and run once, none as manual.
+        Hooks follow the outcome: the manual run's ok runs on_success, and the paused ticks
+        run no hook."""
+        out, hooks = self.path("out.txt"), self.path("hooks.txt")
+        self.cluster({"hold": {
+            "command": 'echo "$LEASEKEEPER_NODE ${LEASEKEEPER_TICK:-manual}" >> %s' % out,
+            "schedule": "@every 2s", "history": 200,
+            "on_success": 'echo "success $LEASEKEEPER_OUTCOME" >> %s' % hooks,
+            "on_failure": 'echo "failure $LEASEKEEPER_OUTCOME" >> %s' % hooks}})
+        kz = self.kazoo()
+        self.wait_record(kz, "hold")
+
+        def lines():
+            return read(out).splitlines() if os.path.exists(out) else []
+        held = self.path("held")
+        x = self.leasekeeper("exec", "--zk", self.zk.connect_string, "--node-id", "x", "hold",
+                             "--", "/bin/sh", "-c", "touch %s; exec sleep 300" % held,
+                             name="exec-x")
+        self.wait_until(lambda: os.path.exists(held), timeout=60, msg="exec never held it")
+        n_before = len(lines())
+        r = self.cli("--timeout", "60s", "--json", "--by", "ops@test", "hold")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        req = json.loads(r.stdout)["request"]
+        zk = "--zk=" + self.zk.connect_string
+        subprocess.run([lktest.leasekeeper_bin(), "pause", zk, "hold"], check=True,
+                       capture_output=True, timeout=60)
+        # The pause has reached the workers once a tick is recorded paused.
+        self.wait_until(lambda: any(x.get("outcome") == "paused" for x in self.runs(kz, "hold")),
+                        timeout=30, msg="no tick recorded paused")
+        time.sleep(1.0)
+        x.stop(timeout=10)  # the lease is free: the taken request's run goes
+        path = "/leasekeeper/jobs/hold/requests/" + req
+        self.wait_until(lambda: "result" in json.loads(kz.get(path)[0]), timeout=30,
+                        msg="the taken request never got its result")
+        node = json.loads(kz.get(path)[0])
+        self.assertEqual(node["result"]["outcome"], "ok", node)
+        manual = [x for x in self.runs(kz, "hold") if x["reason"] == "manual"]
+        self.assertEqual(len(manual), 1, manual)
+        self.assertEqual(manual[0]["request"], req)
+        self.assertEqual([l for l in lines()[n_before:] if "manual" in l],
+                         ["%s manual" % manual[0]["node"]])
+        # Resume: ticks again, each claimed and run once, none taken for a manual run.
+        subprocess.run([lktest.leasekeeper_bin(), "resume", zk, "hold"], check=True,
+                       capture_output=True, timeout=60)
+        n_resumed = len(lines())
+        self.wait_until(lambda: len(lines()) >= n_resumed + 3, timeout=60,
+                        msg="no ticks after resume")
+        after = lines()[n_resumed:]
+        self.assertNotIn("manual", " ".join(after))
+        ticks = [l.split()[1] for l in lines() if not l.endswith("manual")]
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick ran twice")
+        self.assertEqual(len([x for x in self.runs(kz, "hold") if x["reason"] == "manual"]), 1)
+        # Hooks by outcome: on_success for the manual run (and the ticks), never on_failure.
+        self.wait_until(lambda: os.path.exists(hooks) and "success ok" in read(hooks),
+                        timeout=30, msg="no on_success")
+        time.sleep(1.0)
+        self.assertNotIn("failure", read(hooks))
+
     def test_paused_needs_force_and_nobody_carrying_times_out(self):
         out = self.path("out.txt")
         self.cluster({"nightly": {"command": 'echo "$LEASEKEEPER_NODE" >> %s' % out,
