@@ -13,6 +13,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,36 @@ admin_run(struct admin *a, int timeout_ms)
 	free(a->auth);
 	a->auth = NULL;
 	return a->exit_code;
+}
+
+/* Who asks, for a control's record: --by, else user@host (caller frees). */
+char *
+admin_who(const char *by)
+{
+	char host[HOST_NAME_MAX + 1], *who;
+	struct passwd *pw = getpwuid(geteuid());
+
+	if (by != NULL)
+		return xstrdup(by);
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	xasprintf(&who, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
+	return who;
+}
+
+/* A command's result: the JSON object with --json, else the human line (if any). */
+void
+admin_print(json_t *out, int as_json, const char *line)
+{
+	char *text;
+
+	if (as_json) {
+		text = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
+		printf("%s\n", text);
+		free(text);
+	} else if (line != NULL)
+		printf("%s\n", line);
 }
 
 /* Take one of the common options (-c, --zk, --root); 1 if ch was one. */

@@ -74,5 +74,7 @@ void admin_done(struct admin *, int code);
 int admin_run(struct admin *, int timeout_ms);
 int admin_option(int ch, const char *arg, struct admin_opts *);
 int admin_setup(struct admin *, struct admin_opts *, const char *cmd);
+char *admin_who(const char *by);
+void admin_print(json_t *out, int as_json, const char *line);
 
 #endif

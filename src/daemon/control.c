@@ -12,8 +12,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,34 +55,11 @@ struct control {
 	json_t *carriers; /* forget: the live workers that carry the job */
 };
 
-/* Who asks: --by, else user@host. */
-static char *
-control_who(const char *by)
-{
-	char host[HOST_NAME_MAX + 1], *who;
-	struct passwd *pw = getpwuid(geteuid());
-
-	if (by != NULL)
-		return xstrdup(by);
-	if (gethostname(host, sizeof host) != 0)
-		snprintf(host, sizeof host, "?");
-	host[sizeof host - 1] = '\0';
-	xasprintf(&who, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
-	return who;
-}
-
 /* Print the result: the human line, or the JSON object. */
 static void
 control_print(struct control *c, const char *line)
 {
-	char *text;
-
-	if (c->as_json) {
-		text = json_dumps(c->out, JSON_INDENT(2) | JSON_SORT_KEYS);
-		printf("%s\n", text);
-		free(text);
-	} else
-		printf("%s\n", line);
+	admin_print(c->out, c->as_json, line);
 }
 
 /* A read or a write that failed: say which, and leave with EXIT_UNAVAILABLE. */
@@ -725,7 +700,7 @@ control_main(enum control_cmd cmd, const char *name, int argc, char **argv)
 		c.path = layout_job_record(a.root, c.job);
 		a.ready = cmd == CONTROL_FORGET ? control_forget_ready : control_pause_ready;
 	}
-	c.by = control_who(by);
+	c.by = admin_who(by);
 	c.out = json_object();
 	c.carriers = json_array();
 	json_object_set(c.out, "carried_by", c.carriers);

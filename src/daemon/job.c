@@ -431,6 +431,37 @@ job_record(struct job *job, const char *reason, enum job_outcome outcome, int st
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
 
+/*
+ * What a run and a hook of the job share: its command line argv, environment, user, working
+ * directory, log and grace; the caller adds what is its own (fence, deadline, tick, facts).
+ */
+static struct runspec
+job_runspec(const struct job *job, char *const *argv)
+{
+	const struct config_job *cj = job->cfg;
+	const struct config *cfg = job_main_config(job);
+
+	return (struct runspec){
+	    .name = job->name,
+	    .argv = argv,
+	    .env = cj->env,
+	    .nenv = cj->nenv,
+	    .pass_env = cj->pass_env,
+	    .node_id = cfg->node_id,
+	    .tick = -1,
+	    /* Without a workdir: the user's home for a job run as another user, as cron does. */
+	    .workdir = cj->workdir != NULL ? cj->workdir
+	               : cj->user == NULL  ? cfg->state_dir
+	                                   : NULL,
+	    .user = cj->user,
+	    .group = cj->group,
+	    .umask = cj->umask,
+	    .log_file = cj->log_file,
+	    .log_max_bytes = cj->log_max_bytes,
+	    .kill_grace_ms = cj->kill_grace_ms,
+	};
+}
+
 /* Start the first hook waiting, if any: one hook of a job at a time, in order. */
 static void
 job_hook_next(struct job *job)
@@ -462,7 +493,6 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 {
 	struct job *job = arg;
 	const struct config_job *cj = job->cfg;
-	const struct config *cfg = job_main_config(job);
 	const char *outcome = json_string_value(json_object_get(rec, "outcome")), *cmd, *key;
 	char *argv[4], *facts[12];
 	struct proto_spec spec = {NULL, 0};
@@ -514,26 +544,10 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 	argv[2] = (char *)cmd;
 	argv[3] = NULL;
 	v = json_object_get(rec, "tick");
-	rs = (struct runspec){
-	    .name = job->name,
-	    .argv = argv,
-	    .env = cj->env,
-	    .nenv = cj->nenv,
-	    .pass_env = cj->pass_env,
-	    .node_id = cfg->node_id,
-	    .tick = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1,
-	    .workdir = cj->workdir != NULL ? cj->workdir
-	               : cj->user == NULL  ? cfg->state_dir
-	                                   : NULL,
-	    .user = cj->user,
-	    .group = cj->group,
-	    .umask = cj->umask,
-	    .log_file = cj->log_file,
-	    .log_max_bytes = cj->log_max_bytes,
-	    .kill_grace_ms = cj->kill_grace_ms,
-	    .hook_ms = cj->hooks.timeout_ms,
-	    .facts = facts,
-	};
+	rs = job_runspec(job, argv);
+	rs.tick = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+	rs.hook_ms = cj->hooks.timeout_ms;
+	rs.facts = facts;
 	runspec_build(&rs, &spec);
 	for (i = 0; i < n; i++)
 		free(facts[i]);
@@ -883,31 +897,15 @@ job_start_run(struct job *job)
 	job->run_fence = lease_fence(job->lease);
 	job->timed_out = 0;
 
-	rs = (struct runspec){
-	    .name = job->name,
-	    .argv = cj->argv,
-	    .env = cj->env,
-	    .nenv = cj->nenv,
-	    .pass_env = cj->pass_env,
-	    .node_id = cfg->node_id,
-	    .fence = job->run_fence,
-	    .leases = cj->leases,
-	    .deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms,
-	    .tick = job->tick,
-	    /* Without a workdir: the user's home for a job run as another user, as cron does. */
-	    .workdir = cj->workdir != NULL ? cj->workdir
-	               : cj->user == NULL  ? cfg->state_dir
-	                                   : NULL,
-	    .user = cj->user,
-	    .group = cj->group,
-	    .umask = cj->umask,
-	    .log_file = cj->log_file,
-	    .log_max_bytes = cj->log_max_bytes,
-	    .record_output = cj->record_output,
-	    .kill_grace_ms = cj->kill_grace_ms,
-	    .limits = {cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
-	               cj->limits.tasks_max, cj->limits.io_weight},
-	};
+	rs = job_runspec(job, cj->argv);
+	rs.fence = job->run_fence;
+	rs.leases = cj->leases;
+	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
+	rs.tick = job->tick;
+	rs.record_output = cj->record_output;
+	rs.limits =
+	    (struct proto_limits){cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
+	                          cj->limits.tasks_max, cj->limits.io_weight};
 	runspec_build(&rs, &spec);
 
 	job_set_state(job, JOB_STARTING);

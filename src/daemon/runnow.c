@@ -11,8 +11,6 @@
  */
 
 #include <getopt.h>
-#include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,22 +50,6 @@ struct runnow {
 	json_t *out;
 };
 
-/* Who asks: --by, else user@host. */
-static char *
-runnow_who(const char *by)
-{
-	char host[HOST_NAME_MAX + 1], *who;
-	struct passwd *pw = getpwuid(geteuid());
-
-	if (by != NULL)
-		return xstrdup(by);
-	if (gethostname(host, sizeof host) != 0)
-		snprintf(host, sizeof host, "?");
-	host[sizeof host - 1] = '\0';
-	xasprintf(&who, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
-	return who;
-}
-
 /* Leave with code, once: what the session's close cancels must not change it. */
 static void
 runnow_done(struct admin *a, int code)
@@ -85,15 +67,9 @@ static void
 runnow_end(struct admin *a, const char *line, int code)
 {
 	struct runnow *r = a->ctx;
-	char *text;
 
 	json_object_set_new(r->out, "exit", json_integer(code));
-	if (r->as_json) {
-		text = json_dumps(r->out, JSON_INDENT(2) | JSON_SORT_KEYS);
-		printf("%s\n", text);
-		free(text);
-	} else if (line != NULL)
-		printf("%s\n", line);
+	admin_print(r->out, r->as_json, line);
 	runnow_done(a, code);
 }
 
@@ -507,7 +483,7 @@ runnow_main(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "run-now")) != 0)
 		return rc;
-	r.by = runnow_who(by);
+	r.by = admin_who(by);
 	r.record = layout_job_record(a.root, r.job);
 	r.dir = layout_job_requests(a.root, r.job);
 	r.out = json_pack("{s:s, s:s}", "job", r.job, "by", r.by);
