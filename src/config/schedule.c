@@ -865,11 +865,7 @@ schedule_cron_prev(const struct schedule *s, int64_t at)
 int64_t
 schedule_next(const struct schedule *s, int64_t after)
 {
-	int64_t t;
-
-	if (s->offset == 0)
-		return schedule_base_next(s, after);
-	t = schedule_base_next(s, after - s->offset);
+	int64_t t = schedule_base_next(s, after - s->offset);
 	return t == -1 ? -1 : t + s->offset;
 }
 
@@ -877,11 +873,7 @@ schedule_next(const struct schedule *s, int64_t after)
 int64_t
 schedule_prev(const struct schedule *s, int64_t at)
 {
-	int64_t t;
-
-	if (s->offset == 0)
-		return schedule_base_prev(s, at);
-	t = schedule_base_prev(s, at - s->offset);
+	int64_t t = schedule_base_prev(s, at - s->offset);
 	return t == -1 ? -1 : t + s->offset;
 }
 
