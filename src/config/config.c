@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "config-int.h"
+#include "log.h"
 #include "schedule.h"
 #include "xmalloc.h"
 
@@ -238,6 +239,26 @@ config_free(struct config *cfg)
 	config_free_argv(cfg->labels);
 	free(cfg->http_listen);
 	free(cfg);
+}
+
+/* Load a configuration for a command, printing every error on stderr; NULL if there were any. */
+struct config *
+config_load_print(const char *file)
+{
+	struct config_errors errors = {NULL, 0};
+	struct config *cfg = NULL;
+	size_t i;
+
+	if (config_load(file, &cfg, &errors) != 0) {
+		for (i = 0; i < errors.n; i++)
+			fprintf(stderr, "%s%s\n", log_prefix(LOG_LEVEL_FATAL), errors.lines[i]);
+		fprintf(stderr, "%s%zu error%s in the configuration\n", log_prefix(LOG_LEVEL_FATAL),
+		        errors.n, errors.n == 1 ? "" : "s");
+		config_errors_free(&errors);
+		return NULL;
+	}
+	config_errors_free(&errors);
+	return cfg;
 }
 
 /* Free the problems config_load reported. */

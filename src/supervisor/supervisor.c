@@ -20,7 +20,7 @@
  * absolute expiry, so a suspend does not postpone a kill.
  *
  * A job's child between fork and exec is child.c, its log file joblog.c; main's handle on
- * this process is src/daemon/svlink.c.
+ * this process is src/svlink/svlink.c.
  */
 
 #include <sys/inotify.h>

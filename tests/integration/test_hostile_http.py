@@ -26,7 +26,7 @@ import lktest  # noqa: E402
 
 SESSION = "6s"
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
-TIMEOUT_S = 10       # the server's time for a request (HTTP_TIMEOUT_S in src/daemon/http.c)
+TIMEOUT_S = 10       # the server's time for a request (HTTP_TIMEOUT_S in src/http/http.c)
 MAX_CONNECTIONS = 16  # HTTP_MAX_CONNECTIONS
 # One sample line of Prometheus' text format: name, optional labels, value.
 SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*'

@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
 import lktest  # noqa: E402
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
-MAX_RUNS_PER_MINUTE = 30  # JOBREC_MAX_RUNS in src/daemon/jobrec.c
-MAX_REWRITES_PER_MINUTE = 5  # JOBREC_MAX_REWRITES in src/daemon/jobrec.c
+MAX_RUNS_PER_MINUTE = 30  # JOBREC_MAX_RUNS in src/cluster/jobrec.c
+MAX_REWRITES_PER_MINUTE = 5  # JOBREC_MAX_REWRITES in src/cluster/jobrec.c
 
 
 read = lktest.read_text

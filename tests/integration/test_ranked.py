@@ -22,7 +22,7 @@ FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
 def step_s(interval_s, start_deadline_s):
-    """src/daemon/rank.c rank_step_ms: the first backup reads the tick this long after it."""
+    """src/worker/rank.c rank_step_ms: the first backup reads the tick this long after it."""
     return max(0.05, min(0.5, start_deadline_s / 6.0, interval_s / 4.0))
 
 

@@ -163,6 +163,7 @@ struct config_errors {
 };
 
 int config_load(const char *file, struct config **out, struct config_errors *errors);
+struct config *config_load_print(const char *file);
 void config_free(struct config *);
 void config_errors_free(struct config_errors *);
 void config_print(const struct config *, FILE *);

@@ -1,0 +1,155 @@
+/* Runs in: a one-shot command (`leasekeeper check`). */
+/* check.c: `leasekeeper check`: validate the configuration and print what it resolves to. */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cgroup.h"
+#include "cli.h"
+#include "config.h"
+#include "leasekeeper.h"
+#include "usage.h"
+#include "runspec.h"
+
+static const char check_usage[] =
+    "usage: leasekeeper check [-c FILE]\n"
+    "\n"
+    "Validate the worker's configuration and every job file it names, report every error\n"
+    "at once (file:line: the fix), and print the resolved jobs and this host's containment.\n"
+    "\n"
+    "  -c, --config FILE  the worker's configuration (default " LEASEKEEPER_DEFAULT_CONFIG ")\n"
+    "  -h, --help         this help\n";
+
+/* check's options: -c FILE, -h. -1 to go on, else the status to exit with. */
+static int
+check_opts(int argc, char **argv, const char **file)
+{
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'c')
+			*file = optarg;
+		else if (ch == 'h') {
+			fputs(check_usage, stdout);
+			return 0;
+		} else
+			return usage_hint("check");
+	}
+	if (optind != argc) {
+		fprintf(stderr, "leasekeeper check: unexpected argument \"%s\"\n", argv[optind]);
+		return usage_hint("check");
+	}
+	return -1;
+}
+
+/* runspec_unenforced: say that a job's limit is not enforced on this host. */
+static void
+check_unenforced_cb(const struct config_job *cj, const char *key, const char *value,
+                    const char *controller, void *arg)
+{
+	const struct config *cfg = arg;
+	int required = cfg->cgroups == CONFIG_CGROUPS_REQUIRED;
+
+	fprintf(stderr,
+	        "%s:%d: %s: job %s: %s = %s %s on this host: the %s controller is not delegated "
+	        "to the worker's cgroup; delegate it (under systemd: Delegate=yes, see "
+	        "docs/safety.md)%s\n",
+	        cj->file, cj->line, required ? "error" : "warning", cj->name, key, value,
+	        required ? "cannot be enforced" : "is not enforced", controller,
+	        required
+	            ? " or remove the limit (cgroups = required runs no job without its limits)"
+	            : ", or remove the limit");
+}
+
+/* `check`: the limits each job gets on this host, given the controllers runs get. */
+static void
+check_limits(const struct config *cfg, unsigned controllers)
+{
+	const struct config_job *cj;
+	char value[32];
+	uint64_t v;
+	size_t j;
+	int i, n;
+
+	for (j = 0; j < cfg->njobs; j++) {
+		cj = cfg->jobs_list[j];
+		n = 0;
+		for (i = 0; i < CONFIG_LIMIT_KEYS; i++) {
+			if ((v = config_limit_value(&cj->limits, i)) == 0 ||
+			    (runspec_controller_bit(config_limit_controllers[i]) & controllers) ==
+			        0)
+				continue;
+			if (n++ == 0)
+				printf("  enforced         job %s:", cj->name);
+			printf("%s %s %s", n > 1 ? "," : "", config_limit_keys[i],
+			       config_limit_format(i, v, value, sizeof value));
+		}
+		if (n > 0)
+			printf("\n");
+	}
+}
+
+/*
+ * `check`: what containment this host gives runs, as `run` would set it up, and which
+ * limits it enforces. -1 when cgroups = required cannot be met.
+ */
+static int
+check_cgroups(const struct config *cfg)
+{
+	char *name, *where, *cause;
+	unsigned controllers = 0;
+	int rc = 0;
+
+	if (cfg->cgroups == CONFIG_CGROUPS_OFF) {
+		printf("  containment      process groups (cgroups = off)\n");
+		return 0;
+	}
+	name = cgroup_worker_name(cfg->node_id, cfg->state_dir);
+	if (cgroup_probe(name, &where, &controllers, &cause) == 0)
+		printf("  containment      a cgroup per run under %s\n", where);
+	else if (cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
+		printf("  containment      none: %s; with cgroups = required no job will run\n",
+		       cause);
+	else
+		printf("  containment      process groups: %s\n", cause);
+	if (where == NULL && cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
+		rc = -1;
+	check_limits(cfg, controllers);
+	if (runspec_unenforced(cfg, controllers, check_unenforced_cb, (void *)cfg) > 0 &&
+	    cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
+		rc = -1;
+	free(name);
+	free(where);
+	free(cause);
+	return rc;
+}
+
+/* `check`: validate and print the resolved configuration. */
+int
+check_main(int argc, char **argv)
+{
+	const char *file = LEASEKEEPER_DEFAULT_CONFIG;
+	struct config *cfg;
+	int rc;
+
+	if ((rc = check_opts(argc, argv, &file)) >= 0)
+		return rc;
+	if ((cfg = config_load_print(file)) == NULL)
+		return 1;
+	config_print(cfg, stdout);
+	if (check_cgroups(cfg) != 0) {
+		printf("configuration refused on this host: cgroups = required cannot be met (see "
+		       "above)\n");
+		config_free(cfg);
+		return 1;
+	}
+	if (config_auth_warning(cfg) != NULL)
+		fprintf(stderr, "leasekeeper check: warning: %s\n", config_auth_warning(cfg));
+	printf("configuration OK\n");
+	config_free(cfg);
+	return 0;
+}

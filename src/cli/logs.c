@@ -1,0 +1,332 @@
+/* Runs in: the one-shot command `leasekeeper logs`. */
+/* logs.c: `leasekeeper logs JOB`: the output tails kept in a job's run records, from any host. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "admin.h"
+#include "cli.h"
+#include "target.h"
+#include "clock.h"
+#include "config.h"
+#include "jobrec.h"
+#include "layout.h"
+#include "leasekeeper.h"
+#include "usage.h"
+#include "log.h"
+#include "nodedata.h"
+#include "utf8.h"
+#include "xmalloc.h"
+#include "zk.h"
+#include "znode.h"
+
+#define LOGS_MAX_LAST 1000 /* --last at most */
+
+/* One run record asked for. */
+struct logs_req {
+	struct admin *a;
+	json_t *target; /* its entry in the list printed */
+};
+
+/* One answer less to wait for; print when none is left. */
+static void
+logs_settle(struct admin *a)
+{
+	if (--a->pending == 0)
+		admin_done(a, a->exit_code);
+}
+
+struct logs_main {
+	const char *job;
+	int64_t run; /* --run ID, -1: the last ones */
+	int last;    /* --last N */
+	json_t *runs;
+};
+
+/* One run record read: its fields merged into its entry (bounded, like status). */
+static void
+logs_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct logs_req *r = arg;
+	struct admin *a = r->a;
+
+	json_t *run = json_incref(json_object_get(r->target, "run"));
+
+	if (reply->rc == ZOK) {
+		nodedata_merge(r->target, reply->value, reply->value_len);
+		json_object_set(r->target, "run", run); /* ours, not the record's */
+	} else if (reply->rc == ZNONODE)
+		json_object_set_new(r->target, "deleted", json_true()); /* trimmed meanwhile */
+	else {
+		fprintf(stderr, "leasekeeper logs: cannot read %s: %s\n", reply->path,
+		        zerror(reply->rc));
+		a->exit_code = EXIT_UNAVAILABLE;
+	}
+	json_decref(run);
+	free(r);
+	logs_settle(a);
+}
+
+/* The job's run records, oldest first: read the ones asked for. */
+static void
+logs_list_cb(const struct zk_reply *reply, void *arg)
+{
+	struct admin *a = arg;
+	struct logs_main *l = a->ctx;
+	struct logs_req *r;
+	char **names, *path;
+	size_t i, n, from = 0;
+	int64_t seq;
+	json_t *entry;
+
+	if (reply->rc == ZNONODE) {
+		fprintf(stderr, "leasekeeper logs: no run of %s is recorded under %s\n", l->job,
+		        a->root);
+		a->exit_code = 1;
+		logs_settle(a);
+		return;
+	}
+	if (reply->rc != ZOK) {
+		fprintf(stderr, "leasekeeper logs: cannot read %s: %s\n", reply->path,
+		        zerror(reply->rc));
+		a->exit_code = EXIT_UNAVAILABLE;
+		logs_settle(a);
+		return;
+	}
+	n = (size_t)reply->nchildren;
+	names = xcalloc(n + 1, sizeof *names);
+	for (i = 0; i < n; i++)
+		names[i] = reply->children[i];
+	znode_sort(names, n, "run-");
+	if (l->run < 0 && n > (size_t)l->last)
+		from = n - (size_t)l->last;
+	for (i = from; i < n; i++) {
+		if (znode_sequence(names[i], "run-", &seq) != 0 || (l->run >= 0 && seq != l->run))
+			continue;
+		entry = json_pack("{s:I}", "run", (json_int_t)seq);
+		json_array_append_new(l->runs, entry);
+		r = xcalloc(1, sizeof *r);
+		r->a = a;
+		r->target = entry;
+		a->pending++;
+		path = znode_join(reply->path, names[i]);
+		zk_get(a->zk, path, NULL, logs_get_cb, r);
+		free(path);
+	}
+	free(names);
+	if (json_array_size(l->runs) == 0) {
+		if (l->run >= 0)
+			fprintf(
+			    stderr,
+			    "leasekeeper logs: no run %lld of %s (it may be older than the "
+			    "job's history): `leasekeeper logs %s --last 20` lists the runs kept\n",
+			    (long long)l->run, l->job, l->job);
+		else
+			fprintf(stderr, "leasekeeper logs: no run of %s is recorded under %s\n",
+			        l->job, a->root);
+		a->exit_code = 1;
+	}
+	logs_settle(a);
+}
+
+static void
+logs_ready(struct admin *a)
+{
+	struct logs_main *l = a->ctx;
+	char *path = layout_job_runs(a->root, l->job);
+
+	a->pending++;
+	zk_children(a->zk, path, NULL, logs_list_cb, a);
+	free(path);
+}
+
+/* A field of an untrusted record for a line: its text escaped, or "?" (caller frees). */
+static char *
+logs_field(json_t *rec, const char *key)
+{
+	const char *s = json_string_value(json_object_get(rec, key));
+
+	return utf8_escape(s != NULL ? s : "?");
+}
+
+/* The human view: one header line per run, then its output, every line escaped. */
+static void
+logs_print(json_t *runs)
+{
+	json_t *rec, *st, *sig, *tick, *out;
+	char *reason, *node, *start, *end, *line, *text, *p, *nl, when[40];
+	size_t i;
+
+	json_array_foreach(runs, i, rec) {
+		reason = logs_field(rec, "reason");
+		node = logs_field(rec, "node");
+		start = logs_field(rec, "start");
+		end = logs_field(rec, "end");
+		st = json_object_get(rec, "status");
+		sig = json_object_get(rec, "signal");
+		tick = json_object_get(rec, "tick");
+		printf("%s=== run %lld: %s", i > 0 ? "\n" : "",
+		       (long long)json_integer_value(json_object_get(rec, "run")), reason);
+		if (json_is_integer(st))
+			printf(", exit status %lld", (long long)json_integer_value(st));
+		if (json_is_integer(sig))
+			printf(", signal %lld", (long long)json_integer_value(sig));
+		printf(", node %s", node);
+		if (json_is_integer(tick) && json_integer_value(tick) >= 0) {
+			clock_iso8601((uint64_t)json_integer_value(tick) * 1000, when, sizeof when);
+			printf(", tick %s", when);
+		}
+		printf(", %s to %s", start, end);
+		if (json_is_integer(json_object_get(rec, "fence")))
+			printf(", fence %lld",
+			       (long long)json_integer_value(json_object_get(rec, "fence")));
+		printf("\n");
+		if (json_string_value(json_object_get(rec, "error")) != NULL) {
+			line = logs_field(rec, "error");
+			printf("error: %s\n", line);
+			free(line);
+		}
+		out = json_object_get(rec, "output");
+		if (json_is_true(json_object_get(rec, "deleted")))
+			printf("(the record was deleted while it was read: past the history)\n");
+		else if (json_object_get(rec, "data_too_large") != NULL)
+			printf(
+			    "(the record is too large to be read: %lld bytes)\n",
+			    (long long)json_integer_value(json_object_get(rec, "data_too_large")));
+		else if (!json_is_string(out))
+			printf("(no output recorded)\n");
+		else {
+			/* Line by line, so that a newline stays one; anything else unprintable is
+			 * escaped: anyone who can write the record could drive the terminal. */
+			text = xstrdup(json_string_value(out));
+			for (p = text; *p != '\0'; p = nl + 1) {
+				if ((nl = strchr(p, '\n')) != NULL)
+					*nl = '\0';
+				line = utf8_escape(p);
+				printf("%s\n", line);
+				free(line);
+				if (nl == NULL)
+					break;
+			}
+			free(text);
+		}
+		free(reason);
+		free(node);
+		free(start);
+		free(end);
+	}
+}
+
+static const char logs_usage[] =
+    "usage: leasekeeper logs [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
+    "                        [--json] [--run ID | --last N] JOB\n"
+    "\n"
+    "The end of the output of a job's recent runs, as their run records keep it, from any\n"
+    "host. Control characters are escaped.\n"
+    "\n"
+    "  -j, --json            one JSON object instead of text\n"
+    "  -R, --run ID          this run only (its number, as `logs` and `status` show it)\n"
+    "  -n, --last N          the last N runs (default 1, at most 1000)\n" TARGET_OPTIONS_HELP;
+
+/* `leasekeeper logs JOB`: the output's end of a job's recent runs, from its run records. */
+int
+logs_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"zk", required_argument, NULL, 'z'},
+	                                         {"root", required_argument, NULL, 'r'},
+	                                         {"auth-file", required_argument, NULL, 'A'},
+	                                         {"json", no_argument, NULL, 'j'},
+	                                         {"run", required_argument, NULL, 'R'},
+	                                         {"last", required_argument, NULL, 'n'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	struct admin a;
+	struct target_opts o = {NULL, NULL, NULL, NULL};
+	struct logs_main l = {NULL, -1, 1, NULL};
+	char *end, *text, *cause;
+	int ch, as_json = 0, rc, have_last = 0;
+	long long v;
+
+	memset(&a, 0, sizeof a);
+	while ((ch = getopt_long(argc, argv, "c:z:r:A:jR:n:h", longopts, NULL)) != -1) {
+		if (target_option(ch, optarg, &o))
+			continue;
+		switch (ch) {
+		case 'j':
+			as_json = 1;
+			break;
+		case 'R':
+			errno = 0;
+			v = strtoll(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' || v < 0) {
+				fprintf(
+				    stderr,
+				    "leasekeeper logs: --run takes a run's number as `logs` and "
+				    "`status --json` show it, not \"%s\"\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			l.run = v;
+			break;
+		case 'n':
+			errno = 0;
+			v = strtoll(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' || v < 1 ||
+			    v > LOGS_MAX_LAST) {
+				fprintf(
+				    stderr,
+				    "leasekeeper logs: --last must be a number from 1 to %d, not "
+				    "\"%s\"\n",
+				    LOGS_MAX_LAST, optarg);
+				return EXIT_USAGE;
+			}
+			l.last = (int)v;
+			have_last = 1;
+			break;
+		case 'h':
+			fputs(logs_usage, stdout);
+			return 0;
+		default:
+			return usage_hint("logs");
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "leasekeeper logs: %s\n",
+		        optind == argc ? "name the job" : "one job at a time");
+		return usage_hint("logs");
+	}
+	if (have_last && l.run >= 0) {
+		fprintf(stderr, "leasekeeper logs: --run or --last, not both\n");
+		return EXIT_USAGE;
+	}
+	l.job = argv[optind];
+	if (!znode_valid_name(l.job, &cause)) {
+		fprintf(stderr, "leasekeeper logs: bad job name: %s\n", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if ((rc = admin_setup(&a, &o, "logs")) != 0)
+		return rc;
+	l.runs = json_array();
+	a.ctx = &l;
+	a.ready = logs_ready;
+	rc = admin_run(&a, 10000);
+	if (rc == 0) {
+		if (as_json) {
+			text = json_dumps(l.runs, JSON_INDENT(2));
+			printf("%s\n", text);
+			free(text);
+		} else
+			logs_print(l.runs);
+	}
+	json_decref(l.runs);
+	config_free(a.cfg);
+	return rc;
+}

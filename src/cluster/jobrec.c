@@ -1,0 +1,876 @@
+/* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
+/*
+ * jobrec.c: a job's records in ZooKeeper: the agreed lease count, tick claims, runs.
+ *
+ * <root>/jobs/<job> holds {"leases": N}, the number of leases the cluster agreed on. The
+ * first worker to see the job writes it; a worker configured with another N does not
+ * contend and reports the conflict until the record or its configuration changes
+ * (`leasekeeper set-leases` changes the record on purpose). We watch the record.
+ *
+ * <root>/jobs/<job>/state holds {"tick": T, "runners": [...], "recent": [...],
+ * "missed": [...]}: the newest tick claimed and who claimed it, the last claimed ticks and
+ * the last missed ones. A worker holding a lease claims tick T with a versioned write; a
+ * worker that finds T, or a later tick, claimed by enough runners, or T marked missed,
+ * skips it, so a host whose clock runs late cannot run a tick twice. Claims only move
+ * forward: a tick older than the newest claimed one can never run, so the worker that
+ * claims T also records as missed the ticks skipped since the previous claim.
+ *
+ * <root>/jobs/<job>/runs/run-<seq> holds one JSON record per finished (or missed) run,
+ * the oldest deleted beyond `history`.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "compat.h"
+#include "ctlrec.h"
+#include "jobrec.h"
+#include "layout.h"
+#include "leasekeeper.h"
+#include "log.h"
+#include "schedule.h"
+#include "tickstate.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+/* ZooKeeper refusals repeat at every tick and every check: warn once, then count. */
+static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, jobrec_lim_state,
+    jobrec_lim_run;
+
+enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
+
+#define JOBREC_WINDOW_NS    (60 * 1000000000ULL) /* the window of the write limits below */
+#define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
+#define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
+#define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
+#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
+#define JOBREC_MAX_TRIM     100 /* old run records deleted per record written, at most */
+
+/* A count of events in a window of time, for the write limits. */
+struct jobrec_window {
+	uint64_t start_ns;
+	int count;
+	int dropped;
+};
+
+/* One multi-step operation on the records, with the context its replies need. */
+struct jobrec_task {
+	struct jobrec *jr;
+	enum jobrec_task_kind kind;
+	int64_t tick;
+	int per_tick;
+	char *node;
+	int peek;      /* claim: only read whether the tick is claimed; write nothing */
+	int maybe_set; /* a claim write was sent and may have landed */
+	int races;     /* versioned writes lost to another writer */
+	int waiting;   /* waiting for a reconnect to go on */
+	jobrec_claim_cb cb;
+	void *arg;
+	json_t *record;
+	int history;
+	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick) */
+	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
+	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
+	TAILQ_ENTRY(jobrec_task) entry;
+};
+
+struct jobrec {
+	struct zk *zk;
+	char *path;
+	char *state_path;
+	char *runs_path;
+	int leases;
+	char *lock_path; /* recorded with the count, so that status can find the lock */
+	int cluster;     /* the agreed count, 0 until known */
+	int paused;      /* the record says "paused" (`leasekeeper pause`) */
+	int paused_stop; /* ... with --stop-running */
+	int checking;
+	int recheck;                   /* check again after the reconnect */
+	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
+	struct jobrec_window runs;     /* run records written */
+	int64_t corrupt;               /* tick states found corrupt or claimed too far ahead */
+	uint64_t missed;               /* ticks recorded as missed by us */
+	uint64_t warned_ns;            /* the last warning about the state (rate limit) */
+	int warned_dropped;            /* warnings not logged since */
+	struct jobrec_cb cb;
+	void *arg;
+	TAILQ_HEAD(, jobrec_task) tasks;
+};
+
+static void jobrec_claim_step(struct jobrec_task *);
+static void jobrec_missed_step(struct jobrec_task *);
+static void jobrec_run_step(struct jobrec_task *);
+
+/* Say that a record was written (created: its path) or will not be (NULL). */
+static void
+jobrec_recorded(struct jobrec *jr, json_t *record, const char *created)
+{
+	if (jr->cb.recorded != NULL)
+		jr->cb.recorded(jr, record, created, jr->arg);
+}
+
+/*
+ * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
+ * key), -1 if it is corrupt (too large, not an object, or a count that is not an integer in
+ * 1..LK_MAX_LEASES): a corrupt record is a conflict, never "no count", or a worker would
+ * rewrite it in a loop against whoever wrote it.
+ */
+int
+jobrec_parse_leases(const char *data, int len)
+{
+	json_t *o, *n;
+	int leases = -1;
+
+	if (data == NULL || len <= 0)
+		return 0;
+	if (len > JOBREC_MAX_SIZE)
+		return -1;
+	o = json_loadb(data, (size_t)len, 0, NULL);
+	if (!json_is_object(o)) {
+		if (o != NULL)
+			json_decref(o);
+		return -1;
+	}
+	n = json_object_get(o, "leases");
+	if (n == NULL)
+		leases = 0;
+	else if (json_is_integer(n) && json_integer_value(n) >= 1 &&
+	         json_integer_value(n) <= LK_MAX_LEASES)
+		leases = (int)json_integer_value(n);
+	json_decref(o);
+	return leases;
+}
+
+/* Whether one more event fits in w's window of max; else counted as dropped. */
+static int
+jobrec_window_take(struct jobrec_window *w, int max)
+{
+	uint64_t now = clock_now_ns();
+
+	if (w->start_ns == 0 || now - w->start_ns >= JOBREC_WINDOW_NS) {
+		w->start_ns = now;
+		w->count = 0;
+	}
+	if (w->count >= max) {
+		w->dropped++;
+		return 0;
+	}
+	w->count++;
+	return 1;
+}
+
+/* Whether a job record's JSON names its lock. */
+static int
+jobrec_has_lock(const char *data, int len)
+{
+	json_t *o;
+	int has;
+
+	if (data == NULL || len <= 0 || len > JOBREC_MAX_SIZE ||
+	    (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
+		return 0;
+	has = json_is_string(json_object_get(o, "lock"));
+	json_decref(o);
+	return has;
+}
+
+/* A job's records; call jobrec_check once the session is ready. */
+struct jobrec *
+jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const char *lock_path,
+           const struct jobrec_cb *cb, void *arg)
+{
+	struct jobrec *jr = xcalloc(1, sizeof *jr);
+
+	jr->lock_path = xstrdup(lock_path);
+
+	jr->zk = zk;
+	jr->path = layout_job_record(root, job);
+	jr->state_path = layout_job_state(root, job);
+	jr->runs_path = layout_job_runs(root, job);
+	jr->leases = leases;
+	jr->cb = *cb;
+	jr->arg = arg;
+	TAILQ_INIT(&jr->tasks);
+	return jr;
+}
+
+/* Forget a task. */
+static void
+jobrec_task_free(struct jobrec_task *t)
+{
+	zk_cancel(t->jr->zk, t);
+	TAILQ_REMOVE(&t->jr->tasks, t, entry);
+	free(t->node);
+	if (t->record != NULL)
+		json_decref(t->record);
+	if (t->skipped != NULL)
+		json_decref(t->skipped);
+	free(t);
+}
+
+/* Free the records' state (nothing in ZooKeeper changes). */
+void
+jobrec_free(struct jobrec *jr)
+{
+	struct jobrec_task *t;
+
+	if (jr == NULL)
+		return;
+	zk_cancel(jr->zk, jr);
+	while ((t = TAILQ_FIRST(&jr->tasks)) != NULL)
+		jobrec_task_free(t);
+	free(jr->path);
+	free(jr->state_path);
+	free(jr->runs_path);
+	free(jr->lock_path);
+	free(jr);
+}
+
+/* How many ticks this worker recorded as missed (each is recorded once, cluster-wide). */
+uint64_t
+jobrec_missed_ticks(const struct jobrec *jr)
+{
+	return jr->missed;
+}
+
+/* How many times the tick state was found corrupt or claimed too far ahead, and repaired. */
+int64_t
+jobrec_corrupt_states(const struct jobrec *jr)
+{
+	return jr->corrupt;
+}
+
+/* Whether the record said the job is paused, as last read; *stop_running with it. */
+int
+jobrec_paused(const struct jobrec *jr, int *stop_running)
+{
+	*stop_running = jr->paused_stop;
+	return jr->paused;
+}
+
+/* The agreed count as last read, 0 if unknown. */
+int
+jobrec_cluster_leases(const struct jobrec *jr)
+{
+	return jr->cluster;
+}
+
+/* The record changed or went away: read it again. */
+static void
+jobrec_watch_cb(int type, const char *path, void *arg)
+{
+	(void)type;
+	(void)path;
+	jobrec_check(arg);
+}
+
+static void jobrec_create_cb(const struct zk_reply *, void *);
+
+/*
+ * The record's JSON: our count, and where the lock lives, over what the record held (old,
+ * may be NULL): a rewrite keeps what others wrote there (a pause).
+ */
+static char *
+jobrec_data(struct jobrec *jr, const char *old, int old_len)
+{
+	json_t *o = NULL;
+	char *data;
+
+	if (old != NULL && old_len > 0 && old_len <= JOBREC_MAX_SIZE)
+		o = json_loadb(old, (size_t)old_len, 0, NULL);
+	if (!json_is_object(o)) {
+		if (o != NULL)
+			json_decref(o);
+		o = json_object();
+	}
+	json_object_set_new(o, "leases", json_integer(jr->leases));
+	json_object_set_new(o, "lock", json_string(jr->lock_path));
+	data = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	return data;
+}
+
+/* Write our count into a new record. */
+static void
+jobrec_create(struct jobrec *jr)
+{
+	char *data = jobrec_data(jr, NULL, 0);
+
+	zk_create_node(jr->zk, jr->path, data, (int)strlen(data), ZOO_PERSISTENT, jobrec_create_cb,
+	               jr);
+	free(data);
+}
+
+/* The record as read. */
+static void
+jobrec_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec *jr = arg;
+	char *data;
+	int n;
+
+	jr->checking = 0;
+	if (zk_connection_error(reply->rc)) {
+		jr->recheck = 1;
+		return;
+	}
+	if (reply->rc == ZNONODE) {
+		jr->checking = 1;
+		jobrec_create(jr);
+		return;
+	}
+	if (reply->rc != ZOK) {
+		log_warnx_limited(&jobrec_lim_read, "cannot read %s: %s", jr->path,
+		                  zerror(reply->rc));
+		return;
+	}
+	jr->paused = ctlrec_paused(reply->value, reply->value_len, &jr->paused_stop);
+	n = jobrec_parse_leases(reply->value, reply->value_len);
+	if (n < 0) {
+		/* Corrupt: not ours to fix by writing (whoever wrote it would write it back). */
+		log_warnx(
+		    "%s holds an invalid lease count (not an integer in 1..%d): not "
+		    "contending until it is fixed (`leasekeeper set-leases %s %d` writes ours)",
+		    jr->path, LK_MAX_LEASES, znode_basename(jr->path), jr->leases);
+		jr->cluster = 0;
+		jr->cb.conflict(jr, -1, jr->arg);
+		return;
+	}
+	if (n == 0 || (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len))) {
+		/*
+		 * A record without a count (made by hand?), or one that does not say where the
+		 * lock lives (older, or written by set-leases): write ours, at its version. At
+		 * most JOBREC_MAX_REWRITES a minute: another writer must not make this a loop.
+		 */
+		if (!jobrec_window_take(&jr->rewrites, JOBREC_MAX_REWRITES)) {
+			if (jr->rewrites.dropped == 1)
+				log_warnx(
+				    "%s was rewritten %d times in a minute: someone writes it "
+				    "back; not contending until it changes",
+				    jr->path, JOBREC_MAX_REWRITES);
+			if (n == 0) {
+				jr->cluster = 0;
+				jr->cb.conflict(jr, -1, jr->arg);
+				return;
+			}
+			goto agreed; /* the count is ours; the lock path can wait */
+		}
+		jr->rewrites.dropped = 0;
+		if (n == 0)
+			log_info("%s holds no lease count; writing %d", jr->path, jr->leases);
+		data = jobrec_data(jr, reply->value, reply->value_len);
+		jr->checking = 1;
+		zk_set(jr->zk, jr->path, data, (int)strlen(data), reply->stat->version,
+		       jobrec_create_cb, jr);
+		free(data);
+		return;
+	}
+agreed:
+	jr->cluster = n;
+	if (n == jr->leases)
+		jr->cb.agreed(jr, jr->arg);
+	else
+		jr->cb.conflict(jr, n, jr->arg);
+}
+
+/* Our count was written (or someone else's was first): read it back, with a watch. */
+static void
+jobrec_create_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec *jr = arg;
+
+	jr->checking = 0;
+	if (zk_connection_error(reply->rc)) {
+		jr->recheck = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && reply->rc != ZBADVERSION) {
+		log_warnx_limited(&jobrec_lim_write, "cannot write %s: %s", reply->path,
+		                  zerror(reply->rc));
+		return;
+	}
+	jobrec_check(jr);
+}
+
+/* Read the record (creating it with our count if there is none) and watch it. */
+void
+jobrec_check(struct jobrec *jr)
+{
+	if (jr->checking)
+		return;
+	jr->checking = 1;
+	jr->recheck = 0;
+	zk_get(jr->zk, jr->path, jobrec_watch_cb, jobrec_get_cb, jr);
+}
+
+/* Session events: go on after a reconnect; nothing survives an expiry. */
+void
+jobrec_session(struct jobrec *jr, enum zk_event event)
+{
+	struct jobrec_task *t, *next;
+
+	switch (event) {
+	case ZK_EVENT_RECONNECTED:
+	case ZK_EVENT_SESSION_NEW:
+		if (jr->recheck && event == ZK_EVENT_RECONNECTED)
+			jobrec_check(jr);
+		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+			if (!t->waiting)
+				continue;
+			t->waiting = 0;
+			if (t->kind == JOBREC_TASK_CLAIM)
+				jobrec_claim_step(t);
+			else if (t->kind == JOBREC_TASK_MISSED)
+				jobrec_missed_step(t);
+			else
+				jobrec_run_step(t);
+		}
+		break;
+	case ZK_EVENT_EXPIRED:
+	case ZK_EVENT_CLOSED:
+		zk_cancel(jr->zk, jr);
+		jr->checking = 0;
+		jr->recheck = 0;
+		jr->cluster = 0;
+		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+			if (t->kind == JOBREC_TASK_CLAIM) {
+				jobrec_claim_cb cb = t->cb;
+				void *cbarg = t->arg;
+
+				jobrec_task_free(t);
+				cb(JOBREC_ERROR, cbarg);
+			} else if (t->kind == JOBREC_TASK_MISSED)
+				jobrec_task_free(t);
+			/* Run records are written by the next session. */
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A new task. */
+static struct jobrec_task *
+jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, const char *node)
+{
+	struct jobrec_task *t = xcalloc(1, sizeof *t);
+
+	t->jr = jr;
+	t->kind = kind;
+	t->tick = tick;
+	t->node = node != NULL ? xstrdup(node) : NULL;
+	TAILQ_INSERT_TAIL(&jr->tasks, t, entry);
+	return t;
+}
+
+/* Warn about what was wrong with a state read, at most once a minute per job. */
+static void
+jobrec_state_warn(struct jobrec *jr, const struct tickstate *st)
+{
+	uint64_t now = clock_now_ns();
+
+	if ((st->flags & (TICKSTATE_CORRUPT | TICKSTATE_FUTURE)) != 0)
+		jr->corrupt++;
+	if (st->flags == 0)
+		return;
+	if (jr->warned_ns != 0 && now - jr->warned_ns < JOBREC_WARN_NS) {
+		jr->warned_dropped++;
+		return;
+	}
+	log_warnx(
+	    "job %s: %s %s: %s%s%s (%d similar warning(s) not logged in the last minute)",
+	    znode_basename(jr->path), st->flags & TICKSTATE_FUTURE ? "overriding" : "repairing",
+	    jr->state_path,
+	    st->flags & TICKSTATE_CORRUPT ? "not a JSON object, or larger than the limit; " : "",
+	    st->flags & TICKSTATE_TRUNCATED ? "lists too long or of the wrong type, trimmed; " : "",
+	    st->flags & TICKSTATE_FUTURE ? "a tick claimed beyond the next few ticks, which "
+	                                   "no sane clock claims"
+	                                 : "rewritten sanely at the next claim",
+	    jr->warned_dropped);
+	jr->warned_ns = now;
+	jr->warned_dropped = 0;
+}
+
+/* The state as read, bounded (none, ZNONODE, reads as empty). */
+static void
+jobrec_read_state(const struct zk_reply *reply, struct tickstate *st)
+{
+	tickstate_parse(reply->rc == ZOK ? reply->value : NULL,
+	                reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0,
+	                st);
+}
+
+/* Record that a tick was missed, or not run because paused (a run record, a log line). */
+static void
+jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history,
+                     const char *reason)
+{
+	char when[40];
+	json_t *record;
+
+	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
+	if (strcmp(reason, "paused") == 0)
+		log_info("job %s: the tick of %s is not run: the job is paused",
+		         znode_basename(jr->path), when);
+	else {
+		log_warnx("job %s: the tick of %s was missed: no worker started it within its "
+		          "start_deadline",
+		          znode_basename(jr->path), when);
+		jr->missed++;
+	}
+	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
+	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
+	                   "node", node, "reason", reason, "outcome", reason);
+	jobrec_record_run(jr, record, history);
+}
+
+/*
+ * Write the state (stolen reference) at the version just read, or create it if it was not
+ * there: a concurrent writer makes the write fail (ZBADVERSION, ZNODEEXISTS) and cb reads
+ * again.
+ */
+static void
+jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, struct tickstate *st,
+                   zk_reply_cb cb)
+{
+	char *data = tickstate_dump(st);
+
+	tickstate_free(st);
+	if (read->rc == ZNONODE)
+		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
+		               ZOO_PERSISTENT, cb, t);
+	else
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), read->stat->version,
+		       cb, t);
+	free(data);
+}
+
+/* End a claim with its result. */
+static void
+jobrec_claim_done(struct jobrec_task *t, enum jobrec_claim_result result)
+{
+	jobrec_claim_cb cb = t->cb;
+	void *arg = t->arg;
+
+	jobrec_task_free(t);
+	cb(result, arg);
+}
+
+/* The claim's write landed, or lost a race, or its fate is unknown. */
+static void
+jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	json_t *v;
+	size_t i;
+
+	if (reply->rc == ZOK) {
+		json_array_foreach(t->skipped, i, v)
+			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history,
+			                     "missed");
+		jobrec_claim_done(t, JOBREC_CLAIMED);
+		return;
+	}
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	    ++t->races <= JOBREC_MAX_RACES) {
+		jobrec_claim_step(t); /* someone wrote first: look again */
+		return;
+	}
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1; /* after the reconnect, the state tells whether it landed */
+		return;
+	}
+	log_warnx_limited(&jobrec_lim_claim, "cannot claim tick %lld of %s: %s", (long long)t->tick,
+	                  t->jr->path, zerror(reply->rc));
+	jobrec_claim_done(t, JOBREC_ERROR);
+}
+
+/* The state as read: claim the tick if it is free. */
+static void
+jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	struct tickstate st;
+	struct tickstate_claim c;
+	enum tickstate_verdict verdict;
+	json_t *skipped;
+
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		log_warnx_limited(&jobrec_lim_state, "cannot read %s: %s", t->jr->state_path,
+		                  zerror(reply->rc));
+		jobrec_claim_done(t, JOBREC_ERROR);
+		return;
+	}
+	jobrec_read_state(reply, &st);
+	c.tick = t->tick;
+	c.per_tick = t->per_tick;
+	c.node = t->node;
+	c.sched = t->sched;
+	c.history = t->history;
+	c.now = (int64_t)(clock_wall_ms() / 1000);
+	verdict = tickstate_claim(&st, &c, &skipped);
+	if (t->peek) {
+		/* The same verdict a claim would reach, without the write. */
+		tickstate_free(&st);
+		if (skipped != NULL)
+			json_decref(skipped);
+		jobrec_claim_done(t, verdict == TICKSTATE_CLAIM ? JOBREC_FREE : JOBREC_TAKEN);
+		return;
+	}
+	jobrec_state_warn(t->jr, &st);
+	if (verdict != TICKSTATE_CLAIM) {
+		tickstate_free(&st);
+		/* Ours already: our earlier write landed, its answer was lost; finish it. */
+		if (verdict == TICKSTATE_OURS && t->maybe_set)
+			jobrec_claim_set_cb(&(struct zk_reply){.rc = ZOK}, t);
+		else
+			jobrec_claim_done(t, JOBREC_TAKEN);
+		return;
+	}
+	if (t->skipped != NULL)
+		json_decref(t->skipped);
+	t->skipped = skipped;
+	t->maybe_set = 1;
+	jobrec_write_state(t, reply, &st, jobrec_claim_set_cb);
+}
+
+static void
+jobrec_claim_step(struct jobrec_task *t)
+{
+	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_claim_get_cb, t);
+}
+
+/*
+ * Claim tick for node, unless per_tick workers (or this one) already claimed it, a later
+ * tick was claimed, or it was marked missed. sched names the ticks skipped since the
+ * previous claim, recorded as missed (at most history of them).
+ */
+void
+jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
+             const struct schedule *sched, int history, jobrec_claim_cb cb, void *arg)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
+
+	t->sched = sched;
+	t->history = history;
+	t->per_tick = per_tick;
+	t->cb = cb;
+	t->arg = arg;
+	jobrec_claim_step(t);
+}
+
+/*
+ * Read once whether tick is claimed by per_tick workers (or by node), a later tick claimed,
+ * or the tick marked missed (JOBREC_TAKEN), or not (JOBREC_FREE): what a backup in the
+ * ranking reads before it steps in. Nothing is written; jobrec_cancel_claim cancels it.
+ */
+void
+jobrec_peek(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
+            const struct schedule *sched, jobrec_claim_cb cb, void *arg)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
+
+	t->peek = 1;
+	t->sched = sched;
+	t->per_tick = per_tick;
+	t->cb = cb;
+	t->arg = arg;
+	jobrec_claim_step(t);
+}
+
+/* Abandon a claim (or a peek) in progress; its callback is not called. */
+void
+jobrec_cancel_claim(struct jobrec *jr)
+{
+	struct jobrec_task *t, *next;
+
+	TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
+		if (t->kind == JOBREC_TASK_CLAIM)
+			jobrec_task_free(t);
+	}
+}
+
+/* The missed mark's write. */
+static void
+jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	    ++t->races <= JOBREC_MAX_RACES) {
+		jobrec_missed_step(t);
+		return;
+	}
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc == ZOK)
+		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->reason);
+	jobrec_task_free(t);
+}
+
+/* The state as read: mark the tick missed unless it was claimed or already marked. */
+static void
+jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	struct tickstate st;
+
+	if (zk_connection_error(reply->rc)) {
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		jobrec_task_free(t);
+		return;
+	}
+	jobrec_read_state(reply, &st);
+	jobrec_state_warn(t->jr, &st);
+	if (!tickstate_mark_missed(&st, t->tick)) {
+		tickstate_free(&st);
+		jobrec_task_free(t);
+		return;
+	}
+	jobrec_write_state(t, reply, &st, jobrec_missed_set_cb);
+}
+
+static void
+jobrec_missed_step(struct jobrec_task *t)
+{
+	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
+}
+
+/* Record tick as missed, once cluster-wide, unless it was claimed or already recorded. */
+void
+jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	t->reason = "missed";
+	jobrec_missed_step(t);
+}
+
+/*
+ * Record tick as not run because the job is paused: marked like a missed tick (so that it
+ * never runs late), and recorded once cluster-wide, with the reason "paused".
+ */
+void
+jobrec_paused_tick(struct jobrec *jr, int64_t tick, const char *node, int history)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	t->reason = "paused";
+	jobrec_missed_step(t);
+}
+
+/* Trim: the listing of the runs. */
+static void
+jobrec_trim_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+	char **names, *path;
+	int i, excess;
+
+	if (reply->rc == ZOK && reply->nchildren > t->history) {
+		names = xcalloc((size_t)reply->nchildren, sizeof *names);
+		for (i = 0; i < reply->nchildren; i++)
+			names[i] = reply->children[i];
+		znode_sort(names, (size_t)reply->nchildren, "run-");
+		/* Someone may have made thousands: a few at a time, each record trims more. */
+		excess = reply->nchildren - t->history;
+		if (excess > JOBREC_MAX_TRIM)
+			excess = JOBREC_MAX_TRIM;
+		for (i = 0; i < excess; i++) {
+			path = znode_join(t->jr->runs_path, names[i]);
+			zk_delete(t->jr->zk, path, -1, NULL, NULL);
+			free(path);
+		}
+		free(names);
+	}
+	jobrec_task_free(t);
+}
+
+/* The run record's create. */
+static void
+jobrec_run_cb(const struct zk_reply *reply, void *arg)
+{
+	struct jobrec_task *t = arg;
+
+	if (reply->rc == ZNONODE) {
+		/* <job>/runs does not exist yet (nor, perhaps, <job>). */
+		zk_create_node(t->jr->zk, t->jr->path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		zk_create_node(t->jr->zk, t->jr->runs_path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		jobrec_run_step(t);
+		return;
+	}
+	if (zk_connection_error(reply->rc) || reply->rc == ZSESSIONEXPIRED ||
+	    reply->rc == ZINVALIDSTATE) {
+		/* It may have landed: a duplicate record is better than a lost one. */
+		t->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK) {
+		log_warnx_limited(&jobrec_lim_run, "cannot record a run of %s: %s", t->jr->path,
+		                  zerror(reply->rc));
+		jobrec_recorded(t->jr, t->record, NULL);
+		jobrec_task_free(t);
+		return;
+	}
+	jobrec_recorded(t->jr, t->record, reply->created);
+	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
+}
+
+static void
+jobrec_run_step(struct jobrec_task *t)
+{
+	char *data = json_dumps(t->record, JSON_COMPACT),
+	     *path = znode_join(t->jr->runs_path, "run-");
+
+	zk_create_node(t->jr->zk, path, data, (int)strlen(data), ZOO_PERSISTENT_SEQUENTIAL,
+	               jobrec_run_cb, t);
+	free(path);
+	free(data);
+}
+
+/* Append a run record (stolen reference) and keep the newest `history` of them. */
+void
+jobrec_record_run(struct jobrec *jr, json_t *record, int history)
+{
+	struct jobrec_task *t;
+
+	if (history <= 0) {
+		jobrec_recorded(jr, record, NULL);
+		json_decref(record);
+		return;
+	}
+	/* A job that ends at once and restarts must not write thousands of records a minute. */
+	if (!jobrec_window_take(&jr->runs, JOBREC_MAX_RUNS)) {
+		if (jr->runs.dropped == 1)
+			log_warnx(
+			    "job %s: %d run records in the last minute: not recording more "
+			    "runs until the minute is over (they are counted in the next one)",
+			    znode_basename(jr->path), JOBREC_MAX_RUNS);
+		jobrec_recorded(jr, record, NULL);
+		json_decref(record);
+		return;
+	}
+	if (jr->runs.dropped > 0) {
+		log_warnx("job %s: %d run record(s) were not written in the last minute",
+		          znode_basename(jr->path), jr->runs.dropped);
+		json_object_set_new(record, "runs_not_recorded", json_integer(jr->runs.dropped));
+		jr->runs.dropped = 0;
+	}
+	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
+	t->record = record;
+	t->history = history;
+	jobrec_run_step(t);
+}

@@ -1,0 +1,57 @@
+/* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
+/* jobrec.h: a job's records in ZooKeeper: the agreed lease count, tick claims, runs. */
+#ifndef JOBREC_H
+#define JOBREC_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "zk.h"
+
+#define JOBREC_MAX_SIZE 65536 /* bytes of a job record parsed; a larger one is corrupt */
+
+struct jobrec;
+
+enum jobrec_claim_result {
+	JOBREC_CLAIMED, /* ours to run */
+	JOBREC_TAKEN,   /* already claimed by enough workers (or by us) */
+	JOBREC_ERROR,   /* could not tell (connection lost, session gone) */
+	JOBREC_FREE,    /* jobrec_peek: not claimed by enough workers yet */
+};
+
+struct jobrec_cb {
+	void (*agreed)(struct jobrec *, void *arg);
+	void (*conflict)(struct jobrec *, int cluster_leases, void *arg);
+	/*
+	 * (may be NULL) a record this worker made, of a run or a missed tick, is written:
+	 * created is its path, or NULL when it was not (history 0, the write limit, an error)
+	 */
+	void (*recorded)(struct jobrec *, json_t *record, const char *created, void *arg);
+};
+
+typedef void (*jobrec_claim_cb)(enum jobrec_claim_result, void *arg);
+
+struct jobrec *jobrec_new(struct zk *, const char *root, const char *job, int leases,
+                          const char *lock_path, const struct jobrec_cb *, void *arg);
+void jobrec_free(struct jobrec *);
+void jobrec_check(struct jobrec *);
+void jobrec_session(struct jobrec *, enum zk_event);
+int jobrec_cluster_leases(const struct jobrec *);
+int64_t jobrec_corrupt_states(const struct jobrec *);
+uint64_t jobrec_missed_ticks(const struct jobrec *);
+
+struct schedule;
+void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,
+                  const struct schedule *, int history, jobrec_claim_cb, void *arg);
+void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
+                 const struct schedule *, jobrec_claim_cb, void *arg);
+void jobrec_cancel_claim(struct jobrec *);
+void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history);
+void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
+int jobrec_paused(const struct jobrec *, int *stop_running);
+void jobrec_record_run(struct jobrec *, json_t *record, int history);
+
+int jobrec_parse_leases(const char *data, int len);
+
+#endif

@@ -1,0 +1,252 @@
+/* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
+/*
+ * tickstate.c: a job's tick state read from ZooKeeper, bounded, and the claim computed on it.
+ *
+ * Anyone who can write to ZooKeeper can write <root>/jobs/<job>/state, so what is read is
+ * bounded before anything loops over it: the node's size, each list's length, each entry's
+ * type. A claim is computed in O(history + TICKSTATE_MAX_LIST) whatever the state holds and
+ * however far the clock moved since the last claim: the skipped ticks are found walking back
+ * from the tick claimed, never forward from the last one. A claimed tick beyond the horizon
+ * (a few ticks after now) cannot have been claimed by a sane clock: it is overridden, or one
+ * bad write (or a worker started once with its clock years ahead) would stop the job for good.
+ * These functions touch no network, so that unit tests and the fuzzer can drive them.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule.h"
+#include "tickstate.h"
+
+/* The list under key, of valid entries only (ticks >= 0, or short strings), the newest kept. */
+static json_t *
+tickstate_list(json_t *o, const char *key, int strings, int *flags)
+{
+	json_t *in = json_object_get(o, key), *out = json_array(), *v;
+	size_t i, n, from = 0;
+
+	if (in == NULL)
+		return out;
+	if (!json_is_array(in)) {
+		*flags |= TICKSTATE_TRUNCATED;
+		return out;
+	}
+	n = json_array_size(in);
+	if (n > TICKSTATE_MAX_LIST) {
+		*flags |= TICKSTATE_TRUNCATED;
+		from = n - TICKSTATE_MAX_LIST;
+	}
+	for (i = from; i < n; i++) {
+		v = json_array_get(in, i);
+		if (strings ? json_is_string(v) && json_string_length(v) > 0 &&
+		                  json_string_length(v) <= TICKSTATE_MAX_NODE
+		            : json_is_integer(v) && json_integer_value(v) >= 0)
+			json_array_append(out, v);
+		else
+			*flags |= TICKSTATE_TRUNCATED;
+	}
+	return out;
+}
+
+/* Parse a state node's data into st (never fails: what cannot be read is read as empty). */
+void
+tickstate_parse(const char *data, size_t len, struct tickstate *st)
+{
+	json_t *o = NULL, *t;
+
+	memset(st, 0, sizeof *st);
+	st->tick = -1;
+	if (len > TICKSTATE_MAX_SIZE)
+		st->flags |= TICKSTATE_CORRUPT;
+	else if (data != NULL && len > 0) {
+		o = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
+		if (!json_is_object(o))
+			st->flags |= TICKSTATE_CORRUPT;
+	}
+	st->o = json_object();
+	if (json_is_object(o)) {
+		t = json_object_get(o, "tick");
+		if (json_is_integer(t) && json_integer_value(t) >= 0)
+			st->tick = json_integer_value(t);
+		else if (t != NULL)
+			st->flags |= TICKSTATE_TRUNCATED;
+	}
+	json_object_set_new(st->o, "runners", tickstate_list(o, "runners", 1, &st->flags));
+	json_object_set_new(st->o, "recent", tickstate_list(o, "recent", 0, &st->flags));
+	json_object_set_new(st->o, "missed", tickstate_list(o, "missed", 0, &st->flags));
+	if (o != NULL)
+		json_decref(o);
+}
+
+/* Free what tickstate_parse made. */
+void
+tickstate_free(struct tickstate *st)
+{
+	if (st->o != NULL)
+		json_decref(st->o);
+	st->o = NULL;
+}
+
+/* Whether a (bounded) list of ticks holds tick. */
+static int
+tickstate_has_tick(const json_t *list, int64_t tick)
+{
+	size_t i, n = json_array_size(list);
+
+	for (i = 0; i < n; i++) {
+		if (json_integer_value(json_array_get(list, i)) == tick)
+			return 1;
+	}
+	return 0;
+}
+
+/* Append tick to a list of ticks, keeping the newest TICKSTATE_KEEP_TICKS. */
+static void
+tickstate_add_tick(json_t *list, int64_t tick)
+{
+	json_array_append_new(list, json_integer(tick));
+	while (json_array_size(list) > TICKSTATE_KEEP_TICKS)
+		json_array_remove(list, 0);
+}
+
+/* The latest tick a sane clock could have claimed at now: a few ticks ahead, an hour at least. */
+int64_t
+tickstate_horizon(const struct schedule *sched, int64_t now)
+{
+	int64_t h = now, x;
+	int i;
+
+	for (i = 0; sched != NULL && i < TICKSTATE_HORIZON; i++) {
+		if ((x = schedule_next(sched, h)) < 0)
+			break;
+		h = x;
+	}
+	return h > now + TICKSTATE_MIN_HORIZON ? h : now + TICKSTATE_MIN_HORIZON;
+}
+
+/* Drop the ticks of a list beyond horizon. */
+static void
+tickstate_drop_future(json_t *list, int64_t horizon)
+{
+	size_t i = 0;
+
+	while (i < json_array_size(list)) {
+		if (json_integer_value(json_array_get(list, i)) > horizon)
+			json_array_remove(list, i);
+		else
+			i++;
+	}
+}
+
+/* Whether node is among the runners. */
+static int
+tickstate_has_runner(const struct tickstate *st, const char *node)
+{
+	json_t *runners = json_object_get(st->o, "runners");
+	size_t i, n = json_array_size(runners);
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(json_string_value(json_array_get(runners, i)), node) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The ticks between st->tick and c->tick, newest first walking back, not already missed:
+ * at most min(history, TICKSTATE_MAX_SKIPPED) of them, oldest first in the array returned.
+ */
+static json_t *
+tickstate_skipped(const struct tickstate *st, const struct tickstate_claim *c)
+{
+	json_t *out = json_array(), *missed = json_object_get(st->o, "missed");
+	int64_t x = c->tick;
+	int keep = c->history < TICKSTATE_MAX_SKIPPED ? c->history : TICKSTATE_MAX_SKIPPED;
+	int steps = 0;
+
+	if (st->tick < 0 || c->sched == NULL)
+		return out;
+	/* Each step either keeps a tick or passes one of the (bounded) missed list. */
+	while ((int)json_array_size(out) < keep && steps++ < keep + TICKSTATE_MAX_LIST) {
+		x = schedule_prev(c->sched, x - 1);
+		if (x < 0 || x <= st->tick)
+			break;
+		if (!tickstate_has_tick(missed, x))
+			json_array_insert_new(out, 0, json_integer(x));
+	}
+	return out;
+}
+
+/*
+ * Decide on c's claim of a tick given the state read. TICKSTATE_CLAIM: st now holds the
+ * claim (to write) and *skipped the ticks it skipped, recorded as missed; the caller frees
+ * it. A claimed tick beyond the horizon is flagged TICKSTATE_FUTURE and overridden.
+ */
+enum tickstate_verdict
+tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **skipped)
+{
+	json_t *runners = json_object_get(st->o, "runners");
+	json_t *missed = json_object_get(st->o, "missed");
+	int64_t horizon = tickstate_horizon(c->sched, c->now);
+	size_t i, n;
+
+	*skipped = NULL;
+	if (st->tick > horizon && st->tick > c->tick) {
+		st->flags |= TICKSTATE_FUTURE;
+		st->tick = -1;
+		json_array_clear(runners);
+		tickstate_drop_future(missed, horizon);
+		tickstate_drop_future(json_object_get(st->o, "recent"), horizon);
+	}
+	if (st->tick == c->tick && tickstate_has_runner(st, c->node))
+		return TICKSTATE_OURS;
+	if (st->tick > c->tick || tickstate_has_tick(missed, c->tick) ||
+	    (st->tick == c->tick && json_array_size(runners) >= (size_t)c->per_tick))
+		return TICKSTATE_TAKEN;
+	if (st->tick < c->tick) {
+		*skipped = tickstate_skipped(st, c);
+		n = json_array_size(*skipped);
+		for (i = 0; i < n; i++)
+			tickstate_add_tick(missed, json_integer_value(json_array_get(*skipped, i)));
+		json_array_clear(runners);
+		st->tick = c->tick;
+		tickstate_add_tick(json_object_get(st->o, "recent"), c->tick);
+	}
+	json_array_append_new(runners, json_string(c->node));
+	return TICKSTATE_CLAIM;
+}
+
+/* Mark tick missed unless it was claimed or marked already: 1 if st changed, to write. */
+int
+tickstate_mark_missed(struct tickstate *st, int64_t tick)
+{
+	json_t *missed = json_object_get(st->o, "missed");
+
+	if (st->tick == tick || tickstate_has_tick(json_object_get(st->o, "recent"), tick) ||
+	    tickstate_has_tick(missed, tick))
+		return 0;
+	tickstate_add_tick(missed, tick);
+	return 1;
+}
+
+/* The state's JSON, to write (caller frees): lists trimmed to what is kept. */
+char *
+tickstate_dump(const struct tickstate *st)
+{
+	json_t *o = json_deep_copy(st->o);
+	const char *lists[] = {"recent", "missed"};
+	size_t i;
+	char *data;
+
+	for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		json_t *l = json_object_get(o, lists[i]);
+
+		while (json_array_size(l) > TICKSTATE_KEEP_TICKS)
+			json_array_remove(l, 0);
+	}
+	if (st->tick >= 0)
+		json_object_set_new(o, "tick", json_integer(st->tick));
+	data = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return data;
+}

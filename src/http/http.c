@@ -1,0 +1,424 @@
+/* Runs in: the worker's main process and `leasekeeper web`. */
+/*
+ * http.c: a small HTTP server on the loop, for clients that are not trusted. The worker's
+ * endpoints (src/worker/endpoints.c) and the dashboard (src/web/web.c) are built on it.
+ *
+ * The listener shares the loop that keeps the ZooKeeper heartbeat, and its clients are not
+ * trusted, so everything a client can make it hold is bounded: a request (from the
+ * connection's start or the previous reply to the end of the reply) gets HTTP_TIMEOUT_S,
+ * headers HTTP_MAX_HEADERS bytes, a body none, and at most HTTP_MAX_CONNECTIONS
+ * connections are open; past that the listener stops accepting and the kernel's backlog
+ * holds the rest, and each reply closes its connection, so a client that keeps sending
+ * requests cannot keep its slot from those waiting. A connection reads at most
+ * HTTP_MAX_INPUT bytes ahead of the request being answered: requests pipelined behind a
+ * reply the client does not read wait in the kernel, not in our memory. Running out of
+ * file descriptors pauses accepting for
+ * HTTP_ACCEPT_PAUSE_MS, with one warning per interval, instead of failing accept() in a
+ * loop.
+ *
+ * libevent 2.1 has no connection cap and no hook when a server connection opens, so we
+ * make each connection's bufferevent ourselves (evhttp_set_bevcb), then, once the accept
+ * callback has returned, find the connection evhttp built around it and ask to hear of
+ * its close.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+
+#include "clock.h"
+#include "http.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define HTTP_TIMEOUT_S       10
+#define HTTP_MAX_HEADERS     8192
+#define HTTP_MAX_BODY        0
+#define HTTP_MAX_INPUT       (2 * HTTP_MAX_HEADERS)
+#define HTTP_ACCEPT_PAUSE_MS 1000
+#define HTTP_BEAT_MS         1000 /* the loop's heartbeat timer, for /livez */
+
+/* One open connection: a slot is taken when evhttp asks for a bufferevent. */
+struct http_conn {
+	struct http *h;
+	int used;
+	struct bufferevent *bev;         /* until adopted: ours, with a reference held */
+	struct evhttp_connection *evcon; /* once adopted */
+	struct event *deadline;          /* the request in progress must be done by then */
+};
+
+struct http {
+	struct event_base *base;
+	struct evhttp *evh;
+	struct evconnlistener *lev;
+	struct event *adopt;  /* finds the connections evhttp built on new bufferevents */
+	struct event *resume; /* accepting again after running out of descriptors */
+	struct event *beat;   /* the loop's heartbeat, once a second */
+	uint64_t beat_ns;     /* its last run */
+	int listening;
+	int out_of_fds;
+	int closing;
+	int nconn;
+	struct http_conn conns[HTTP_MAX_CONNECTIONS];
+};
+
+static struct log_limit http_lim_accept, http_lim_full;
+
+/* The one listener of the process: libevent hands its accept errors evhttp's argument. */
+static struct http *http_self;
+
+/* Accept while there is room and descriptors; otherwise leave clients in the backlog. */
+static void
+http_listen_update(struct http *h)
+{
+	int want = !h->closing && !h->out_of_fds && h->nconn < HTTP_MAX_CONNECTIONS;
+
+	if (h->lev == NULL || want == h->listening)
+		return;
+	if (want)
+		evconnlistener_enable(h->lev);
+	else
+		evconnlistener_disable(h->lev);
+	h->listening = want;
+	if (!want && !h->out_of_fds && !h->closing)
+		log_warnx_limited(&http_lim_full,
+		                  "http: %d connections open, the most allowed: new ones wait",
+		                  HTTP_MAX_CONNECTIONS);
+}
+
+/* Give a connection's slot back. */
+static void
+http_conn_release(struct http_conn *c)
+{
+	evtimer_del(c->deadline);
+	c->used = 0;
+	c->bev = NULL;
+	c->evcon = NULL;
+	c->h->nconn--;
+	http_listen_update(c->h);
+}
+
+/* A connection the server (or its client) closed. */
+static void
+http_conn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct http_conn *c = arg;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	if (c->used && c->evcon == evcon)
+		http_conn_release(c);
+}
+
+/* The request in progress took too long: drop the connection. */
+static void
+http_conn_deadline_cb(int fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	struct evhttp_connection *evcon = c->evcon;
+
+	(void)fd;
+	(void)what;
+	if (evcon == NULL)
+		return;
+	log_debug("http: a request took more than %d s: closing its connection", HTTP_TIMEOUT_S);
+	evhttp_connection_free(evcon);
+	if (c->used && c->evcon == evcon)
+		http_conn_release(c);
+}
+
+/* Give the connection a request's time again: from now to the end of its next reply. */
+static void
+http_conn_rearm(struct http_conn *c)
+{
+	struct timeval tv = {HTTP_TIMEOUT_S, 0};
+
+	evtimer_add(c->deadline, &tv);
+}
+
+/* evhttp wants a bufferevent for an accepted connection: take a slot for it. */
+static struct bufferevent *
+http_bev_cb(struct event_base *base, void *arg)
+{
+	struct http *h = arg;
+	struct http_conn *c = NULL;
+	size_t i;
+
+	for (i = 0; i < HTTP_MAX_CONNECTIONS && c == NULL; i++) {
+		if (!h->conns[i].used)
+			c = &h->conns[i];
+	}
+	if (c == NULL)
+		return NULL; /* not reached: the listener stops at the cap */
+	c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		return NULL;
+	bufferevent_incref(c->bev); /* alive until adopted, whatever evhttp does meanwhile */
+	/*
+	 * Stop reading once this much waits unparsed: evhttp answers one request at a time,
+	 * and would otherwise read everything a client pipelines behind a reply it does not
+	 * read. Room for a whole request, so a request never waits on itself.
+	 */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_MAX_INPUT);
+	c->used = 1;
+	h->nconn++;
+	http_conn_rearm(c);
+	event_active(h->adopt, EV_TIMEOUT, 1);
+	http_listen_update(h);
+	return c->bev;
+}
+
+/* After the accept callback: find the connection evhttp built on each new bufferevent. */
+static void
+http_adopt_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+	struct http_conn *c;
+	bufferevent_event_cb eventcb;
+	void *cbarg;
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		struct bufferevent *bev;
+
+		c = &h->conns[i];
+		if (!c->used || c->evcon != NULL)
+			continue;
+		bev = c->bev;
+		bufferevent_getcb(bev, NULL, NULL, &eventcb, &cbarg);
+		if (eventcb != NULL && cbarg != NULL &&
+		    evhttp_connection_get_bufferevent(cbarg) == bev) {
+			c->evcon = cbarg;
+			evhttp_connection_set_closecb(c->evcon, http_conn_close_cb, c);
+		} else
+			http_conn_release(c); /* evhttp let it go already */
+		bufferevent_decref(bev);
+	}
+}
+
+/* The slot of the connection a request came on, or NULL. */
+static struct http_conn *
+http_conn_find(struct http *h, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	size_t i;
+
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		if (h->conns[i].used && h->conns[i].evcon == evcon)
+			return &h->conns[i];
+	}
+	return NULL;
+}
+
+/*
+ * Send a reply; the connection's next request gets its own time from now. With every slot
+ * taken the reply closes the connection: a client sending a request every few seconds
+ * would otherwise hold its slot for ever, and clients in the backlog wait at most until
+ * each holder's next request or HTTP_TIMEOUT_S.
+ */
+static void
+http_send(struct http *h, struct evhttp_request *req, int code, const char *reason,
+          struct evbuffer *buf)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c != NULL)
+		http_conn_rearm(c);
+	if (h->nconn >= HTTP_MAX_CONNECTIONS)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	evhttp_send_reply(req, code, reason, buf);
+}
+
+/* accept() failed: out of descriptors (or worse). Pause rather than fail in a loop. */
+static void
+http_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct http *h = http_self;
+	struct timeval tv = {HTTP_ACCEPT_PAUSE_MS / 1000, (HTTP_ACCEPT_PAUSE_MS % 1000) * 1000};
+
+	(void)lev;
+	(void)arg;
+	if (h == NULL)
+		return;
+	log_warn_limited(&http_lim_accept,
+	                 "http: cannot accept a connection; not accepting for %d ms",
+	                 HTTP_ACCEPT_PAUSE_MS);
+	h->out_of_fds = 1;
+	http_listen_update(h);
+	evtimer_add(h->resume, &tv);
+}
+
+/* The pause after a failed accept() is over. */
+static void
+http_resume_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+
+	(void)fd;
+	(void)what;
+	h->out_of_fds = 0;
+	http_listen_update(h);
+}
+
+/* Reply with a body and a content type. */
+void
+http_reply(struct http *h, struct evhttp_request *req, int code, const char *type, const char *body)
+{
+	struct evbuffer *buf = evbuffer_new();
+	const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : "Service Unavailable";
+
+	evbuffer_add(buf, body, strlen(body));
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
+	http_send(h, req, code, reason, buf);
+	evbuffer_free(buf);
+}
+
+/* The loop's heartbeat: /livez reads when it last ran. */
+static void
+http_beat_cb(int fd, short what, void *arg)
+{
+	struct http *h = arg;
+
+	(void)fd;
+	(void)what;
+	h->beat_ns = clock_now_ns();
+}
+
+/*
+ * libevent's own warnings, through our log: a listener out of file descriptors fails
+ * every accept() and would otherwise print a line per attempt.
+ */
+static void
+http_libevent_log_cb(int severity, const char *msg)
+{
+	static struct log_limit lim;
+
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx_limited(&lim, "libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+/*
+ * A listener on HOST:PORT with every bound above and no paths yet (http_route); NULL after
+ * logging why. The worker's endpoint and `leasekeeper web` are both built on it.
+ */
+struct http *
+http_listen(struct event_base *base, const char *listen)
+{
+	struct http *h = xcalloc(1, sizeof *h);
+	char *host = xstrdup(listen), *colon = strrchr(host, ':');
+	struct evhttp_bound_socket *bound;
+	struct timeval tv = {HTTP_TIMEOUT_S, 0};
+	long port;
+	size_t i;
+
+	h->base = base;
+	event_set_log_callback(http_libevent_log_cb);
+	h->evh = evhttp_new(base);
+	if (colon == NULL || (port = strtol(colon + 1, NULL, 10)) <= 0 || port > 65535) {
+		log_warnx("http: bad listen address \"%s\"", listen);
+		goto fail;
+	}
+	*colon = '\0';
+	if ((bound = evhttp_bind_socket_with_handle(h->evh, host, (unsigned short)port)) == NULL) {
+		log_warn("http: cannot listen on %s", listen);
+		goto fail;
+	}
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		h->conns[i].h = h;
+		h->conns[i].deadline = evtimer_new(base, http_conn_deadline_cb, &h->conns[i]);
+	}
+	h->adopt = event_new(base, -1, 0, http_adopt_cb, h);
+	h->resume = evtimer_new(base, http_resume_cb, h);
+	h->beat = event_new(base, -1, EV_PERSIST, http_beat_cb, h);
+	h->beat_ns = clock_now_ns();
+	{
+		struct timeval beat = {HTTP_BEAT_MS / 1000, (HTTP_BEAT_MS % 1000) * 1000};
+
+		event_add(h->beat, &beat);
+	}
+	h->lev = evhttp_bound_socket_get_listener(bound);
+	h->listening = 1;
+	/* The listener's callbacks get evhttp's argument: the error callback finds us here. */
+	http_self = h;
+	evconnlistener_set_error_cb(h->lev, http_accept_error_cb);
+	evhttp_set_bevcb(h->evh, http_bev_cb, h);
+	evhttp_set_timeout_tv(h->evh, &tv);
+	evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
+	evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
+	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	log_info("http: listening on %s", listen);
+	free(host);
+	return h;
+
+fail:
+	free(host);
+	evhttp_free(h->evh);
+	free(h);
+	return NULL;
+}
+
+/* Answer GET path with fn(req, arg); a NULL path: every path without its own. */
+void
+http_route(struct http *h, const char *path, void (*fn)(struct evhttp_request *, void *), void *arg)
+{
+	if (path == NULL)
+		evhttp_set_gencb(h->evh, fn, arg);
+	else
+		evhttp_set_cb(h->evh, path, fn, arg);
+}
+
+/* Send a reply within the listener's bounds (see http_send). */
+void
+http_respond(struct http *h, struct evhttp_request *req, int code, const char *reason,
+             struct evbuffer *buf)
+{
+	http_send(h, req, code, reason, buf);
+}
+
+/* Milliseconds since the loop last ran the listener's once-a-second timer (for /livez). */
+uint64_t
+http_beat_age_ms(const struct http *h)
+{
+	return (clock_now_ns() - h->beat_ns) / CLOCK_NS_PER_MS;
+}
+
+/* Connections open now. */
+int
+http_connections(const struct http *h)
+{
+	return h->nconn;
+}
+
+/* Stop listening and close every connection. */
+void
+http_free(struct http *h)
+{
+	size_t i;
+
+	if (h == NULL)
+		return;
+	h->closing = 1;
+	h->lev = NULL; /* evhttp_free frees it, then closes the connections */
+	evhttp_free(h->evh);
+	for (i = 0; i < HTTP_MAX_CONNECTIONS; i++) {
+		if (h->conns[i].used && h->conns[i].evcon == NULL)
+			bufferevent_decref(h->conns[i].bev);
+		event_free(h->conns[i].deadline);
+	}
+	event_free(h->adopt);
+	event_free(h->resume);
+	event_free(h->beat);
+	if (http_self == h)
+		http_self = NULL;
+	free(h);
+}

@@ -1,0 +1,25 @@
+/* Runs in: the worker's main process and `leasekeeper web`. */
+/* http.h: a small bounded HTTP server on the loop, shared by the worker and the dashboard. */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <stdint.h>
+
+#define HTTP_MAX_CONNECTIONS 16 /* open at once; past that new ones wait in the backlog */
+
+struct event_base;
+struct evbuffer;
+struct evhttp_request;
+struct http;
+
+struct http *http_listen(struct event_base *, const char *listen);
+void http_route(struct http *, const char *path, void (*)(struct evhttp_request *, void *), void *);
+void http_respond(struct http *, struct evhttp_request *, int code, const char *reason,
+                  struct evbuffer *);
+void http_reply(struct http *, struct evhttp_request *, int code, const char *type,
+                const char *body);
+uint64_t http_beat_age_ms(const struct http *);
+int http_connections(const struct http *);
+void http_free(struct http *);
+
+#endif

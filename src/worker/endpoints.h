@@ -1,0 +1,51 @@
+/* Runs in: the worker's main process (`leasekeeper run`). */
+/* endpoints.h: the worker's HTTP endpoints (/status, /metrics, /health, /readyz, /livez). */
+#ifndef ENDPOINTS_H
+#define ENDPOINTS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "zk.h"
+
+struct event_base;
+struct evbuffer;
+struct evhttp_request;
+struct endpoints;
+struct job;
+
+/* The worker's own counters, for /metrics. */
+struct endpoints_worker_stats {
+	uint64_t session_expiries;   /* sessions that expired under us */
+	uint64_t session_reconnects; /* the same session back after a disconnect */
+	uint64_t start_ms;           /* wall clock: the worker started */
+};
+
+/* What the endpoint reads from its owner (the worker), at each request. */
+struct endpoints_cb {
+	json_t *(*status)(void *arg); /* GET /status, the caller's reference */
+	int (*ready)(void *arg);      /* registered with a connected session: /health */
+	/* /readyz: NULL when ready (registered, connected, not draining), else why not */
+	const char *(*not_ready)(void *arg);
+	void (*stats)(void *arg, struct endpoints_worker_stats *);
+	enum zk_state (*session)(void *arg);
+	uint64_t (*deadline_in_ms)(void *arg); /* before jobs are killed if no answer arrives */
+	uint64_t (*deadline_low_ms)(
+	    void *arg); /* the least of it before an answer, or UINT64_MAX */
+	/* Call fn for each job, in order. */
+	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
+	/* how runs are contained: "cgroup", "process-group", "none" or "unknown" */
+	const char *(*containment)(void *arg);
+	int (*drained)(void *arg); /* `leasekeeper drain`: takes no new lease */
+	/* Call fn for each job of the configuration with the live workers that can run it
+	 * (-1: not known yet). */
+	void (*placement)(void *arg, void (*fn)(const char *job, int workers, void *fnarg),
+	                  void *fnarg);
+};
+
+struct endpoints *endpoints_start(struct event_base *, const char *listen,
+                                  const struct endpoints_cb *, void *arg);
+void endpoints_free(struct endpoints *);
+
+#endif

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+# ctest: timeout=60
+"""Every command of `leasekeeper --help` answers its own `--help` with its usage, exit 0, and
+that usage names every long option the command's getopt table takes (read from its source).
+No ZooKeeper: ctest runs it as a unit test."""
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+BUILD = os.environ.get("LEASEKEEPER_BUILD_DIR", "build")
+SRC = os.environ.get("LEASEKEEPER_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("LEASEKEEPER_BIN", os.path.join(BUILD, "leasekeeper"))
+
+# The source file holding each command's option table (the controls share control.c's).
+SOURCES = {
+    "run": "src/worker/runcmd.c", "check": "src/cli/check.c", "next": "src/cli/next.c",
+    "status": "src/cli/status.c", "logs": "src/cli/logs.c", "exec": "src/cli/exec.c",
+    "set-leases": "src/cli/setleases.c", "run-now": "src/cli/runnow.c",
+    "pause": "src/cli/control.c", "resume": "src/cli/control.c", "drain": "src/cli/control.c",
+    "undrain": "src/cli/control.c", "forget": "src/cli/control.c", "web": "src/web/web.c",
+}
+# Options of control.c's shared table that only some controls take.
+CONTROL_ONLY = {"stop-running": {"pause"}, "wait": {"drain"}, "deadline": {"drain"},
+                "by": {"pause", "drain"},
+                "force": {"forget"}}
+
+
+def run(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30)
+
+
+def commands():
+    out = run("--help")
+    assert out.returncode == 0, out.stderr
+    return re.findall(r"^  ([a-z-]+)\b", out.stdout, re.M)
+
+
+def long_options(path):
+    text = open(os.path.join(SRC, path)).read()
+    return set(re.findall(r'\{"([a-z-]+)", *(?:no|required|optional)_argument', text))
+
+
+class HelpTest(unittest.TestCase):
+    def test_the_table_lists_every_command(self):
+        self.assertEqual(sorted(set(commands()) - {"version"}), sorted(SOURCES))
+
+    def test_each_command_prints_its_own_usage_with_every_option(self):
+        for cmd in commands():
+            if cmd == "version":
+                continue
+            with self.subTest(cmd=cmd):
+                out = run(cmd, "--help")
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertTrue(out.stdout.startswith("usage: leasekeeper %s " % cmd),
+                                out.stdout[:200])
+                for opt in long_options(SOURCES[cmd]):
+                    if opt in CONTROL_ONLY and cmd not in CONTROL_ONLY[opt]:
+                        continue
+                    self.assertIn("--" + opt, out.stdout, "%s --help lacks --%s" % (cmd, opt))
+
+    def test_an_unknown_command_is_one_line_and_a_hint(self):
+        out = run("nosuchcommand")
+        self.assertEqual(out.returncode, 64)
+        self.assertLessEqual(len(out.stderr.splitlines()), 2, out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
