@@ -5,14 +5,21 @@
  * parses its own options and prints its own usage with --help.
  */
 
+#include <sys/mman.h>
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "cli.h"
 #include "leasekeeper.h"
 #include "log.h"
 #include "runcmd.h"
 #include "usage.h"
+#include "utf8.h"
 #include "web.h"
 
 /* One command: its name, its entry point, and its line in `leasekeeper --help`. */
@@ -21,33 +28,34 @@ struct main_cmd {
 	int (*fn)(int argc, char **argv);
 	const char *synopsis;
 	const char *summary;
+	int json; /* takes --json (-j): then what it says on stderr is one JSON object */
 };
 
 static const struct main_cmd main_cmds[] = {
-    {"run", runcmd_main, "run [-c FILE] [-v]", "run the worker (foreground)"},
-    {"check", check_main, "check [-c FILE]", "validate the configuration, print the jobs"},
-    {"next", next_main, "next [-c FILE] [-n K] JOB", "the next K fire times of a job"},
+    {"run", runcmd_main, "run [-c FILE] [-v]", "run the worker (foreground)", 0},
+    {"check", check_main, "check [-c FILE]", "validate the configuration, print the jobs", 1},
+    {"next", next_main, "next [-c FILE] [-n K] JOB", "the next K fire times of a job", 1},
     {"status", status_main, "status [-c FILE | --zk HOSTS] [--json]",
-     "the cluster as ZooKeeper sees it"},
+     "the cluster as ZooKeeper sees it", 1},
     {"logs", logs_main, "logs [-c FILE | --zk HOSTS] [--run ID | --last N] JOB",
-     "the output's end of a job's recent runs"},
+     "the output's end of a job's recent runs", 1},
     {"exec", exec_main, "exec [-c FILE | --zk HOSTS] [--leases N] NAME -- CMD [ARGS...]",
-     "run one command under a lease"},
+     "run one command under a lease", 0},
     {"set-leases", setleases_main, "set-leases [-c FILE | --zk HOSTS] JOB N",
-     "change the cluster's lease count of a job"},
+     "change the cluster's lease count of a job", 0},
     {"run-now", runnow_main, "run-now [-c FILE | --zk HOSTS] [--wait] JOB",
-     "one run of a job now, on one worker"},
+     "one run of a job now, on one worker", 1},
     {"pause", control_pause, "pause [-c FILE | --zk HOSTS] [--stop-running] JOB",
-     "pause a job cluster-wide"},
-    {"resume", control_resume, "resume [-c FILE | --zk HOSTS] JOB", "resume a paused job"},
+     "pause a job cluster-wide", 1},
+    {"resume", control_resume, "resume [-c FILE | --zk HOSTS] JOB", "resume a paused job", 1},
     {"drain", control_drain, "drain [-c FILE | --zk HOSTS] [--wait] [NODE]",
-     "a worker takes no new lease"},
+     "a worker takes no new lease", 1},
     {"undrain", control_undrain, "undrain [-c FILE | --zk HOSTS] [NODE]",
-     "a drained worker takes leases again"},
+     "a drained worker takes leases again", 1},
     {"forget", control_forget, "forget [-c FILE | --zk HOSTS] [--force] JOB",
-     "delete the records of a gone job"},
+     "delete the records of a gone job", 1},
     {"web", web_main, "web [-c FILE | --zk HOSTS] [--listen HOST:PORT]",
-     "serve the read-only dashboard of the cluster"},
+     "serve the read-only dashboard of the cluster", 0},
 };
 
 /* Print the list of commands; the usage exit status when it answers a mistake. */
@@ -64,6 +72,91 @@ main_usage(FILE *f)
 	      "prints a command's options. See leasekeeper(1).\n",
 	      f);
 	return f == stdout ? 0 : EXIT_USAGE;
+}
+
+/* Whether the command line asks for JSON (--json or -j before any "--"). */
+static int
+main_wants_json(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+			return 1;
+	return 0;
+}
+
+/* The line that says what went wrong: the first that is not a log line (those start with a
+ * timestamp, "2026-..."), else the first. */
+static json_t *
+main_json_headline(json_t *lines)
+{
+	const char *s;
+	json_t *line;
+	size_t i;
+
+	json_array_foreach(lines, i, line) {
+		s = json_string_value(line);
+		if (s != NULL && !(s[0] >= '0' && s[0] <= '9' && strlen(s) > 4 && s[4] == '-'))
+			return line;
+	}
+	return json_array_get(lines, 0);
+}
+
+/*
+ * Run a command that was asked for JSON: what it writes on stderr (its errors, warnings and
+ * log lines, from any code) is kept aside, then written as one JSON object,
+ * {"command", "exit_status", "error" or "warning": the first line, "lines": all of them},
+ * so that a script reads stdout and stderr alike. The exit status is the command's.
+ */
+static int
+main_json_run(const struct main_cmd *cmd, int argc, char **argv)
+{
+	int saved, fd, rc;
+	char *text = NULL, *line, *next, *valid;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	json_t *o, *lines;
+
+	fflush(stderr);
+	if ((fd = memfd_create("leasekeeper-stderr", MFD_CLOEXEC)) < 0 || (saved = dup(2)) < 0)
+		return cmd->fn(argc, argv); /* no room to capture: plain text */
+	dup2(fd, 2);
+	rc = cmd->fn(argc, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(fd, 0, SEEK_SET);
+	do {
+		if (cap - len < 4096)
+			text = realloc(text, cap += 65536);
+		if (text == NULL)
+			abort();
+		n = read(fd, text + len, cap - len - 1);
+		len += n > 0 ? (size_t)n : 0;
+	} while (n > 0);
+	close(fd);
+	text[len] = '\0';
+	if (len == 0) {
+		free(text);
+		return rc;
+	}
+	lines = json_array();
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		valid = utf8_valid(line, strlen(line));
+		json_array_append_new(lines, json_string(valid));
+		free(valid);
+	}
+	o = json_pack("{s:s, s:i, s:O, s:o}", "command", cmd->name, "exit_status", rc,
+	              rc != 0 ? "error" : "warning", main_json_headline(lines), "lines", lines);
+	if (o != NULL)
+		json_dumpf(o, stderr, JSON_COMPACT | JSON_ENSURE_ASCII);
+	fputc('\n', stderr);
+	json_decref(o);
+	free(text);
+	return rc;
 }
 
 int
@@ -89,6 +182,8 @@ main(int argc, char **argv)
 		/* getopt names the program in its messages: "leasekeeper check: invalid option". */
 		snprintf(name, sizeof name, "leasekeeper %s", cmd);
 		argv[1] = name;
+		if (main_cmds[i].json && main_wants_json(argc - 1, argv + 1))
+			return main_json_run(&main_cmds[i], argc - 1, argv + 1);
 		return main_cmds[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "leasekeeper: unknown command \"%s\"\n", cmd);

@@ -4,6 +4,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 #include "cgroup.h"
 #include "cli.h"
@@ -11,28 +14,33 @@
 #include "leasekeeper.h"
 #include "usage.h"
 #include "runspec.h"
+#include "schedule.h"
 
 static const char check_usage[] =
-    "usage: leasekeeper check [-c FILE]\n"
+    "usage: leasekeeper check [-c FILE] [--json]\n"
     "\n"
     "Validate the worker's configuration and every job file it names, report every error\n"
     "at once (file:line: the fix), and print the resolved jobs and this host's containment.\n"
     "\n"
     "  -c, --config FILE  the worker's configuration (default " LEASEKEEPER_DEFAULT_CONFIG ")\n"
+    "  -j, --json         one JSON object: ok, errors, this host's containment, the jobs\n"
     "  -h, --help         this help\n";
 
 /* check's options: -c FILE, -h. -1 to go on, else the status to exit with. */
 static int
-check_opts(int argc, char **argv, const char **file)
+check_opts(int argc, char **argv, const char **file, int *as_json)
 {
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+	                                         {"json", no_argument, NULL, 'j'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:jh", longopts, NULL)) != -1) {
 		if (ch == 'c')
 			*file = optarg;
+		else if (ch == 'j')
+			*as_json = 1;
 		else if (ch == 'h') {
 			fputs(check_usage, stdout);
 			return 0;
@@ -67,7 +75,7 @@ check_unenforced_cb(const struct config_job *cj, const char *key, const char *va
 
 /* `check`: the limits each job gets on this host, given the controllers runs get. */
 static void
-check_limits(const struct config *cfg, unsigned controllers)
+check_limits(const struct config *cfg, unsigned controllers, FILE *out)
 {
 	const struct config_job *cj;
 	char value[32];
@@ -84,12 +92,12 @@ check_limits(const struct config *cfg, unsigned controllers)
 			        0)
 				continue;
 			if (n++ == 0)
-				printf("  enforced         job %s:", cj->name);
-			printf("%s %s %s", n > 1 ? "," : "", config_limit_keys[i],
-			       config_limit_format(i, v, value, sizeof value));
+				fprintf(out, "  enforced         job %s:", cj->name);
+			fprintf(out, "%s %s %s", n > 1 ? "," : "", config_limit_keys[i],
+			        config_limit_format(i, v, value, sizeof value));
 		}
 		if (n > 0)
-			printf("\n");
+			fprintf(out, "\n");
 	}
 }
 
@@ -98,27 +106,28 @@ check_limits(const struct config *cfg, unsigned controllers)
  * limits it enforces. -1 when cgroups = required cannot be met.
  */
 static int
-check_cgroups(const struct config *cfg)
+check_cgroups(const struct config *cfg, FILE *out)
 {
 	char *name, *where, *cause;
 	unsigned controllers = 0;
 	int rc = 0;
 
 	if (cfg->cgroups == CONFIG_CGROUPS_OFF) {
-		printf("  containment      process groups (cgroups = off)\n");
+		fprintf(out, "  containment      process groups (cgroups = off)\n");
 		return 0;
 	}
 	name = cgroup_worker_name(cfg->node_id, cfg->state_dir);
 	if (cgroup_probe(name, &where, &controllers, &cause) == 0)
-		printf("  containment      a cgroup per run under %s\n", where);
+		fprintf(out, "  containment      a cgroup per run under %s\n", where);
 	else if (cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
-		printf("  containment      none: %s; with cgroups = required no job will run\n",
-		       cause);
+		fprintf(out,
+		        "  containment      none: %s; with cgroups = required no job will run\n",
+		        cause);
 	else
-		printf("  containment      process groups: %s\n", cause);
+		fprintf(out, "  containment      process groups: %s\n", cause);
 	if (where == NULL && cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
 		rc = -1;
-	check_limits(cfg, controllers);
+	check_limits(cfg, controllers, out);
 	if (runspec_unenforced(cfg, controllers, check_unenforced_cb, (void *)cfg) > 0 &&
 	    cfg->cgroups == CONFIG_CGROUPS_REQUIRED)
 		rc = -1;
@@ -128,20 +137,81 @@ check_cgroups(const struct config *cfg)
 	return rc;
 }
 
+/* A job as `check --json` shows it. */
+static json_t *
+check_job_json(const struct config_job *cj)
+{
+	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:i, s:s, s:i, s:s?}", "name", cj->name, "file",
+	                 cj->file, "line", cj->line, "schedule", cj->schedule, "resolved",
+	                 schedule_resolved(cj->sched), "leases", cj->leases, "lock", cj->lock_znode,
+	                 "per_tick", cj->per_tick, "user", cj->user);
+}
+
+/* `check --json`: one object on stdout, whatever the outcome; the status as in text. */
+static int
+check_json(const char *file)
+{
+	struct config_errors errors = {NULL, 0};
+	struct config *cfg = NULL;
+	json_t *out = json_pack("{s:s, s:b, s:[], s:[], s:[]}", "config", file, "ok", 0, "errors",
+	                        "host", "jobs");
+	char *text = NULL, *line, *next;
+	size_t i, len = 0;
+	FILE *mem;
+	int rc = 1;
+
+	if (config_load(file, &cfg, &errors) != 0) {
+		for (i = 0; i < errors.n; i++)
+			json_array_append_new(json_object_get(out, "errors"),
+			                      json_string(errors.lines[i]));
+	} else {
+		for (i = 0; i < cfg->njobs; i++)
+			json_array_append_new(json_object_get(out, "jobs"),
+			                      check_job_json(cfg->jobs_list[i]));
+		if ((mem = open_memstream(&text, &len)) == NULL)
+			abort();
+		rc = check_cgroups(cfg, mem) != 0;
+		fclose(mem);
+		for (line = text; line != NULL && *line != '\0'; line = next) {
+			if ((next = strchr(line, '\n')) != NULL)
+				*next++ = '\0';
+			while (*line == ' ')
+				line++;
+			json_array_append_new(json_object_get(out, "host"), json_string(line));
+		}
+		free(text);
+		if (rc != 0)
+			json_array_append_new(json_object_get(out, "errors"),
+			                      json_string("configuration refused on this host: "
+			                                  "cgroups = required cannot be met"));
+		if (config_auth_warning(cfg) != NULL)
+			json_object_set_new(out, "warning", json_string(config_auth_warning(cfg)));
+		json_object_set_new(out, "ok", json_boolean(rc == 0));
+	}
+	config_errors_free(&errors);
+	config_free(cfg);
+	json_dumpf(out, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	putchar('\n');
+	json_decref(out);
+	return rc;
+}
+
 /* `check`: validate and print the resolved configuration. */
 int
 check_main(int argc, char **argv)
 {
 	const char *file = LEASEKEEPER_DEFAULT_CONFIG;
 	struct config *cfg;
-	int rc;
+	int rc, as_json = 0;
 
-	if ((rc = check_opts(argc, argv, &file)) >= 0)
+	if ((rc = check_opts(argc, argv, &file, &as_json)) >= 0)
 		return rc;
+	if (as_json)
+		return check_json(file);
 	if ((cfg = config_load_print(file)) == NULL)
 		return 1;
 	config_print(cfg, stdout);
-	if (check_cgroups(cfg) != 0) {
+	if (check_cgroups(cfg, stdout) != 0) {
 		printf("configuration refused on this host: cgroups = required cannot be met (see "
 		       "above)\n");
 		config_free(cfg);

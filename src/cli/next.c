@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "config.h"
 #include "leasekeeper.h"
@@ -17,14 +19,97 @@
 #define NEXT_MAX 10000 /* next -n: a bound on the output, a week of a minutely job */
 
 static const char next_usage[] =
-    "usage: leasekeeper next [-c FILE] [-n K] JOB\n"
+    "usage: leasekeeper next [-c FILE] [-n K] [--json] JOB\n"
     "\n"
     "The next K fire times of a job (5 by default), in its time zone and in UTC, with what\n"
     "H and jitter resolved to. Reads the configuration only: no ZooKeeper.\n"
     "\n"
     "  -c, --config FILE  the worker's configuration (default " LEASEKEEPER_DEFAULT_CONFIG ")\n"
     "  -n, --count K      how many fire times, 1 to 10000\n"
+    "  -j, --json         one JSON object\n"
     "  -h, --help         this help\n";
+
+/*
+ * The next count fire times of job, and what H and jitter resolved to, as JSON:
+ * {"job", "schedule", "resolved", "jitter_s", "timezone", "continuous", "times": [{"local",
+ * "utc", "epoch"}], "note"}.
+ */
+static json_t *
+next_times(const struct config_job *job, const struct config *cfg, long count)
+{
+	json_t *out, *times = json_array();
+	char local[64], utc[64];
+	const char *tz;
+	struct tm tm;
+	time_t tt;
+	int64_t t;
+	long i;
+
+	tz = job->timezone != NULL ? job->timezone : cfg->timezone;
+	out = json_pack("{s:s, s:s, s:s, s:I, s:s?, s:b}", "job", job->name, "schedule",
+	                job->schedule, "resolved", schedule_resolved(job->sched), "jitter_s",
+	                (json_int_t)(job->jitter_ms > 0 ? schedule_offset(job->sched) : 0),
+	                "timezone", tz, "continuous",
+	                schedule_kind(job->sched) == SCHEDULE_CONTINUOUS);
+	json_object_set_new(out, "times", times);
+	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS)
+		return out;
+	if (tz != NULL)
+		setenv("TZ", tz, 1);
+	tzset();
+	t = (int64_t)time(NULL);
+	for (i = 0; i < count; i++) {
+		/* Times end with the year 9999: a rare schedule gets there first. */
+		if ((t = schedule_next(job->sched, t)) < 0) {
+			json_object_set_new(
+			    out, "note",
+			    json_string(
+			        i == 0 ? "never fires"
+			               : "fewer fire times than asked for: leasekeeper computes "
+			                 "fire times up to the end of the year 9999"));
+			break;
+		}
+		tt = (time_t)t;
+		localtime_r(&tt, &tm);
+		strftime(local, sizeof local, "%Y-%m-%d %H:%M:%S %Z", &tm);
+		gmtime_r(&tt, &tm);
+		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		json_array_append_new(times, json_pack("{s:s, s:s, s:I}", "local", local, "utc",
+		                                       utc, "epoch", (json_int_t)t));
+	}
+	return out;
+}
+
+/* next_times for people. */
+static void
+next_print(json_t *out)
+{
+	const char *job = json_string_value(json_object_get(out, "job"));
+	const char *schedule = json_string_value(json_object_get(out, "schedule"));
+	const char *resolved = json_string_value(json_object_get(out, "resolved"));
+	json_t *times = json_object_get(out, "times"), *e;
+	json_int_t jitter = json_integer_value(json_object_get(out, "jitter_s"));
+	size_t i;
+
+	if (json_is_true(json_object_get(out, "continuous"))) {
+		printf("%s: @continuous: runs whenever this worker holds a lease\n", job);
+		return;
+	}
+	/* H and jitter are per job: say what they resolved to, then the times they give. */
+	if (strcmp(resolved, schedule) != 0)
+		printf("%s: %s resolves to %s\n", job, schedule, resolved);
+	if (jitter > 0)
+		printf("%s: jitter: every tick %llds after the schedule\n", job, (long long)jitter);
+	json_array_foreach(times, i, e) {
+		printf("%s  (%s)\n", json_string_value(json_object_get(e, "local")),
+		       json_string_value(json_object_get(e, "utc")));
+	}
+	if (json_array_size(times) == 0 && json_object_get(out, "note") != NULL)
+		printf("%s: \"%s\" never fires\n", job, schedule);
+	else if (json_object_get(out, "note") != NULL)
+		fprintf(stderr, "leasekeeper next: only %zu fire times: %s\n",
+		        json_array_size(times), json_string_value(json_object_get(out, "note")));
+}
 
 /* `next`: the next fire times of a job, in its time zone and in UTC. */
 int
@@ -32,20 +117,18 @@ next_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
 	                                         {"count", required_argument, NULL, 'n'},
+	                                         {"json", no_argument, NULL, 'j'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	const char *file = LEASEKEEPER_DEFAULT_CONFIG;
 	struct config *cfg;
 	struct config_job *job;
-	char local[64], utc[64], *end;
-	const char *tz;
-	int ch, i;
+	char *end;
+	int ch, as_json = 0;
 	long count = 5;
-	int64_t t;
-	time_t tt;
-	struct tm tm;
+	json_t *out;
 
-	while ((ch = getopt_long(argc, argv, "c:n:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:n:jh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -61,6 +144,9 @@ next_main(int argc, char **argv)
 				        NEXT_MAX, optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'j':
+			as_json = 1;
 			break;
 		case 'h':
 			fputs(next_usage, stdout);
@@ -81,45 +167,13 @@ next_main(int argc, char **argv)
 		config_free(cfg);
 		return 1;
 	}
-	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS) {
-		printf("%s: @continuous: runs whenever this worker holds a lease\n", job->name);
-		config_free(cfg);
-		return 0;
-	}
-	/* H and jitter are per job: say what they resolved to, then the times they give. */
-	if (strcmp(schedule_resolved(job->sched), schedule_text(job->sched)) != 0)
-		printf("%s: %s resolves to %s\n", job->name, schedule_text(job->sched),
-		       schedule_resolved(job->sched));
-	if (job->jitter_ms > 0)
-		printf("%s: jitter: every tick %llds after the schedule\n", job->name,
-		       (long long)schedule_offset(job->sched));
-	tz = job->timezone != NULL ? job->timezone : cfg->timezone;
-	if (tz != NULL)
-		setenv("TZ", tz, 1);
-	tzset();
-	t = (int64_t)time(NULL);
-	for (i = 0; i < count; i++) {
-		t = schedule_next(job->sched, t);
-		if (t < 0) {
-			/* Times end with the year 9999: a rare schedule gets there first. */
-			if (i == 0)
-				printf("%s: \"%s\" never fires\n", job->name, job->schedule);
-			else
-				fprintf(
-				    stderr,
-				    "leasekeeper next: only %d of the %ld fire times asked for: "
-				    "leasekeeper computes fire times up to the end of the year "
-				    "9999\n",
-				    i, count);
-			break;
-		}
-		tt = (time_t)t;
-		localtime_r(&tt, &tm);
-		strftime(local, sizeof local, "%Y-%m-%d %H:%M:%S %Z", &tm);
-		gmtime_r(&tt, &tm);
-		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
-		printf("%s  (%s)\n", local, utc);
-	}
+	out = next_times(job, cfg, count);
+	if (as_json) {
+		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		putchar('\n');
+	} else
+		next_print(out);
+	json_decref(out);
 	config_free(cfg);
 	return 0;
 }
