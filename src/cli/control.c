@@ -308,18 +308,14 @@ control_drain_write_cb(const struct zk_reply *reply, void *arg)
 	admin_done(a, 0);
 }
 
-/* The session is up: make or delete <root>/drain/<node>. */
+/* Make <root>/drain/<node>. */
 static void
-control_drain_ready(struct admin *a)
+control_drain_make(struct admin *a)
 {
 	struct control *c = a->ctx;
 	char since[40], *dir, *data;
 	json_t *o;
 
-	if (c->cmd == CONTROL_UNDRAIN) {
-		zk_delete(a->zk, c->path, -1, control_drain_write_cb, a);
-		return;
-	}
 	dir = layout_drains(a->root);
 	zk_create_path(a->zk, dir, ZOO_PERSISTENT, NULL, NULL);
 	free(dir);
@@ -333,6 +329,46 @@ control_drain_ready(struct admin *a)
 	zk_create_node(a->zk, c->path, data, (int)strlen(data), ZOO_PERSISTENT,
 	               control_drain_write_cb, a);
 	free(data);
+}
+
+/* Whether the worker to drain is live: a name no live worker has is refused (a typo would
+ * otherwise leave a drain node for nobody), unless --force (a worker that is down now). */
+static void
+control_drain_worker_cb(const struct zk_reply *reply, void *arg)
+{
+	struct admin *a = arg;
+	struct control *c = a->ctx;
+
+	if (reply->rc == ZNONODE && !c->force) {
+		fprintf(stderr,
+		        "leasekeeper drain: no live worker is named \"%s\" (`leasekeeper status` "
+		        "lists them): check the name, or pass --force to drain a worker that is "
+		        "down now\n",
+		        c->node);
+		admin_done(a, 1);
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		control_failed(a, "read", reply);
+		return;
+	}
+	control_drain_make(a);
+}
+
+/* The session is up: make (once the worker is found) or delete <root>/drain/<node>. */
+static void
+control_drain_ready(struct admin *a)
+{
+	struct control *c = a->ctx;
+	char *path;
+
+	if (c->cmd == CONTROL_UNDRAIN) {
+		zk_delete(a->zk, c->path, -1, control_drain_write_cb, a);
+		return;
+	}
+	path = layout_worker(a->root, c->node);
+	zk_exists(a->zk, path, control_drain_worker_cb, a);
+	free(path);
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -532,11 +568,16 @@ control_forget_record_cb(const struct zk_reply *reply, void *arg)
 	char *path;
 
 	if (reply->rc == ZNONODE) {
-		fprintf(stderr,
-		        "leasekeeper forget: the cluster knows no job \"%s\" (%s does not "
-		        "exist): nothing to forget\n",
-		        c->job, c->path);
-		admin_done(a, 1);
+		/* As asked already: a repeated control exits 0 (see EXIT STATUS in the man page). */
+		xasprintf(&path,
+		          "job %s: the cluster has no records of it (%s does not exist): "
+		          "nothing to forget",
+		          c->job, c->path);
+		json_object_set_new(c->out, "job", json_string(c->job));
+		json_object_set_new(c->out, "forgotten", json_false());
+		control_print(c, path);
+		free(path);
+		admin_done(a, 0);
 		return;
 	}
 	if (reply->rc != ZOK) {
@@ -581,7 +622,8 @@ control_usage(enum control_cmd cmd)
 	    "\n"
 	    "  -j, --json            print the result as one JSON object\n" TARGET_OPTIONS_HELP,
 	    "usage: leasekeeper drain [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
-	    "                         [--json] [--by WHO] [--wait] [--deadline DUR] [NODE]\n"
+	    "                         [--json] [--by WHO] [--wait] [--deadline DUR] [--force]\n"
+	    "                         [NODE]\n"
 	    "\n"
 	    "Drain a worker (this host's node id by default): it takes no new lease, hands its\n"
 	    "@continuous jobs over, and lets its scheduled runs end. It survives restarts.\n"
@@ -589,7 +631,9 @@ control_usage(enum control_cmd cmd)
 	    "  -j, --json            print the result as one JSON object\n"
 	    "  -b, --by WHO          who asks, for the records (default: the user and host)\n"
 	    "  -w, --wait            wait until the worker holds no lease\n"
-	    "  -d, --deadline DUR    stop its scheduled runs after DUR\n" TARGET_OPTIONS_HELP,
+	    "  -d, --deadline DUR    stop its scheduled runs after DUR\n"
+	    "  -f, --force           drain a worker that is not live now (it is "
+	    "down)\n" TARGET_OPTIONS_HELP,
 	    "usage: leasekeeper undrain [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
 	    "                           [--json] [NODE]\n"
 	    "\n"
@@ -622,7 +666,7 @@ control_allows(enum control_cmd cmd, int ch)
 	case 'd':
 		return cmd == CONTROL_DRAIN;
 	case 'f':
-		return cmd == CONTROL_FORGET;
+		return cmd == CONTROL_FORGET || cmd == CONTROL_DRAIN;
 	}
 	return 1;
 }

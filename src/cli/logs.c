@@ -73,6 +73,45 @@ logs_get_cb(const struct zk_reply *reply, void *arg)
 	logs_settle(a);
 }
 
+/*
+ * No run of the job is recorded: a job the cluster knows (its record exists, or the
+ * configuration has it) has no runs yet, which is not an error (exit 0); a name it does not
+ * know is most likely misspelt (exit 1).
+ */
+static void
+logs_job_cb(const struct zk_reply *reply, void *arg)
+{
+	struct admin *a = arg;
+	struct logs_main *l = a->ctx;
+
+	if (reply->rc == ZOK || (a->cfg != NULL && config_find_job(a->cfg, l->job) != NULL))
+		fprintf(stderr, "leasekeeper logs: job %s has no run recorded yet\n", l->job);
+	else if (reply->rc == ZNONODE) {
+		fprintf(stderr,
+		        "leasekeeper logs: the cluster knows no job \"%s\" under %s: check the "
+		        "name (`leasekeeper status` lists the jobs)\n",
+		        l->job, a->root);
+		a->exit_code = 1;
+	} else {
+		fprintf(stderr, "leasekeeper logs: cannot read %s: %s\n", reply->path,
+		        zerror(reply->rc));
+		a->exit_code = EXIT_UNAVAILABLE;
+	}
+	logs_settle(a);
+}
+
+/* No run recorded: find out whether the job exists at all (logs_job_cb). */
+static void
+logs_no_runs(struct admin *a)
+{
+	struct logs_main *l = a->ctx;
+	char *path = layout_job_record(a->root, l->job);
+
+	a->pending++;
+	zk_exists(a->zk, path, logs_job_cb, a);
+	free(path);
+}
+
 /* The job's run records, oldest first: read the ones asked for. */
 static void
 logs_list_cb(const struct zk_reply *reply, void *arg)
@@ -86,9 +125,7 @@ logs_list_cb(const struct zk_reply *reply, void *arg)
 	json_t *entry;
 
 	if (reply->rc == ZNONODE) {
-		fprintf(stderr, "leasekeeper logs: no run of %s is recorded under %s\n", l->job,
-		        a->root);
-		a->exit_code = 1;
+		logs_no_runs(a);
 		logs_settle(a);
 		return;
 	}
@@ -128,9 +165,9 @@ logs_list_cb(const struct zk_reply *reply, void *arg)
 			    "job's history): `leasekeeper logs %s --last 20` lists the runs kept\n",
 			    (long long)l->run, l->job, l->job);
 		else
-			fprintf(stderr, "leasekeeper logs: no run of %s is recorded under %s\n",
-			        l->job, a->root);
-		a->exit_code = 1;
+			logs_no_runs(a);
+		if (l->run >= 0)
+			a->exit_code = 1;
 	}
 	logs_settle(a);
 }

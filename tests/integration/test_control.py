@@ -152,7 +152,12 @@ class ControlTest(lktest.TestCase):
         self.start_zookeeper()
         rec = self.record_file()
         zk = "--zk=" + self.zk.connect_string
-        self.ok("drain", zk, "alpha")
+        # No live worker has that name yet: refused (a typo), unless --force.
+        r = self.cli("drain", zk, "alpha")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn('no live worker is named "alpha"', r.stderr)
+        self.assertIsNone(self.kazoo().exists("/leasekeeper/drain/alpha"))
+        self.ok("drain", zk, "--force", "alpha")
         cfg, p = self.start("alpha", {"work": {"command": rec.command("alpha")}})
         p.wait_log(r"drained: taking no new lease", timeout=20)
         time.sleep(2)
@@ -177,7 +182,11 @@ class ControlTest(lktest.TestCase):
         r = self.ok("forget", zk, "gone", "--json")
         self.assertTrue(json.loads(r.stdout)["forgotten"])
         self.assertIsNone(kz.exists("/leasekeeper/jobs/gone"))
-        self.assertEqual(self.cli("forget", zk, "gone").returncode, 1)
+        # Repeated, a control whose effect is in place exits 0 and says so.
+        r = self.ok("forget", zk, "gone", "--json")
+        self.assertFalse(json.loads(r.stdout)["forgotten"])
+        r = self.ok("forget", zk, "gone")
+        self.assertIn("nothing to forget", r.stdout)
 
 
 if __name__ == "__main__":

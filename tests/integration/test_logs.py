@@ -93,7 +93,7 @@ class LogsTest(lktest.TestCase):
         self.assertIn(b"no run 99999999 of boom", r.stderr)
         r = self.logs(configs[other], "nosuchjob")
         self.assertEqual(r.returncode, 1)
-        self.assertIn(b"no run of nosuchjob is recorded under /leasekeeper", r.stderr)
+        self.assertIn(b'the cluster knows no job "nosuchjob" under /leasekeeper', r.stderr)
         r = self.logs(configs[other], "quiet")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(b"(no output recorded)", r.stdout)

@@ -205,7 +205,7 @@ class WebTest(lktest.TestCase):
         self.cli("pause", "--by", "ops@test", "report")
         # A run killed at the lease deadline; then its worker drained.
         stopped = self.kill_at_the_deadline(procs, pids)
-        self.cli("drain", stopped)
+        self.cli("drain", "--force", stopped)  # its session may be gone
         want = {"ticker": "ok", "flaky": "failed", "slow": "timeout", "busy": "missed",
                 "report": "manual", "keeper": "aborted"}
         self.wait_until(lambda: all(any(r.get("reason") == o for r in self.runs(kz, j))

@@ -24,7 +24,7 @@ SOURCES = {
 # Options of control.c's shared table that only some controls take.
 CONTROL_ONLY = {"stop-running": {"pause"}, "wait": {"drain"}, "deadline": {"drain"},
                 "by": {"pause", "drain"},
-                "force": {"forget"}}
+                "force": {"forget", "drain"}}
 
 
 def run(*args):
