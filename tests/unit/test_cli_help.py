@@ -60,6 +60,31 @@ class HelpTest(unittest.TestCase):
                         continue
                     self.assertIn("--" + opt, out.stdout, "%s --help lacks --%s" % (cmd, opt))
 
+    def test_the_man_page_and_help_name_the_same_options(self):
+        """Each command's section of leasekeeper(1) names every long option of its --help,
+        and the README's command list names every command."""
+        man = open(os.path.join(SRC, "man", "leasekeeper.1")).read().replace("\\-", "-")
+        sections = {}
+        for m in re.finditer(r'^\.SS "leasekeeper ([a-z-]+)', man, re.M):
+            end = man.find("\n.SS ", m.end())
+            end2 = man.find("\n.SH ", m.end())
+            end = min(e for e in (end, end2, len(man)) if e >= 0)
+            sections[m.group(1)] = man[m.start():end]
+        readme = open(os.path.join(SRC, "README.md")).read()
+        for cmd in commands():
+            if cmd == "version":
+                continue
+            with self.subTest(cmd=cmd):
+                self.assertIn(cmd, sections, "leasekeeper(1) has no section for " + cmd)
+                self.assertIn("leasekeeper " + cmd, readme)
+                text = sections[cmd]
+                if cmd not in ("run", "check", "next", "status"):
+                    # Their common options are described once, under status.
+                    text += sections.get("status", "")
+                helped = set(re.findall(r"--([a-z][a-z-]+)", run(cmd, "--help").stdout))
+                for opt in sorted(helped - {"help"}):
+                    self.assertIn("--" + opt, text, "leasekeeper(1) %s lacks --%s" % (cmd, opt))
+
     def test_an_unknown_command_is_one_line_and_a_hint(self):
         out = run("nosuchcommand")
         self.assertEqual(out.returncode, 64)
