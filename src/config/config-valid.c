@@ -574,17 +574,18 @@ config_resolve_auth_file(struct config_ctx *ctx, struct config *cfg, const struc
 	config_perm_auth_file(ctx, zk, kv, cfg->auth_file);
 }
 
-/* Resolve [zookeeper], [worker], [safety] and [http], with their defaults. */
-void
-config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
+/*
+ * Resolve [zookeeper]: hosts, root, session_timeout and the credentials. Returns what
+ * config_get_duration said of session_timeout (0 unset, 1 good), -1 if it is bad.
+ */
+static int
+config_resolve_zookeeper(struct config_ctx *ctx, struct config *cfg)
 {
-	struct config_sec *zk = ctx->worker[CONFIG_ZOOKEEPER], *wk = ctx->worker[CONFIG_WORKER];
-	struct config_sec *sf = ctx->worker[CONFIG_SAFETY], *ht = ctx->worker[CONFIG_HTTP];
-	struct config_kv *kv, *kv_t, *kv_m, *kv_g;
-	char host[HOST_NAME_MAX + 1], *why, a[32], b[32], c[32], d[32];
-	int ok_t, ok_m, ok_g;
+	struct config_sec *zk = ctx->worker[CONFIG_ZOOKEEPER];
+	struct config_kv *kv, *kv_t;
+	char *why, a[32];
+	int ok_t;
 
-	/* [zookeeper] */
 	if ((kv = config_kv_find(zk, "hosts")) == NULL) {
 		if (zk == NULL)
 			config_error(ctx, 0, 0,
@@ -636,8 +637,17 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		                "require_acl = true needs credentials: without auth_file (or auth) "
 		                "every node leasekeeper creates is open to every client; add "
 		                "auth_file = /etc/leasekeeper/zk.auth (see docs/security.md)");
+	return ok_t;
+}
 
-	/* [worker] */
+/* Resolve [worker]: the node id, where jobs and state live, and the defaults of every job. */
+static void
+config_resolve_worker_section(struct config_ctx *ctx, struct config *cfg)
+{
+	struct config_sec *wk = ctx->worker[CONFIG_WORKER];
+	char host[HOST_NAME_MAX + 1], *why;
+	struct config_kv *kv;
+
 	if ((kv = config_kv_find(wk, "node_id")) != NULL) {
 		if (!config_valid_name(kv->value, "node_id", &why)) {
 			config_error_kv(ctx, wk, kv, "bad node_id %s", why);
@@ -680,8 +690,21 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	else
 		cfg->pass_env = xcalloc(1, sizeof *cfg->pass_env);
 	config_resolve_labels(ctx, cfg, wk);
+}
 
-	/* [safety] */
+/*
+ * Resolve [safety]: safety_margin and kill_grace, which must leave half of the session
+ * timeout (checked when session_timeout is good, ok_t >= 0).
+ */
+static void
+config_resolve_safety(struct config_ctx *ctx, struct config *cfg, int ok_t)
+{
+	struct config_sec *sf = ctx->worker[CONFIG_SAFETY];
+	struct config_kv *kv_t = config_kv_find(ctx->worker[CONFIG_ZOOKEEPER], "session_timeout");
+	struct config_kv *kv_m, *kv_g;
+	char a[32], b[32], c[32], d[32];
+	int ok_m, ok_g;
+
 	cfg->safety_margin_ms = 1000;
 	cfg->kill_grace_ms = 2000;
 	kv_m = config_kv_find(sf, "safety_margin");
@@ -720,8 +743,15 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		    "session_timeout",
 		    a, b, c, d);
 	}
+}
 
-	/* [http] */
+/* Resolve [http]: the status page's listen address (none when unset or empty). */
+static void
+config_resolve_http(struct config_ctx *ctx, struct config *cfg)
+{
+	struct config_sec *ht = ctx->worker[CONFIG_HTTP];
+	struct config_kv *kv;
+
 	if ((kv = config_kv_find(ht, "listen")) != NULL && kv->value[0] != '\0') {
 		if (!config_valid_listen(kv->value))
 			config_error_kv(
@@ -731,6 +761,17 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 			    config_q(ctx, kv->value));
 		cfg->http_listen = xstrdup(kv->value);
 	}
+}
+
+/* Resolve [zookeeper], [worker], [safety] and [http], with their defaults. */
+void
+config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
+{
+	int ok_t = config_resolve_zookeeper(ctx, cfg);
+
+	config_resolve_worker_section(ctx, cfg);
+	config_resolve_safety(ctx, cfg, ok_t);
+	config_resolve_http(ctx, cfg);
 }
 
 /* Parse a size: plain bytes or a number with K, M or G (powers of 1024), e.g. "10M". */
@@ -1141,22 +1182,14 @@ config_misplaced(struct config_ctx *ctx, const struct config_sec *sec, const cha
 		                key, sec->name);
 }
 
-/* Resolve one [job NAME] section; NULL (with errors reported) when it cannot be built. */
-struct config_job *
-config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struct config_sec *sec)
+/* A job's command and shell: the argv the supervisor executes. */
+static void
+config_resolve_job_command(struct config_ctx *ctx, const struct config_sec *sec,
+                           struct config_job *job)
 {
-	struct config_job *job = xcalloc(1, sizeof *job);
-	const struct config_kv *kv, *kv2;
-	char *cause, a[32], b[32], *end;
-	int ok_sched = 0, ok_leases, ok_tick, continuous = 0;
-	long mask;
-	size_t n;
+	const struct config_kv *kv;
+	char *cause;
 
-	job->name = xstrdup(sec->name);
-	job->file = xstrdup(ctx->files[sec->file]);
-	job->line = sec->line;
-
-	/* command */
 	job->shell = 1;
 	config_get_bool(ctx, sec, "shell", &job->shell);
 	if ((kv = config_kv_find(sec, "command")) == NULL && sec->refused == 0)
@@ -1178,8 +1211,16 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			job->argv[2] = xstrdup(job->command);
 		}
 	}
+}
 
-	/* schedule and zone */
+/* A job's timezone and schedule: 1 if the schedule is good (job->sched set), else 0. */
+static int
+config_resolve_job_schedule(struct config_ctx *ctx, const struct config *cfg,
+                            const struct config_sec *sec, struct config_job *job)
+{
+	const struct config_kv *kv;
+	char *cause;
+
 	if ((kv = config_kv_find(sec, "timezone")) != NULL) {
 		job->timezone = xstrdup(kv->value);
 		if (config_check_zone(ctx, sec, kv) == 0)
@@ -1193,20 +1234,30 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		config_error_kv(ctx, sec, kv, "schedule: %s", cause);
 		free(cause);
 		job->sched = NULL;
-	} else {
-		ok_sched = 1;
-		continuous = schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
-		if (schedule_never(job->sched))
-			config_error_kv(
-			    ctx, sec, kv,
-			    "schedule \"%s\" can never fire: no month it names has the "
-			    "days of month it names (such as 30 February or 31 April); fix "
-			    "the day or the month (for the last day of a month, run on "
-			    "28-31 and test the date in the command)",
-			    schedule_text(job->sched));
+		return 0;
 	}
+	if (schedule_never(job->sched))
+		config_error_kv(ctx, sec, kv,
+		                "schedule \"%s\" can never fire: no month it names has the "
+		                "days of month it names (such as 30 February or 31 April); fix "
+		                "the day or the month (for the last day of a month, run on "
+		                "28-31 and test the date in the command)",
+		                schedule_text(job->sched));
+	return 1;
+}
 
-	/* lease and lock */
+/*
+ * A job's lease and lock: leases, lock or lock_path, per_tick, jitter (on a good schedule,
+ * ok_sched), where it may run, and start_deadline.
+ */
+static void
+config_resolve_job_lease(struct config_ctx *ctx, const struct config *cfg,
+                         const struct config_sec *sec, struct config_job *job, int ok_sched)
+{
+	const struct config_kv *kv, *kv2;
+	int ok_leases, ok_tick;
+	char *cause;
+
 	job->leases = 1;
 	ok_leases = config_get_int(
 	    ctx, sec, "leases", 1, LK_MAX_LEASES,
@@ -1259,8 +1310,19 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		    ctx, sec, config_kv_find(sec, "start_deadline"),
 		    "start_deadline must be more than 0: it is how long a tick may wait "
 		    "for a lease before it counts as missed, e.g. 1m");
+}
 
-	/* runs, retries and restarts */
+/*
+ * A job's runs, retries and restarts: timeout, retries and restarts with their back-offs,
+ * kill_grace; on a good schedule (ok_sched), the keys of the other kind of job are refused.
+ */
+static void
+config_resolve_job_runs(struct config_ctx *ctx, const struct config *cfg,
+                        const struct config_sec *sec, struct config_job *job, int ok_sched)
+{
+	const struct config_kv *kv;
+	char a[32], b[32];
+
 	if ((kv = config_kv_find(sec, "timeout")) != NULL && strcmp(kv->value, "0") != 0 &&
 	    strcmp(kv->value, "none") != 0)
 		config_get_duration(ctx, sec, "timeout", &job->timeout_ms);
@@ -1298,7 +1360,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 			    a, b);
 		}
 	}
-	if (ok_sched && continuous) {
+	if (ok_sched && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS) {
 		config_misplaced(ctx, sec, "per_tick", 1);
 		config_misplaced(ctx, sec, "retries", 1);
 		config_misplaced(ctx, sec, "retry_backoff", 1);
@@ -1307,8 +1369,18 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 		config_misplaced(ctx, sec, "max_failures", 0);
 		config_misplaced(ctx, sec, "restart_backoff", 0);
 	}
+}
 
-	/* process */
+/* How a job's process is made: user, group, umask, workdir, environment and limits. */
+static void
+config_resolve_job_process(struct config_ctx *ctx, const struct config *cfg,
+                           const struct config_sec *sec, struct config_job *job)
+{
+	const struct config_kv *kv;
+	char *end;
+	long mask;
+	size_t n;
+
 	config_resolve_user(ctx, cfg, sec, job);
 	job->umask = -1;
 	if ((kv = config_kv_find(sec, "umask")) != NULL) {
@@ -1343,8 +1415,16 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	}
 	config_check_size(ctx, sec, job);
 	config_get_limits(ctx, sec, &cfg->limits, cfg->cgroups, &job->limits);
+}
 
-	/* output and records */
+/* A job's output and records: log_file, log_max, history, hooks, record_output, on_shutdown. */
+static void
+config_resolve_job_output(struct config_ctx *ctx, const struct config *cfg,
+                          const struct config_sec *sec, struct config_job *job)
+{
+	const struct config_kv *kv;
+	char *cause;
+
 	if ((kv = config_kv_find(sec, "log_file")) != NULL) {
 		if (kv->value[0] != '/')
 			config_error_kv(ctx, sec, kv,
@@ -1383,6 +1463,24 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	}
 	job->on_shutdown = cfg->on_shutdown;
 	config_get_on_shutdown(ctx, sec, &job->on_shutdown);
+}
+
+/* Resolve one [job NAME] section; NULL (with errors reported) when it cannot be built. */
+struct config_job *
+config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struct config_sec *sec)
+{
+	struct config_job *job = xcalloc(1, sizeof *job);
+	int ok_sched;
+
+	job->name = xstrdup(sec->name);
+	job->file = xstrdup(ctx->files[sec->file]);
+	job->line = sec->line;
+	config_resolve_job_command(ctx, sec, job);
+	ok_sched = config_resolve_job_schedule(ctx, cfg, sec, job);
+	config_resolve_job_lease(ctx, cfg, sec, job, ok_sched);
+	config_resolve_job_runs(ctx, cfg, sec, job, ok_sched);
+	config_resolve_job_process(ctx, cfg, sec, job);
+	config_resolve_job_output(ctx, cfg, sec, job);
 	return job;
 }
 
