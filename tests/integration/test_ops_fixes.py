@@ -5,18 +5,14 @@ a root that holds no cluster, exec when ZooKeeper cannot be reached, a reload th
 running job, an [http] listen address that cannot be bound."""
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 BIN = lktest.leasekeeper_bin()
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
