@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # ctest: timeout=300 split
-"""Fixes found while operating a cluster (issue 13), each against a real ZooKeeper: status of
-a root that holds no cluster, exec when ZooKeeper cannot be reached, a reload that removes a
-running job, an [http] listen address that cannot be bound."""
+"""What an operator meets at the edges of running a cluster, each against a real ZooKeeper:
+status of a root that holds no cluster is an error; exec gives up on a ZooKeeper it cannot
+reach; a reload that removes a running job unlists it; an [http] listen address that cannot
+be bound is refused at start and keeps the old listener at a reload; status shows when a
+holder queued and when it took the lease. (Found while operating a cluster, issue 13.)"""
 
 import json
 import signal
@@ -23,7 +25,7 @@ def run(*args, timeout=60):
                           timeout=timeout)
 
 
-class OpsFixesTest(lktest.TestCase):
+class OperatingEdgesTest(lktest.TestCase):
     def config(self, name="alpha", jobs=None, **kw):
         return self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
                                  worker={"allow_root_jobs": True}, jobs=jobs, **kw)
