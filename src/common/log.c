@@ -85,6 +85,8 @@ log_verbose(void)
 }
 
 /* Write one line, with an optional strerror suffix; never changes errno. */
+static void log_vwrite(int, int, const char *, va_list) __attribute__((format(printf, 3, 0)));
+
 static void
 log_vwrite(int level, int with_errno, const char *fmt, va_list ap)
 {

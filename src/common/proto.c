@@ -339,160 +339,178 @@ proto_spec_once(const char **slot, const char *value, char tag, char **cause)
 	return 0;
 }
 
-/* Decode a start spec into run (strings point into payload); -1 with *cause if malformed. */
-int
-proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
+/* What proto_spec_parse collects before it checks it: the text of the valued tags, counts. */
+struct proto_spec_raw {
+	const char *log_max, *grace, *umask, *inherit, *tail, *hook;
+	const char *lim[5]; /* memory_max, memory_high, cpu_max, tasks_max, io_weight */
+	size_t argc, nenv;
+};
+
+/* Append an ARG or ENV value to run's argv or env (at most PROTO_SPEC_MAX_ITEMS each). */
+static int
+proto_spec_list_add(struct proto_run *run, struct proto_spec_raw *raw, char tag, const char *value,
+                    char **cause)
 {
-	const char *value, *log_max = NULL, *grace = NULL, *umask_s = NULL, *inherit = NULL;
-	const char *tail = NULL, *hook = NULL;
-	const char *lim[5] = {NULL, NULL, NULL, NULL, NULL};
+	if (tag == PROTO_TAG_ARG) {
+		if (raw->argc >= PROTO_SPEC_MAX_ITEMS) {
+			xasprintf(cause, "more than %d arguments", PROTO_SPEC_MAX_ITEMS);
+			return -1;
+		}
+		run->argv = xreallocarray(run->argv, raw->argc + 2, sizeof *run->argv);
+		run->argv[raw->argc++] = (char *)value;
+		run->argv[raw->argc] = NULL;
+		return 0;
+	}
+	if (value[0] == '=' || strchr(value, '=') == NULL) {
+		xasprintf(cause, "environment entry is not KEY=VALUE");
+		return -1;
+	}
+	if (raw->nenv >= PROTO_SPEC_MAX_ITEMS) {
+		xasprintf(cause, "more than %d environment entries", PROTO_SPEC_MAX_ITEMS);
+		return -1;
+	}
+	run->env = xreallocarray(run->env, raw->nenv + 2, sizeof *run->env);
+	run->env[raw->nenv++] = (char *)value;
+	run->env[raw->nenv] = NULL;
+	return 0;
+}
+
+/* Take one tag and its value into run or raw; -1 with *cause if it is unknown or repeated. */
+static int
+proto_spec_item(struct proto_run *run, struct proto_spec_raw *raw, char tag, const char *value,
+                char **cause)
+{
+	switch (tag) {
+	case PROTO_TAG_NAME:
+		return proto_spec_once(&run->name, value, tag, cause);
+	case PROTO_TAG_ARG:
+	case PROTO_TAG_ENV:
+		return proto_spec_list_add(run, raw, tag, value, cause);
+	case PROTO_TAG_INHERIT_ENV:
+		run->inherit_env = 1;
+		return proto_spec_once(&raw->inherit, value, tag, cause);
+	case PROTO_TAG_WORKDIR:
+		return proto_spec_once(&run->workdir, value, tag, cause);
+	case PROTO_TAG_USER:
+		return proto_spec_once(&run->user, value, tag, cause);
+	case PROTO_TAG_GROUP:
+		return proto_spec_once(&run->group, value, tag, cause);
+	case PROTO_TAG_UMASK:
+		return proto_spec_once(&raw->umask, value, tag, cause);
+	case PROTO_TAG_LOG:
+		return proto_spec_once(&run->log_path, value, tag, cause);
+	case PROTO_TAG_LOG_MAX:
+		return proto_spec_once(&raw->log_max, value, tag, cause);
+	case PROTO_TAG_GRACE:
+		return proto_spec_once(&raw->grace, value, tag, cause);
+	case PROTO_TAG_TAIL:
+		return proto_spec_once(&raw->tail, value, tag, cause);
+	case PROTO_TAG_HOOK:
+		return proto_spec_once(&raw->hook, value, tag, cause);
+	case PROTO_TAG_MEMORY_MAX:
+		return proto_spec_once(&raw->lim[0], value, tag, cause);
+	case PROTO_TAG_MEMORY_HIGH:
+		return proto_spec_once(&raw->lim[1], value, tag, cause);
+	case PROTO_TAG_CPU_MAX:
+		return proto_spec_once(&raw->lim[2], value, tag, cause);
+	case PROTO_TAG_TASKS_MAX:
+		return proto_spec_once(&raw->lim[3], value, tag, cause);
+	case PROTO_TAG_IO_WEIGHT:
+		return proto_spec_once(&raw->lim[4], value, tag, cause);
+	default:
+		xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
+		return -1;
+	}
+}
+
+/* Check the command and log path, and decode raw's numbers into run; -1 with *cause. */
+static int
+proto_spec_check(struct proto_run *run, const struct proto_spec_raw *raw, char **cause)
+{
 	static const uint64_t lim_max[5] = {PROTO_MAX_MEMORY, PROTO_MAX_MEMORY,
 	                                    PROTO_MAX_CPU_PERCENT, PROTO_MAX_TASKS,
 	                                    PROTO_MAX_IO_WEIGHT};
 	uint64_t *lim_out[5];
-	size_t off = 0, argc = 0, nenv = 0;
-	char tag;
-	int r, bad, i;
+	int i;
 
-	memset(run, 0, sizeof *run);
 	lim_out[0] = &run->limits.memory_max;
 	lim_out[1] = &run->limits.memory_high;
 	lim_out[2] = &run->limits.cpu_max;
 	lim_out[3] = &run->limits.tasks_max;
 	lim_out[4] = &run->limits.io_weight;
+	if (run->argv == NULL || run->argv[0][0] == '\0') {
+		*cause = xstrdup("no command");
+		return -1;
+	}
+	if (run->log_path != NULL &&
+	    (run->log_path[0] != '/' || strlen(run->log_path) >= PATH_MAX)) {
+		*cause = xstrdup("the log file is not an absolute path shorter than PATH_MAX");
+		return -1;
+	}
+	if (raw->log_max != NULL &&
+	    proto_spec_number(raw->log_max, UINT64_MAX, &run->log_max) != 0) {
+		*cause = xstrdup("bad log size");
+		return -1;
+	}
+	if (raw->hook != NULL &&
+	    (proto_spec_number(raw->hook, PROTO_MAX_GRACE_MS, &run->hook_ms) != 0 ||
+	     run->hook_ms == 0)) {
+		*cause = xstrdup("bad hook timeout");
+		return -1;
+	}
+	if (raw->tail != NULL &&
+	    proto_spec_number(raw->tail, PROTO_MAX_TAIL, &run->tail_max) != 0) {
+		*cause = xstrdup("bad output tail size");
+		return -1;
+	}
+	if (raw->grace != NULL &&
+	    proto_spec_number(raw->grace, PROTO_MAX_GRACE_MS, &run->grace_ms) != 0) {
+		*cause = xstrdup("bad kill grace");
+		return -1;
+	}
+	if (raw->umask != NULL) {
+		if (raw->umask[0] == '\0' || strspn(raw->umask, "01234567") != strlen(raw->umask) ||
+		    strtol(raw->umask, NULL, 8) > 0777) {
+			*cause = xstrdup("bad umask");
+			return -1;
+		}
+		run->umask = (int)strtol(raw->umask, NULL, 8);
+	}
+	for (i = 0; i < 5; i++) {
+		if (raw->lim[i] != NULL &&
+		    (proto_spec_number(raw->lim[i], lim_max[i], lim_out[i]) != 0 ||
+		     *lim_out[i] == 0)) {
+			xasprintf(cause, "bad limit '%c'", "XHcTW"[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Decode a start spec into run (strings point into payload); -1 with *cause if malformed. */
+int
+proto_spec_parse(const char *payload, size_t len, struct proto_run *run, char **cause)
+{
+	struct proto_spec_raw raw;
+	const char *value;
+	size_t off = 0;
+	char tag;
+	int r;
+
+	memset(run, 0, sizeof *run);
+	memset(&raw, 0, sizeof raw);
 	run->grace_ms = PROTO_DEFAULT_GRACE_MS;
 	run->umask = -1;
 	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
-		bad = 0;
-		switch (tag) {
-		case PROTO_TAG_NAME:
-			bad = proto_spec_once(&run->name, value, tag, cause);
-			break;
-		case PROTO_TAG_ARG:
-			if (argc >= PROTO_SPEC_MAX_ITEMS) {
-				xasprintf(cause, "more than %d arguments", PROTO_SPEC_MAX_ITEMS);
-				bad = -1;
-				break;
-			}
-			run->argv = xreallocarray(run->argv, argc + 2, sizeof *run->argv);
-			run->argv[argc++] = (char *)value;
-			run->argv[argc] = NULL;
-			break;
-		case PROTO_TAG_ENV:
-			if (value[0] == '=' || strchr(value, '=') == NULL) {
-				xasprintf(cause, "environment entry is not KEY=VALUE");
-				bad = -1;
-				break;
-			}
-			if (nenv >= PROTO_SPEC_MAX_ITEMS) {
-				xasprintf(cause, "more than %d environment entries",
-				          PROTO_SPEC_MAX_ITEMS);
-				bad = -1;
-				break;
-			}
-			run->env = xreallocarray(run->env, nenv + 2, sizeof *run->env);
-			run->env[nenv++] = (char *)value;
-			run->env[nenv] = NULL;
-			break;
-		case PROTO_TAG_INHERIT_ENV:
-			bad = proto_spec_once(&inherit, value, tag, cause);
-			run->inherit_env = 1;
-			break;
-		case PROTO_TAG_WORKDIR:
-			bad = proto_spec_once(&run->workdir, value, tag, cause);
-			break;
-		case PROTO_TAG_USER:
-			bad = proto_spec_once(&run->user, value, tag, cause);
-			break;
-		case PROTO_TAG_GROUP:
-			bad = proto_spec_once(&run->group, value, tag, cause);
-			break;
-		case PROTO_TAG_UMASK:
-			bad = proto_spec_once(&umask_s, value, tag, cause);
-			break;
-		case PROTO_TAG_LOG:
-			bad = proto_spec_once(&run->log_path, value, tag, cause);
-			break;
-		case PROTO_TAG_LOG_MAX:
-			bad = proto_spec_once(&log_max, value, tag, cause);
-			break;
-		case PROTO_TAG_GRACE:
-			bad = proto_spec_once(&grace, value, tag, cause);
-			break;
-		case PROTO_TAG_TAIL:
-			bad = proto_spec_once(&tail, value, tag, cause);
-			break;
-		case PROTO_TAG_HOOK:
-			bad = proto_spec_once(&hook, value, tag, cause);
-			break;
-		case PROTO_TAG_MEMORY_MAX:
-			bad = proto_spec_once(&lim[0], value, tag, cause);
-			break;
-		case PROTO_TAG_MEMORY_HIGH:
-			bad = proto_spec_once(&lim[1], value, tag, cause);
-			break;
-		case PROTO_TAG_CPU_MAX:
-			bad = proto_spec_once(&lim[2], value, tag, cause);
-			break;
-		case PROTO_TAG_TASKS_MAX:
-			bad = proto_spec_once(&lim[3], value, tag, cause);
-			break;
-		case PROTO_TAG_IO_WEIGHT:
-			bad = proto_spec_once(&lim[4], value, tag, cause);
-			break;
-		default:
-			xasprintf(cause, "unknown tag 0x%02x", (unsigned char)tag);
-			bad = -1;
-			break;
-		}
-		if (bad != 0)
+		if (proto_spec_item(run, &raw, tag, value, cause) != 0)
 			goto fail;
 	}
 	if (r != 0) {
 		*cause = xstrdup("a tag without its NUL-terminated value");
 		goto fail;
 	}
-	if (run->argv == NULL || run->argv[0][0] == '\0') {
-		*cause = xstrdup("no command");
+	if (proto_spec_check(run, &raw, cause) != 0)
 		goto fail;
-	}
-	if (run->log_path != NULL &&
-	    (run->log_path[0] != '/' || strlen(run->log_path) >= PATH_MAX)) {
-		*cause = xstrdup("the log file is not an absolute path shorter than PATH_MAX");
-		goto fail;
-	}
-	if (log_max != NULL && proto_spec_number(log_max, UINT64_MAX, &run->log_max) != 0) {
-		*cause = xstrdup("bad log size");
-		goto fail;
-	}
-	if (hook != NULL && (proto_spec_number(hook, PROTO_MAX_GRACE_MS, &run->hook_ms) != 0 ||
-	                     run->hook_ms == 0)) {
-		*cause = xstrdup("bad hook timeout");
-		goto fail;
-	}
-	if (tail != NULL && proto_spec_number(tail, PROTO_MAX_TAIL, &run->tail_max) != 0) {
-		*cause = xstrdup("bad output tail size");
-		goto fail;
-	}
-	if (grace != NULL && proto_spec_number(grace, PROTO_MAX_GRACE_MS, &run->grace_ms) != 0) {
-		*cause = xstrdup("bad kill grace");
-		goto fail;
-	}
-	if (umask_s != NULL) {
-		if (umask_s[0] == '\0' || strspn(umask_s, "01234567") != strlen(umask_s) ||
-		    strtol(umask_s, NULL, 8) > 0777) {
-			*cause = xstrdup("bad umask");
-			goto fail;
-		}
-		run->umask = (int)strtol(umask_s, NULL, 8);
-	}
-	for (i = 0; i < 5; i++) {
-		if (lim[i] != NULL &&
-		    (proto_spec_number(lim[i], lim_max[i], lim_out[i]) != 0 || *lim_out[i] == 0)) {
-			xasprintf(cause, "bad limit '%c'", "XHcTW"[i]);
-			goto fail;
-		}
-	}
 	return 0;
 
 fail:

@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -121,20 +122,41 @@ void config_perm_secret(struct config_ctx *ctx, const struct config_sec *sec,
 void config_perm_log(struct config_ctx *ctx, const struct config_sec *sec,
                      const struct config_kv *kv, const char *path);
 
-/* config-valid.c */
+/* config-valid.c: the readers of values the worker's sections and the jobs share */
+int config_get_bool(struct config_ctx *ctx, const struct config_sec *sec, const char *key,
+                    int *out);
+int config_get_duration(struct config_ctx *ctx, const struct config_sec *sec, const char *key,
+                        uint64_t *out);
+int config_get_int(struct config_ctx *ctx, const struct config_sec *sec, const char *key, int min,
+                   int max, const char *hint, const char *max_why, int *out);
+void config_get_hooks(struct config_ctx *ctx, const struct config_sec *sec,
+                      const struct config_hooks *defaults, struct config_hooks *out);
+void config_get_limits(struct config_ctx *ctx, const struct config_sec *sec,
+                       const struct config_limits *defaults, enum config_cgroups cgroups,
+                       struct config_limits *out);
+int config_get_on_shutdown(struct config_ctx *ctx, const struct config_sec *sec,
+                           enum config_on_shutdown *out);
+int config_check_zone(struct config_ctx *ctx, const struct config_sec *sec,
+                      const struct config_kv *kv);
+int config_parse_size(const char *text, uint64_t *bytes, char **cause);
+int config_valid_identifier(const char *name, size_t len);
+void config_resolve_pass_env(struct config_ctx *ctx, const struct config_sec *sec,
+                             const struct config_kv *kv, char ***out);
+
+/* config-valid-worker.c */
 void config_resolve_worker(struct config_ctx *ctx, struct config *cfg);
+void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
+
+/* config-valid-job.c */
 struct config_job *config_resolve_job(struct config_ctx *ctx, const struct config *cfg,
                                       const struct config_sec *sec);
 void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
-void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
+void config_free_argv(char **argv);
 
 /* config-label.c */
 void config_resolve_labels(struct config_ctx *ctx, struct config *cfg, const struct config_sec *wk);
 void config_resolve_constraint(struct config_ctx *ctx, const struct config_sec *sec,
                                struct config_job *job);
 void config_free_constraint(struct config_job *job);
-
-/* config.c */
-void config_free_argv(char **argv);
 
 #endif

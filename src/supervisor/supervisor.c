@@ -449,8 +449,12 @@ sv_job_leader_exited(struct sv *sv, struct sjob *j)
 	return sv_job_step(sv, j, &in, NULL, NULL);
 }
 
-/* Read what a job's child wrote before exec: nothing (exec worked) or why it failed. */
-static void
+/*
+ * Read what a job's child wrote before exec: nothing (exec worked) or why it failed, and
+ * feed it to the run. 1 if the run ended and j is freed (svrun never ends a run on an exec
+ * result today, but the callers must not depend on it).
+ */
+static int
 sv_job_exec_result(struct sv *sv, struct sjob *j)
 {
 	struct svrun_input in;
@@ -462,7 +466,7 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN) {
 		event_add(j->errev, NULL);
-		return;
+		return 0;
 	}
 	event_free(j->errev);
 	j->errev = NULL;
@@ -473,10 +477,9 @@ sv_job_exec_result(struct sv *sv, struct sjob *j)
 		memset(&in, 0, sizeof in);
 		in.event = SVRUN_EXEC_FAILED;
 		in.now = clock_now_ns();
-		sv_job_step(sv, j, &in, buf, NULL); /* the child exits 127 on its own */
-		return;
+		return sv_job_step(sv, j, &in, buf, NULL); /* the child exits 127 on its own */
 	}
-	sv_job_event(sv, j, SVRUN_EXEC_OK, NULL);
+	return sv_job_event(sv, j, SVRUN_EXEC_OK, NULL);
 }
 
 /* The exec error pipe is readable: exec happened, or the child says why it failed. */
@@ -484,11 +487,12 @@ static void
 sv_exec_cb(int fd, short what, void *arg)
 {
 	struct sjob *j = arg;
+	struct sv *sv = j->sv; /* j may be freed below */
 
 	(void)fd;
 	(void)what;
-	sv_job_exec_result(j->sv, j);
-	sv_schedule(j->sv);
+	sv_job_exec_result(sv, j);
+	sv_schedule(sv);
 }
 
 /* Refuse a start, telling main why. */
@@ -902,8 +906,9 @@ sv_sigchld_cb(int fd, short what, void *arg)
 		}
 		if (j == NULL)
 			continue; /* an orphaned grandchild we adopted as subreaper */
-		if (j->errfd >= 0)
-			sv_job_exec_result(sv, j); /* the child is gone: no read can wait */
+		/* The child is gone: no read can wait. */
+		if (j->errfd >= 0 && sv_job_exec_result(sv, j))
+			continue;
 		j->status = status;
 		sv_job_leader_exited(sv, j);
 	}

@@ -3,16 +3,24 @@
 """The chaos suite: three workers share a @continuous mutex job whose command (lk-record)
 records its start in a shared file and holds an flock; a DeathWatcher records when each
 run dies; check_overlaps counts runs that started while another was alive (by time, and
-by the kernel's flock, which covers a run's whole process group). Faults, each repeated:
+by the kernel's flock, which covers a run's whole process group). Faults, each repeated,
+numbered as in docs/safety.md, with the method that checks them:
 
-1. SIGSTOP the holder's main process for 3T, then SIGCONT.
-2. kill -9 the holder's main process.
-3. kill -9 the holder's supervisor.
-4. Blackhole the holder's connection for 2T; and for T/4, which must not interrupt.
-5. Kill the leader of a 3-server ensemble: the job must not be interrupted.
-6. A job that forks grandchildren and ignores SIGTERM, holder stopped.
+1. SIGSTOP the holder's main process for 3T, then SIGCONT
+   (test_main_stopped_for_3T_hands_over_without_overlap).
+2. kill -9 the holder's main process (test_main_killed_ends_the_run_at_once_and_hands_over).
+3. kill -9 the holder's supervisor (test_supervisor_killed_ends_the_run_and_is_replaced).
+4. Blackhole the holder's connection for 2T; and for T/4, which must not interrupt
+   (test_cut_off_for_2T_hands_over_and_for_T_over_4_runs_on).
+5. Kill the leader of a 3-server ensemble: the job must not be interrupted
+   (test_zk_leader_killed_does_not_interrupt_the_run).
+6. A job that forks grandchildren and ignores SIGTERM, holder stopped
+   (test_grandchildren_ignoring_sigterm_die_before_the_next_run).
+7. The server the holder is connected to frozen for 3T: the worker moves to another server
+   before the job's SIGTERM is due (test_frozen_zk_server_is_left_before_the_run_is_stopped).
 8. A job that double-forks a setsid daemon ignoring SIGTERM, holder stopped for 3T: with a
-   cgroup per run the daemon dies with the run; with cgroups = off it escapes (asserted).
+   cgroup per run the daemon dies with the run (test_setsid_daemon_dies_with_its_run_in_a_cgroup);
+   8b. with cgroups = off it escapes, asserted (test_setsid_daemon_escapes_with_cgroups_off).
 
 For each scenario the suite prints the overlap count (the assertion: 0) and the smallest
 gap between the old run's death and the next run's start, and appends them to
@@ -25,10 +33,8 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 NAMES = ("alpha", "beta", "gamma")
 T_S = 4.0
@@ -134,7 +140,7 @@ class ChaosTest(lktest.TestCase):
 
     # -- scenarios --------------------------------------------------------------------------
 
-    def test_1_sigstop_main_for_3T(self):
+    def test_main_stopped_for_3T_hands_over_without_overlap(self):
         self.cluster()
         gaps = []
         for _ in range(REPS):
@@ -147,7 +153,7 @@ class ChaosTest(lktest.TestCase):
                              "the stopped worker must not run the job while another holds it")
         self.assert_safe(report("1 SIGSTOP main 3T", self.rec, gaps))
 
-    def test_2_kill9_main(self):
+    def test_main_killed_ends_the_run_at_once_and_hands_over(self):
         self.cluster()
         gaps = []
         for _ in range(REPS):
@@ -162,7 +168,7 @@ class ChaosTest(lktest.TestCase):
             self.start_worker(old.who)
         self.assert_safe(report("2 kill -9 main", self.rec, gaps))
 
-    def test_3_kill9_supervisor(self):
+    def test_supervisor_killed_ends_the_run_and_is_replaced(self):
         self.cluster()
         gaps = []
         for _ in range(REPS):
@@ -176,7 +182,7 @@ class ChaosTest(lktest.TestCase):
             self.assertTrue(self.procs[old.who].alive())
         self.assert_safe(report("3 kill -9 supervisor", self.rec, gaps))
 
-    def test_4_blackhole_2T_and_T_over_4(self):
+    def test_cut_off_for_2T_hands_over_and_for_T_over_4_runs_on(self):
         self.cluster()
         gaps = []
         for _ in range(REPS):
@@ -205,7 +211,7 @@ class ChaosTest(lktest.TestCase):
             self.assertEqual(len(self.rec.starts()), starts)
         self.assert_safe(report("4b blackhole T/4 (no interruption)", self.rec, []))
 
-    def test_5_leader_kill_does_not_interrupt(self):
+    def test_zk_leader_killed_does_not_interrupt_the_run(self):
         self.cluster(ensemble=True, proxies=False)
         ens = self.zk
         for _ in range(REPS):
@@ -233,7 +239,7 @@ class ChaosTest(lktest.TestCase):
                 continue
         return None
 
-    def test_7_frozen_follower_does_not_interrupt(self):
+    def test_frozen_zk_server_is_left_before_the_run_is_stopped(self):
         """The server the holder talks to freezes (SIGSTOP) for 3T. The library alone would
         give up on it only after 2/3 T of silence, after the job's SIGTERM at
         T - safety_margin - kill_grace; the worker notices the stalled heartbeat at T/6 and
@@ -266,7 +272,7 @@ class ChaosTest(lktest.TestCase):
         self.assertEqual(done, REPS, "the holder never sat on a follower")
         self.assert_safe(report("7 frozen follower (no interruption)", self.rec, []))
 
-    def test_6_grandchildren_ignoring_sigterm(self):
+    def test_grandchildren_ignoring_sigterm_die_before_the_next_run(self):
         self.cluster(rec_kw={"ignore_term": True, "grandchildren": 2}, proxies=False)
         gaps = []
         for _ in range(REPS):
@@ -314,7 +320,7 @@ class ChaosTest(lktest.TestCase):
         self.cluster(rec_kw={"daemon": hb}, proxies=False, worker_kw={"cgroups": cgroups})
         return hb
 
-    def test_8_setsid_daemon_in_a_cgroup(self):
+    def test_setsid_daemon_dies_with_its_run_in_a_cgroup(self):
         hb = self.daemon_cluster("required")
         gaps = []
         for _ in range(REPS):
@@ -326,7 +332,7 @@ class ChaosTest(lktest.TestCase):
         self.assertEqual(n, 0, "\n".join(escapes[:10]))
         self.assert_safe(rep)
 
-    def test_8b_setsid_daemon_escapes_without_cgroups(self):
+    def test_setsid_daemon_escapes_with_cgroups_off(self):
         """The documented limit of cgroups = off: a setsid daemon outlives its run."""
         hb = self.daemon_cluster("off")
         old = self.holder()

@@ -10,10 +10,9 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-
-import lktest  # noqa: E402
-from lktest.record import Record  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
+from lktest.record import Record
 
 MS = 1000000  # ns
 

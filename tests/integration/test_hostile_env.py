@@ -12,12 +12,9 @@ import pwd
 import re
 import shutil
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 JOB_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Run by sh found in the job's PATH (shell = false), the job writes its environment and waits.

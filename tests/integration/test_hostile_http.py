@@ -14,15 +14,12 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 SESSION = "6s"
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}

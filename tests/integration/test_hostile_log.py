@@ -8,12 +8,9 @@ host name that does not resolve."""
 import os
 import re
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 LINES = 5000
 # A job that writes LINES lines, one write each, then ends; 1h before it runs again.

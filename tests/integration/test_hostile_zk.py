@@ -5,7 +5,6 @@ stop or flood a worker. A huge tick state with an old tick, a claim years ahead,
 fought-over lease count, a job that restarts as fast as it can."""
 
 import json
-import os
 import re
 import signal
 import sys
@@ -13,10 +12,8 @@ import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 MAX_RUNS_PER_MINUTE = 30  # JOBREC_MAX_RUNS in src/cluster/jobrec.c

@@ -9,14 +9,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 BIN = lktest.leasekeeper_bin()
 

@@ -6,14 +6,10 @@ escaped on the terminal) from a worker that did not run it, --run, --last, --jso
 record_output = 0."""
 
 import json
-import os
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 # 400 numbered lines (about 6 KiB), a line with an escape sequence, a byte that is not

@@ -16,13 +16,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 SRC = lktest.source_dir()
 # lintian warnings that docs/packaging.md explains; any other one fails this test.

@@ -8,14 +8,11 @@ carries times out with exit 75 and its request is withdrawn, an @continuous copy
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 NAMES = ("alpha", "beta", "gamma")
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}

@@ -10,12 +10,9 @@ with strace: docs/security.md.) Needs root, as the worker does; without root it 
 import os
 import re
 import signal
-import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 UNIT = os.path.join(lktest.source_dir(), "deploy", "leasekeeper.service")
 SAFETY = {"safety_margin": "500ms", "kill_grace": "2s"}

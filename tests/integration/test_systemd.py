@@ -13,10 +13,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 WATCHDOG_USEC = 1000000  # pings every 500 ms

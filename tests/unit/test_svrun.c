@@ -314,6 +314,44 @@ test_exec_failed(void **state)
 	assert_int_equal(r.state, SVRUN_DONE);
 }
 
+/*
+ * An exec result never ends a run, in any state the leader is alive in: the supervisor
+ * reads it just before it feeds the leader's reaping (sv_sigchld_cb), and only that, with
+ * an empty group, ends the run.
+ */
+static void
+test_exec_result_never_ends_run(void **state)
+{
+	enum svrun_event results[] = {SVRUN_EXEC_OK, SVRUN_EXEC_FAILED};
+	struct svrun r;
+	size_t i;
+	int live;
+
+	(void)state;
+	for (i = 0; i < sizeof results / sizeof results[0]; i++) {
+		for (live = SVRUN_STARTING; live <= SVRUN_START_FAILED; live++) {
+			svrun_init(&r, "t", GRACE);
+			if (live == SVRUN_RUNNING)
+				step(&r, SVRUN_EXEC_OK, 1);
+			if (live != SVRUN_STARTING && live != SVRUN_RUNNING)
+				stop(&r, SIGTERM, 300 * MS, 1);
+			if (live == SVRUN_KILLED || live == SVRUN_START_FAILED)
+				stop(&r, SIGKILL, 0, 2);
+			if (live == SVRUN_START_FAILED)
+				step(&r, SVRUN_EXEC_FAILED, 3);
+			if (live == SVRUN_LEFTOVERS || live == SVRUN_DRAINING)
+				continue; /* the leader is reaped: no exec result can come */
+			assert_int_equal(r.state, live);
+			assert_true(svrun_leader_alive(&r));
+			step(&r, results[i], 4);
+			assert_int_not_equal(r.state, SVRUN_DONE);
+			assert_true(svrun_leader_alive(&r));
+			leader_exited(&r, 0, 5);
+			assert_int_equal(r.state, SVRUN_DONE);
+		}
+	}
+}
+
 /* Each state and event has a name of its own. */
 static void
 test_names(void **state)
@@ -346,6 +384,7 @@ main(void)
 	    cmocka_unit_test(test_stop_grace_never),
 	    cmocka_unit_test(test_stop_grace_past_deadline),
 	    cmocka_unit_test(test_exec_failed),
+	    cmocka_unit_test(test_exec_result_never_ends_run),
 	    cmocka_unit_test(test_names),
 	};
 

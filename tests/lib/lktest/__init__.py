@@ -1,6 +1,6 @@
 """lktest: the integration-test harness of leasekeeper (see docs/testing.md).
 
-    sys.path.insert(0, os.path.join(os.environ["LEASEKEEPER_SOURCE_DIR"], "tests", "lib"))
+    import _lktest_path  # tests/integration/_lktest_path.py: puts tests/lib on sys.path
     import lktest
 
     class T(lktest.TestCase):

@@ -1,22 +1,20 @@
 #!/usr/bin/python3
 # ctest: timeout=300 split
-"""Fixes found while operating a cluster (issue 13), each against a real ZooKeeper: status of
-a root that holds no cluster, exec when ZooKeeper cannot be reached, a reload that removes a
-running job, an [http] listen address that cannot be bound."""
+"""What an operator meets at the edges of running a cluster, each against a real ZooKeeper:
+status of a root that holds no cluster is an error; exec gives up on a ZooKeeper it cannot
+reach; a reload that removes a running job unlists it; an [http] listen address that cannot
+be bound is refused at start and keeps the old listener at a reload; status shows when a
+holder queued and when it took the lease. (Found while operating a cluster, issue 13.)"""
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
-                                               os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "tests", "lib"))
-import lktest  # noqa: E402
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
 
 BIN = lktest.leasekeeper_bin()
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
@@ -27,7 +25,7 @@ def run(*args, timeout=60):
                           timeout=timeout)
 
 
-class OpsFixesTest(lktest.TestCase):
+class OperatingEdgesTest(lktest.TestCase):
     def config(self, name="alpha", jobs=None, **kw):
         return self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
                                  worker={"allow_root_jobs": True}, jobs=jobs, **kw)
