@@ -4,9 +4,13 @@
 <build dir>/package with dpkg-buildpackage (lintian must find no error there), and this
 checks what it holds: the binary with its hardening, man pages, /etc/leasekeeper/worker.ini
 as the only conffile and root's alone, an empty jobs/, the unit (neither enabled nor started
-by the maintainer scripts), /var/lib/leasekeeper, docs and example jobs. Unpacked into a
-throw-away root, its worker.ini speaks of the installed layout, and `leasekeeper check`
-from that root refuses it for want of a job, then accepts it with an example job.
+by the maintainer scripts), /var/lib/leasekeeper, docs and example jobs, the samples of
+deploy/ (Prometheus rules, Grafana dashboard, ZooKeeper ensemble, Kubernetes) as examples,
+the bash completion, the license. The -dbgsym package lands beside the .deb and no build tree
+is left. Unpacked into a throw-away root, its worker.ini speaks of the installed layout, and
+`leasekeeper check` from that root refuses it for want of a job, then accepts it with every
+example job copied in unchanged, and the installed completion completes the installed binary's
+commands.
 
 The sanitizer build does not run it (scripts/test): it builds its own binary, not the
 build directory's. It compiles the whole project once (-j2, nice), about a minute on an idle
@@ -46,6 +50,14 @@ class PackageTest(lktest.TestCase):
                       "-S", "Version").stdout.strip()
         arch = run("dpkg-architecture", "-q", "DEB_HOST_ARCH").stdout.strip()
         self.assertEqual(deb, os.path.join(out, "leasekeeper_%s_%s.deb" % (version, arch)))
+        # The debug symbols beside it; nothing left of the build.
+        dbgsym = os.path.join(out, "leasekeeper-dbgsym_%s_%s.deb" % (version, arch))
+        self.assertTrue(os.path.isfile(dbgsym), sorted(os.listdir(out)))
+        self.assertIn("leasekeeper-dbgsym", run("dpkg-deb", "-f", dbgsym, "Package").stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "tree")), sorted(os.listdir(out)))
+        self.assertEqual(sorted(f for f in os.listdir(out)
+                                if f.endswith((".deb", ".ddeb", ".changes", ".buildinfo"))),
+                         sorted([os.path.basename(deb), os.path.basename(dbgsym)]))
 
         # lintian: no error (scripts/package fails on one), no warning but those explained.
         lint = lktest.read_text(os.path.join(out, "lintian.log")).splitlines()
@@ -72,6 +84,20 @@ class PackageTest(lktest.TestCase):
         }
         for name in sorted(os.listdir(os.path.join(SRC, "jobs"))):
             expect["/usr/share/doc/leasekeeper/examples/jobs/" + name] = "-rw-r--r--"
+        # deploy/'s samples for the programs around the workers, as they are in the source
+        # tree (not compressed: they are copied into place or imported).
+        self.samples = []
+        for sample in ("prometheus", "grafana", "zookeeper", "kubernetes"):
+            top = os.path.join(SRC, "deploy", sample)
+            for d, _, names in os.walk(top):
+                for name in names:
+                    rel = os.path.relpath(os.path.join(d, name), os.path.join(SRC, "deploy"))
+                    self.samples.append(rel)
+                    expect["/usr/share/doc/leasekeeper/examples/" + rel] = "-rw-r--r--"
+        for rel in ("prometheus/leasekeeper-alerts.yml", "prometheus/leasekeeper-alerts.test.yml",
+                    "grafana/leasekeeper.json", "zookeeper/zk1/zoo.cfg", "zookeeper/README.md"):
+            self.assertIn(rel, self.samples)
+        expect["/usr/share/bash-completion/completions/leasekeeper"] = "-rw-r--r--"
         for path, mode in expect.items():
             self.assertIn(path, listing)
             self.assertEqual(listing[path], (mode, "root/root"), path)
@@ -108,6 +134,30 @@ class PackageTest(lktest.TestCase):
         self.assertEqual(v.returncode, 0, v.stdout)
         self.assertIn(version, v.stdout)
 
+        # The files shipped as they are in the source tree.
+        doc = os.path.join(root, "usr", "share", "doc", "leasekeeper")
+        for rel in self.samples:
+            with open(os.path.join(doc, "examples", rel), "rb") as f:
+                with open(os.path.join(SRC, "deploy", rel), "rb") as g:
+                    self.assertEqual(f.read(), g.read(), rel)
+        # The license: DEP-5, Apache-2.0, pointing at Debian's copy of the text.
+        copyright = lktest.read_text(os.path.join(doc, "copyright"))
+        self.assertRegex(copyright, r"(?m)^Format: https://www\.debian\.org/doc/"
+                                    r"packaging-manuals/copyright-format/1\.0/$")
+        self.assertRegex(copyright, r"(?m)^Files: \*\nCopyright: .+\nLicense: Apache-2\.0$")
+        self.assertIn("/usr/share/common-licenses/Apache-2.0", copyright)
+
+        # The installed completion completes the installed binary's commands and options.
+        completion = os.path.join(root, "usr", "share", "bash-completion", "completions",
+                                  "leasekeeper")
+        prog = ('source "$1"; COMP_WORDS=("$2" "$3" "$4"); COMP_CWORD=$(($# - 2)); '
+                '_leasekeeper; printf "%s\\n" "${COMPREPLY[@]}"')
+        words = run("bash", "-c", prog, "bash", completion, binary, "").stdout.split()
+        for cmd in ("run", "check", "status", "exec", "logs", "run-now", "web"):
+            self.assertIn(cmd, words)
+        words = run("bash", "-c", prog, "bash", completion, binary, "status", "--").stdout.split()
+        self.assertIn("--json", words)
+
         # The hardening flags, as hardening-check sees them. Stack clash protection and
         # control flow integrity are checked from the compiler's flags instead (the stripped
         # binary has no debug information; tests/hardening/check-binary.py says why).
@@ -139,16 +189,21 @@ class PackageTest(lktest.TestCase):
         self.assertEqual(c.returncode, 1, c.stdout)
         self.assertIn('no jobs: jobs = "jobs/*.ini" found 0 job files', c.stdout)
         self.assertIn("1 error in the configuration", c.stdout)
-        # ... and accepted with an example job, copied and given a user as an admin would
-        # (the worker runs as root and refuses root jobs unless allow_root_jobs = true).
-        job = os.path.join(root, "etc", "leasekeeper", "jobs", "leader.ini")
-        shutil.copy(os.path.join(root, "usr", "share", "doc", "leasekeeper", "examples", "jobs",
-                                 "leader.ini"), job)
-        with open(job, "a") as f:
-            f.write("user = nobody\n")
+        # ... and accepted with the example jobs copied in unchanged: each sets a user (the
+        # worker runs as root and refuses root jobs unless allow_root_jobs = true).
+        examples = os.path.join(doc, "examples", "jobs")
+        names = sorted(os.listdir(examples))
+        self.assertEqual(names, sorted(os.listdir(os.path.join(SRC, "jobs"))))
+        for name in names:
+            shutil.copy(os.path.join(examples, name),
+                        os.path.join(root, "etc", "leasekeeper", "jobs", name))
         c = run(binary, "check", "-c", cfg)
         self.assertEqual(c.returncode, 0, c.stdout)
-        self.assertRegex(c.stdout, r"leader")
+        self.assertNotIn("error", c.stdout)
+        for name in names:
+            self.assertRegex(c.stdout, r"(?m)^job %s " % re.escape(name[:-len(".ini")]))
+        self.assertEqual(len(re.findall(r"(?m)^  run as +nobody", c.stdout)), len(names),
+                         c.stdout)
 
 
 if __name__ == "__main__":
