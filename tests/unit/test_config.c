@@ -2141,6 +2141,7 @@ test_shipped_examples(void **state)
 	struct config_job *job;
 	char path[PATH_MAX], *text;
 	size_t i;
+	int rc;
 
 	(void)state;
 	if (src == NULL)
@@ -2174,18 +2175,16 @@ test_shipped_examples(void **state)
 	config_free(cfg);
 	config_errors_free(&errors);
 
-	/* the shipped worker file: valid, except that as root it refuses root jobs */
+	/* the shipped worker file: valid as it is, as root too (its jobs run as nobody) */
 	snprintf(path, sizeof path, "%s/conf/worker.ini", src);
-	if (config_load(path, &cfg, &errors) == 0) {
-		assert_true(geteuid() != 0);
-		assert_true(cfg->njobs >= 4);
-		config_free(cfg);
-	} else {
-		assert_true(geteuid() == 0);
-		assert_true(errors.n >= 4);
-	}
+	cfg = NULL;
+	rc = config_load(path, &cfg, &errors);
 	for (i = 0; i < errors.n; i++)
-		assert_non_null(strstr(errors.lines[i], "would run as root"));
+		fprintf(stderr, "%s\n", errors.lines[i]);
+	assert_int_equal(rc, 0);
+	assert_non_null(cfg);
+	assert_true(cfg->njobs >= 4);
+	config_free(cfg);
 	config_errors_free(&errors);
 }
 
