@@ -590,7 +590,7 @@ exec_main(int argc, char **argv)
 		file = LEASEKEEPER_DEFAULT_CONFIG;
 	}
 	if (file != NULL) {
-		if (config_load(file, &cfg, &errors) != 0) {
+		if (config_load_opts(file, &cfg, &errors, CONFIG_LOAD_ALLOW_NO_JOBS) != 0) {
 			for (i = 0; i < errors.n; i++)
 				fprintf(stderr, "%s\n", errors.lines[i]);
 			config_errors_free(&errors);

@@ -62,7 +62,7 @@ target_resolve(struct target_opts *o, const char *cmd, struct target *t)
 		}
 	}
 	if (o->file != NULL) {
-		if (config_load(o->file, &t->cfg, &errors) != 0) {
+		if (config_load_opts(o->file, &t->cfg, &errors, CONFIG_LOAD_ALLOW_NO_JOBS) != 0) {
 			for (i = 0; i < errors.n; i++)
 				fprintf(stderr, "%s\n", errors.lines[i]);
 			config_errors_free(&errors);

@@ -143,6 +143,15 @@ config_job_free(struct config_job *job)
 int
 config_load(const char *file, struct config **out, struct config_errors *errors)
 {
+	return config_load_opts(file, out, errors, 0);
+}
+
+/* config_load, with flags: CONFIG_LOAD_ALLOW_NO_JOBS for a command that runs no job of the
+ * configuration (exec, status, the controls): a file with [zookeeper] alone is enough. */
+int
+config_load_opts(const char *file, struct config **out, struct config_errors *errors,
+                 unsigned flags)
+{
 	struct config_ctx ctx;
 	struct config *cfg = xcalloc(1, sizeof *cfg);
 	struct config_sec **kept = NULL;
@@ -179,7 +188,8 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 	config_find_job_files(&ctx, cfg, kv, dir);
 	for (i = 0; i < cfg->njob_files; i++)
 		config_read_file(&ctx, config_add_file(&ctx, cfg->job_files[i]), 0);
-	if (ctx.nsecs == 0 && !cfg->allow_no_jobs && ctx.nerrs == nerrs)
+	if (ctx.nsecs == 0 && !cfg->allow_no_jobs && ctx.nerrs == nerrs &&
+	    !(flags & CONFIG_LOAD_ALLOW_NO_JOBS))
 		config_no_jobs(&ctx, cfg, kv);
 
 	kept = xcalloc(ctx.nsecs, sizeof *kept);

@@ -162,7 +162,10 @@ struct config_errors {
 	size_t n;
 };
 
+#define CONFIG_LOAD_ALLOW_NO_JOBS 0x1 /* a command that runs no job: no jobs is no error */
 int config_load(const char *file, struct config **out, struct config_errors *errors);
+int config_load_opts(const char *file, struct config **out, struct config_errors *errors,
+                     unsigned flags);
 struct config *config_load_print(const char *file);
 void config_free(struct config *);
 void config_errors_free(struct config_errors *);
