@@ -154,10 +154,6 @@ struct job {
 	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start, lim_hook;
 };
 
-static const char *job_outcome_names[] = {
-    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed",
-};
-
 static const char *job_lease_end_names[] = {"deadline", "expiry", "deleted", "released"};
 
 /* Seconds to hours: a run's duration falls in the first bucket at least as long. */
@@ -1006,6 +1002,9 @@ job_run_end(struct job *job, struct jobstate_end *e)
 		job_release(job);
 		job_wait_tick(job);
 		break;
+	case JOBSTATE_HOLD:
+	case JOBSTATE_RESTART_NOW:
+		break; /* not asked for here: held_back and manual_restart are 0 */
 	}
 }
 
@@ -1776,13 +1775,6 @@ job_stats(const struct job *job, struct job_stats *st)
 	st->durations = job->durations;
 	st->duration_sum = job->duration_sum;
 	st->hook_failures = job->hook_failures;
-}
-
-/* An outcome's name, as records and metrics spell it. */
-const char *
-job_outcome_name(enum job_outcome outcome)
-{
-	return job_outcome_names[outcome];
 }
 
 /* A lease end's cause, as the metrics spell it. */
