@@ -136,6 +136,13 @@ jobfsm_init(struct jobfsm *m, const struct jobfsm_config *cfg)
 	m->tick = m->pending_tick = -1;
 }
 
+/* A reload kept the job: its configuration's new copy. */
+void
+jobfsm_configure(struct jobfsm *m, const struct jobfsm_config *cfg)
+{
+	m->cfg = *cfg;
+}
+
 /* The name of a state, for logs and the status. */
 const char *
 jobfsm_state_name(enum job_state state)
@@ -556,7 +563,7 @@ jobfsm_manual_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	m->tick = -1;
 	m->attempt = 0;
 	jobfsm_enter(m, JOB_CONTENDING, out);
-	jobfsm_acquire(m, in->manual_ms, out);
+	jobfsm_acquire(m, m->manual_ms, out);
 }
 
 /* How a run ended: untrusted first, then the OOM killer, the timeout, a stop, the status. */
@@ -982,6 +989,7 @@ jobfsm_run_request(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 		return;
 	}
 	m->manual = JOBFSM_MANUAL_QUEUED;
+	m->manual_ms = in->manual_ms;
 	if (m->cfg.scheduled ? m->state == JOB_WAITING : m->state == JOB_RUNNING && m->busy)
 		jobfsm_manual_go(m, in, out);
 }

@@ -227,6 +227,7 @@ struct jobfsm {
 	int attempt;          /* scheduled: retries of this tick so far */
 	int failures;         /* consecutive */
 	int cooldowns;        /* consecutive cool-downs */
+	uint64_t manual_ms;   /* the request taken: how long its lease may take */
 	uint64_t failures_total;
 };
 
@@ -248,6 +249,7 @@ struct jobfsm_input {
 };
 
 void jobfsm_init(struct jobfsm *, const struct jobfsm_config *);
+void jobfsm_configure(struct jobfsm *, const struct jobfsm_config *);
 void jobfsm_step(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 int jobfsm_legal(enum job_state, enum jobfsm_event);
 int jobfsm_can_take(const struct jobfsm *);

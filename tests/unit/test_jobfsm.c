@@ -350,8 +350,13 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		          jobfsm_state_name(e->m.state));
 	if (out.overflow)
 		violation(e, "too many actions");
-	for (i = 0; i < out.n; i++)
+	for (i = 0; i < out.n; i++) {
+		/* job.c relies on it: a start may fail at once, a stop may free the job. */
+		if ((out.a[i].act == JOBFSM_START_RUN || out.a[i].act == JOBFSM_DONE) &&
+		    i != out.n - 1)
+			violation(e, "%s is not the last action", jobfsm_act_name(out.a[i].act));
 		apply(e, &out.a[i], &seen);
+	}
 	if (seen != e->m.state)
 		violation(e, "the ENTER actions do not end in the state");
 	if (had_run && e->run == RUN_NONE && e->open_run)
