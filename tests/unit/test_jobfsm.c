@@ -88,6 +88,9 @@ static int depth;
 static uint64_t steps;
 
 /* Fail with the sequence that led here. */
+static void violation(const struct env *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 violation(const struct env *e, const char *fmt, ...)
 {
@@ -294,6 +297,10 @@ check(struct env *e)
 		if (!going)
 			violation(e, "a taken run-now request is stranded");
 	}
+	if (m->manual == JOBFSM_MANUAL_QUEUED &&
+	    (m->state == JOB_WAITING || m->state == JOB_PAUSED || m->state == JOB_DRAINED ||
+	     m->state == JOB_IDLE || m->state == JOB_CONFLICT || m->state == JOB_COOLDOWN))
+		violation(e, "a queued run-now request waits where nothing will act on it");
 	if (e->done && (e->lease != JOBFSM_LEASE_IDLE || e->req_open))
 		violation(e, "stopped for good, still holding a lease or a request");
 	if (e->run != RUN_NONE && e->lease == JOBFSM_LEASE_IDLE && !e->stop_sent)
