@@ -335,6 +335,12 @@ job_feed(struct job *job, const struct jobfsm_input *in, const struct job_ctx *c
 		          jobfsm_event_name(in->event));
 	for (i = 0; i < out.n; i++)
 		job_do(job, &out.a[i], in->event, ctx);
+	/* The machine's view of the lease is the lease's (the model test checks the machine). */
+	if ((int)job->fsm.lease != (int)lease_state(job->lease))
+		log_warnx("job %s: after %s the machine holds the lease %s, the lease says %s",
+		          job->name, jobfsm_event_name(in->event),
+		          lease_state_name((enum lease_state)job->fsm.lease),
+		          lease_state_name(lease_state(job->lease)));
 }
 
 /* Lease callbacks: counted and logged here, decided by the machine. */
