@@ -44,6 +44,13 @@ jobfsm_configure(struct jobfsm *m, const struct jobfsm_config *cfg)
 	m->cfg = *cfg;
 }
 
+/* Whether the job may go after work: registered, agreed, not stopping for good. */
+int
+jobfsm_active(const struct jobfsm *m)
+{
+	return m->ready && m->agreed && !m->stop_requested;
+}
+
 /* Add an action; its fields are filled by the caller. */
 static struct jobfsm_action *
 jobfsm_act(struct jobfsm_actions *out, enum jobfsm_act act)
@@ -224,7 +231,7 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 {
 	uint64_t timeout = 0;
 
-	if (!m->ready || !m->agreed || m->stop_requested)
+	if (!jobfsm_active(m))
 		return;
 	if (m->lease != JOBFSM_LEASE_IDLE)
 		jobfsm_release(m, out);
@@ -267,7 +274,7 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	m->pending_tick = -1;
 	jobfsm_enter(m, JOB_WAITING, out);
 	jobfsm_act(out, JOBFSM_TICK_ARM_IF_IDLE);
-	if (pending >= 0 && m->ready && m->agreed && !m->stop_requested)
+	if (pending >= 0 && jobfsm_active(m))
 		jobfsm_contend(m, in, pending, out);
 	if (m->state == JOB_WAITING && m->manual == JOBFSM_MANUAL_QUEUED)
 		jobfsm_manual_go(m, in, out);
@@ -279,7 +286,7 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 static void
 jobfsm_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
-	if (!m->ready || !m->agreed || m->stop_requested)
+	if (!jobfsm_active(m))
 		return;
 	if (m->state != JOB_IDLE && m->state != JOB_CONFLICT)
 		return;
@@ -595,7 +602,7 @@ static void
 jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_TICK_ARM);
-	if (!m->ready || !m->agreed || m->stop_requested)
+	if (!jobfsm_active(m))
 		return;
 	switch (m->state) {
 	case JOB_WAITING:

@@ -252,6 +252,7 @@ void jobfsm_init(struct jobfsm *, const struct jobfsm_config *);
 void jobfsm_configure(struct jobfsm *, const struct jobfsm_config *);
 void jobfsm_step(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 int jobfsm_legal(enum job_state, enum jobfsm_event);
+int jobfsm_active(const struct jobfsm *);
 int jobfsm_can_take(const struct jobfsm *);
 enum jobfsm_hook jobfsm_hook(const char *outcome);
 const char *jobfsm_state_name(enum job_state);

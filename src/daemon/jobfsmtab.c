@@ -156,8 +156,7 @@ jobfsm_hook(const char *outcome)
 int
 jobfsm_can_take(const struct jobfsm *m)
 {
-	if (!m->ready || !m->agreed || m->stop_requested || m->drained ||
-	    m->manual != JOBFSM_MANUAL_NONE)
+	if (!jobfsm_active(m) || m->drained || m->manual != JOBFSM_MANUAL_NONE)
 		return 0;
 	if (m->cfg.scheduled)
 		return m->state == JOB_WAITING;

@@ -168,8 +168,7 @@ job_tick_cb(int fd, short what, void *arg)
 	}
 	job_input(job, &in, JOBFSM_TICK);
 	in.tick = tick;
-	if (m->ready && m->agreed && !m->stop_requested &&
-	    (m->state == JOB_WAITING || m->state == JOB_STANDBY))
+	if (jobfsm_active(m) && (m->state == JOB_WAITING || m->state == JOB_STANDBY))
 		in.delay_ms = job_rank_delay(job, tick);
 	job_feed(job, &in, NULL);
 }
