@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "jobfsm.h"
 #include "proto.h"
 #include "zk.h"
 
@@ -28,22 +29,6 @@ struct job_cb {
 	uint32_t (*next_run)(void *arg);             /* a fresh run id, unique among the jobs */
 	void (*done)(struct job *, void *arg);       /* the job finished stopping */
 	const struct members *(*members)(void *arg); /* the live workers, to rank ticks */
-};
-
-/*
- * How a run ended, in run records ("outcome") and in the metrics (label outcome): the one
- * list of outcomes, in the order of job_outcome_names in job.c.
- */
-enum job_outcome {
-	JOB_OUTCOME_OK,           /* exit status 0 */
-	JOB_OUTCOME_FAILED,       /* another exit status, or a signal of its own */
-	JOB_OUTCOME_TIMEOUT,      /* stopped at the job's timeout */
-	JOB_OUTCOME_OOM,          /* the OOM killer ended it, in its cgroup */
-	JOB_OUTCOME_KILLED,       /* killed because its lease could not be trusted: the lease
-	                           * deadline, a lost lease, a new session, the supervisor died */
-	JOB_OUTCOME_STOPPED,      /* stopped on purpose: shutdown, reload, a changed lease count */
-	JOB_OUTCOME_START_FAILED, /* the command could not be started */
-	JOB_OUTCOMES
 };
 
 /* Why a lease this worker held ended (the metric's label cause). */
@@ -82,23 +67,6 @@ struct job_stats {
 	uint64_t hook_failures;                 /* hooks that failed, timed out or were not run */
 };
 
-enum job_state {
-	JOB_IDLE,       /* not contending: no session yet, or stopped */
-	JOB_CONFLICT,   /* the cluster agreed on another number of leases */
-	JOB_WAITING,    /* scheduled: waiting for the next tick */
-	JOB_STANDBY,    /* scheduled: a backup for the tick, reading it after its delay */
-	JOB_CONTENDING, /* waiting for a lease */
-	JOB_CLAIMING,   /* scheduled: claiming the tick in <root>/jobs/<job>/state */
-	JOB_STARTING,   /* the supervisor is starting the command */
-	JOB_RUNNING,
-	JOB_BACKOFF,  /* the command ended; restarting (continuous) or retrying (scheduled) */
-	JOB_STOPPING, /* the command is being stopped */
-	JOB_COOLDOWN, /* continuous: gave the lease up after repeated failures */
-	JOB_DONE,     /* stopped for good (shutdown or removal) */
-	JOB_PAUSED,   /* continuous: paused cluster-wide (`leasekeeper pause`), no lease */
-	JOB_DRAINED,  /* continuous: this worker is drained (`leasekeeper drain`), no lease */
-};
-
 struct job *job_new(struct event_base *, struct zk *, const struct config_job *,
                     const struct job_cb *, void *arg);
 void job_free(struct job *);
@@ -121,7 +89,6 @@ const struct config_job *job_config(const struct job *);
 enum job_state job_state(const struct job *);
 void job_stats(const struct job *, struct job_stats *);
 json_t *job_status_json(const struct job *);
-const char *job_outcome_name(enum job_outcome);
 const char *job_lease_end_name(enum job_lease_end);
 
 #endif

@@ -9,12 +9,16 @@
  * job, as a retry of the tick). Otherwise a continuous job restarts after a back-off,
  * or after max_failures failures in a row gives its lease up for a cool-down; a
  * scheduled job retries a failed tick up to `retries` times, then waits for the next.
+ * A paused or drained job neither restarts nor retries: it lets the lease go (HOLD). A
+ * continuous copy stopped for a run-now request starts again at once, unless something
+ * else ended it meanwhile.
  */
 
 #include "jobstate.h"
 
 static const char *jobstate_action_names[] = {
-    "FINISH", "AFTER_LOSS", "RUN_AGAIN", "RESTART", "COOLDOWN", "RETRY", "NEXT_TICK",
+    "FINISH", "AFTER_LOSS", "RUN_AGAIN", "RESTART",     "COOLDOWN",
+    "RETRY",  "NEXT_TICK",  "HOLD",      "RESTART_NOW",
 };
 
 /* The name of an action, for logs and tests. */
@@ -24,11 +28,37 @@ jobstate_action_name(enum jobstate_action action)
 	return jobstate_action_names[action];
 }
 
-/* Decide what follows a run's end, moving the counters as job.c used to inline. */
+static struct jobstate_decision jobstate_decide(const struct jobstate_end *,
+                                                struct jobstate_counts *);
+
+/* Decide what follows a run's end, moving the counters. */
 struct jobstate_decision
 jobstate_run_ended(const struct jobstate_end *e, struct jobstate_counts *c)
 {
-	struct jobstate_decision d = {JOBSTATE_NEXT_TICK, 0, 0, 0};
+	struct jobstate_decision d;
+	int abandoned = 0;
+
+	if (e->manual_restart) {
+		if (!e->stop_requested && !e->pending && !e->untrusted && !e->start_failed &&
+		    !e->held_back && e->lease_held) {
+			d = (struct jobstate_decision){JOBSTATE_RESTART_NOW, 0, 0, 0, 0};
+			return d;
+		}
+		abandoned = 1;
+	}
+	d = jobstate_decide(e, c);
+	d.abandoned = abandoned;
+	if (e->held_back && (d.action == JOBSTATE_RUN_AGAIN || d.action == JOBSTATE_RESTART ||
+	                     d.action == JOBSTATE_COOLDOWN || d.action == JOBSTATE_RETRY))
+		d.action = JOBSTATE_HOLD; /* the counters moved as if it went on */
+	return d;
+}
+
+/* The decision without run-now and pause: the counters and the schedule. */
+static struct jobstate_decision
+jobstate_decide(const struct jobstate_end *e, struct jobstate_counts *c)
+{
+	struct jobstate_decision d = {JOBSTATE_NEXT_TICK, 0, 0, 0, 0};
 
 	d.failed = e->start_failed || !e->ok;
 	if (e->start_failed)

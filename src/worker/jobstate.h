@@ -13,6 +13,9 @@ struct jobstate_end {
 	int stop_requested; /* stopping for good */
 	int pending;        /* the lease went, or the lease count changed, during the run */
 	int lease_idle;     /* the lease is no longer held */
+	int lease_held;     /* the lease is held and verified */
+	int held_back;      /* paused or drained: no restart, no retry */
+	int manual_restart; /* continuous: the copy was stopped to restart it (run-now) */
 	int max_failures;   /* continuous: failures in a row before a cool-down */
 	int retries;        /* scheduled: retries of a tick */
 };
@@ -26,20 +29,23 @@ struct jobstate_counts {
 
 /* What to do, and the state it leads to. */
 enum jobstate_action {
-	JOBSTATE_FINISH,     /* stopped for good: DONE */
-	JOBSTATE_AFTER_LOSS, /* carry out the loss or the conflict: CONTENDING, IDLE, ... */
-	JOBSTATE_RUN_AGAIN,  /* start again at once under the lease held: STARTING */
-	JOBSTATE_RESTART,    /* continuous: restart after a back-off: BACKOFF */
-	JOBSTATE_COOLDOWN,   /* continuous: give the lease up for a while: COOLDOWN */
-	JOBSTATE_RETRY,      /* scheduled: retry the tick after a back-off: BACKOFF */
-	JOBSTATE_NEXT_TICK,  /* scheduled: release, wait for the next tick: WAITING */
+	JOBSTATE_FINISH,      /* stopped for good: DONE */
+	JOBSTATE_AFTER_LOSS,  /* carry out the loss or the conflict: CONTENDING, IDLE, ... */
+	JOBSTATE_RUN_AGAIN,   /* start again at once under the lease held: STARTING */
+	JOBSTATE_RESTART,     /* continuous: restart after a back-off: BACKOFF */
+	JOBSTATE_COOLDOWN,    /* continuous: give the lease up for a while: COOLDOWN */
+	JOBSTATE_RETRY,       /* scheduled: retry the tick after a back-off: BACKOFF */
+	JOBSTATE_NEXT_TICK,   /* scheduled: release, wait for the next tick: WAITING */
+	JOBSTATE_HOLD,        /* paused or drained: release; WAITING, PAUSED or DRAINED */
+	JOBSTATE_RESTART_NOW, /* run-now of a continuous job: the new copy starts: STARTING */
 };
 
 struct jobstate_decision {
 	enum jobstate_action action;
-	int failed;   /* the run counts as failed (the back-off grows) */
-	int counted;  /* the run moved the failure counters (not a stop, loss or kill) */
-	int in_a_row; /* JOBSTATE_COOLDOWN: the failures in a row that led to it */
+	int failed;    /* the run counts as failed (the back-off grows) */
+	int counted;   /* the run moved the failure counters (not a stop, loss or kill) */
+	int in_a_row;  /* JOBSTATE_COOLDOWN: the failures in a row that led to it */
+	int abandoned; /* the restart asked for (manual_restart) does not happen here */
 };
 
 struct jobstate_decision jobstate_run_ended(const struct jobstate_end *, struct jobstate_counts *);

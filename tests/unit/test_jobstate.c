@@ -196,6 +196,56 @@ test_ok_tick_waits_for_the_next(void **state)
 	assert_int_equal(c.attempt, 0);
 }
 
+/* Paused or drained: no restart and no retry, the lease goes; the counters still move. */
+static void
+test_held_back_neither_restarts_nor_retries(void **state)
+{
+	struct jobstate_end e = continuous();
+	struct jobstate_counts c = {0, 0, 0};
+	struct jobstate_decision d;
+
+	(void)state;
+	e.held_back = 1;
+	d = jobstate_run_ended(&e, &c);
+	assert_action(d, JOBSTATE_HOLD);
+	assert_true(d.failed);
+	assert_int_equal(c.failures, 1);
+	e = scheduled();
+	e.held_back = 1;
+	e.ok = 1;
+	c = (struct jobstate_counts){0, 0, 0};
+	d = jobstate_run_ended(&e, &c);
+	assert_action(d, JOBSTATE_NEXT_TICK); /* the next tick is no restart */
+}
+
+/* run-now of a continuous job: the stopped copy starts again, unless something ended it. */
+static void
+test_manual_restart_starts_the_copy_again_or_is_abandoned(void **state)
+{
+	struct jobstate_end e = continuous();
+	struct jobstate_counts c = {2, 0, 0};
+	struct jobstate_decision d;
+
+	(void)state;
+	e.manual_restart = 1;
+	e.lease_held = 1;
+	d = jobstate_run_ended(&e, &c);
+	assert_action(d, JOBSTATE_RESTART_NOW);
+	assert_false(d.abandoned);
+	assert_int_equal(c.failures, 2); /* not counted */
+	e.held_back = 1;
+	d = jobstate_run_ended(&e, &c);
+	assert_true(d.abandoned);
+	assert_action(d, JOBSTATE_HOLD);
+	e.held_back = 0;
+	e.lease_held = 0;
+	e.lease_idle = 1;
+	e.pending = 1;
+	d = jobstate_run_ended(&e, &c);
+	assert_true(d.abandoned);
+	assert_action(d, JOBSTATE_AFTER_LOSS);
+}
+
 int
 main(void)
 {
@@ -209,6 +259,8 @@ main(void)
 	    cmocka_unit_test(test_untrusted_kill_of_a_tick_is_a_retry),
 	    cmocka_unit_test(test_failed_tick_retries_then_waits),
 	    cmocka_unit_test(test_ok_tick_waits_for_the_next),
+	    cmocka_unit_test(test_held_back_neither_restarts_nor_retries),
+	    cmocka_unit_test(test_manual_restart_starts_the_copy_again_or_is_abandoned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,135 @@
+/* Runs in: the worker's main process (`leasekeeper run`). */
+/* jobpriv.h: what the files of a job's effects (job*.c) share; no one else includes it. */
+#ifndef JOBPRIV_H
+#define JOBPRIV_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "job.h"
+#include "jobfsm.h"
+#include "log.h"
+#include "proto.h"
+#include "runspec.h"
+
+struct event;
+struct jobrec;
+struct lease;
+struct runreq;
+
+/* Hooks of one job waiting for the running one (misses come in bursts); more are dropped. */
+#define JOB_MAX_HOOKS_QUEUED 8
+
+/* A hook waiting for the one before it to end: its key and start spec. */
+struct job_hook {
+	const char *key;
+	struct proto_spec spec;
+};
+
+/* What an event brings that the actions it leads to need (job_feed). */
+struct job_ctx {
+	const char *why;               /* LEASE_FAILED, START_FAILED: the reason given */
+	int status;                    /* EXITED: the wait status */
+	enum proto_exit_reason reason; /* EXITED */
+	const struct proto_usage *u;   /* EXITED */
+	uint64_t ran_ms;               /* EXITED */
+	const char *fields;            /* EXITED: the run's log fields */
+};
+
+struct job {
+	struct zk *zk;
+	const struct job_cb *cb;
+	void *cb_arg;
+	const struct config_job *cfg;
+	char *name;
+	char *lock_path;
+	struct jobfsm fsm; /* the job's life: jobfsm.c alone writes it */
+	struct lease *lease;
+	struct jobrec *rec;
+	int expiring; /* the session's expiry is being told to the lease */
+
+	struct runreq *req; /* the run-now requests */
+	char *manual_req;   /* the run-now request taken, until it is reported */
+	char *manual_by;    /* ... who asked */
+
+	uint32_t run;
+	pid_t pid;
+	uint64_t run_start_ns;
+	uint64_t run_start_ms;
+	int64_t run_fence;
+	uint64_t runs;
+	uint64_t cpu_usec_total; /* of the runs that have ended, where their cgroup told */
+	uint64_t ooms;
+	int64_t last_cpu_usec, last_peak; /* of the last run; -1: not known */
+	char *last_result;
+	uint64_t outcomes[JOB_OUTCOMES];
+	uint64_t lease_ends[JOB_LEASE_ENDS];
+	uint64_t acquisitions;
+	uint64_t paused_ticks; /* ticks this worker let go because the job was paused */
+	uint64_t last_end_ms, last_ok_ms;
+	uint64_t buckets[JOB_DURATION_BUCKETS];
+	uint64_t durations;
+	double duration_sum;
+	int last_outcome;  /* enum job_outcome of the last run here; -1: none */
+	int last_status;   /* its wait status; -1: none (it did not start, or no process) */
+	int64_t next_tick; /* scheduled: the next tick the timer waits for */
+
+	struct event *timer;      /* back-off, retry, cool-down, standby */
+	struct event *tick_timer; /* scheduled: the next tick */
+	struct event *run_timer;  /* the run's timeout */
+
+	uint32_t hook_run; /* the hook running (on_failure, ...), 0: none */
+	struct job_hook hookq[JOB_MAX_HOOKS_QUEUED]; /* the hooks waiting for it, in order */
+	int nhookq;
+	const char *hook_key;   /* its key, for logs */
+	uint64_t hook_failures; /* hooks that failed, timed out, or were not run */
+	uint64_t hook_start_ns;
+
+	/* A job that keeps failing the same way warns once, then counts (see log.h). */
+	struct log_limit lim_lost, lim_acquire, lim_cooldown, lim_start, lim_hook;
+};
+
+/* job.c */
+const struct config *job_main_config(const struct job *);
+struct svlink *job_supervisor(const struct job *);
+int job_scheduled(const struct job *);
+void job_timer(struct event *, uint64_t ms);
+void job_input(struct job *, struct jobfsm_input *, enum jobfsm_event);
+void job_feed(struct job *, const struct jobfsm_input *, const struct job_ctx *);
+
+/* jobtick.c */
+void job_arm_tick(struct job *);
+void job_arm_tick_if_idle(struct job *);
+int64_t job_catch_up(const struct job *);
+void job_tick_cb(int, short, void *);
+void job_timer_cb(int, short, void *);
+void job_claim(struct job *, int64_t tick);
+void job_peek(struct job *, int64_t tick);
+void job_set_timer(struct job *, const struct jobfsm_action *);
+
+/* jobrun.c */
+struct runspec job_runspec(const struct job *, char *const *argv);
+void job_start_run(struct job *);
+void job_stop_run(struct job *, const struct jobfsm_action *);
+void job_run_ended(struct job *, const struct jobfsm_action *, enum jobfsm_event,
+                   const struct job_ctx *);
+void job_run_timer_cb(int, short, void *);
+
+/* jobhook.c */
+void job_recorded_cb(struct jobrec *, json_t *rec, const char *created, void *arg);
+void job_hook_end(struct job *, int failed, const char *how);
+
+/* jobmanual.c */
+int job_can_take_cb(void *arg);
+void job_take_cb(struct runreq *, const char *name, const char *by, int64_t timeout_ms, void *arg);
+void job_manual_end(struct job *, json_t *result);
+void job_manual_abort(struct job *, const char *outcome, const char *why);
+void job_manual_restarted(struct job *);
+
+/* jobstats.c */
+void job_count_end(struct job *, enum job_outcome, int ran);
+void job_set_result(struct job *, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,394 @@
+/* Runs in: the worker's main process (`leasekeeper run`). */
+/*
+ * jobrun.c: a job's run: started and stopped through the supervisor as the machine asks,
+ * the supervisor's news of it fed back as events, and its end counted, logged and
+ * recorded in ZooKeeper with the outcome the machine decided.
+ */
+
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "config.h"
+#include "duration.h"
+#include "jobpriv.h"
+#include "jobrec.h"
+#include "lease.h"
+#include "svlink.h"
+#include "utf8.h"
+
+#define JOB_LONG_RUN_MS 60000ULL /* a run this long resets the failure count */
+/* The output in a run record, escaped: under what status and logs parse (64 KiB). */
+#define JOB_OUTPUT_JSON_MAX 49152
+
+/*
+ * What a run and a hook of the job share: its command line argv, environment, user, working
+ * directory, log and grace; the caller adds what is its own (fence, deadline, tick, facts).
+ */
+struct runspec
+job_runspec(const struct job *job, char *const *argv)
+{
+	const struct config_job *cj = job->cfg;
+	const struct config *cfg = job_main_config(job);
+
+	return (struct runspec){
+	    .name = job->name,
+	    .argv = argv,
+	    .env = cj->env,
+	    .nenv = cj->nenv,
+	    .pass_env = cj->pass_env,
+	    .node_id = cfg->node_id,
+	    .tick = -1,
+	    /* Without a workdir: the user's home for a job run as another user, as cron does. */
+	    .workdir = cj->workdir != NULL ? cj->workdir
+	               : cj->user == NULL  ? cfg->state_dir
+	                                   : NULL,
+	    .user = cj->user,
+	    .group = cj->group,
+	    .umask = cj->umask,
+	    .log_file = cj->log_file,
+	    .log_max_bytes = cj->log_max_bytes,
+	    .kill_grace_ms = cj->kill_grace_ms,
+	};
+}
+
+/* Ask the supervisor to start the command under the current session's lease. */
+void
+job_start_run(struct job *job)
+{
+	const struct config_job *cj = job->cfg;
+	const struct config *cfg = job_main_config(job);
+	struct zk *zk = job->zk;
+	struct proto_spec spec = {NULL, 0};
+	struct runspec rs;
+
+	job->run = job->cb->next_run(job->cb_arg);
+	job->run_start_ns = clock_now_ns();
+	job->run_start_ms = clock_wall_ms();
+	job->run_fence = lease_fence(job->lease);
+
+	rs = job_runspec(job, cj->argv);
+	rs.fence = job->run_fence;
+	rs.leases = cj->leases;
+	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
+	rs.tick = job->fsm.tick;
+	rs.record_output = cj->record_output;
+	rs.limits =
+	    (struct proto_limits){cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
+	                          cj->limits.tasks_max, cj->limits.io_weight};
+	runspec_build(&rs, &spec);
+	/* A refusal comes back at once (job_start_failed): the machine made this its last act. */
+	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
+	proto_spec_free(&spec);
+}
+
+/* Ask the supervisor to stop the run: SIGTERM then SIGKILL after kill_grace, or SIGKILL. */
+void
+job_stop_run(struct job *job, const struct jobfsm_action *a)
+{
+	char dur[32];
+
+	switch (a->why) {
+	case JOBFSM_WHY_TIMEOUT:
+		duration_format(job->cfg->timeout_ms, dur, sizeof dur);
+		log_warnx("job %s: timeout (%s): stopping the run", job->name, dur);
+		break;
+	case JOBFSM_WHY_STOP:
+		log_info("job %s: stopping the run", job->name);
+		break;
+	case JOBFSM_WHY_PAUSED:
+	case JOBFSM_WHY_DRAINED:
+		log_info("job %s: stopping the run (%s)", job->name,
+		         a->why == JOBFSM_WHY_DRAINED ? "the worker is drained"
+		                                      : "paused, stop_running");
+		break;
+	default:
+		break; /* a lost lease, a conflict and a run-now say so themselves */
+	}
+	svlink_job_stop(job_supervisor(job), job->run, a->sig,
+	                a->sig == SIGKILL ? -1 : (int64_t)job->cfg->kill_grace_ms);
+}
+
+/*
+ * The fields that find a run in the logs, as key=value at the end of its lines
+ * (docs/design.md, "Logs"): " run=ID fence=N", and " tick=TIME" for a scheduled run.
+ */
+static void
+job_run_fields(const struct job *job, uint32_t run, char *buf, size_t len)
+{
+	char when[40];
+
+	snprintf(buf, len, " run=%lu fence=%lld", (unsigned long)run, (long long)job->run_fence);
+	if (job->fsm.tick >= 0) {
+		clock_iso8601((uint64_t)job->fsm.tick * 1000, when, sizeof when);
+		snprintf(buf + strlen(buf), len - strlen(buf), " tick=%s", when);
+	}
+}
+
+/*
+ * Where to start text so that, escaped in JSON (a control byte takes six), it takes at most
+ * JOB_OUTPUT_JSON_MAX bytes: at a line, or a character, from its end.
+ */
+static const char *
+job_output_fit(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text + strlen(text);
+	const char *nl;
+	size_t size = 0;
+
+	while (p > (const unsigned char *)text) {
+		p--;
+		size += *p == '"' || *p == '\\' || *p == '\n' || *p == '\t' || *p == '\r' ? 2
+		        : *p < 0x20                                                       ? 6
+		                                                                          : 1;
+		if (size > JOB_OUTPUT_JSON_MAX) {
+			p++;
+			while ((*p & 0xc0) == 0x80)
+				p++;
+			nl = strchr((const char *)p, '\n');
+			return nl != NULL && nl[1] != '\0' ? nl + 1 : (const char *)p;
+		}
+	}
+	return text;
+}
+
+/* A run-now's fields in its run record; a scheduled job's request gets the record as result. */
+static void
+job_record_manual(struct job *job, json_t *o, const struct jobfsm_action *a)
+{
+	json_t *res;
+
+	json_object_set_new(o, "by", json_string(job->manual_by));
+	json_object_set_new(o, "request", json_string(job->manual_req));
+	if (!a->manual_result)
+		return;
+	res = json_deep_copy(o);
+	json_object_set_new(o, "reason", json_string("manual"));
+	json_object_del(res, "by");
+	json_object_del(res, "request");
+	json_object_del(res, "reason");
+	json_object_del(res, "status");
+	json_object_del(res, "output"); /* the run record keeps it: leasekeeper logs */
+	job_manual_end(job, res);
+}
+
+/* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
+static void
+job_record(struct job *job, const struct jobfsm_action *a, const char *reason, int status,
+           int have_status, const char *error, const struct proto_usage *u)
+{
+	char start[40], end[40], tick[40];
+	uint64_t end_ms = clock_wall_ms();
+	json_t *o;
+
+	clock_iso8601(job->run_start_ms, start, sizeof start);
+	clock_iso8601(end_ms, end, sizeof end);
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "node", job_main_config(job)->node_id,
+	              "fence", (json_int_t)job->run_fence, "start", start, "end", end, "reason",
+	              reason, "duration_ms",
+	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
+	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
+	json_object_set_new(o, "outcome", json_string(job_outcome_name(a->outcome)));
+	if (a->tick >= 0) {
+		json_object_set_new(o, "tick", json_integer(a->tick));
+		clock_iso8601((uint64_t)a->tick * 1000, tick, sizeof tick);
+		json_object_set_new(o, "tick_time", json_string(tick));
+	}
+	if (have_status && WIFEXITED(status)) {
+		json_object_set_new(o, "status", json_integer(WEXITSTATUS(status)));
+		json_object_set_new(o, "exit_status", json_integer(WEXITSTATUS(status)));
+	} else if (have_status && WIFSIGNALED(status))
+		json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
+	if (error != NULL)
+		json_object_set_new(o, "error", json_string(error));
+	if (u != NULL && u->cpu_usec >= 0)
+		json_object_set_new(o, "cpu_usec", json_integer(u->cpu_usec));
+	if (u != NULL && u->mem_peak >= 0)
+		json_object_set_new(o, "memory_peak", json_integer(u->mem_peak));
+	if (u != NULL && u->output != NULL) {
+		/* Any bytes at all: made valid UTF-8 for JSON (the reader escapes the rest). */
+		char *text = utf8_valid(u->output, u->output_len);
+
+		json_object_set_new(o, "output", json_string(job_output_fit(text)));
+		free(text);
+	}
+	if (a->manual)
+		job_record_manual(job, o, a);
+	jobrec_record_run(job->rec, o, job->cfg->history);
+}
+
+/* The run ended as the machine says (a->outcome): count it, log it, record it. */
+static void
+job_exit_recorded(struct job *job, const struct jobfsm_action *a, const struct job_ctx *ctx)
+{
+	const struct proto_usage *u = ctx->u;
+	int status = ctx->status;
+	const char *what;
+	char how[64], used[96];
+
+	if (WIFEXITED(status))
+		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+	else
+		snprintf(how, sizeof how, "signal %d", WTERMSIG(status));
+	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
+	what = a->outcome == JOB_OUTCOME_KILLED ? "aborted" : job_outcome_name(a->outcome);
+	if (a->untrusted)
+		job->lease_ends[JOB_LEASE_DEADLINE]++;
+	job_count_end(job, a->outcome, 1);
+	job->last_status = status;
+	job->last_cpu_usec = u->cpu_usec;
+	job->last_peak = u->mem_peak;
+	if (u->cpu_usec >= 0)
+		job->cpu_usec_total += (uint64_t)u->cpu_usec;
+	if (a->outcome == JOB_OUTCOME_OOM)
+		job->ooms++;
+	used[0] = '\0';
+	if (u->cpu_usec >= 0)
+		snprintf(used, sizeof used, ", cpu %.3f s", (double)u->cpu_usec / 1e6);
+	if (u->mem_peak >= 0)
+		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
+		         (double)u->mem_peak / (1024.0 * 1024.0));
+	if (a->outcome == JOB_OUTCOME_OOM)
+		log_warnx("job %s: run ended after %llu ms: %s (oom: the OOM killer ended it; "
+		          "memory_max is %llu bytes)%s%s",
+		          job->name, (unsigned long long)ctx->ran_ms, how,
+		          (unsigned long long)job->cfg->limits.memory_max, used, ctx->fields);
+	else
+		log_info("job %s: run ended after %llu ms: %s (%s)%s%s", job->name,
+		         (unsigned long long)ctx->ran_ms, how, what, used, ctx->fields);
+	job_set_result(job, "%s (%s)", what, how);
+	job_record(job, a, what, status, 1, NULL, u);
+}
+
+/* The machine's RECORD: the run is over; event says how it ended. */
+void
+job_run_ended(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
+              const struct job_ctx *ctx)
+{
+	job->run = 0;
+	job->pid = 0;
+	switch (event) {
+	case JOBFSM_START_FAILED:
+		log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name,
+		                  ctx->why);
+		job_set_result(job, "could not start: %s", ctx->why);
+		job_count_end(job, JOB_OUTCOME_START_FAILED, 0);
+		job_record(job, a, "failed", 0, 0, ctx->why, NULL);
+		break;
+	case JOBFSM_EXITED:
+		job_exit_recorded(job, a, ctx);
+		break;
+	default: /* JOBFSM_SUPERVISOR_DIED */
+		job_set_result(job, "aborted (the supervisor died)");
+		job_count_end(job, JOB_OUTCOME_KILLED, 1);
+		job_record(job, a, "aborted", 0, 0, "the supervisor died", NULL);
+		break;
+	}
+}
+
+/* The run's timeout. */
+void
+job_run_timer_cb(int fd, short what, void *arg)
+{
+	struct job *job = arg;
+	struct jobfsm_input in;
+
+	(void)fd;
+	(void)what;
+	if (job->run == 0)
+		return;
+	job_input(job, &in, JOBFSM_RUN_TIMEOUT);
+	job_feed(job, &in, NULL);
+}
+
+/* The supervisor started the run. */
+void
+job_started(struct job *job, uint32_t run, pid_t pid)
+{
+	struct jobfsm_input in;
+	char fields[96];
+
+	if (run != 0 && run == job->hook_run) {
+		log_debug("job %s: its %s runs, pid %d", job->name, job->hook_key, (int)pid);
+		return;
+	}
+	if (run != job->run)
+		return;
+	job->pid = pid;
+	job->runs++;
+	job_run_fields(job, run, fields, sizeof fields);
+	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
+	job_input(job, &in, JOBFSM_STARTED);
+	job_feed(job, &in, NULL);
+}
+
+/* The supervisor could not start the run. */
+void
+job_start_failed(struct job *job, uint32_t run, const char *why)
+{
+	struct job_ctx ctx = {.why = why};
+	struct jobfsm_input in;
+
+	if (run != 0 && run == job->hook_run) {
+		job_hook_end(job, 1, why);
+		return;
+	}
+	if (run != job->run)
+		return;
+	job_input(job, &in, JOBFSM_START_FAILED);
+	job_feed(job, &in, &ctx);
+}
+
+/*
+ * The run ended, and all of it is gone (its cgroup, or its process group). The machine
+ * decides the outcome: killed (the lease could not be trusted), oom, timeout, stopped, ok
+ * or failed, in that order.
+ */
+void
+job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason reason,
+           const struct proto_usage *u)
+{
+	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
+	struct job_ctx ctx = {NULL, status, reason, u, ran_ms, NULL};
+	struct jobfsm_input in;
+	char how[64], fields[96];
+
+	if (run != 0 && run == job->hook_run) {
+		if (WIFEXITED(status))
+			snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+		else
+			snprintf(how, sizeof how, "signal %d%s", WTERMSIG(status),
+			         reason == PROTO_EXIT_DEADLINE ? ", at its hook_timeout" : "");
+		job_hook_end(job, !WIFEXITED(status) || WEXITSTATUS(status) != 0, how);
+		return;
+	}
+	if (run != job->run)
+		return;
+	job_run_fields(job, run, fields, sizeof fields);
+	ctx.fields = fields;
+	job_input(job, &in, JOBFSM_EXITED);
+	in.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	in.long_run = ran_ms >= JOB_LONG_RUN_MS;
+	in.reason = reason;
+	job_feed(job, &in, &ctx);
+}
+
+/* The supervisor died: the run died with it; the lease can no longer be trusted. */
+void
+job_supervisor_died(struct job *job)
+{
+	struct jobfsm_input in;
+
+	if (job->hook_run != 0)
+		job_hook_end(job, 1, "the supervisor died");
+	if (!job->fsm.stop_requested && lease_state(job->lease) != LEASE_IDLE)
+		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
+	job_input(job, &in, JOBFSM_SUPERVISOR_DIED);
+	job_feed(job, &in, NULL);
+}
