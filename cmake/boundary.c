@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * boundary.c: the main of the lk-boundary-NAME executables (CMakeLists.txt), each linking
  * every object of one program's library (lk_worker, lk_cli, lk_web) with only the

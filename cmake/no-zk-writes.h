@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * no-zk-writes.h: forced (-include) into every file of lk_web, the read-only dashboard
  * (CMakeLists.txt). It declares ZooKeeper's and the cluster records' calls first, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * no-zookeeper.h: forced (-include) into every file of the libraries that must never use
  * ZooKeeper: lk_common, lk_supervisor, lk_config (CMakeLists.txt). Their include paths

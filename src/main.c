@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: every process at its start: it picks the program a command runs. */
 /*
  * main.c: the command table. Each command is one program's entry point: the worker

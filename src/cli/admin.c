@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command. */
 /*
  * admin.c: the harness every one-shot command that talks to the cluster runs on: it opens

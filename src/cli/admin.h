@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command. */
 /* admin.h: what every one-shot command shares: a session on a loop of its own. */
 #ifndef ADMIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper check`). */
 /* check.c: `leasekeeper check`: validate the configuration and print what it resolves to. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command. */
 /* cli.h: the entry point of each one-shot command (main.c's table calls them). */
 #ifndef CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper pause, resume, forget, drain, undrain`). */
 /*
  * control.c: the cluster-wide controls, one-shot commands like status: pause and resume a

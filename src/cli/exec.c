@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper exec`). */
 /*
  * exec.c: `leasekeeper exec`: run one command under a lease, with the worker's safety.

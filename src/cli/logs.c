@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot command `leasekeeper logs`. */
 /* logs.c: `leasekeeper logs JOB`: the output tails kept in a job's run records, from any host. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper next`). */
 /* next.c: `leasekeeper next JOB`: the next fire times of a job, from the configuration alone. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper run-now`). */
 /*
  * runnow.c: `leasekeeper run-now JOB`: ask the cluster for one run of a job now.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot command `leasekeeper set-leases`. */
 /* setleases.c: `leasekeeper set-leases JOB N`: change the cluster's agreed lease count on purpose. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot command `leasekeeper status`. */
 /* status.c: `leasekeeper status`: the cluster view (view.c), printed for people or as JSON. */
 

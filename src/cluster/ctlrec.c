@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /*
  * ctlrec.c: the cluster-wide controls as ZooKeeper holds them, read bounded (anyone who may

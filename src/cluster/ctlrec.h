@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /* ctlrec.h: the cluster-wide controls as ZooKeeper holds them (pause, drain), read bounded. */
 #ifndef CTLREC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /* jobrec.h: a job's records in ZooKeeper: the agreed lease count, tick claims, runs. */
 #ifndef JOBREC_H

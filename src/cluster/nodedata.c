@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /*
  * nodedata.c: another party's node data (a worker's registration, a lock holder's node, a

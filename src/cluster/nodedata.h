@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /* nodedata.h: another party's node data, which anyone may write, for status and for logs. */
 #ifndef NODEDATA_H

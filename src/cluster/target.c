@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot commands and `leasekeeper web`. */
 /* target.c: where a command finds the cluster: -c FILE or --zk HOSTS, --root, --auth-file. */
 

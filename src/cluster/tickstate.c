@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /*
  * tickstate.c: a job's tick state read from ZooKeeper, bounded, and the claim computed on it.

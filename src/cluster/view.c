@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot commands and `leasekeeper web`. */
 /*
  * view.c: one read of the whole cluster, as JSON. It fans out every read at once and hands

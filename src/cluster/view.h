@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot commands and `leasekeeper web`. */
 /* view.h: one read of the whole cluster, as JSON, on a session the caller owns. */
 #ifndef VIEW_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* clock.h: the clocks leasekeeper measures with. */
 #ifndef CLOCK_H

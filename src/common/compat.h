@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* compat.h: what BSD systems have and glibc lacks. */
 #ifndef COMPAT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* duration.h: durations as operators write them: 500ms, 10s, 5m, 2h, 1d, 1h30m. */
 #ifndef DURATION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main, and the tools that read or write the cluster). */
 /*
  * layout.c: the ZooKeeper layout, the one place that knows it:

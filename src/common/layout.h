@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main, and the tools that read or write the cluster). */
 /* layout.h: every ZooKeeper path under the root, built in one place (caller frees each). */
 #ifndef LAYOUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* leasekeeper.h: definitions every command shares: exit statuses (see leasekeeper(1)), limits. */
 #ifndef LEASEKEEPER_H

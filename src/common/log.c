@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * log.c: leveled logging to stderr with a timestamp, the pid and the process role; when

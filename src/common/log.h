@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * log.h: leveled logging to stderr, printf-checked, errno preserved. On a terminal or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * posixacl.c: the named users and groups a file's POSIX access ACL lets write (or read) it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* posixacl.h: who a POSIX access ACL lets write (or read) a file besides its mode bits. */
 #ifndef POSIXACL_H

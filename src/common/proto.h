@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* proto.h: the messages between the main process and the supervisor. */
 #ifndef PROTO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * safepath.c: directories that root opens for files it writes (a job's log), walked from /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* safepath.h: directories opened by root without following a path someone else controls. */
 #ifndef SAFEPATH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: every process (a command's start). */
 /* usage.c: what a command says after a usage error: one line, not the whole usage. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * utf8.c: UTF-8 text: decoding one character, and quoting untrusted text for messages.

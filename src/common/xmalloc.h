@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* xmalloc.h: allocation that ends the process on exhaustion, so callers never test for NULL. */
 #ifndef XMALLOC_H

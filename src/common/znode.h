@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* znode.h: ZooKeeper node names and paths: validation, Curator's protected names and order. */
 #ifndef ZNODE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * authfile.c: ZooKeeper digest credentials ("USER:PASSWORD", one line) read from a file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* config-equal.c: whether a job is unchanged by a reload, so that it keeps its lease. */
 

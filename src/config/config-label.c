@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * config-label.c: placement: a worker's labels ([worker] labels = zone=a, role=batch) and a

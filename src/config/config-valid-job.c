@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * config-valid-job.c: the second pass of config_load for the jobs: each [job NAME] resolved

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * config-valid-worker.c: the second pass of config_load for the worker's own sections:

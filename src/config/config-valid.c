@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * config-valid.c: the second pass of config_load, the readers of values that the worker's

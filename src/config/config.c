@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * config.c: the worker file and its job files, loaded in two passes, and freed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * schedule.c: when a job runs: @continuous, cron expressions and @every intervals.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * tz.c: time zones, read from TZif files and POSIX TZ strings, as runs of constant offset.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper web`. */
 /*
  * http.c: a small HTTP server on the loop, for clients that are not trusted. The worker's

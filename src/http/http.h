@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper web`. */
 /* http.h: a small bounded HTTP server on the loop, shared by the worker and the dashboard. */
 #ifndef HTTP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /*
  * cgroup.c: the cgroup v2 files the supervisor reads and writes. Each run lives in a cgroup

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /* cgroup.h: cgroup v2 containment: the worker's subtree, one cgroup per run. */
 #ifndef CGROUP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a job's child process, between the supervisor's fork and exec. */
 /*
  * child.c: a job's child, from the supervisor's fork to the exec of the job's command.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /*
  * joblog.c: a job's log file: its output, lines of our own, and the rotation at the size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /* joblog.h: a job's log file. */
 #ifndef JOBLOG_H

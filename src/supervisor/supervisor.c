@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /*
  * supervisor.c: the supervisor process's loop: runs jobs and enforces lease deadlines.

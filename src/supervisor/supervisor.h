@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process. */
 /* supervisor.h: the supervisor process's entry point. */
 #ifndef SUPERVISOR_H

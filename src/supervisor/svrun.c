@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process (pure logic: no process or event calls). */
 /*
  * svrun.c: the code that decides when a job is killed, as one state machine.

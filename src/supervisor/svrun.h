@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the supervisor process (pure logic: no process or event calls). */
 /* svrun.h: one job run's life in the supervisor, as a state machine. */
 #ifndef SVRUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper exec`. */
 /*
  * runspec.c: what one run needs (command, environment, user, directory, log, grace,

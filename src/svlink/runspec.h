@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper exec`. */
 /* runspec.h: what one run needs, as the supervisor is told it. */
 #ifndef RUNSPEC_H

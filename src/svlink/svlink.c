@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper exec`. */
 /*
  * svlink.c: main's handle on the supervisor process: forks it, tells it deadlines and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process and `leasekeeper exec`. */
 /* svlink.h: main's handle on the supervisor process. */
 #ifndef SVLINK_H

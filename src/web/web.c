@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the web process (`leasekeeper web`), never in a worker. */
 /*
  * web.c: `leasekeeper web`, the read-only dashboard of the whole cluster.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the web process (`leasekeeper web`). */
 /*
  * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which Host headers

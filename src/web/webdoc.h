@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the web process (`leasekeeper web`). */
 /* webdoc.h: Host headers, listen addresses and bounded strings of the dashboard (pure). */
 #ifndef WEBDOC_H

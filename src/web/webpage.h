@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the web process (`leasekeeper web`). */
 /*
  * webpage.h: the dashboard's page, generated at build time from src/web/page/ by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* aclcheck.h: who else may create or delete in the folders that hold our nodes. */
 #ifndef ACLCHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * endpoints.c: the worker's HTTP endpoints, for operators and monitoring, on the bounded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* endpoints.h: the worker's HTTP endpoints (/status, /metrics, /health, /readyz, /livez). */
 #ifndef ENDPOINTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (pure logic: no ZooKeeper, event or process calls). */
 /*
  * jobfsm.c: the code that decides a job's life, as one state machine.

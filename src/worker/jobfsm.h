@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (pure logic: no ZooKeeper, event or process calls). */
 /* jobfsm.h: one job's life in the main process, as one state machine. */
 #ifndef JOBFSM_H

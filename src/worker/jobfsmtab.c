@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (pure logic: no ZooKeeper, event or process calls). */
 /*
  * jobfsmtab.c: the job machine's table of legal (state, event) pairs, its names for logs,

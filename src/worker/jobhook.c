@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * jobhook.c: a job's hooks (on_success, on_failure, on_missed): run through the supervisor,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * jobmanual.c: run-now requests (runreq.c) as events of a job's machine: whether the job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* jobpriv.h: what the files of a job's effects (job*.c) share; no one else includes it. */
 #ifndef JOBPRIV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * jobstate.c: the decision job.c takes when a run ends, as a pure function of what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* jobstate.h: what a job does when a run ends, decided without processes or ZooKeeper. */
 #ifndef JOBSTATE_H

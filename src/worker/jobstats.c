@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* jobstats.c: a job's counters, its last result, and its status as JSON. */
 

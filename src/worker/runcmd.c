@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* runcmd.c: `leasekeeper run`: the command line of the worker, which worker.c then runs. */
 

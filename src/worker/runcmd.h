@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* runcmd.h: `leasekeeper run`. */
 #ifndef RUNCMD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * runreq.c: a job's run-now requests, as a worker that carries the job takes them.

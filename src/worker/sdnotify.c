@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * sdnotify.c: tell systemd how the worker is (Type=notify): READY=1, RELOADING=1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * sdnotify.h: the sd_notify(3) protocol without libsystemd: one datagram of NAME=VALUE

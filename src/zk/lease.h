@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* lease.h: what a job holds: a mutex (1 lease) or a semaphore lease (N), with a timeout. */
 #ifndef LEASE_H

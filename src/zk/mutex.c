@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * mutex.c: Curator's InterProcessMutex protocol, asynchronous.

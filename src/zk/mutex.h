@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* mutex.h: Curator's InterProcessMutex protocol, asynchronous. */
 #ifndef MUTEX_H

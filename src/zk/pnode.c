@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * pnode.c: one protected ephemeral sequential node, created the way Curator creates it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * semaphore.c: Curator's InterProcessSemaphoreV2 protocol, asynchronous.

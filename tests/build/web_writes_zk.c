@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_writes_zk.c: a probe that must NOT build. It stands for a dashboard file that writes
  * to ZooKeeper; compiled like every file of lk_web (with cmake/no-zk-writes.h forced in),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_calls_cli.c: a probe that must NOT build. It stands for a worker file that calls a
  * one-shot command's function (declared by hand, since cli/'s headers are not in the

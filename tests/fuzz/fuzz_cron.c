@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_cron.c: cron expressions (H too), aliases and @every (schedule_parse_job), a jitter
  * (schedule_set_jitter), then the fire times before and after a few instants

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_duration.c: durations and sizes as operators write them. The first byte picks the
  * parser; the rest is the text (up to a NUL or a newline, for sizes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_proto.c: the main <-> supervisor message codec, as the daemon reads it: the input is
  * sent as one message on a SOCK_SEQPACKET socketpair and read by a connection's reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_tz.c: time zones as schedules load them, then the fire times of a few schedules in the
  * zone around a few instants (schedule_next, schedule_prev), which walk the zone's transitions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_webdoc.c: what `leasekeeper web` reads from outside before it answers or serves: the
  * first byte chooses: 0 a Host header and a listen address (webdoc_host_ok,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record (its lease count, its pause), a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The leasekeeper binary carries the hardening of Debian's hardening=+all, as Debian's
 hardening-check (package devscripts) sees it. ctest runs it as hardening.binary:
 

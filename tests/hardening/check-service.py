@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """deploy/leasekeeper.service is a valid unit and `systemd-analyze security` rates it 4.0 or
 lower. ctest runs it as hardening.service:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Puts tests/lib on sys.path so that `import lktest` finds the harness: under
 $LEASEKEEPER_SOURCE_DIR when set (ctest sets it), else in the tree this file is in. Every
 test file here imports it before lktest; Python puts a script's own directory first on

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=900 split
 """The chaos suite: three workers share a @continuous mutex job whose command (lk-record)
 records its start in a shared file and holds an flock; a DeathWatcher records when each

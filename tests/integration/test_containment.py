@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """Containment: each run in a cgroup v2 of its own (docs/safety.md).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=600 split
 """@continuous jobs in `leasekeeper run`, three workers on one ZooKeeper: one holder of a
 mutex job, two of a 2-lease semaphore job, graceful hand-over, restarts with back-off and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=400 split
 """The cluster-wide controls against a real ZooKeeper and three workers: pause and resume
 (across a worker restart), drain and undrain of the holder of a @continuous job (a hand-over

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=240 label=harness split
 """Self-test of the integration harness (tests/lib/lktest): servers, faults, clean-up,
 records, Curator peers, lk-record. Does not need leasekeeper itself."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """Hooks against a real ZooKeeper, two workers: on_failure runs once per failed run, on the
 worker that ran it, with the run's facts in LEASEKEEPER_* (its run record's number among

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300
 """Hostile command lines: a connect string that cannot parse, counts out of range, trailing
 garbage, missing and stray arguments each get a clear message and exit 64 at once (not

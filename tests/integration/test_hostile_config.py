@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=600 split
 """Hostile configurations on reload (issue 8): a running worker with a running @continuous
 job gets SIGHUP after each of a table of broken configurations (the crash inputs of cron

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300
 """A job starts from a clean environment, whatever the worker's holds: a secret or
 NOTIFY_SOCKET given to the worker never reaches a job (run as nobody or as root); the job

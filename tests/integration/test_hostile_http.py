@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=400 split
 """Hostile HTTP clients and hostile text (issue 10, finding 3).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """A fault that repeats is logged once and counted, not once per occurrence: a job whose
 log_file is on a full file system (a 16 KiB tmpfs: every write fails with ENOSPC; /dev/full,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=900 split
 """Hostile data in ZooKeeper (issue 8): nodes anyone with write access can forge must not hang,
 stop or flood a worker. A huge tick state with an old tick, a claim years ahead, a corrupt or

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=900 split
 """The lease recipes against a real ZooKeeper, through `leasekeeper exec` and `status`:
 mutual exclusion under contention, the semaphore's cap and liveness, kill -9 of a holder,

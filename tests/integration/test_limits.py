@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 label=controllers
 """Limits: a run's cgroup gets its job's memory_max, cpu_max and tasks_max before it starts,
 and a run the OOM killer ends has the outcome oom (docs/safety.md "Containment").

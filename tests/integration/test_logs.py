@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300
 """A run's output in its run record, and `leasekeeper logs` reading it from any host: the
 tail of a failed run (bounded by record_output, whole lines, valid UTF-8, control bytes

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300
 """/metrics, /livez, /readyz, /status and status --json against a real ZooKeeper: runs of
 every outcome move the right counters (and only those), promtool accepts the text, no

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """What an operator meets at the edges of running a cluster, each against a real ZooKeeper:
 status of a root that holds no cluster is an error; exec gives up on a ZooKeeper it cannot

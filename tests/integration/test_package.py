@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=900 label=package
 """The Debian package: scripts/package builds leasekeeper_<version>_<arch>.deb into
 <build dir>/package with dpkg-buildpackage (lintian must find no error there), and this

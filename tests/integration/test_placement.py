@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=240 split
 """Placement and spreading against a real ZooKeeper: worker labels and job constraints (a
 job runs only where it matches; registration nodes, status and reload say so; a job that no

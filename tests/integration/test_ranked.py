@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """Ranked claims of scheduled ticks against a real ZooKeeper: twelve workers sharing three
 jobs run every tick exactly once and each runs some; a preferred worker stopped (SIGSTOP) at

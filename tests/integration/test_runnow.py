@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """run-now against a real ZooKeeper and three workers: a cron job run once between its ticks
 (one manual record with "by", on one worker), --wait's exit status (the run's, 128 + its

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=900 split
 """Scheduled jobs against a real ZooKeeper: exactly one run per tick across three workers
 (one of them with its clock 3 s behind, one restarted midway), per_tick, the lease cap on a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """Files root writes or trusts (issue 10, findings 1 and 5): a job user cannot make the
 supervisor write through a symbolic link or into a directory the user controls, and `check`,

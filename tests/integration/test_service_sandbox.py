@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=120
 """The worker works inside the sandbox of deploy/leasekeeper.service, as far as it can be
 reproduced without systemd: the unit's CapabilityBoundingSet (through setpriv) and UMask.

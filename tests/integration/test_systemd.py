@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=180
 """The worker under systemd, without systemd: its log lines when stderr is the journal
 (JOURNAL_STREAM), and the sd_notify protocol seen by a listener on NOTIFY_SOCKET: READY=1

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=240 split label=browser
 """`leasekeeper web` in a real browser: a cluster of three workers with runs of every outcome
 (ok, failed, timeout, missed, a manual run-now, a run killed at the lease deadline of a holder

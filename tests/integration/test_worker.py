@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """The worker's foundation against a real ZooKeeper: registration, a duplicate node id,
 starting before ZooKeeper, SIGTERM, a server restart within the session timeout, session

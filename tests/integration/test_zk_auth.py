@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300 split
 """ZooKeeper credentials and ACLs (issue 10, finding 2): with auth_file every node
 leasekeeper creates is closed to an unauthenticated client (delete, set and create under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cronnext.c: test driver for schedule.c. Reads "EXPR<TAB>TZ<TAB>START<TAB>K" lines (TZ
  * empty or "-" for the process's zone, START in Unix seconds) and prints, per line, the next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lk-bench.c: latency of the mutex recipe and of bare ZooKeeper calls, for scripts/bench. */
 
 /*

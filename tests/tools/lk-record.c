@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lk-record.c: a test job that records when it runs and catches a second copy running at once. */
 
 /*

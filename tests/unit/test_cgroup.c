@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cgroup.c: the cgroup v2 files the supervisor reads and writes, on a plain directory. */
 
 #include <sys/stat.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=60
 """Every command of `leasekeeper --help` answers its own `--help` with its usage, exit 0, and
 that usage names every long option the command's getopt table takes (read from its source).

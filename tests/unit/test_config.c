@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c: the worker and job files: every error names its file, line and fix. */
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=300
 """Differential test of src/config/schedule.c and tz.c (through tests/tools/cronnext) against
 python3-croniter. It needs no ZooKeeper: ctest runs it as a unit test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_ctlrec.c: a run-now request node as read back, and the exit status run-now gives. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_jobfsm.c: the job machine (jobfsm.c) walked through every sequence of events to a
  * bounded depth, and through seeded random longer ones, against a model of what is around

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_jobstate.c: what a job does when a run ends (jobstate.c), without processes. */
 
 #include <setjmp.h>

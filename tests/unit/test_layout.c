@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_layout.c: the ZooKeeper layout, every path under the root. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c: the limiter that turns a repeating warning into one line and a count, and the
  * line format: a timestamp on a plain stderr, a syslog priority prefix on the journal's.

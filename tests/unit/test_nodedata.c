@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_nodedata.c: another party's node data, as status shows it and as the worker logs it. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_proto.c: main <-> supervisor frames through a connection's reader; the start spec. */
 
 #include <sys/socket.h>

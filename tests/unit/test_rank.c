@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_rank.c: the ranking of the workers that carry a job, for each tick. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_schedule.c: cron, alias and @every parsing, next/prev search and the DST policy. */
 
 #include <setjmp.h>

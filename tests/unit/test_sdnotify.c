@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sdnotify.c: when the worker pings systemd's watchdog, and how often. */
 
 #include <setjmp.h>

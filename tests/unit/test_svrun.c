@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_svrun.c: the supervisor's run state machine, driven through every transition. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_tickstate.c: the tick state read from ZooKeeper, bounded, and the claim computed on it. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_znode.c: node names, Curator's protected names and lock ordering, lease JSON. */
 
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_zone.c: time zones as schedules get them, through schedule_parse: a zone name looked
  * up under $TZDIR (here a private directory of TZif files written by the test), and the

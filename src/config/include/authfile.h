@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* authfile.h: ZooKeeper digest credentials read from a file only its owner can read. */
 #ifndef AUTHFILE_H

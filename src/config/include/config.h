@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* config.h: the worker configuration and its job files, parsed and validated. */
 #ifndef CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* tz.h: time zones (TZif files and POSIX TZ strings) and the calendar schedules search in. */
 #ifndef TZ_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """lktest: the integration-test harness of leasekeeper (see docs/testing.md).
 
     import _lktest_path  # tests/integration/_lktest_path.py: puts tests/lib on sys.path

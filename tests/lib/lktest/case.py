@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TestCase: a temp dir per test, every server/proxy/process tracked and cleaned up, logs on
 failure. Plus main(), wait_until() and the config writers."""
 

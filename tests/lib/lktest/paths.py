@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where things are: the leasekeeper binary, the build dir, the source tree, test tools."""
 
 import os

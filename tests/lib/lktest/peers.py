@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Curator peers: tests/peers/CuratorPeer.java, compiled once per source version and run.
 
 The class is compiled with javac into a cache under $LEASEKEEPER_BUILD_DIR/lktest-cache

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Free loopback TCP ports, picked at run time and reserved against other test processes.
 
 A port found free by bind() can be taken by someone else before the server binds it. Two

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Child processes that never outlive the test: Proc, and the clean-up that backs it.
 
 Every child the harness starts (ZooKeeper servers, leasekeeper workers, Curator peers, tools)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A loopback TCP proxy that injects network faults between a client and a server.
 
 One thread runs a selectors loop. Each accepted connection gets its own upstream connection

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Safety records: who ran when, and whether two holders of one lease ever overlapped.
 
 Jobs under test run `lk-record` (tests/tools/lk-record.c), Curator peers write the same format,

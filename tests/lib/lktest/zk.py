@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real ZooKeeper servers for tests: a standalone server or a 3/5-member ensemble on loopback.
 
 The servers run from Debian's jars (package zookeeper) with a config written at run time:
