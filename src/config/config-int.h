@@ -126,6 +126,11 @@ void config_resolve_worker(struct config_ctx *ctx, struct config *cfg);
 struct config_job *config_resolve_job(struct config_ctx *ctx, const struct config *cfg,
                                       const struct config_sec *sec);
 void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
+/* config-lock.c */
+void config_resolve_job_locks(struct config_ctx *ctx, const struct config *cfg,
+                              const struct config_sec *sec, struct config_job *job);
+void config_check_lock_kinds(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
+void config_free_locks(struct config_job *job);
 void config_no_jobs(struct config_ctx *ctx, const struct config *cfg, const struct config_kv *kv);
 
 /* config-label.c */
