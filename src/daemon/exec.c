@@ -37,6 +37,8 @@
 #include "zk.h"
 #include "znode.h"
 
+#define EXEC_MAX_LOCKS 16 /* as many as a job's locks may list */
+
 enum exec_state {
 	EXEC_CONNECTING, /* waiting for a session */
 	EXEC_AGREEING,   /* checking the cluster's lease count */
@@ -60,6 +62,9 @@ struct exec {
 	char *lock_path;
 	int leases;
 	int explicit_lock_path;
+	enum lease_kind mode; /* --read, --write; else LEASE_MUTEX (a semaphore with --leases) */
+	const char *lock_paths[EXEC_MAX_LOCKS]; /* every --lock-path, in the order given */
+	int nlock_paths;
 	uint64_t timeout_ms;
 	uint64_t kill_grace_ms;
 	int safety_margin_ms;
@@ -103,6 +108,7 @@ exec_start(struct exec *e)
 	    .inherit_env = 1,
 	    .node_id = e->node_id,
 	    .fence = lease_fence(e->lease),
+	    .fences = lease_fences(e->lease),
 	    .leases = e->leases,
 	    .deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms,
 	    .tick = -1,
@@ -393,6 +399,7 @@ exec_usage(FILE *f)
 	           "                        [--timeout DUR] [--lock-path PATH] [--node-id ID]\n"
 	           "                        [--session-timeout DUR] [--safety-margin DUR]\n"
 	           "                        [--kill-grace DUR] [--auth-file FILE] [-v]\n"
+	           "                        [--read | --write] [--lock-path PATH]...\n"
 	           "                        NAME -- CMD [ARGS...]\n");
 	return f == stdout ? 0 : EXIT_USAGE;
 }
@@ -429,6 +436,33 @@ exec_duration(const char *opt, const char *text, uint64_t *ms)
 	return 0;
 }
 
+/*
+ * The lease: every --lock-path (all or none, in path order), else the lock named after the
+ * command, in <root>/rwlock with --read or --write; e->lock_path is the first.
+ */
+static void
+exec_lease_new(struct exec *e, const char *root, const char *data, const struct lease_cb *cb)
+{
+	struct lease_spec specs[EXEC_MAX_LOCKS];
+	int i, n = e->nlock_paths > 0 ? e->nlock_paths : 1;
+	char *dir;
+
+	if (e->nlock_paths > 0)
+		e->lock_path = xstrdup(e->lock_paths[0]);
+	else if (e->mode == LEASE_READ || e->mode == LEASE_WRITE) {
+		dir = znode_join(root, "rwlock");
+		e->lock_path = znode_join(dir, e->name);
+		free(dir);
+	} else
+		e->lock_path = layout_lock_path(root, e->name, NULL, e->leases);
+	for (i = 0; i < n; i++) {
+		specs[i].path = e->nlock_paths > 0 ? e->lock_paths[i] : e->lock_path;
+		specs[i].kind = e->mode == LEASE_MUTEX && e->leases > 1 ? LEASE_SEMAPHORE : e->mode;
+		specs[i].leases = e->leases;
+	}
+	e->lease = lease_new_set(e->base, e->zk, specs, n, data, cb, e);
+}
+
 /* `exec`. */
 int
 exec_main(int argc, char **argv)
@@ -446,6 +480,8 @@ exec_main(int argc, char **argv)
 	                                         {"auth-file", required_argument, NULL, 'A'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
+	                                         {"read", no_argument, NULL, 'R'},
+	                                         {"write", no_argument, NULL, 'W'},
 	                                         {NULL, 0, NULL, 0}};
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL};
@@ -469,7 +505,8 @@ exec_main(int argc, char **argv)
 	e.leases = 1;
 	e.kill_grace_ms = 2000;
 	e.safety_margin_ms = 1000;
-	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vhRW", longopts, NULL)) !=
+	       -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -489,7 +526,21 @@ exec_main(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'p':
-			lock_path = optarg;
+			if (e.nlock_paths == EXEC_MAX_LOCKS) {
+				fprintf(stderr, "leasekeeper exec: at most %d --lock-path\n",
+				        EXEC_MAX_LOCKS);
+				return EXIT_USAGE;
+			}
+			lock_path = e.lock_paths[e.nlock_paths++] = optarg;
+			if (!znode_valid_path(lock_path, &cause)) {
+				fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
+				free(cause);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'R':
+		case 'W':
+			e.mode = ch == 'R' ? LEASE_READ : LEASE_WRITE;
 			break;
 		case 'N':
 			node_id = optarg;
@@ -530,9 +581,9 @@ exec_main(int argc, char **argv)
 		free(cause);
 		return EXIT_USAGE;
 	}
-	if (lock_path != NULL && !znode_valid_path(lock_path, &cause)) {
-		fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
-		free(cause);
+	if (e.mode != LEASE_MUTEX && e.leases != 1) {
+		fprintf(stderr, "leasekeeper exec: --read and --write take no --leases (a "
+		                "read-write lock has no count)\n");
 		return EXIT_USAGE;
 	}
 	if (root != NULL && !znode_valid_path(root, &cause)) {
@@ -626,7 +677,6 @@ exec_main(int argc, char **argv)
 	e.root = xstrdup(root);
 	e.node_id = xstrdup(node_id);
 	e.explicit_lock_path = lock_path != NULL;
-	e.lock_path = layout_lock_path(root, e.name, lock_path, e.leases);
 	e.started_ns = clock_now_ns();
 	signal(SIGPIPE, SIG_IGN);
 	if ((e.base = event_base_new()) == NULL)
@@ -662,7 +712,7 @@ exec_main(int argc, char **argv)
 	                               : NULL,
 	                 exec_zk_cb, &e);
 	data = lease_data(e.node_id, e.name, clock_wall_ms());
-	e.lease = lease_new(e.base, e.zk, e.lock_path, e.leases, data, &lcb, &e);
+	exec_lease_new(&e, root, data, &lcb);
 	free(data);
 	if (!e.explicit_lock_path)
 		e.rec = jobrec_new(e.zk, e.root, e.name, e.leases, e.lock_path, &rcb, &e);

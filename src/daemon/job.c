@@ -52,6 +52,7 @@
 #include "config.h"
 #include "duration.h"
 #include "job.h"
+#include "joblocks.h"
 #include "jobrec.h"
 #include "jobstate.h"
 #include "lease.h"
@@ -386,6 +387,7 @@ job_record(struct job *job, const char *reason, enum job_outcome outcome, int st
 	              reason, "duration_ms",
 	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
+	json_object_set_new(o, "locks", joblocks_json(job->lease));
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(outcome)));
 	if (job->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(job->tick));
@@ -899,6 +901,7 @@ job_start_run(struct job *job)
 
 	rs = job_runspec(job, cj->argv);
 	rs.fence = job->run_fence;
+	rs.fences = lease_fences(job->lease);
 	rs.leases = cj->leases;
 	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
 	rs.tick = job->tick;
@@ -1415,7 +1418,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->last_outcome = job->last_status = -1;
 	job->lock_path = xstrdup(cj->lock_znode);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
-	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
+	job->lease = joblocks_lease(base, zk, cj, data, &lcb, job);
 	free(data);
 	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);
@@ -1808,6 +1811,7 @@ job_status_json(const struct job *job)
 	              "fence", (json_int_t)(job_busy(job) ? job->run_fence : 0), "runs",
 	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
 	              "consecutive_failures", job->failures);
+	json_object_set_new(o, "locks", joblocks_json(job->lease));
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)
