@@ -1,0 +1,293 @@
+#!/usr/bin/python3
+# ctest: timeout=900 split
+"""Read-write locks and multi-locks against a real ZooKeeper: leasekeeper's readers and
+writers beside Curator's InterProcessReadWriteLock on one path, Curator's
+InterProcessMultiLock beside leasekeeper holding one, the other or both of its paths,
+two jobs that list the same two locks in opposite orders (no deadlock), and a holder of
+two locks whose main process is stopped past its session."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests", "lib"))
+import lktest  # noqa: E402
+from lktest.record import intervals_of  # noqa: E402
+
+BIN = lktest.leasekeeper_bin()
+T_S = 4.0
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+
+
+def sh_quote(argv):
+    import shlex
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def conflicts(records, holds):
+    """Pairs of intervals that overlap although they may not: holds(who) gives the set of
+    (path, mode) a holder takes; two holders conflict on a path unless both read it."""
+    ivs = intervals_of(records)
+    out = []
+    for i, a in enumerate(ivs):
+        for b in ivs[i + 1:]:
+            if b.start >= a.end:
+                continue  # sorted by start: b starts after a ended (or at its end)
+            if a.pid == b.pid:
+                continue
+            for path, ma in holds(a.who):
+                for qpath, mb in holds(b.who):
+                    if path == qpath and not (ma == "read" and mb == "read"):
+                        out.append("%s pid %d [%d, %s] and %s pid %d [%d, %s] on %s" % (
+                            a.who, a.pid, a.start, a.end, b.who, b.pid, b.start, b.end, path))
+    return out
+
+
+class RwLockTest(lktest.TestCase):
+    def exec_argv(self, name, command, node="n1", mode=None, lock_paths=(), timeout=None,
+                  session=None):
+        argv = [BIN, "exec", "--zk", self.zk.connect_string, "--node-id", node]
+        if mode is not None:
+            argv.append("--" + mode)
+        for p in lock_paths:
+            argv += ["--lock-path", p]
+        if timeout is not None:
+            argv += ["--timeout", timeout]
+        if session is not None:
+            argv += ["--session-timeout", session, "--safety-margin", "500ms",
+                     "--kill-grace", "1s"]
+        return argv + [name, "--"] + [str(c) for c in command]
+
+    def run_exec(self, name, command, **kw):
+        return subprocess.run(self.exec_argv(name, command, **kw), capture_output=True,
+                              text=True, timeout=120)
+
+    def exec(self, name, command, proc_name, **kw):
+        return self.proc(self.exec_argv(name, command, **kw), proc_name)
+
+    def loop(self, rec, who, cycles, hold_ms, **kw):
+        """A shell loop of `cycles` exec runs of lk-record (no flock: readers share), as one
+        tracked process."""
+        one = sh_quote(self.exec_argv("x", rec.argv(who, hold_ms=hold_ms, lock=False),
+                                      node=who, timeout="120s", **kw))
+        script = "i=0; while [ $i -lt %d ]; do %s || exit 1; i=$((i+1)); done" % (cycles, one)
+        return self.proc(["/bin/sh", "-c", script], who)
+
+    def peer(self, *args, name):
+        p = self.curator_peer(*args, name=name)
+        p.wait_log(r"^ready$", timeout=60)
+        return p
+
+    # -- read-write lock --------------------------------------------------------------------
+
+    def test_curator_readers_and_writers_against_exec(self):
+        """Curator's read lock admits leasekeeper's readers and keeps its writers out;
+        Curator's write lock keeps both out; leasekeeper's reader admits Curator's readers
+        and keeps Curator's writer waiting until it ends."""
+        self.start_zookeeper()
+        zk, path = self.zk.connect_string, "/interop/rw"
+        cur = self.peer("hold-read", zk, path, name="cur-read")
+        cur.wait_log(r"^acquired$", timeout=60)
+        r = self.run_exec("x", ["true"], mode="read", lock_paths=[path], timeout="20s")
+        self.assertEqual(r.returncode, 0, "a reader runs beside Curator's reader: " + r.stderr)
+        r = self.run_exec("x", ["true"], mode="write", lock_paths=[path], timeout="2s")
+        self.assertEqual(r.returncode, 75, "a writer waits for Curator's reader")
+        cur.write_line("release")
+        cur.wait_log(r"^released$", timeout=20)
+
+        cur = self.peer("hold-write", zk, path, name="cur-write")
+        cur.wait_log(r"^acquired$", timeout=60)
+        for mode in ("read", "write"):
+            r = self.run_exec("x", ["true"], mode=mode, lock_paths=[path], timeout="2s")
+            self.assertEqual(r.returncode, 75, "a %s waits for Curator's writer" % mode)
+        cur.write_line("release")
+        cur.wait_log(r"^released$", timeout=20)
+        r = self.run_exec("x", ["true"], mode="write", lock_paths=[path], timeout="20s")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        # leasekeeper's reader holds (until SIGTERM): Curator's reader joins, its writer waits.
+        rec = self.record_file()
+        self.exec("x", rec.argv("E", lock=False), "E", mode="read", lock_paths=[path])
+        start = rec.wait_for("start", who="E", timeout=20)[0]
+        cr = self.peer("hold-read", zk, path, name="cur-read2")
+        cr.wait_log(r"^acquired$", timeout=20)
+        cw = self.peer("hold-write", zk, path, name="cur-write2")
+        time.sleep(1.0)
+        self.assertNotRegex(cw.log_text(), r"(?m)^acquired$",
+                            "Curator's writer must wait while leasekeeper reads")
+        cr.write_line("release")
+        cr.wait_log(r"^released$", timeout=20)
+        time.sleep(0.5)
+        self.assertNotRegex(cw.log_text(), r"(?m)^acquired$",
+                            "Curator's writer must wait while leasekeeper still reads")
+        os.kill(start.pid, signal.SIGTERM)
+        end = rec.wait_for("end", who="E", timeout=20)[0]
+        cw.wait_log(r"^acquired$", timeout=20)
+        self.assertGreater(time.monotonic_ns(), end.t_ns)
+        cw.write_line("release")
+        cw.wait_log(r"^released$", timeout=20)
+
+    def test_readers_share_exact_count(self):
+        """Under Curator's read lock, three leasekeeper readers hold at once (exactly three
+        overlapping intervals, all beside Curator's); a writer queued behind them runs
+        alone, after all of them."""
+        self.start_zookeeper()
+        zk, path = self.zk.connect_string, "/interop/rw-count"
+        rec = self.record_file()
+        cur = self.peer("hold-read", zk, path, rec.path, "cur", name="cur-read")
+        cur.wait_log(r"^acquired$", timeout=60)
+        readers = [self.exec("x", rec.argv("r%d" % i, lock=False), "r%d" % i,
+                             mode="read", lock_paths=[path]) for i in range(3)]
+        for i in range(3):
+            rec.wait_for("start", who="r%d" % i, timeout=30)
+        w = self.exec("x", rec.argv("w", hold_ms=200, lock=False), "w", mode="write",
+                      lock_paths=[path])
+        time.sleep(1.5)
+        self.assertEqual(rec.count("start", "w"), 0, "the writer must wait for the readers")
+        cur.write_line("release")
+        cur.wait_log(r"^released$", timeout=20)
+        for i in range(3):
+            os.kill(rec.starts("r%d" % i)[0].pid, signal.SIGTERM)
+        rec.wait_for("start", who="w", timeout=30)
+        self.assertEqual(w.wait(timeout=30), 0)
+        for p in readers:
+            p.wait(timeout=30)
+        ivs = intervals_of(rec.records())
+        live = [iv for iv in ivs if iv.who != "w"]
+        self.assertEqual(len(live), 4)
+        last_reader_start = max(iv.start for iv in live)
+        self.assertEqual(sum(1 for iv in live if iv.end > last_reader_start), 4,
+                         "Curator's reader and three leasekeeper readers held at once")
+        self.assertEqual(conflicts(rec.records(), self.holds_rw), [])
+
+    @staticmethod
+    def holds_rw(who):
+        return [("rw", "write" if who.startswith("w") or who.startswith("cw") else "read")]
+
+    def test_curator_and_exec_rw_loops(self):
+        """Curator's readers and writer and leasekeeper's readers and writer loop on one
+        path: no writer ever beside anyone; every turn taken."""
+        self.start_zookeeper()
+        zk, path = self.zk.connect_string, "/interop/rw-loop"
+        rec = self.record_file()
+        curs = [self.peer("read", zk, path, 15, 60, rec.path, "cr", name="cr"),
+                self.peer("write", zk, path, 10, 20, rec.path, "cw", name="cw")]
+        loops = [self.loop(rec, "r%d" % i, 15, 60, mode="read", lock_paths=[path])
+                 for i in range(2)]
+        loops.append(self.loop(rec, "w", 10, 20, mode="write", lock_paths=[path]))
+        for p in loops + curs:
+            self.assertEqual(p.wait(timeout=400), 0, p.log_text()[-2000:])
+        self.assertEqual(conflicts(rec.records(), self.holds_rw), [])
+        for who, n in (("cr", 15), ("cw", 10), ("r0", 15), ("r1", 15), ("w", 10)):
+            self.assertEqual(len(rec.starts(who)), n, who)
+        kz = self.kazoo()
+        self.assertEqual(kz.get_children(path) if kz.exists(path) else [], [])
+
+    # -- multi-lock -------------------------------------------------------------------------
+
+    def test_curator_multilock_beside_exec(self):
+        """Curator's InterProcessMultiLock over /m/x and /m/y beside leasekeeper runs that
+        hold /m/x, /m/y, or both (listed in the other order): no two holders of one path."""
+        self.start_zookeeper()
+        zk = self.zk.connect_string
+        x, y = "/m/x", "/m/y"
+        rec = self.record_file()
+        cur = self.peer("multi", zk, x + "," + y, 20, 20, rec.path, "cxy", name="cxy")
+        loops = [self.loop(rec, "x", 20, 20, lock_paths=[x]),
+                 self.loop(rec, "y", 20, 20, lock_paths=[y]),
+                 self.loop(rec, "yx", 20, 20, lock_paths=[y, x])]
+        for p in loops + [cur]:
+            self.assertEqual(p.wait(timeout=400), 0, p.log_text()[-2000:])
+
+        def holds(who):
+            return [("/m/" + c, "write") for c in who if c in "xy"]
+        self.assertEqual(conflicts(rec.records(), holds), [])
+        for who in ("cxy", "x", "y", "yx"):
+            self.assertEqual(len(rec.starts(who)), 20, who)
+
+    def test_fences_name_every_lock(self):
+        """LEASEKEEPER_FENCE is the first lock's, LEASEKEEPER_FENCES every lock's, in the
+        order given; each is the czxid of our node."""
+        self.start_zookeeper()
+        r = self.run_exec("x", ["/bin/sh", "-c", 'echo "$LEASEKEEPER_FENCE $LEASEKEEPER_FENCES"'],
+                          lock_paths=["/f/z", "/f/a"], timeout="20s")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first, fences = r.stdout.split()
+        pairs = [p.split("=") for p in fences.split(",")]
+        self.assertEqual([p[0] for p in pairs], ["/f/z", "/f/a"])
+        self.assertEqual(first, pairs[0][1])
+        # /f/a was taken first (path order), so its node is older.
+        self.assertLess(int(pairs[1][1]), int(pairs[0][1]))
+
+    def start_workers(self, jobs, names=("alpha", "beta"), rec_kw=None):
+        self.procs, self.cfgs = {}, {}
+        for n in names:
+            self.cfgs[n] = self.write_config(
+                name=n, zookeeper={"session_timeout": "%ds" % T_S}, safety=SAFETY,
+                worker={"allow_root_jobs": True}, jobs=jobs(n))
+            p = self.worker(self.cfgs[n], name=n)
+            p.wait_log(r"registered as", timeout=T_S + 30)
+            self.procs[n] = p
+
+    def test_opposite_orders_do_not_deadlock(self):
+        """Two jobs list the same two locks in opposite orders, on two workers: taken in
+        path order, every run completes and no two runs overlap."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        runs = int(os.environ.get("LKTEST_RWLOCK_RUNS", "100"))
+
+        def jobs(n):
+            return {"ab": {"command": rec.command(n + "-ab", hold_ms=5), "locks": "a, b",
+                           "restart_backoff": "10ms"},
+                    "ba": {"command": rec.command(n + "-ba", hold_ms=5), "locks": "b, a",
+                           "restart_backoff": "10ms"}}
+        t0 = time.monotonic()
+        self.start_workers(jobs)
+        whos = ["%s-%s" % (n, j) for n in ("alpha", "beta") for j in ("ab", "ba")]
+        # Liveness: each of the four keeps making runs. A deadlock stops them all.
+        self.wait_until(lambda: all(rec.count("end", w) >= runs // 2 for w in whos),
+                        timeout=240, msg="runs stopped (deadlock?): %s" % {
+                            w: rec.count("end", w) for w in whos})
+        took = time.monotonic() - t0
+        for p in self.procs.values():
+            p.stop()
+        total = sum(rec.count("end", w) for w in whos)
+        print("opposite orders: %d runs completed in %.1f s" % (total, took))
+        self.assertGreaterEqual(total, 2 * runs)
+        rep = rec.check(leases=1)
+        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+
+    def test_holder_of_two_locks_stopped_past_its_session(self):
+        """The main process of a worker holding two locks is stopped past its session: its
+        run is killed before the other worker's run takes either lock."""
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs(n):
+            return {"both": {"command": rec.command(n), "locks": "p, q:write",
+                             "restart_backoff": "1s"}}
+        self.start_workers(jobs)
+        old = rec.wait_for("start", timeout=30)[0]
+        main = self.procs[old.who].pid
+        os.kill(main, signal.SIGSTOP)
+        try:
+            self.wait_until(lambda: any(d.pid == old.pid for d in rec.records()
+                                        if d.kind == "death"), timeout=30,
+                            msg="the stopped worker's run never died")
+            self.wait_until(lambda: any(s.who != old.who for s in rec.starts()), timeout=30,
+                            msg="the other worker never took both locks")
+        finally:
+            os.kill(main, signal.SIGCONT)
+        death = [d for d in rec.records() if d.kind == "death" and d.pid == old.pid][0]
+        new = [s for s in rec.starts() if s.who != old.who][0]
+        self.assertLess(death.t_ns, new.t_ns, "the new run started before the old one died")
+        rep = rec.check(leases=1)
+        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+
+
+if __name__ == "__main__":
+    lktest.main()
