@@ -47,6 +47,20 @@ def conflicts(records, holds):
     return out
 
 
+def fence_regressions(records, suffix):
+    """Starts by holders whose WHO ends with suffix (one lock listed first, whose fence
+    LEASEKEEPER_FENCE is) whose fence is not above every earlier one's."""
+    out, best = [], None
+    for iv in intervals_of(records):
+        f = iv.fields.get("fence")
+        if not iv.who.endswith(suffix) or f is None:
+            continue
+        if best is not None and int(f) <= best:
+            out.append("%s pid %d: fence %s after %d" % (iv.who, iv.pid, f, best))
+        best = max(best or 0, int(f))
+    return out
+
+
 class RwLockTest(lktest.TestCase):
     def exec_argv(self, name, command, node="n1", mode=None, lock_paths=(), timeout=None,
                   session=None):
@@ -233,33 +247,63 @@ class RwLockTest(lktest.TestCase):
             p.wait_log(r"registered as", timeout=T_S + 30)
             self.procs[n] = p
 
-    def test_opposite_orders_do_not_deadlock(self):
-        """Two jobs list the same two locks in opposite orders, on two workers: taken in
-        path order, every run completes and no two runs overlap."""
+    def test_opposite_orders_exec_do_not_deadlock(self):
+        """Two holders on each of two hosts list the same two locks in opposite orders:
+        taken in path order, every run completes and no two runs overlap."""
         self.start_zookeeper()
         rec = self.record_file()
         runs = int(os.environ.get("LKTEST_RWLOCK_RUNS", "100"))
+        a, b = "/d/a", "/d/b"
+        loops = []
+        for node in ("alpha", "beta"):
+            for name, paths in (("ab", [a, b]), ("ba", [b, a])):
+                who = "%s-%s" % (node, name)
+                one = sh_quote(self.exec_argv(name, rec.argv(who, hold_ms=2), node=node,
+                                              lock_paths=paths, timeout="60s"))
+                script = ("i=0; while [ $i -lt %d ]; do %s || exit 1; i=$((i+1)); done"
+                          % (runs, one))
+                loops.append(self.proc(["/bin/sh", "-c", script], who))
+        t0 = time.monotonic()
+        for p in loops:
+            self.assertEqual(p.wait(timeout=600), 0, p.log_text()[-2000:])
+        print("opposite orders, exec: %d runs in %.1f s" % (4 * runs, time.monotonic() - t0))
+        # LEASEKEEPER_FENCE is the first listed lock's: "ab" runs get a's, "ba" runs b's.
+        rep = rec.check(leases=1)
+        self.assertEqual(rep.overlaps + rep.flock_overlaps, 0, "\n".join(rep.violations[:10]))
+        self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
+        self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
+        self.assertEqual(len(rep.intervals), 4 * runs)
+
+    def test_opposite_orders_jobs_do_not_deadlock(self):
+        """Jobs "ab" (locks = a, b) and "ba" (locks = b, a) on two workers, a tick every
+        second: all four contend at each tick, and every tick of both jobs runs."""
+        self.start_zookeeper()
+        rec = self.record_file()
 
         def jobs(n):
-            return {"ab": {"command": rec.command(n + "-ab", hold_ms=5), "locks": "a, b",
-                           "restart_backoff": "10ms"},
-                    "ba": {"command": rec.command(n + "-ba", hold_ms=5), "locks": "b, a",
-                           "restart_backoff": "10ms"}}
-        t0 = time.monotonic()
+            return {j: {"command": rec.command("%s-%s" % (n, j), hold_ms=100), "locks": locks,
+                        "schedule": "@every 1s", "start_deadline": "5s"}
+                    for j, locks in (("ab", "a, b"), ("ba", "b, a"))}
         self.start_workers(jobs)
-        whos = ["%s-%s" % (n, j) for n in ("alpha", "beta") for j in ("ab", "ba")]
-        # Liveness: each of the four keeps making runs. A deadlock stops them all.
-        self.wait_until(lambda: all(rec.count("end", w) >= runs // 2 for w in whos),
-                        timeout=240, msg="runs stopped (deadlock?): %s" % {
-                            w: rec.count("end", w) for w in whos})
+        t0 = time.monotonic()
+        want = int(os.environ.get("LKTEST_RWLOCK_TICKS", "15"))
+
+        def runs(job):
+            return sum(rec.count("end", "%s-%s" % (n, job)) for n in ("alpha", "beta"))
+        self.wait_until(lambda: runs("ab") >= want and runs("ba") >= want, timeout=want + 60,
+                        msg="runs stopped (deadlock?): ab %d, ba %d" % (runs("ab"), runs("ba")))
         took = time.monotonic() - t0
         for p in self.procs.values():
             p.stop()
-        total = sum(rec.count("end", w) for w in whos)
-        print("opposite orders: %d runs completed in %.1f s" % (total, took))
-        self.assertGreaterEqual(total, 2 * runs)
+        print("opposite orders, jobs: %d + %d runs in %.1f s" % (runs("ab"), runs("ba"), took))
+        # A tick lost to a deadlock waits start_deadline (5 s) and is missed: at most one
+        # tick per job may be lost to the start-up, none to the locks.
+        self.assertLess(took, want + 2 + 5, "ticks were missed")
+        # LEASEKEEPER_FENCE is the first listed lock's: "ab" runs get a's, "ba" runs b's.
         rep = rec.check(leases=1)
-        self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+        self.assertEqual(rep.overlaps + rep.flock_overlaps, 0, "\n".join(rep.violations[:10]))
+        self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
+        self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
 
     def test_holder_of_two_locks_stopped_past_its_session(self):
         """The main process of a worker holding two locks is stopped past its session: its
