@@ -661,7 +661,7 @@ job_contend(struct job *job, int64_t tick)
 
 		if (now_ms >= until) {
 			jobrec_missed(job->rec, tick, job_main_config(job)->node_id,
-			              job->cfg->history);
+			              job->cfg->history, 0);
 			job_wait_tick(job);
 			return;
 		}
@@ -822,8 +822,8 @@ job_lease_failed_cb(struct lease *l, const char *why, void *arg)
 	}
 	if (job_scheduled(job) && job->tick >= 0 && lease_timed_out(l)) {
 		log_debug("job %s: tick %lld: %s", job->name, (long long)job->tick, why);
-		jobrec_missed(job->rec, job->tick, job_main_config(job)->node_id,
-		              job->cfg->history);
+		jobrec_missed(job->rec, job->tick, job_main_config(job)->node_id, job->cfg->history,
+		              lease_count(l) > 1);
 		job_wait_tick(job);
 		return;
 	}

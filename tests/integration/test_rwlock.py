@@ -6,6 +6,7 @@ InterProcessMultiLock beside leasekeeper holding one, the other or both of its p
 two jobs that list the same two locks in opposite orders (no deadlock), and a holder of
 two locks whose main process is stopped past its session."""
 
+import json
 import os
 import signal
 import subprocess
@@ -304,6 +305,39 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(rep.overlaps + rep.flock_overlaps, 0, "\n".join(rep.violations[:10]))
         self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
         self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
+
+    def test_tick_without_every_lock_is_missed_with_reason_locks(self):
+        """A job of two locks, one of them held by Curator: no run, every tick recorded
+        missed with the reason "locks" (outcome "missed"), and the lock it got given back."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        cur = self.peer("hold", self.zk.connect_string, "/leasekeeper/mutex/b", name="cur")
+        cur.wait_log(r"^acquired$", timeout=60)
+
+        def jobs(n):
+            return {"ab": {"command": rec.command(n), "locks": "a, b",
+                           "schedule": "@every 2s", "start_deadline": "1s"}}
+        self.start_workers(jobs, names=("alpha",))
+        kz = self.kazoo()
+        runs = "/leasekeeper/jobs/ab/runs"
+
+        def missed():
+            if not kz.exists(runs):
+                return []
+            out = []
+            for c in kz.get_children(runs):
+                data = kz.get(runs + "/" + c)[0]
+                out.append(json.loads(data))
+            return out
+        self.wait_until(lambda: len(missed()) >= 2, timeout=30, msg="no missed ticks recorded")
+        for r in missed():
+            self.assertEqual((r["reason"], r["outcome"]), ("locks", "missed"), r)
+        self.assertEqual(rec.count("start"), 0, "the job ran without lock b")
+        # Between ticks (2 s apart, each given up after 1 s) the worker holds nothing on a.
+        self.wait_until(lambda: kz.get_children("/leasekeeper/mutex/a") == []
+                        if kz.exists("/leasekeeper/mutex/a") else True, timeout=10,
+                        msg="lock a was not given back")
+        self.assertIn("got all its locks", self.procs["alpha"].log_text())
 
     def test_holder_of_two_locks_stopped_past_its_session(self):
         """The main process of a worker holding two locks is stopped past its session: its
