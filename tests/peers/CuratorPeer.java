@@ -10,6 +10,7 @@
 //   clock
 //   bench-uncontended CONNECT PATH N [WARMUP [ROUNDS [ROUND_WARMUP]]]
 //   bench-handoff CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]
+//   bench-handoff-read|bench-handoff-write CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]
 //
 // mutex/semaphore acquire (InterProcessMutex / InterProcessSemaphoreV2), append a start line
 // to RECORD_FILE in lk-record's format, hold HOLD_MS, append an end line, release; CYCLES
@@ -35,7 +36,8 @@
 // the hot paths and prints "warmed"; then, ROUNDS (1) times, it waits for "go", and N times
 // acquires, prints "acquired WHO T" (T taken when acquire() returns), holds HOLD_US (2000),
 // takes T, calls release() and prints "release WHO T"; then prints "round-done WHO".
-// Both end with "done".
+// Both end with "done". bench-handoff-read and bench-handoff-write do the same with the read
+// or write lock of an InterProcessReadWriteLock on PATH.
 //
 // Every mode prints "ready" once connected, connection state changes as "state NAME", and
 // flushes each line. If the connection is SUSPENDED or LOST while a lease is held, the peer
@@ -257,7 +259,9 @@ public class CuratorPeer {
             }
         }
         say("warmed");
-        InterProcessMutex m = new InterProcessMutex(c, args.get(2));
+        InterProcessLock m = args.get(0).equals("bench-handoff")
+                ? new InterProcessMutex(c, args.get(2))
+                : lockOf(c, args.get(0), args.get(2));
         BufferedReader in =
                 new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (int r = 0; r < rounds; r++) {
@@ -359,6 +363,8 @@ public class CuratorPeer {
                     benchUncontended(args, sessionMs);
                     return;
                 case "bench-handoff":
+                case "bench-handoff-read":
+                case "bench-handoff-write":
                     benchHandoff(args, sessionMs);
                     return;
                 case "read":
