@@ -38,6 +38,7 @@
 #include "utf8.h"
 #include "xmalloc.h"
 #include "zk.h"
+#include "rworder.h"
 #include "znode.h"
 
 #define ADMIN_CONNECT_TIMEOUT_S LK_CONNECT_TIMEOUT_S
@@ -394,6 +395,23 @@ admin_lock_name(const char *name, const char *base)
 	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
 }
 
+/*
+ * A read-write lock's node (rworder.c): its mode, whether it holds in this sorted listing,
+ * and whether it is named as Curator names one.
+ */
+static void
+admin_rw_entry(json_t *entry, char *const *names, size_t n, size_t i)
+{
+	struct rworder_place pl;
+	int writer = rworder_is_writer(names[i]);
+
+	rworder_place(names, (int)n, names[i], writer, &pl);
+	json_object_set_new(entry, "mode", json_string(writer ? "write" : "read"));
+	json_object_set_new(entry, "role", json_string(pl.holds ? "holder" : "waiting"));
+	if (!admin_lock_name(names[i], RWORDER_READ) && !admin_lock_name(names[i], RWORDER_WRITE))
+		json_object_set_new(entry, "stranger", json_string("name"));
+}
+
 /* qsort: names in byte order. */
 static int
 admin_name_cmp(const void *a, const void *b)
@@ -414,11 +432,19 @@ admin_list(struct admin_view *v, const struct zk_reply *reply, json_t *list, con
 	size_t i, n = (size_t)reply->nchildren, from = 0;
 	json_t *entry;
 	char *path;
+	int rw = 0; /* a read-write lock's folder: Curator's __READ__ and __WRIT__ nodes */
 
 	names = xcalloc(n + 1, sizeof *names);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		names[i] = reply->children[i];
-	if (base != NULL)
+		rw |= locks && (strstr(names[i], RWORDER_READ) != NULL ||
+		                strstr(names[i], RWORDER_WRITE) != NULL);
+	}
+	if (rw && owner != NULL)
+		json_object_set_new(owner, "kind", json_string("read-write lock"));
+	if (rw)
+		rworder_sort(names, n);
+	else if (base != NULL)
 		znode_sort(names, n, base);
 	else
 		qsort(names, n, sizeof *names, admin_name_cmp);
@@ -431,7 +457,9 @@ admin_list(struct admin_view *v, const struct zk_reply *reply, json_t *list, con
 	for (i = from; i < n; i++) {
 		entry = json_object();
 		json_object_set_new(entry, "znode", json_string(names[i]));
-		if (locks && !admin_lock_name(names[i], base))
+		if (rw)
+			admin_rw_entry(entry, names, n, i);
+		else if (locks && !admin_lock_name(names[i], base))
 			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
@@ -803,7 +831,8 @@ admin_status_print(json_t *out)
 
 		printf("  %s  %s %s, %d lease%s",
 		       json_string_value(json_object_get(job, "name")) ?: "-",
-		       leases == 1 ? "mutex" : "semaphore",
+		       json_string_value(json_object_get(job, "kind"))
+		           ?: (leases == 1 ? "mutex" : "semaphore"),
 		       json_string_value(json_object_get(job, "lock_path")), leases,
 		       leases == 1 ? "" : "s");
 		if (cl != NULL && json_integer_value(cl) != leases)
@@ -834,7 +863,9 @@ admin_status_print(json_t *out)
 		if (json_object_get(job, "runnable_workers") != NULL)
 			admin_status_print_placement(job);
 		json_array_foreach(json_object_get(job, "holders"), j, n)
-			admin_print_node(leases == 1 && j > 0 ? "waiting" : "holder", n);
+			admin_print_node(json_string_value(json_object_get(n, "role"))
+			                     ?: (leases == 1 && j > 0 ? "waiting" : "holder"),
+			                 n);
 		json_array_foreach(json_object_get(job, "waiters"), j, n)
 			admin_print_node("waiting", n);
 		if (json_array_size(json_object_get(job, "holders")) == 0 &&
@@ -970,6 +1001,20 @@ admin_status_split(json_t *out)
 		n = (size_t)json_integer_value(json_object_get(job, "leases"));
 		holders = json_object_get(job, "holders");
 		waiters = json_object_get(job, "waiters");
+		if (n == 1 && json_object_get(job, "kind") != NULL) {
+			/* A read-write lock: readers hold side by side (admin_rw_entry). */
+			for (size_t k = 0; k < json_array_size(holders);) {
+				extra = json_array_get(holders, k);
+				if (json_is_string(json_object_get(extra, "role")) &&
+				    strcmp(json_string_value(json_object_get(extra, "role")),
+				           "waiting") == 0) {
+					json_array_append(waiters, extra);
+					json_array_remove(holders, k);
+				} else
+					k++;
+			}
+			continue;
+		}
 		if (n == 1) {
 			while (json_array_size(holders) > 1) {
 				json_array_append(waiters, json_array_get(holders, 1));

@@ -179,6 +179,35 @@ class RwLockTest(lktest.TestCase):
                          "Curator's reader and three leasekeeper readers held at once")
         self.assertEqual(conflicts(rec.records(), self.holds_rw), [])
 
+    def test_status_shows_readers_and_writers(self):
+        """status on a read-write lock: two readers hold, a writer waits, each with its
+        mode, and no node is taken for a stranger."""
+        self.start_zookeeper()
+        rec = self.record_file()
+        path = "/leasekeeper/rwlock/db"
+        for who in ("r0", "r1"):
+            self.exec("db", rec.argv(who, lock=False), who, node=who, mode="read")
+            rec.wait_for("start", who=who, timeout=30)
+        self.exec("db", rec.argv("w", lock=False), "w", node="w", mode="write")
+        kz = self.kazoo()
+        self.wait_until(lambda: len(kz.get_children(path)) == 3, timeout=30)
+        r = subprocess.run([BIN, "status", "--zk", self.zk.connect_string, "--lock-path", path,
+                            "--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)["jobs"][0]
+        self.assertEqual(job["kind"], "read-write lock")
+        got = sorted((h["node"], h["mode"], h["role"]) for h in job["holders"])
+        self.assertEqual(got, [("r0", "read", "holder"), ("r1", "read", "holder")])
+        got = [(h["node"], h["mode"], h["role"]) for h in job["waiters"]]
+        self.assertEqual(got, [("w", "write", "waiting")])
+        self.assertFalse(any("stranger" in h for h in job["holders"] + job["waiters"]), job)
+        self.assertEqual(job.get("strangers", []), [])
+        r = subprocess.run([BIN, "status", "--zk", self.zk.connect_string, "--lock-path", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("read-write lock " + path, r.stdout)
+        self.assertRegex(r.stdout, r"(?m)^\s+holder\s+r1\s")
+        self.assertRegex(r.stdout, r"(?m)^\s+waiting\s+w\s")
+
     @staticmethod
     def holds_rw(who):
         return [("rw", "write" if who.startswith("w") or who.startswith("cw") else "read")]
