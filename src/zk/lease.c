@@ -174,6 +174,18 @@ lease_note_fences(struct lease *l)
 		                        l->locks[i].path, (long long)lease_lock_fence(l, i));
 }
 
+/* Whether a lock held is not confirmed since the last disconnect. */
+static int
+lease_unverified(const struct lease *l)
+{
+	int i;
+
+	for (i = 0; i < l->nlocks; i++)
+		if (l->locks[i].unverified)
+			return 1;
+	return 0;
+}
+
 /* A lock holds: take the next one, or, with all held, stop the timeout and tell the owner. */
 static void
 lease_acquired_cb(void *arg)
@@ -192,7 +204,8 @@ lease_acquired_cb(void *arg)
 	}
 	evtimer_del(l->timer);
 	lease_note_fences(l);
-	lease_set_state(l, LEASE_HELD);
+	/* A lock taken before a disconnect while the rest were being taken: not confirmed yet. */
+	lease_set_state(l, lease_unverified(l) ? LEASE_UNVERIFIED : LEASE_HELD);
 	l->cb.acquired(l, l->arg);
 	if (l->state == LEASE_HELD)
 		lease_write_held(l); /* after the owner's reaction: off the hand-over's path */
@@ -254,13 +267,9 @@ lease_verified_cb(void *arg)
 {
 	struct lease_lock *k = arg;
 	struct lease *l = k->lease;
-	int i;
 
 	k->unverified = 0;
-	for (i = 0; i < l->nlocks; i++)
-		if (l->locks[i].unverified)
-			return;
-	if (l->state != LEASE_UNVERIFIED)
+	if (lease_unverified(l) || l->state != LEASE_UNVERIFIED)
 		return;
 	lease_set_state(l, LEASE_HELD);
 	if (l->cb.verified != NULL)

@@ -368,6 +368,31 @@ class RwLockTest(lktest.TestCase):
                         msg="lock a was not given back")
         self.assertIn("got all its locks", self.procs["alpha"].log_text())
 
+    def test_one_lock_lost_kills_the_run(self):
+        """A run holding two locks: one lock's node deleted by someone else is a lost lease,
+        the run is killed, the other lock given back, and both are taken again."""
+        self.start_zookeeper()
+        rec = self.record_file()
+
+        def jobs(n):
+            return {"both": {"command": rec.command(n), "locks": "p, q:3",
+                             "restart_backoff": "1s"}}
+        self.start_workers(jobs, names=("alpha",))
+        old = rec.wait_for("start", timeout=30)[0]
+        kz = self.kazoo()
+        leases = "/leasekeeper/semaphore/q/leases"
+        node = kz.get_children(leases)[0]
+        kz.delete(leases + "/" + node)
+        self.wait_until(lambda: any(r.pid == old.pid for r in rec.records()
+                                    if r.kind in ("death", "end")), timeout=20,
+                        msg="the run outlived one of its locks")
+        self.wait_until(lambda: len(rec.starts()) >= 2, timeout=30,
+                        msg="the job did not take both locks again")
+        new = rec.starts()[1]
+        self.assertGreater(int(new.fields["fence"]), int(old.fields["fence"]))
+        self.assertIn("lease lost", self.procs["alpha"].log_text())
+        self.assertEqual(rec.check(leases=1).overlaps, 0)
+
     def test_holder_of_two_locks_stopped_past_its_session(self):
         """The main process of a worker holding two locks is stopped past its session: its
         run is killed before the other worker's run takes either lock."""
