@@ -326,6 +326,12 @@ class RwLockTest(lktest.TestCase):
         for p in self.procs.values():
             p.stop()
         print("opposite orders, jobs: %d + %d runs in %.1f s" % (runs("ab"), runs("ba"), took))
+        r = subprocess.run([BIN, "logs", "--zk", self.zk.connect_string, "ba", "--last", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The run record names both locks, in the order the job lists them.
+        self.assertRegex(r.stdout, r"(?m)^locks: /leasekeeper/mutex/b \(mutex\), fence \d+, "
+                                   r"/leasekeeper/mutex/a \(mutex\), fence \d+$")
         # A tick lost to a deadlock waits start_deadline (5 s) and is missed: at most one
         # tick per job may be lost to the start-up, none to the locks.
         self.assertLess(took, want + 2 + 5, "ticks were missed")
