@@ -531,6 +531,13 @@ exec_main(int argc, char **argv)
 				        EXEC_MAX_LOCKS);
 				return EXIT_USAGE;
 			}
+			for (i = 0; i < (size_t)e.nlock_paths; i++)
+				if (strcmp(e.lock_paths[i], optarg) == 0) {
+					fprintf(stderr,
+					        "leasekeeper exec: --lock-path %s given twice\n",
+					        optarg);
+					return EXIT_USAGE;
+				}
 			lock_path = e.lock_paths[e.nlock_paths++] = optarg;
 			if (!znode_valid_path(lock_path, &cause)) {
 				fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);

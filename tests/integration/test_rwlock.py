@@ -99,6 +99,16 @@ class RwLockTest(lktest.TestCase):
 
     # -- read-write lock --------------------------------------------------------------------
 
+    def test_exec_refuses_bad_lock_options(self):
+        """exec refuses --read with --leases and a --lock-path given twice (which would wait
+        behind itself for ever), before it connects anywhere."""
+        for extra, what in ((["--read", "--leases", "2"], "take no --leases"),
+                            (["--lock-path", "/a", "--lock-path", "/a"], "given twice")):
+            r = subprocess.run([BIN, "exec", "--zk", "127.0.0.1:1"] + extra + ["x", "--", "true"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 64, r.stderr)
+            self.assertIn(what, r.stderr)
+
     def test_curator_readers_and_writers_against_exec(self):
         """Curator's read lock admits leasekeeper's readers and keeps its writers out;
         Curator's write lock keeps both out; leasekeeper's reader admits Curator's readers
