@@ -39,14 +39,14 @@ rworder_after(const char *s, const char *base)
 }
 
 /* The text Curator sorts a read-write lock's node by. */
-const char *
+static const char *
 rworder_sort_text(const char *name)
 {
 	return rworder_after(rworder_after(name, RWORDER_READ), RWORDER_WRITE);
 }
 
 /* The sequence of a node as the server writes it; -1 when it does not parse. */
-int
+static int
 rworder_sequence(const char *name, int64_t *seq)
 {
 	return znode_sequence(rworder_sort_text(name), "", seq);

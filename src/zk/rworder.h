@@ -20,8 +20,6 @@ struct rworder_place {
 	int wrapped;  /* a negative (wrapped) sequence was seen */
 };
 
-const char *rworder_sort_text(const char *name);
-int rworder_sequence(const char *name, int64_t *seq);
 int rworder_is_writer(const char *name);
 void rworder_sort(char **names, size_t n);
 void rworder_place(char *const *sorted, int n, const char *own, int writer,

@@ -19,20 +19,25 @@
 static void
 test_sort_text(void **state)
 {
-	int64_t seq;
+	/* A lock name inside the uuid part cannot fool it: the last occurrence counts. */
+	char *names[] = {R("1", "0000000005"), "_c_x__WRIT__y-__READ__0000000003",
+	                 W("2", "0000000004"), R("3", "12x"), "_c_u-lock-0000000001"};
+	struct rworder_place pl;
 
 	(void)state;
-	assert_string_equal(rworder_sort_text(R("1", "0000000005")), "0000000005");
-	assert_string_equal(rworder_sort_text(W("1", "0000000007")), "0000000007");
-	assert_string_equal(rworder_sort_text("plain"), "plain");
-	/* A lock name inside the uuid part cannot fool it: the last occurrence counts. */
-	assert_string_equal(rworder_sort_text("_c_x__WRIT__y-__READ__0000000003"), "0000000003");
-	assert_int_equal(rworder_sequence(W("1", "0000000042"), &seq), 0);
-	assert_int_equal(seq, 42);
-	assert_int_equal(rworder_sequence(R("1", "-000000042"), &seq), 0);
-	assert_int_equal(seq, -42);
-	assert_int_not_equal(rworder_sequence(R("1", "12x"), &seq), 0);
-	assert_int_not_equal(rworder_sequence("_c_u-lock-0000000001", &seq), 0);
+	rworder_sort(names, 5);
+	assert_string_equal(names[0], "_c_x__WRIT__y-__READ__0000000003");
+	assert_string_equal(names[1], W("2", "0000000004"));
+	assert_string_equal(names[2], R("1", "0000000005"));
+	/* Names that do not parse follow, by their text ("12x" < "_c_u-lock-..."). */
+	assert_string_equal(names[3], R("3", "12x"));
+	assert_string_equal(names[4], "_c_u-lock-0000000001");
+	rworder_place(names, 5, names[2], 0, &pl);
+	assert_false(pl.ok);
+	assert_false(pl.shortcut);
+	assert_int_equal(pl.watch, 1);
+	/* The first node's name holds "__WRIT__": Curator counts it a writer, and so do we. */
+	assert_true(rworder_is_writer(names[0]));
 	assert_true(rworder_is_writer(W("1", "0000000001")));
 	assert_false(rworder_is_writer(R("1", "0000000001")));
 }
