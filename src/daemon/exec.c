@@ -436,6 +436,31 @@ exec_duration(const char *opt, const char *text, uint64_t *ms)
 	return 0;
 }
 
+/* Add a --lock-path: valid, not given before, at most EXEC_MAX_LOCKS; -1 when not. */
+static int
+exec_lock_path(struct exec *e, const char *path)
+{
+	char *cause;
+	int i;
+
+	for (i = 0; i < e->nlock_paths; i++)
+		if (strcmp(e->lock_paths[i], path) == 0) {
+			fprintf(stderr, "leasekeeper exec: --lock-path %s given twice\n", path);
+			return -1;
+		}
+	if (e->nlock_paths == EXEC_MAX_LOCKS) {
+		fprintf(stderr, "leasekeeper exec: at most %d --lock-path\n", EXEC_MAX_LOCKS);
+		return -1;
+	}
+	if (!znode_valid_path(path, &cause)) {
+		fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
+		free(cause);
+		return -1;
+	}
+	e->lock_paths[e->nlock_paths++] = path;
+	return 0;
+}
+
 /*
  * The lease: every --lock-path (all or none, in path order), else the lock named after the
  * command, in <root>/rwlock with --read or --write; e->lock_path is the first.
@@ -526,24 +551,9 @@ exec_main(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'p':
-			if (e.nlock_paths == EXEC_MAX_LOCKS) {
-				fprintf(stderr, "leasekeeper exec: at most %d --lock-path\n",
-				        EXEC_MAX_LOCKS);
+			if (exec_lock_path(&e, optarg) != 0)
 				return EXIT_USAGE;
-			}
-			for (i = 0; i < (size_t)e.nlock_paths; i++)
-				if (strcmp(e.lock_paths[i], optarg) == 0) {
-					fprintf(stderr,
-					        "leasekeeper exec: --lock-path %s given twice\n",
-					        optarg);
-					return EXIT_USAGE;
-				}
-			lock_path = e.lock_paths[e.nlock_paths++] = optarg;
-			if (!znode_valid_path(lock_path, &cause)) {
-				fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
-				free(cause);
-				return EXIT_USAGE;
-			}
+			lock_path = optarg;
 			break;
 		case 'R':
 		case 'W':
