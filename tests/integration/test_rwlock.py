@@ -409,6 +409,17 @@ class RwLockTest(lktest.TestCase):
         self.assertIn("lease lost", self.procs["alpha"].log_text())
         self.assertEqual(rec.check(leases=1).overlaps, 0)
 
+    @staticmethod
+    def watch_deleted(kz, path, out):
+        """Append to out the time a watch on path sees it deleted (re-armed on changes)."""
+        def watch(ev):
+            if ev.type == "DELETED":
+                out.append(time.monotonic_ns())
+            elif kz.exists(path, watch=watch) is None:
+                out.append(time.monotonic_ns())
+        if kz.exists(path, watch=watch) is None:
+            out.append(time.monotonic_ns())
+
     def test_holder_of_two_locks_stopped_past_its_session(self):
         """The main process of a worker holding two locks is stopped past its session: its
         run is killed before the other worker's run takes either lock."""
@@ -420,6 +431,15 @@ class RwLockTest(lktest.TestCase):
                              "restart_backoff": "1s"}}
         self.start_workers(jobs)
         old = rec.wait_for("start", timeout=30)[0]
+        # Watch the stopped worker's two lock nodes: no one can take either lock before
+        # they are deleted (its session expired), and the run must be dead by then.
+        kz = self.kazoo()
+        gone = []
+        for folder in ("/leasekeeper/mutex/p", "/leasekeeper/rwlock/q"):
+            ours = [c for c in kz.get_children(folder)
+                    if json.loads(kz.get(folder + "/" + c)[0]).get("node") == old.who]
+            self.assertEqual(len(ours), 1, folder)
+            self.watch_deleted(kz, folder + "/" + ours[0], gone)
         main = self.procs[old.who].pid
         os.kill(main, signal.SIGSTOP)
         try:
@@ -432,6 +452,9 @@ class RwLockTest(lktest.TestCase):
             os.kill(main, signal.SIGCONT)
         death = [d for d in rec.records() if d.kind == "death" and d.pid == old.pid][0]
         new = [s for s in rec.starts() if s.who != old.who][0]
+        self.wait_until(lambda: len(gone) == 2, timeout=30, msg="the old lock nodes stayed")
+        self.assertLess(death.t_ns, min(gone),
+                        "a lock node of the stopped worker went before its run died")
         self.assertLess(death.t_ns, new.t_ns, "the new run started before the old one died")
         rep = rec.check(leases=1)
         self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
