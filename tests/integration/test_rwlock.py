@@ -121,6 +121,10 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, "a reader runs beside Curator's reader: " + r.stderr)
         r = self.run_exec("x", ["true"], mode="write", lock_paths=[path], timeout="2s")
         self.assertEqual(r.returncode, 75, "a writer waits for Curator's reader")
+        # The writer that gave up took its node with it: only Curator's is left.
+        kids = self.kazoo().get_children(path)
+        self.assertEqual(len(kids), 1, kids)
+        self.assertIn("__READ__", kids[0])
         cur.write_line("release")
         cur.wait_log(r"^released$", timeout=20)
 
