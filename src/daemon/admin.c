@@ -354,6 +354,19 @@ admin_ask_job(struct admin_view *v, json_t *job)
 	free(rec);
 }
 
+/* A configured job's locks, as written: [{"path", "mode"}]; holders are the first's. */
+static json_t *
+admin_config_locks(const struct config_job *cj)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < cj->nlocks; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "path", cj->locks[i].znode, "mode",
+		                                   config_lock_kind_name(cj->locks[i].kind)));
+	return a;
+}
+
 /* A job object for the output. */
 static json_t *
 admin_job_object(struct admin_view *v, const char *name, const char *lock_path, int leases)
@@ -645,6 +658,9 @@ admin_view_start(struct zk *zk, const struct admin_view_opts *o, void (*done)(js
 			json_object_set_new(job, "_configured", json_true());
 			json_object_set_new(job, "schedule",
 			                    json_string(cfg->jobs_list[i]->schedule));
+			if (cfg->jobs_list[i]->nlocks > 1)
+				json_object_set_new(job, "locks",
+				                    admin_config_locks(cfg->jobs_list[i]));
 			t = schedule_next(cfg->jobs_list[i]->sched,
 			                  (int64_t)(clock_wall_ms() / 1000));
 			if (t >= 0) {
@@ -659,6 +675,20 @@ admin_view_start(struct zk *zk, const struct admin_view_opts *o, void (*done)(js
 		free(path);
 	}
 	admin_view_settle(v);
+}
+
+/* Print a job's locks when it has several (admin_config_locks). */
+static void
+admin_print_locks(json_t *job)
+{
+	json_t *n;
+	size_t j;
+
+	json_array_foreach(json_object_get(job, "locks"), j, n)
+		printf("    %-8s %s (%s)%s\n", j == 0 ? "locks" : "",
+		       json_string_value(json_object_get(n, "path")),
+		       json_string_value(json_object_get(n, "mode")),
+		       j == 0 ? ", whose holders follow" : "");
 }
 
 /* Print one holder or waiter line. */
@@ -843,6 +873,7 @@ admin_status_print(json_t *out)
 			       "workers do not contend until `leasekeeper set-leases` fixes it",
 			       LK_MAX_LEASES);
 		printf("\n");
+		admin_print_locks(job);
 		if (json_object_get(job, "paused") != NULL)
 			printf(
 			    "    PAUSED by %s since %s%s\n",

@@ -454,6 +454,12 @@ class RwLockTest(lktest.TestCase):
         new = rec.starts()[1]
         self.assertGreater(int(new.fields["fence"]), int(old.fields["fence"]))
         self.assertIn("lease lost", self.procs["alpha"].log_text())
+        # status names both locks of the job, with their kinds.
+        r = subprocess.run([BIN, "status", "-c", self.cfgs["alpha"]], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^\s+locks\s+/leasekeeper/mutex/p \(mutex\), whose")
+        self.assertRegex(r.stdout, r"(?m)^\s+/leasekeeper/semaphore/q \(semaphore\)$")
         self.assertEqual(rec.check(leases=1).overlaps, 0)
 
     @staticmethod
