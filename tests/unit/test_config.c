@@ -543,6 +543,9 @@ test_locks(void **state)
 	struct config *cfg;
 	struct config_errors errors;
 	struct config_job *j;
+	char *out;
+	size_t len;
+	FILE *f;
 
 	(void)state;
 	put("worker.ini", BASE);
@@ -582,6 +585,14 @@ test_locks(void **state)
 	assert_false(j->has_locks);
 	assert_int_equal(j->locks[0].kind, CONFIG_LOCK_MUTEX);
 	assert_string_equal(j->locks[0].znode, "/leasekeeper/mutex/plain");
+	/* check prints every lock with its kind */
+	assert_non_null(f = open_memstream(&out, &len));
+	config_print(cfg, f);
+	fclose(f);
+	assert_non_null(strstr(out, "  locks            /leasekeeper/rwlock/db (read)\n"
+	                            "                   /leasekeeper/mutex/cache (mutex)\n"));
+	assert_non_null(strstr(out, "/leasekeeper/semaphore/pool (semaphore)\n"));
+	free(out);
 	config_free(cfg);
 }
 
