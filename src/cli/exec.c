@@ -41,6 +41,8 @@
 #include "zk.h"
 #include "znode.h"
 
+#define EXEC_MAX_LOCKS 16 /* as many as a job's locks may list */
+
 enum exec_state {
 	EXEC_CONNECTING, /* waiting for a session */
 	EXEC_AGREEING,   /* checking the cluster's lease count */
@@ -64,6 +66,9 @@ struct exec {
 	char *lock_path;
 	int leases;
 	int explicit_lock_path;
+	enum lease_kind mode; /* --read, --write; else LEASE_MUTEX (a semaphore with --leases) */
+	const char *lock_paths[EXEC_MAX_LOCKS]; /* every --lock-path, in the order given */
+	int nlock_paths;
 	uint64_t timeout_ms;
 	uint64_t kill_grace_ms;
 	int safety_margin_ms;
@@ -107,6 +112,7 @@ exec_start(struct exec *e)
 	    .inherit_env = 1,
 	    .node_id = e->node_id,
 	    .fence = lease_fence(e->lease),
+	    .fences = lease_fences(e->lease),
 	    .leases = e->leases,
 	    .deadline_ms = zk_timeout_ms(e->zk) - e->safety_margin_ms,
 	    .tick = -1,
@@ -397,8 +403,9 @@ exec_usage(FILE *f)
 		return usage_hint("exec");
 	fputs(
 	    "usage: leasekeeper exec [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
-	    "                        [--leases N] [--timeout DUR] [--lock-path PATH]\n"
-	    "                        [--node-id ID] [--session-timeout DUR]\n"
+	    "                        [--leases N | --read | --write] [--timeout DUR]\n"
+	    "                        [--lock-path PATH]... [--node-id ID]\n"
+	    "                        [--session-timeout DUR]\n"
 	    "                        [--safety-margin DUR] [--kill-grace DUR] [-v]\n"
 	    "                        NAME -- CMD [ARGS...]\n"
 	    "\n"
@@ -408,7 +415,11 @@ exec_usage(FILE *f)
 	    "\n"
 	    "  -l, --leases N             a semaphore of N leases (default 1: a mutex)\n"
 	    "  -t, --timeout DUR          give up waiting for the lease after DUR (exit 75)\n"
-	    "  -p, --lock-path PATH       an absolute lock path instead of NAME's under the root\n"
+	    "      --read, --write        take the read or the write side of a read-write lock\n"
+	    "                             (Curator's InterProcessReadWriteLock) instead\n"
+	    "  -p, --lock-path PATH       an absolute lock path instead of NAME's under the root;\n"
+	    "                             again for several locks, taken in path order, all or\n"
+	    "                             none\n"
 	    "  -N, --node-id ID           who holds the lease, in its node (default: the host)\n"
 	    "  -s, --session-timeout DUR  the ZooKeeper session timeout asked for\n"
 	    "  -m, --safety-margin DUR    kill this long before the session could expire\n"
@@ -450,6 +461,58 @@ exec_duration(const char *opt, const char *text, uint64_t *ms)
 	return 0;
 }
 
+/* Add a --lock-path: valid, not given before, at most EXEC_MAX_LOCKS; -1 when not. */
+static int
+exec_lock_path(struct exec *e, const char *path)
+{
+	char *cause;
+	int i;
+
+	for (i = 0; i < e->nlock_paths; i++)
+		if (strcmp(e->lock_paths[i], path) == 0) {
+			fprintf(stderr, "leasekeeper exec: --lock-path %s given twice\n", path);
+			return -1;
+		}
+	if (e->nlock_paths == EXEC_MAX_LOCKS) {
+		fprintf(stderr, "leasekeeper exec: at most %d --lock-path\n", EXEC_MAX_LOCKS);
+		return -1;
+	}
+	if (!znode_valid_path(path, &cause)) {
+		fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
+		free(cause);
+		return -1;
+	}
+	e->lock_paths[e->nlock_paths++] = path;
+	return 0;
+}
+
+/*
+ * The lease: every --lock-path (all or none, in path order), else the lock named after the
+ * command, in <root>/rwlock with --read or --write; e->lock_path is the first.
+ */
+static void
+exec_lease_new(struct exec *e, const char *root, const char *data, const struct lease_cb *cb)
+{
+	struct lease_spec specs[EXEC_MAX_LOCKS];
+	int i, n = e->nlock_paths > 0 ? e->nlock_paths : 1;
+	char *dir;
+
+	if (e->nlock_paths > 0)
+		e->lock_path = xstrdup(e->lock_paths[0]);
+	else if (e->mode == LEASE_READ || e->mode == LEASE_WRITE) {
+		dir = znode_join(root, "rwlock");
+		e->lock_path = znode_join(dir, e->name);
+		free(dir);
+	} else
+		e->lock_path = layout_lock_path(root, e->name, NULL, e->leases);
+	for (i = 0; i < n; i++) {
+		specs[i].path = e->nlock_paths > 0 ? e->lock_paths[i] : e->lock_path;
+		specs[i].kind = e->mode == LEASE_MUTEX && e->leases > 1 ? LEASE_SEMAPHORE : e->mode;
+		specs[i].leases = e->leases;
+	}
+	e->lease = lease_new_set(e->base, e->zk, specs, n, data, cb, e);
+}
+
 /* `exec`. */
 int
 exec_main(int argc, char **argv)
@@ -467,6 +530,8 @@ exec_main(int argc, char **argv)
 	                                         {"auth-file", required_argument, NULL, 'A'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
+	                                         {"read", no_argument, NULL, 'R'},
+	                                         {"write", no_argument, NULL, 'W'},
 	                                         {NULL, 0, NULL, 0}};
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL};
@@ -490,7 +555,8 @@ exec_main(int argc, char **argv)
 	e.leases = 1;
 	e.kill_grace_ms = 2000;
 	e.safety_margin_ms = 1000;
-	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vhRW", longopts, NULL)) !=
+	       -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -510,7 +576,13 @@ exec_main(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'p':
+			if (exec_lock_path(&e, optarg) != 0)
+				return EXIT_USAGE;
 			lock_path = optarg;
+			break;
+		case 'R':
+		case 'W':
+			e.mode = ch == 'R' ? LEASE_READ : LEASE_WRITE;
 			break;
 		case 'N':
 			node_id = optarg;
@@ -551,9 +623,9 @@ exec_main(int argc, char **argv)
 		free(cause);
 		return EXIT_USAGE;
 	}
-	if (lock_path != NULL && !znode_valid_path(lock_path, &cause)) {
-		fprintf(stderr, "leasekeeper exec: --lock-path: %s\n", cause);
-		free(cause);
+	if (e.mode != LEASE_MUTEX && e.leases != 1) {
+		fprintf(stderr, "leasekeeper exec: --read and --write take no --leases (a "
+		                "read-write lock has no count)\n");
 		return EXIT_USAGE;
 	}
 	if (root != NULL && !znode_valid_path(root, &cause)) {
@@ -647,7 +719,6 @@ exec_main(int argc, char **argv)
 	e.root = xstrdup(root);
 	e.node_id = xstrdup(node_id);
 	e.explicit_lock_path = lock_path != NULL;
-	e.lock_path = layout_lock_path(root, e.name, lock_path, e.leases);
 	e.started_ns = clock_now_ns();
 	signal(SIGPIPE, SIG_IGN);
 	if ((e.base = event_base_new()) == NULL)
@@ -683,7 +754,7 @@ exec_main(int argc, char **argv)
 	                               : NULL,
 	                 exec_zk_cb, &e);
 	data = lease_data(e.node_id, e.name, clock_wall_ms());
-	e.lease = lease_new(e.base, e.zk, e.lock_path, e.leases, data, &lcb, &e);
+	exec_lease_new(&e, root, data, &lcb);
 	free(data);
 	if (!e.explicit_lock_path)
 		e.rec = jobrec_new(e.zk, e.root, e.name, e.leases, e.lock_path, &rcb, &e);

@@ -193,6 +193,36 @@ logs_field(json_t *rec, const char *key)
 	return utf8_escape(s != NULL ? s : "?");
 }
 
+/* A run's locks (joblocks.c), when it held several or a side of a read-write lock. */
+static void
+logs_locks(json_t *rec)
+{
+	json_t *locks = json_object_get(rec, "locks"), *k;
+	const char *mode;
+	char *path;
+	size_t i;
+
+	if (!json_is_array(locks) || json_array_size(locks) == 0 ||
+	    (json_array_size(locks) == 1 &&
+	     (mode = json_string_value(json_object_get(json_array_get(locks, 0), "mode"))) !=
+	         NULL &&
+	     strcmp(mode, "mutex") == 0))
+		return;
+	printf("locks:");
+	json_array_foreach(locks, i, k) {
+		path = logs_field(k, "path");
+		mode = json_string_value(json_object_get(k, "mode"));
+		printf("%s %s (%s), fence %lld", i > 0 ? "," : "", path,
+		       mode != NULL && strcmp(mode, "mutex") == 0   ? "mutex"
+		       : mode != NULL && strcmp(mode, "read") == 0  ? "read"
+		       : mode != NULL && strcmp(mode, "write") == 0 ? "write"
+		                                                    : "semaphore",
+		       (long long)json_integer_value(json_object_get(k, "fence")));
+		free(path);
+	}
+	printf("\n");
+}
+
 /* The human view: one header line per run, then its output, every line escaped. */
 static void
 logs_print(json_t *runs)
@@ -225,6 +255,7 @@ logs_print(json_t *runs)
 			printf(", fence %lld",
 			       (long long)json_integer_value(json_object_get(rec, "fence")));
 		printf("\n");
+		logs_locks(rec);
 		if (json_string_value(json_object_get(rec, "error")) != NULL) {
 			line = logs_field(rec, "error");
 			printf("error: %s\n", line);

@@ -37,6 +37,20 @@ static const char status_usage[] =
     "  -l, --leases N        with --lock-path: read it as a semaphore of N "
     "leases\n" TARGET_OPTIONS_HELP;
 
+/* Print a job's locks when it has several (view_config_locks). */
+static void
+status_print_locks(json_t *job)
+{
+	json_t *n;
+	size_t j;
+
+	json_array_foreach(json_object_get(job, "locks"), j, n)
+		printf("    %-8s %s (%s)%s\n", j == 0 ? "locks" : "",
+		       json_string_value(json_object_get(n, "path")),
+		       json_string_value(json_object_get(n, "mode")),
+		       j == 0 ? ", whose holders follow" : "");
+}
+
 /* Print one holder or waiter line. */
 static void
 status_print_node(const char *what, json_t *n)
@@ -156,7 +170,8 @@ status_print(json_t *out)
 
 		printf("  %s  %s %s, %d lease%s",
 		       json_string_value(json_object_get(job, "name")) ?: "-",
-		       leases == 1 ? "mutex" : "semaphore",
+		       json_string_value(json_object_get(job, "kind"))
+		           ?: (leases == 1 ? "mutex" : "semaphore"),
 		       json_string_value(json_object_get(job, "lock_path")), leases,
 		       leases == 1 ? "" : "s");
 		if (cl != NULL && json_integer_value(cl) != leases)
@@ -167,6 +182,7 @@ status_print(json_t *out)
 			       "workers do not contend until `leasekeeper set-leases` fixes it",
 			       LK_MAX_LEASES);
 		printf("\n");
+		status_print_locks(job);
 		if (json_object_get(job, "paused") != NULL)
 			printf(
 			    "    PAUSED by %s since %s%s\n",
@@ -187,7 +203,9 @@ status_print(json_t *out)
 		if (json_object_get(job, "runnable_workers") != NULL)
 			status_print_placement(job);
 		json_array_foreach(json_object_get(job, "holders"), j, n)
-			status_print_node(leases == 1 && j > 0 ? "waiting" : "holder", n);
+			status_print_node(json_string_value(json_object_get(n, "role"))
+			                      ?: (leases == 1 && j > 0 ? "waiting" : "holder"),
+			                  n);
 		json_array_foreach(json_object_get(job, "waiters"), j, n)
 			status_print_node("waiting", n);
 		if (json_array_size(json_object_get(job, "holders")) == 0 &&

@@ -516,14 +516,16 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 		log_info("job %s: the tick of %s is not run: the job is paused",
 		         znode_basename(jr->path), when);
 	else {
-		log_warnx("job %s: the tick of %s was missed: no worker started it within its "
+		log_warnx("job %s: the tick of %s was missed: no worker %s within its "
 		          "start_deadline",
-		          znode_basename(jr->path), when);
+		          znode_basename(jr->path), when,
+		          strcmp(reason, "locks") == 0 ? "got all its locks" : "started it");
 		jr->missed++;
 	}
 	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
 	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
-	                   "node", node, "reason", reason, "outcome", reason);
+	                   "node", node, "reason", reason, "outcome",
+	                   strcmp(reason, "locks") == 0 ? "missed" : reason);
 	jobrec_record_run(jr, record, history);
 }
 
@@ -748,14 +750,17 @@ jobrec_missed_step(struct jobrec_task *t)
 	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
 }
 
-/* Record tick as missed, once cluster-wide, unless it was claimed or already recorded. */
+/*
+ * Record tick as missed, once cluster-wide, unless it was claimed or already recorded; with
+ * the reason "locks" when a job of several locks did not get them all ("missed" else).
+ */
 void
-jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
+jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history, int locks)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
 	t->history = history;
-	t->reason = "missed";
+	t->reason = locks ? "locks" : "missed";
 	jobrec_missed_step(t);
 }
 

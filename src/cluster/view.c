@@ -29,6 +29,7 @@
 #include "view.h"
 #include "xmalloc.h"
 #include "zk.h"
+#include "rworder.h"
 #include "znode.h"
 
 /* What one answer fills in. */
@@ -125,6 +126,19 @@ view_ask_job(struct view *v, json_t *job)
 	free(rec);
 }
 
+/* A configured job's locks, as written: [{"path", "mode"}]; holders are the first's. */
+static json_t *
+view_config_locks(const struct config_job *cj)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < cj->nlocks; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "path", cj->locks[i].znode, "mode",
+		                                   config_lock_kind_name(cj->locks[i].kind)));
+	return a;
+}
+
 /* A job object for the output. */
 static json_t *
 view_job_object(struct view *v, const char *name, const char *lock_path, int leases)
@@ -166,6 +180,23 @@ view_lock_name(const char *name, const char *base)
 	return znode_sequence(uuid + ZNODE_UUID_LEN + 1, base, &seq) == 0;
 }
 
+/*
+ * A read-write lock's node (rworder.c): its mode, whether it holds in this sorted listing,
+ * and whether it is named as Curator names one.
+ */
+static void
+view_rw_entry(json_t *entry, char *const *names, size_t n, size_t i)
+{
+	struct rworder_place pl;
+	int writer = rworder_is_writer(names[i]);
+
+	rworder_place(names, (int)n, names[i], writer, &pl);
+	json_object_set_new(entry, "mode", json_string(writer ? "write" : "read"));
+	json_object_set_new(entry, "role", json_string(pl.holds ? "holder" : "waiting"));
+	if (!view_lock_name(names[i], RWORDER_READ) && !view_lock_name(names[i], RWORDER_WRITE))
+		json_object_set_new(entry, "stranger", json_string("name"));
+}
+
 /* qsort: names in byte order. */
 static int
 view_name_cmp(const void *a, const void *b)
@@ -186,11 +217,19 @@ view_list(struct view *v, const struct zk_reply *reply, json_t *list, const char
 	size_t i, n = (size_t)reply->nchildren, from = 0;
 	json_t *entry;
 	char *path;
+	int rw = 0; /* a read-write lock's folder: Curator's __READ__ and __WRIT__ nodes */
 
 	names = xcalloc(n + 1, sizeof *names);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		names[i] = reply->children[i];
-	if (base != NULL)
+		rw |= locks && (strstr(names[i], RWORDER_READ) != NULL ||
+		                strstr(names[i], RWORDER_WRITE) != NULL);
+	}
+	if (rw && owner != NULL)
+		json_object_set_new(owner, "kind", json_string("read-write lock"));
+	if (rw)
+		rworder_sort(names, n);
+	else if (base != NULL)
 		znode_sort(names, n, base);
 	else
 		qsort(names, n, sizeof *names, view_name_cmp);
@@ -203,7 +242,9 @@ view_list(struct view *v, const struct zk_reply *reply, json_t *list, const char
 	for (i = from; i < n; i++) {
 		entry = json_object();
 		json_object_set_new(entry, "znode", json_string(names[i]));
-		if (locks && !view_lock_name(names[i], base))
+		if (rw)
+			view_rw_entry(entry, names, n, i);
+		else if (locks && !view_lock_name(names[i], base))
 			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
@@ -479,6 +520,20 @@ view_split(json_t *out)
 		n = (size_t)json_integer_value(json_object_get(job, "leases"));
 		holders = json_object_get(job, "holders");
 		waiters = json_object_get(job, "waiters");
+		if (n == 1 && json_object_get(job, "kind") != NULL) {
+			/* A read-write lock: readers hold side by side (view_rw_entry). */
+			for (size_t k = 0; k < json_array_size(holders);) {
+				extra = json_array_get(holders, k);
+				if (json_is_string(json_object_get(extra, "role")) &&
+				    strcmp(json_string_value(json_object_get(extra, "role")),
+				           "waiting") == 0) {
+					json_array_append(waiters, extra);
+					json_array_remove(holders, k);
+				} else
+					k++;
+			}
+			continue;
+		}
 		if (n == 1) {
 			while (json_array_size(holders) > 1) {
 				json_array_append(waiters, json_array_get(holders, 1));
@@ -549,6 +604,9 @@ view_start(struct zk *zk, const struct view_opts *o, void (*done)(json_t *, void
 			json_object_set_new(job, "_configured", json_true());
 			json_object_set_new(job, "schedule",
 			                    json_string(cfg->jobs_list[i]->schedule));
+			if (cfg->jobs_list[i]->nlocks > 1)
+				json_object_set_new(job, "locks",
+				                    view_config_locks(cfg->jobs_list[i]));
 			t = schedule_next(cfg->jobs_list[i]->sched,
 			                  (int64_t)(clock_wall_ms() / 1000));
 			if (t >= 0) {

@@ -49,8 +49,9 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 		return 0;
 	if (a->leases != b->leases || !config_str_equal(a->lock, b->lock) ||
 	    !config_str_equal(a->lock_path, b->lock_path) ||
-	    !config_str_equal(a->lock_znode, b->lock_znode) || a->per_tick != b->per_tick ||
-	    a->start_deadline_ms != b->start_deadline_ms || a->jitter_ms != b->jitter_ms)
+	    !config_str_equal(a->lock_znode, b->lock_znode) || !config_locks_equal(a, b) ||
+	    a->per_tick != b->per_tick || a->start_deadline_ms != b->start_deadline_ms ||
+	    a->jitter_ms != b->jitter_ms)
 		return 0;
 	if (a->timeout_ms != b->timeout_ms || a->retries != b->retries ||
 	    a->retry_backoff_ms != b->retry_backoff_ms || a->max_failures != b->max_failures ||

@@ -153,6 +153,11 @@ struct config_job *config_resolve_job(struct config_ctx *ctx, const struct confi
                                       const struct config_sec *sec);
 void config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
 void config_free_argv(char **argv);
+/* config-lock.c */
+void config_resolve_job_locks(struct config_ctx *ctx, const struct config *cfg,
+                              const struct config_sec *sec, struct config_job *job);
+void config_check_lock_kinds(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
+void config_free_locks(struct config_job *job);
 
 /* config-label.c */
 void config_resolve_labels(struct config_ctx *ctx, struct config *cfg, const struct config_sec *wk);

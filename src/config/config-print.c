@@ -127,6 +127,7 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	char d1[32], d2[32], prog[PATH_MAX], why[CONFIG_TERM_MAX], *text;
 	struct passwd *pw;
 	char **p;
+	size_t i;
 	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
 
 	fprintf(f, "\njob %s (%s:%d)\n", job->name, job->file, job->line);
@@ -160,6 +161,9 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 		        job->leases, job->leases);
 	fprintf(f, "  lock             %s%s\n", job->lock_znode,
 	        job->lock_path != NULL ? " (lock_path)" : "");
+	for (i = 0; job->has_locks && i < job->nlocks; i++)
+		fprintf(f, "  %-16s %s (%s)\n", i == 0 ? "locks" : "", job->locks[i].znode,
+		        config_lock_kind_name(job->locks[i].kind));
 	if (!continuous) {
 		duration_format(job->start_deadline_ms, d1, sizeof d1);
 		fprintf(f, "  per tick         %d host%s, must start within %s\n", job->per_tick,

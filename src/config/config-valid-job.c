@@ -412,6 +412,7 @@ config_resolve_job_lease(struct config_ctx *ctx, const struct config *cfg,
 		job->lock_znode = xstrdup(kv2->value);
 	} else
 		job->lock_znode = layout_lock_path(cfg->root, job->lock, NULL, job->leases);
+	config_resolve_job_locks(ctx, cfg, sec, job);
 	job->per_tick = 1;
 	ok_tick =
 	    config_get_int(ctx, sec, "per_tick", 1, LK_MAX_LEASES, NULL, NULL, &job->per_tick);

@@ -126,6 +126,7 @@ config_job_free(struct config_job *job)
 	free(job->lock);
 	free(job->lock_path);
 	free(job->lock_znode);
+	config_free_locks(job);
 	free(job->user);
 	free(job->group);
 	free(job->workdir);
@@ -206,6 +207,7 @@ config_load_opts(const char *file, struct config **out, struct config_errors *er
 		cfg->jobs_list[cfg->njobs++] = job;
 	}
 	config_check_locks(&ctx, cfg, kept);
+	config_check_lock_kinds(&ctx, cfg, kept);
 
 done:
 	config_ctx_finish(&ctx, errors);

@@ -82,6 +82,8 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 	else {
 		/* A hook holds no lease: no fence or deadline of its own. */
 		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCE=%lld", (long long)rs->fence);
+		if (rs->fences != NULL)
+			runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCES=%s", rs->fences);
 		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_LEASES=%d", rs->leases);
 		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_DEADLINE_MS=%d", rs->deadline_ms);
 	}

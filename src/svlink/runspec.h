@@ -22,6 +22,7 @@ struct runspec {
 	int inherit_env; /* exec: the command keeps the caller's environment; jobs: 0, clean */
 	const char *node_id;
 	int64_t fence;
+	const char *fences; /* LEASEKEEPER_FENCES: "path=fence,..." for every lock, or NULL */
 	int leases;
 	int deadline_ms; /* LEASEKEEPER_DEADLINE_MS */
 	int64_t tick;    /* scheduled: the tick, seconds; -1 if none */

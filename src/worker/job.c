@@ -49,6 +49,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "joblocks.h"
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "jobstate.h"
@@ -237,7 +238,9 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
-		jobrec_missed(job->rec, a->tick, cfg->node_id, job->cfg->history);
+		/* A lease of several locks that did not all come in time: reason "locks". */
+		jobrec_missed(job->rec, a->tick, cfg->node_id, job->cfg->history,
+		              lease_count(job->lease) > 1);
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;
@@ -456,7 +459,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->last_outcome = job->last_status = -1;
 	job->lock_path = xstrdup(cj->lock_znode);
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
-	job->lease = lease_new(base, zk, job->lock_path, cj->leases, data, &lcb, job);
+	job->lease = joblocks_lease(base, zk, cj, data, &lcb, job);
 	free(data);
 	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "config.h"
 #include "duration.h"
+#include "joblocks.h"
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "lease.h"
@@ -76,6 +77,7 @@ job_start_run(struct job *job)
 
 	rs = job_runspec(job, cj->argv);
 	rs.fence = job->run_fence;
+	rs.fences = lease_fences(job->lease);
 	rs.leases = cj->leases;
 	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
 	rs.tick = job->fsm.tick;
@@ -195,6 +197,7 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 	              reason, "duration_ms",
 	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
+	json_object_set_new(o, "locks", joblocks_json(job->lease));
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(a->outcome)));
 	if (a->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(a->tick));

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "joblocks.h"
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "lease.h"
@@ -116,6 +117,7 @@ job_status_json(const struct job *job)
 	              "fence", (json_int_t)(job->run != 0 ? job->run_fence : 0), "runs",
 	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
 	              "consecutive_failures", job->fsm.failures);
+	json_object_set_new(o, "locks", joblocks_json(job->lease));
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)

@@ -5,16 +5,23 @@
 //   semaphore CONNECT PATH N CYCLES HOLD_MS RECORD_FILE WHO
 //   hold CONNECT PATH [RECORD_FILE WHO]
 //   hold-semaphore CONNECT PATH N [RECORD_FILE WHO]
+//   read|write|multi CONNECT PATH CYCLES HOLD_MS RECORD_FILE WHO
+//   hold-read|hold-write|hold-multi CONNECT PATH [RECORD_FILE WHO]
 //   clock
 //   bench-uncontended CONNECT PATH N [WARMUP [ROUNDS [ROUND_WARMUP]]]
 //   bench-handoff CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]
+//   bench-handoff-read|bench-handoff-write CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]
 //
 // mutex/semaphore acquire (InterProcessMutex / InterProcessSemaphoreV2), append a start line
 // to RECORD_FILE in lk-record's format, hold HOLD_MS, append an end line, release; CYCLES
 // times (a cycle whose acquire fails prints "error acquiring" and counts as done), then
 // print "done". hold/hold-semaphore acquire, print "acquired", and release when stdin
 // closes or a line "release" arrives, then print "released". clock prints "nanotime T"
-// (System.nanoTime(), CLOCK_MONOTONIC on Linux) and exits.
+// (System.nanoTime(), CLOCK_MONOTONIC on Linux) and exits. read/write take the read or write
+// lock of one InterProcessReadWriteLock on PATH; multi takes an InterProcessMultiLock of
+// InterProcessMutexes on the comma-separated paths in PATH, in the order given (Curator's
+// own order), and then RECORD_FILE may be comma-separated too: one file per path, each
+// getting the same lines.
 //
 // The bench modes are scripts/bench's Curator side (see tests/tools/lk-bench.c for the same
 // loops in leasekeeper); T is System.nanoTime(). bench-uncontended creates PATH
@@ -29,7 +36,8 @@
 // the hot paths and prints "warmed"; then, ROUNDS (1) times, it waits for "go", and N times
 // acquires, prints "acquired WHO T" (T taken when acquire() returns), holds HOLD_US (2000),
 // takes T, calls release() and prints "release WHO T"; then prints "round-done WHO".
-// Both end with "done".
+// Both end with "done". bench-handoff-read and bench-handoff-write do the same with the read
+// or write lock of an InterProcessReadWriteLock on PATH.
 //
 // Every mode prints "ready" once connected, connection state changes as "state NAME", and
 // flushes each line. If the connection is SUSPENDED or LOST while a lease is held, the peer
@@ -46,7 +54,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.state.ConnectionState;
@@ -70,11 +81,13 @@ public class CuratorPeer {
             return;
         }
         String line = kind + " " + who + " " + PID + " " + System.nanoTime() + extra + "\n";
-        try (FileOutputStream out = new FileOutputStream(recordFile, true)) {
-            out.write(line.getBytes(StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            say("error writing " + recordFile + ": " + e);
-            System.exit(3);
+        for (String file : recordFile.split(",")) {
+            try (FileOutputStream out = new FileOutputStream(file, true)) {
+                out.write(line.getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                say("error writing " + file + ": " + e);
+                System.exit(3);
+            }
         }
     }
 
@@ -100,6 +113,8 @@ public class CuratorPeer {
                 + " RECORD_FILE WHO | semaphore CONNECT PATH N CYCLES HOLD_MS RECORD_FILE WHO"
                 + " | hold CONNECT PATH [RECORD_FILE WHO]"
                 + " | hold-semaphore CONNECT PATH N [RECORD_FILE WHO] | clock"
+                + " | read|write|multi CONNECT PATH CYCLES HOLD_MS RECORD_FILE WHO"
+                + " | hold-read|hold-write|hold-multi CONNECT PATH [RECORD_FILE WHO]"
                 + " | bench-uncontended CONNECT PATH N [WARMUP [ROUNDS [ROUND_WARMUP]]]"
                 + " | bench-handoff CONNECT PATH N WHO [HOLD_US [WARMUP [ROUNDS]]]");
         System.exit(2);
@@ -244,7 +259,9 @@ public class CuratorPeer {
             }
         }
         say("warmed");
-        InterProcessMutex m = new InterProcessMutex(c, args.get(2));
+        InterProcessLock m = args.get(0).equals("bench-handoff")
+                ? new InterProcessMutex(c, args.get(2))
+                : lockOf(c, args.get(0), args.get(2));
         BufferedReader in =
                 new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (int r = 0; r < rounds; r++) {
@@ -261,6 +278,68 @@ public class CuratorPeer {
             say("round-done " + me);
         }
         say("done " + me);
+        c.close();
+    }
+
+    // The lock of a read, write or multi mode on PATH.
+    static InterProcessLock lockOf(CuratorFramework c, String mode, String path) {
+        if (mode.endsWith("read")) {
+            return new InterProcessReadWriteLock(c, path).readLock();
+        }
+        if (mode.endsWith("write")) {
+            return new InterProcessReadWriteLock(c, path).writeLock();
+        }
+        return new InterProcessMultiLock(c, List.of(path.split(",")));
+    }
+
+    // read, write, multi: CYCLES turns of acquire, record, hold, record, release.
+    static void lockCycles(List<String> args, int sessionMs) throws Exception {
+        if (args.size() != 7) usage();
+        recordFile = args.get(5);
+        who = args.get(6);
+        CuratorFramework c = connect(args.get(1), sessionMs);
+        InterProcessLock m = lockOf(c, args.get(0), args.get(2));
+        int cycles = Integer.parseInt(args.get(3));
+        long holdMs = Long.parseLong(args.get(4));
+        for (int i = 0; i < cycles; i++) {
+            try {
+                m.acquire();
+            } catch (Exception e) {
+                say("error acquiring: " + e);
+                Thread.sleep(100);
+                continue;
+            }
+            started();
+            Thread.sleep(holdMs);
+            ended("done");
+            released();
+            try {
+                m.release();
+            } catch (Exception e) {
+                say("error releasing: " + e);
+            }
+        }
+        say("done");
+        c.close();
+    }
+
+    // hold-read, hold-write, hold-multi: acquire, say so, release when told.
+    static void lockHold(List<String> args, int sessionMs) throws Exception {
+        if (args.size() != 3 && args.size() != 5) usage();
+        if (args.size() == 5) {
+            recordFile = args.get(3);
+            who = args.get(4);
+        }
+        CuratorFramework c = connect(args.get(1), sessionMs);
+        InterProcessLock m = lockOf(c, args.get(0), args.get(2));
+        m.acquire();
+        started();
+        say("acquired");
+        waitForRelease();
+        ended("done");
+        released();
+        m.release();
+        say("released");
         c.close();
     }
 
@@ -284,7 +363,19 @@ public class CuratorPeer {
                     benchUncontended(args, sessionMs);
                     return;
                 case "bench-handoff":
+                case "bench-handoff-read":
+                case "bench-handoff-write":
                     benchHandoff(args, sessionMs);
+                    return;
+                case "read":
+                case "write":
+                case "multi":
+                    lockCycles(args, sessionMs);
+                    return;
+                case "hold-read":
+                case "hold-write":
+                case "hold-multi":
+                    lockHold(args, sessionMs);
                     return;
                 case "mutex": {
                     if (args.size() != 7) usage();

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk-bench.c: latency of the mutex recipe and of bare ZooKeeper calls, for scripts/bench. */
+/* lk-bench.c: latency of the lock recipes and of bare ZooKeeper calls, for scripts/bench. */
 
 /*
  * lk-bench uncontended HOSTS PATH N [--warmup W]
- * lk-bench handoff HOSTS PATH N WHO [--hold-us H]
+ * lk-bench handoff HOSTS PATH N WHO [--hold-us H] [--read | --write]
  * lk-bench floor HOSTS PATH N WHO [--hold-us H] [--zk]
  *
  * Everything runs on one libevent loop in one thread. Timestamps are CLOCK_MONOTONIC in
@@ -32,7 +32,9 @@
  *	without a listing); hold H us (default 2000) on a timer; take T; mutex_release; print
  *	"release WHO T"; acquire again at once (the release and the next create are pipelined).
  *	Two such peers alternate: the waiter's acquired T minus the holder's release T is one
- *	hand-over.
+ *	hand-over. With --read or --write the peer takes that side of the read-write lock at
+ *	PATH (rwlock.c) instead: a reader and a writer alternate as two writers do, each
+ *	waiting for the other's release.
  *
  * floor: the same ping-pong without the recipe. Each peer keeps two ephemeral nodes,
  *	PATH/WHO-K and PATH/WHO-(K+1), K counting from 0; after "go" it lists PATH to learn the
@@ -67,6 +69,7 @@
 
 #include "log.h"
 #include "mutex.h"
+#include "rwlock.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -97,6 +100,8 @@ struct bench {
 	long warmup;
 	uint64_t hold_ns;
 	int via_zk; /* floor through the zk module */
+	int rw;     /* handoff: 1 the read side, 2 the write side of a read-write lock */
+	struct rwlock *rwl;
 
 	struct event_base *base;
 	struct event *stdin_ev;
@@ -168,9 +173,10 @@ bench_say(const char *fmt, ...)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: lk-bench uncontended HOSTS PATH N [--warmup W]\n"
-	                "       lk-bench handoff HOSTS PATH N WHO [--hold-us H]\n"
-	                "       lk-bench floor HOSTS PATH N WHO [--hold-us H] [--zk]\n");
+	fprintf(stderr,
+	        "usage: lk-bench uncontended HOSTS PATH N [--warmup W]\n"
+	        "       lk-bench handoff HOSTS PATH N WHO [--hold-us H] [--read | --write]\n"
+	        "       lk-bench floor HOSTS PATH N WHO [--hold-us H] [--zk]\n");
 	exit(2);
 }
 
@@ -429,14 +435,31 @@ uncontended_cycle(struct bench *b)
 
 /* ---------------------------------------------------------------------- handoff */
 
+/* Contend for the handoff's lock: the mutex, or a side of the read-write lock. */
+static void
+handoff_acquire(struct bench *b)
+{
+	if (b->rwl != NULL)
+		rwlock_acquire(b->rwl);
+	else
+		mutex_acquire(b->m);
+}
+
+/* How many times the handoff's lock was taken over without a listing. */
+static uint64_t
+handoff_shortcuts(struct bench *b)
+{
+	return b->rwl != NULL ? rwlock_shortcuts(b->rwl) : mutex_shortcuts(b->m);
+}
+
 /* Held: say so, then hold. */
 static void
 handoff_acquired(struct bench *b)
 {
 	uint64_t t = bench_now();
-	int shortcut = mutex_shortcuts(b->m) != b->shortcuts;
+	int shortcut = handoff_shortcuts(b) != b->shortcuts;
 
-	b->shortcuts = mutex_shortcuts(b->m);
+	b->shortcuts = handoff_shortcuts(b);
 	bench_say("acquired %s %" PRIu64 " shortcut=%d", b->who, t, shortcut);
 	b->acquired++;
 	bench_hold(b);
@@ -448,13 +471,16 @@ handoff_release(struct bench *b)
 {
 	uint64_t t = bench_now();
 
-	mutex_release(b->m);
+	if (b->rwl != NULL)
+		rwlock_release(b->rwl);
+	else
+		mutex_release(b->m);
 	bench_say("release %s %" PRIu64, b->who, t);
 	if (b->acquired < b->n) {
-		mutex_acquire(b->m);
+		handoff_acquire(b);
 		return;
 	}
-	bench_say("done %s shortcuts=%" PRIu64, b->who, mutex_shortcuts(b->m));
+	bench_say("done %s shortcuts=%" PRIu64, b->who, handoff_shortcuts(b));
 	bench_finish(b, 0);
 }
 
@@ -854,7 +880,7 @@ bench_started(struct bench *b)
 	if (b->mode == BENCH_UNCONTENDED)
 		uncontended_cycle(b);
 	else if (b->mode == BENCH_HANDOFF)
-		mutex_acquire(b->m);
+		handoff_acquire(b);
 	else
 		floor_list(b);
 }
@@ -868,6 +894,8 @@ bench_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 	(void)zk;
 	if (b->m != NULL)
 		mutex_session(b->m, event);
+	if (b->rwl != NULL)
+		rwlock_session(b->rwl, event);
 	switch (event) {
 	case ZK_EVENT_SESSION_NEW:
 		if (b->connected)
@@ -914,6 +942,9 @@ parse_args(int argc, char **argv, struct bench *b)
 			b->hold_ns = (uint64_t)parse_number(argv[++i], 1) * 1000ULL;
 		else if (strcmp(argv[i], "--zk") == 0 && b->mode == BENCH_FLOOR)
 			b->via_zk = 1;
+		else if ((strcmp(argv[i], "--read") == 0 || strcmp(argv[i], "--write") == 0) &&
+		         b->mode == BENCH_HANDOFF)
+			b->rw = argv[i][2] == 'r' ? 1 : 2;
 		else if (strncmp(argv[i], "--", 2) == 0 || npos == 4)
 			usage();
 		else
@@ -938,6 +969,8 @@ main(int argc, char **argv)
 {
 	static const struct mutex_cb mcb = {bench_acquired_cb, bench_lost_cb, bench_failed_cb,
 	                                    NULL};
+	static const struct rwlock_cb rcb = {bench_acquired_cb, bench_lost_cb, bench_failed_cb,
+	                                     NULL};
 	struct bench b;
 	struct event_config *cfg;
 
@@ -961,7 +994,9 @@ main(int argc, char **argv)
 	}
 
 	b.zk = zk_create(b.base, b.hosts, BENCH_SESSION_MS, BENCH_MARGIN_MS, NULL, bench_zk_cb, &b);
-	if (b.mode != BENCH_FLOOR)
+	if (b.rw != 0)
+		b.rwl = rwlock_new(b.zk, b.path, b.rw == 2, b.who, &rcb, &b);
+	else if (b.mode != BENCH_FLOOR)
 		b.m = mutex_new(b.zk, b.path, b.who != NULL ? b.who : "lk-bench", &mcb, &b);
 
 	event_base_dispatch(b.base);
@@ -973,6 +1008,7 @@ main(int argc, char **argv)
 		event_free(b.io);
 	}
 	mutex_free(b.m);
+	rwlock_free(b.rwl);
 	zk_free(b.zk);
 	event_free(b.hold_ev);
 	event_free(b.stdin_ev);

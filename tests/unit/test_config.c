@@ -499,9 +499,103 @@ static const struct bad_case bad_cases[] = {
      "jitter 1500ms: ticks fall on whole seconds", "write e.g. 2s", 0},
     {"H malformed", NULL, "[job a]\ncommand = true\nschedule = H(5) * * * *\n", "jobs/a.ini", 3,
      "H takes a range in parentheses", "\"H(0-29)\"", 0},
+    /* lock_mode and locks (config-lock.c) */
+    {"bad lock_mode", NULL, "[job a]\ncommand = true\nlock_mode = shared\n", "jobs/a.ini", 3,
+     "lock_mode = \"shared\"", "write read (runs beside other readers) or write", 0},
+    {"lock_mode with leases", NULL, "[job a]\ncommand = true\nleases = 2\nlock_mode = read\n",
+     "jobs/a.ini", 4, "lock_mode needs leases = 1", "remove leases = 2 or lock_mode", 0},
+    {"locks with lock", NULL, "[job a]\ncommand = true\nlock = x\nlocks = a, b\n", "jobs/a.ini", 3,
+     "both lock and locks (line 4) are set", "keep locks and write this lock in it", 0},
+    {"locks with a bad mode", NULL, "[job a]\ncommand = true\nlocks = a, b:writer\n", "jobs/a.ini",
+     3, "locks: \"b:writer\": after ':' write read, write or a number", "e.g. \"db:read\"", 0},
+    {"locks with a bad count", NULL, "[job a]\ncommand = true\nlocks = a:0\n", "jobs/a.ini", 3,
+     "locks: \"a:0\": the count after ':' must be a number from 1 to", "leases of a semaphore", 0},
+    {"locks with an empty item", NULL, "[job a]\ncommand = true\nlocks = a,,b\n", "jobs/a.ini", 3,
+     "locks: an empty item", "separated by commas", 0},
+    {"locks twice", NULL, "[job a]\ncommand = true\nlocks = a, b, a:read\n", "jobs/a.ini", 3,
+     "locks: \"a\" is listed twice", "list each lock once", 0},
+    {"locks with a bad path", NULL, "[job a]\ncommand = true\nlocks = /x//y\n", "jobs/a.ini", 3,
+     "locks: bad lock \"/x//y\" has an empty element", "remove the extra slash", 0},
+    {"locks with a bad name", NULL, "[job a]\ncommand = true\nlocks = a, ..\n", "jobs/a.ini", 3,
+     "locks: bad lock \"..\" is not allowed", "pick another name", 0},
+    {"mutex and read-write lock of one name", NULL,
+     "[job a]\ncommand = true\nlock = db\n\n[job b]\ncommand = true\nlock = db\nlock_mode = "
+     "read\n",
+     "jobs/a.ini", 8, "job \"b\" uses \"db\" as a read-write lock (read) but job \"a\"",
+     "uses \"db\" as a mutex: every job must use a lock as the same kind", 0},
+    {"semaphore sizes in locks", NULL,
+     "[job a]\ncommand = true\nlocks = /p/q:3\n\n[job b]\ncommand = true\nlocks = x, "
+     "/p/q:2\n",
+     "jobs/a.ini", 7, "job \"b\" uses \"/p/q\" as a semaphore of 2 leases",
+     "make them agree or give one its own lock", 0},
+    {"path as mutex and read-write lock", NULL,
+     "[job a]\ncommand = true\nlock_path = /p/q\nlock_mode = write\n\n[job b]\ncommand = "
+     "true\nlocks = /p/q\n",
+     "jobs/a.ini", 8, "job \"b\" uses \"/p/q\" as a mutex but job \"a\"",
+     "as a read-write lock (write)", 0},
     {"duplicate job in one file", NULL, "[job a]\ncommand = true\n[job a]\ncommand = false\n",
      "jobs/a.ini", 3, "duplicate job \"a\" (first defined at ", "rename one of them", 0},
 };
+
+/* lock_mode and locks resolve to the right paths and kinds, in the order written. */
+static void
+test_locks(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct config_job *j;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job r]\ncommand = true\nlock = db\nlock_mode = read\n"
+	                  "[job w]\ncommand = true\nlock = db\nlock_mode = write\n"
+	                  "[job m]\ncommand = true\nlocks = db:read, cache, /x/y:write, pool:3, "
+	                  "one:1, /p:a:2\n"
+	                  "[job plain]\ncommand = true\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	j = config_find_job(cfg, "r");
+	assert_int_equal(j->nlocks, 1);
+	assert_int_equal(j->locks[0].kind, CONFIG_LOCK_READ);
+	assert_string_equal(j->lock_znode, "/leasekeeper/rwlock/db");
+	assert_string_equal(j->locks[0].znode, "/leasekeeper/rwlock/db");
+	j = config_find_job(cfg, "w");
+	assert_int_equal(j->locks[0].kind, CONFIG_LOCK_WRITE);
+	assert_string_equal(j->locks[0].znode, "/leasekeeper/rwlock/db");
+	j = config_find_job(cfg, "m");
+	assert_int_equal(j->nlocks, 6);
+	assert_string_equal(j->lock_znode, "/leasekeeper/rwlock/db");
+	assert_int_equal(j->leases, 1);
+	assert_string_equal(j->locks[1].znode, "/leasekeeper/mutex/cache");
+	assert_int_equal(j->locks[1].kind, CONFIG_LOCK_MUTEX);
+	assert_string_equal(j->locks[2].znode, "/x/y");
+	assert_null(j->locks[2].name);
+	assert_int_equal(j->locks[2].kind, CONFIG_LOCK_WRITE);
+	assert_string_equal(j->locks[3].znode, "/leasekeeper/semaphore/pool");
+	assert_int_equal(j->locks[3].kind, CONFIG_LOCK_SEMAPHORE);
+	assert_int_equal(j->locks[3].leases, 3);
+	assert_int_equal(j->locks[4].kind, CONFIG_LOCK_MUTEX);
+	assert_string_equal(j->locks[5].znode, "/p:a"); /* ':' inside a path, then the count */
+	assert_int_equal(j->locks[5].leases, 2);
+	j = config_find_job(cfg, "plain");
+	assert_int_equal(j->nlocks, 1);
+	assert_false(j->has_locks);
+	assert_int_equal(j->locks[0].kind, CONFIG_LOCK_MUTEX);
+	assert_string_equal(j->locks[0].znode, "/leasekeeper/mutex/plain");
+	/* check prints every lock with its kind */
+	assert_non_null(f = open_memstream(&out, &len));
+	config_print(cfg, f);
+	fclose(f);
+	assert_non_null(strstr(out, "  locks            /leasekeeper/rwlock/db (read)\n"
+	                            "                   /leasekeeper/mutex/cache (mutex)\n"));
+	assert_non_null(strstr(out, "/leasekeeper/semaphore/pool (semaphore)\n"));
+	free(out);
+	config_free(cfg);
+}
 
 /* Each broken configuration fails with exactly one error, at the right file and line. */
 static void
@@ -2194,6 +2288,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_constraint_match, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_all_problems_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),

@@ -65,6 +65,22 @@ struct config_term {
 	int negate; /* key!=value: the worker must not carry key=value */
 };
 
+/* The kind of one of a job's locks (the same order as lease.h's enum lease_kind). */
+enum config_lock_kind {
+	CONFIG_LOCK_MUTEX,
+	CONFIG_LOCK_SEMAPHORE,
+	CONFIG_LOCK_READ,  /* the read side of a read-write lock */
+	CONFIG_LOCK_WRITE, /* its write side */
+};
+
+/* One lock a job takes (config-lock.c). */
+struct config_lock {
+	char *name;  /* the lock's name, or NULL when given as an absolute path */
+	char *znode; /* resolved: <root>/{mutex,semaphore,rwlock}/<name>, or the path */
+	enum config_lock_kind kind;
+	int leases; /* a semaphore's size; else 1 */
+};
+
 /* One [job NAME] section, with every default resolved. */
 struct config_job {
 	char *name;
@@ -83,7 +99,10 @@ struct config_job {
 	char *lock;      /* lock name (defaults to the job name) */
 	char *lock_path; /* absolute path that overrides <root>/{mutex,semaphore}/<lock>, or NULL */
 	char *lock_znode; /* resolved: lock_path, <root>/mutex/<lock> or <root>/semaphore/<lock> */
-	int per_tick;     /* hosts that run one tick (scheduled jobs), default 1 */
+	struct config_lock *locks; /* every lock, as written; never empty once resolved */
+	size_t nlocks;
+	int has_locks;                  /* locks or lock_mode is set */
+	int per_tick;                   /* hosts that run one tick (scheduled jobs), default 1 */
 	uint64_t jitter_ms;             /* scheduled: ticks shifted by a per-job offset below it */
 	struct config_term *constraint; /* every term must match the worker's labels */
 	size_t nconstraint;
@@ -173,7 +192,9 @@ void config_errors_free(struct config_errors *);
 void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
+int config_locks_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
+const char *config_lock_kind_name(enum config_lock_kind);
 const char *config_tick_claim_name(enum config_tick_claim);
 const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);

@@ -14,7 +14,7 @@
 		paused: "paused (not run)", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
-		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
+		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
 		"memory_peak", "output", "output_tail", "manual", "trigger", "session"];
 	var doc = null;
 	var selected = null;
@@ -341,6 +341,10 @@
 		field(dl, "signal", r.signal);
 		field(dl, "error", r.error);
 		field(dl, "fence", r.fence);
+		if (Array.isArray(r.locks))
+			field(dl, "locks", r.locks.map(function (k) {
+				return str(k && k.path) + " (" + str(k && k.mode) + ") fence " + str(k && k.fence);
+			}).join(", "));
 		if (typeof r.cpu_usec === "number") field(dl, "cpu", (r.cpu_usec / 1e6).toFixed(3) + " s");
 		if (typeof r.memory_peak === "number") field(dl, "peak memory", (r.memory_peak / 1048576).toFixed(1) + " MiB");
 		Object.keys(r).forEach(function (k) { if (KNOWN_FIELDS.indexOf(k) < 0) field(dl, k, r[k]); });

@@ -76,7 +76,9 @@ def curator_peer(*args, log_path, session_ms=None, name=None):
     Modes: ("mutex", connect, path, cycles, hold_ms, record_file, who),
     ("semaphore", connect, path, n, cycles, hold_ms, record_file, who),
     ("hold", connect, path[, record_file, who]), ("hold-semaphore", connect, path, n[, ...]),
-    ("clock",). hold modes get a stdin pipe: proc.write_line("release") or
+    ("read"|"write"|"multi", connect, path, cycles, hold_ms, record_file, who),
+    ("hold-read"|"hold-write"|"hold-multi", connect, path[, record_file, who]) (multi: path
+    and record_file comma-separated), ("clock",). hold modes get a stdin pipe: proc.write_line("release") or
     proc.close_stdin() releases. Wait for proc.wait_log("^ready$") before relying on it.
     """
     argv = curator_peer_argv(*args, session_ms=session_ms)
