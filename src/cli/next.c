@@ -53,6 +53,7 @@ next_times(const struct config_job *job, const struct config *cfg, long count)
 	                "timezone", tz, "continuous",
 	                schedule_kind(job->sched) == SCHEDULE_CONTINUOUS);
 	json_object_set_new(out, "times", times);
+	json_object_set_new(out, "asked", json_integer(count));
 	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS)
 		return out;
 	if (tz != NULL)
@@ -108,8 +109,11 @@ next_print(json_t *out)
 	if (json_array_size(times) == 0 && json_object_get(out, "note") != NULL)
 		printf("%s: \"%s\" never fires\n", job, schedule);
 	else if (json_object_get(out, "note") != NULL)
-		fprintf(stderr, "leasekeeper next: only %zu fire times: %s\n",
-		        json_array_size(times), json_string_value(json_object_get(out, "note")));
+		fprintf(stderr,
+		        "leasekeeper next: only %zu of the %lld fire times asked for: leasekeeper "
+		        "computes fire times up to the end of the year 9999\n",
+		        json_array_size(times),
+		        (long long)json_integer_value(json_object_get(out, "asked")));
 }
 
 /* `next`: the next fire times of a job, in its time zone and in UTC. */
