@@ -124,7 +124,7 @@ admin_print(json_t *out, int as_json, const char *line)
 	char *text;
 
 	if (as_json) {
-		text = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
+		text = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 		printf("%s\n", text);
 		free(text);
 	} else if (line != NULL)

@@ -100,21 +100,15 @@ web_reply(struct web *w, struct evhttp_request *req, int code, const char *reaso
 	evbuffer_free(buf);
 }
 
-/* Refuse a request whose Host header is a name (see above); 1 if refused. */
-static int
-web_refuse(struct web *w, struct evhttp_request *req)
+/* A Host header that is a name (DNS rebinding; http.c judges it): 403, with our headers. */
+static void
+web_refused_cb(struct evhttp_request *req, void *arg)
 {
-	const char *host;
+	struct web *w = arg;
 	static const char msg[] = "this dashboard answers to an address or localhost only "
 	                          "(see --allow-remote)\n";
 
-	if (w->remote)
-		return 0;
-	host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-	if (webdoc_host_ok(host))
-		return 0;
 	web_reply(w, req, 403, "Forbidden", "text/plain; charset=utf-8", msg, sizeof msg - 1);
-	return 1;
 }
 
 /* GET / */
@@ -123,8 +117,6 @@ web_page_cb(struct evhttp_request *req, void *arg)
 {
 	struct web *w = arg;
 
-	if (web_refuse(w, req))
-		return;
 	web_reply(w, req, 200, "OK", "text/html; charset=utf-8", webpage_html, webpage_html_len);
 }
 
@@ -136,8 +128,6 @@ web_api_cb(struct evhttp_request *req, void *arg)
 	static const char none[] = "{\"error\": \"no view of the cluster yet: waiting for "
 	                           "ZooKeeper\"}\n";
 
-	if (web_refuse(w, req))
-		return;
 	if (w->doc == NULL)
 		web_reply(w, req, 503, "Service Unavailable", "application/json", none,
 		          sizeof none - 1);
@@ -151,8 +141,6 @@ web_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	struct web *w = arg;
 
-	if (web_refuse(w, req))
-		return;
 	web_reply(w, req, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", 10);
 }
 
@@ -273,6 +261,9 @@ web_serve(struct web *w, const struct target *t)
 		event_base_free(w->base);
 		return EXIT_UNAVAILABLE;
 	}
+	if (w->remote)
+		http_any_host(w->http); /* else http.c refuses a Host header that is a name */
+	http_on_refuse(w->http, web_refused_cb, w);
 	http_route(w->http, "/", web_page_cb, w);
 	http_route(w->http, "/index.html", web_page_cb, w);
 	http_route(w->http, "/api/cluster", web_api_cb, w);

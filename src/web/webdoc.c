@@ -1,7 +1,7 @@
 /* Runs in: the web process (`leasekeeper web`). */
 /*
- * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which Host headers
- * and listen addresses it takes, and cutting the strings of a view that ZooKeeper filled
+ * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which listen
+ * addresses it takes (Host headers: http_host_ok in src/http/http.c), and cutting the strings of a view that ZooKeeper filled
  * (anyone's to write) down to a bound. No network, no logging: the fuzzer drives them.
  */
 
@@ -38,37 +38,6 @@ webdoc_loopback(const char *listen)
 	if (inet_pton(AF_INET6, host, addr) == 1)
 		return memcmp(addr, &in6addr_loopback, sizeof in6addr_loopback) == 0;
 	return 0;
-}
-
-/*
- * Whether a Host header names this listener the way a browser on this host would: an IP
- * address or localhost, with a port or not. A name is what DNS rebinding uses.
- */
-int
-webdoc_host_ok(const char *host)
-{
-	char name[256];
-	const char *end;
-	unsigned char addr[16];
-	size_t n;
-
-	if (host == NULL)
-		return 1; /* HTTP/1.0: no name at all to rebind */
-	if (host[0] == '[') {
-		if ((end = strchr(host, ']')) == NULL)
-			return 0;
-		n = (size_t)(end - host - 1);
-		host++;
-	} else {
-		end = strchr(host, ':');
-		n = end != NULL ? (size_t)(end - host) : strlen(host);
-	}
-	if (n == 0 || n >= sizeof name)
-		return 0;
-	memcpy(name, host, n);
-	name[n] = '\0';
-	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
-	       inet_pton(AF_INET6, name, addr) == 1;
 }
 
 /* A string cut to at most max bytes, on a character's boundary, with "..." after it. */

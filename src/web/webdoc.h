@@ -8,7 +8,6 @@
 #include <jansson.h>
 
 int webdoc_loopback(const char *listen);
-int webdoc_host_ok(const char *host);
 void webdoc_trim(json_t *, size_t max);
 
 #endif

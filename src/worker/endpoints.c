@@ -53,7 +53,7 @@ endpoints_status_cb(struct evhttp_request *req, void *arg)
 {
 	struct endpoints *h = arg;
 	json_t *o = h->cb->status(h->arg);
-	char *body = json_dumps(o, JSON_INDENT(2));
+	char *body = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 
 	http_reply(h->http, req, 200, "application/json", body);
 	free(body);

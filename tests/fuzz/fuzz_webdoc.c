@@ -1,6 +1,6 @@
 /*
  * fuzz_webdoc.c: what `leasekeeper web` reads from outside before it answers or serves: the
- * first byte chooses: 0 a Host header and a listen address (webdoc_host_ok,
+ * first byte chooses: 0 a Host header and a listen address (http_host_ok,
  * webdoc_loopback), 1 a view's JSON (from ZooKeeper, anyone's to write) cut to the bound
  * the second byte gives (webdoc_trim): every string must come out within it, and whole.
  */
@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "http.h"
 #include "webdoc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,7 +47,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s = malloc(size);
 		memcpy(s, data + 1, size - 1);
 		s[size - 1] = '\0';
-		(void)webdoc_host_ok(s);
+		(void)http_host_ok(s, "alpha");
 		(void)webdoc_loopback(s);
 		free(s);
 		return 0;
