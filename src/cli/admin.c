@@ -101,6 +101,25 @@ admin_run(struct admin *a, int timeout_ms)
 	return a->exit_code;
 }
 
+/*
+ * Say on standard error when workers will ignore the control record cmd writes: the command
+ * has no credentials, so neither (it is assumed) do the workers, and they honour run
+ * requests, pauses and drains only with credentials or [worker] allow_open_control = true.
+ */
+void
+admin_control_note(const struct admin *a, const char *cmd)
+{
+	if (a->auth != NULL ||
+	    (a->cfg != NULL && (a->cfg->auth != NULL || a->cfg->allow_open_control)))
+		return;
+	fprintf(stderr,
+	        "leasekeeper %s: note: no credentials (--auth-file, or [zookeeper] auth_file): "
+	        "workers ignore run requests, pauses and drains on a root without credentials "
+	        "and ACLs, unless their [worker] allow_open_control = true (see "
+	        "docs/security.md)\n",
+	        cmd);
+}
+
 /* Who asks, for a control's record: --by, else user@host (caller frees). */
 char *
 admin_who(const char *by)

@@ -271,6 +271,12 @@ config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "  allow_root_jobs  %s\n", cfg->allow_root_jobs ? "true" : "false");
 	if (cfg->allow_no_jobs)
 		fprintf(f, "  allow_no_jobs    true\n");
+	if (cfg->allow_open_control)
+		fprintf(f,
+		        "  control          honoured without credentials (allow_open_control)\n");
+	else if (cfg->auth == NULL)
+		fprintf(f, "  control          run requests, pauses and drains ignored: no "
+		           "credentials (see allow_open_control)\n");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	if (cfg->tick_claim != CONFIG_TICK_RANKED)
 		fprintf(f, "  tick_claim       %s\n", config_tick_claim_name(cfg->tick_claim));

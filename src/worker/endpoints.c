@@ -28,6 +28,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "control.h"
 #include "endpoints.h"
 #include "http.h"
 #include "job.h"
@@ -356,6 +357,34 @@ endpoints_metric_job_cb(const struct job *job, void *arg)
 	endpoints_sample(out, job, "", NULL, NULL, v);
 }
 
+/* Whether control records are honoured, and how many were ignored or refused. */
+static void
+endpoints_control_metrics(struct evbuffer *buf)
+{
+	int k;
+
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_control_honoured 1 if this worker acts on run "
+	                    "requests, pauses and drains (credentials and closed ACLs, or "
+	                    "allow_open_control)\n# TYPE leasekeeper_control_honoured gauge\n"
+	                    "leasekeeper_control_honoured %d\n"
+	                    "# HELP leasekeeper_control_ignored_total control records ignored "
+	                    "because control is not honoured here\n"
+	                    "# TYPE leasekeeper_control_ignored_total counter\n",
+	                    control_honoured());
+	for (k = 0; k < CONTROL_NKINDS; k++)
+		evbuffer_add_printf(
+		    buf, "leasekeeper_control_ignored_total{kind=\"%s\"} %llu\n",
+		    control_kind_name((enum control_kind)k),
+		    (unsigned long long)control_ignored_total((enum control_kind)k));
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_run_requests_refused_total run-now request nodes "
+	                    "refused (invalid, too large, over a limit, paused without force)\n"
+	                    "# TYPE leasekeeper_run_requests_refused_total counter\n"
+	                    "leasekeeper_run_requests_refused_total %llu\n",
+	                    (unsigned long long)control_refused_total());
+}
+
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 endpoints_metrics_cb(struct evhttp_request *req, void *arg)
@@ -427,6 +456,7 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 	                    "# TYPE leasekeeper_worker_drained gauge\n"
 	                    "leasekeeper_worker_drained %d\n",
 	                    h->cb->drained(h->arg) != 0);
+	endpoints_control_metrics(out.buf);
 	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_http_bind_failures_total attempts to bind [http] "
 	                    "listen that failed (the port was taken, the address not up)\n"

@@ -58,6 +58,7 @@
 #include "log.h"
 #include "members.h"
 #include "rank.h"
+#include "control.h"
 #include "runreq.h"
 #include "runspec.h"
 #include "schedule.h"
@@ -1259,13 +1260,15 @@ job_hold_now(struct job *job, int stop)
 static void
 job_pause_check(struct job *job)
 {
-	int stop, paused = jobrec_paused(job->rec, &stop);
+	int stop, paused = jobrec_paused(job->rec, &stop) &&
+	                   control_allow(CONTROL_PAUSE, job->name, "paused");
 
 	if (paused == job->paused && !(paused && stop))
 		return;
 	if (paused != job->paused)
 		log_info("job %s: %s cluster-wide", job->name, paused ? "paused" : "resumed");
 	job->paused = paused;
+	runreq_paused(job->req, paused);
 	if (paused)
 		job_hold_now(job, stop);
 	else

@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "aclcheck.h"
+#include "control.h"
 #include "ctlrec.h"
 #include "cgroup.h"
 #include "clock.h"
@@ -469,6 +470,7 @@ worker_acl_cb(enum aclcheck_result result, void *arg)
 		return;
 	}
 	w->acl_done = 1;
+	control_decide(w->cfg, result == ACLCHECK_CLOSED);
 	if (w->state == WORKER_REGISTERING)
 		worker_registered(w);
 }
@@ -499,6 +501,7 @@ worker_registered(struct worker *w)
 			w->acl = aclcheck_start(w->zk, w->cfg, w->path, worker_acl_cb, w);
 		return;
 	}
+	control_decide(w->cfg, 0); /* without credentials (no check): decided here, once */
 	worker_set_state(w, WORKER_READY);
 	log_info("registered as %s (session 0x%llx)", w->path,
 	         (unsigned long long)zk_session_id(w->zk));
@@ -1455,7 +1458,7 @@ worker_drain_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
 
-	if (reply->rc == ZOK)
+	if (reply->rc == ZOK && control_allow(CONTROL_DRAIN, NULL, w->cfg->node_id))
 		worker_set_drained(w, 1, ctlrec_drain_deadline_ms(reply->value, reply->value_len));
 	else if (reply->rc == ZNONODE)
 		worker_set_drained(w, 0, -1);

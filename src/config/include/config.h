@@ -134,8 +134,9 @@ struct config {
 	char *node_id; /* default: the host name */
 	char *jobs;    /* a file, a directory (every *.ini in it) or a glob; relative to file */
 	char *state_dir;
-	int allow_root_jobs; /* jobs may run as root only when this is set */
-	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
+	int allow_root_jobs;    /* jobs may run as root only when this is set */
+	int allow_no_jobs;      /* a configuration without jobs is refused unless this is set */
+	int allow_open_control; /* honour run requests, pauses, drains on a root without ACLs */
 	enum config_on_shutdown on_shutdown;
 	enum config_cgroups cgroups; /* a cgroup v2 per run: auto, required or off */
 	struct config_limits limits; /* every job's defaults */
