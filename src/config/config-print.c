@@ -277,6 +277,12 @@ config_print(const struct config *cfg, FILE *f)
 	else if (cfg->auth == NULL)
 		fprintf(f, "  control          run requests, pauses and drains ignored: no "
 		           "credentials (see allow_open_control)\n");
+	if (cfg->auth == NULL)
+		fprintf(f, "  output           %s\n",
+		        cfg->allow_open_output ? "recorded in run records without credentials "
+		                                 "(allow_open_output): anyone may read it"
+		                               : "not recorded in run records: no credentials (see "
+		                                 "allow_open_output)");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	if (cfg->tick_claim != CONFIG_TICK_RANKED)
 		fprintf(f, "  tick_claim       %s\n", config_tick_claim_name(cfg->tick_claim));

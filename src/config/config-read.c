@@ -62,6 +62,7 @@ static const char *config_keys_worker[] = {"node_id",
                                            "on_missed",
                                            "hook_timeout",
                                            "allow_open_control",
+                                           "allow_open_output",
                                            NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};

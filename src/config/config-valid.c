@@ -668,6 +668,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 	config_get_bool(ctx, wk, "allow_root_jobs", &cfg->allow_root_jobs);
 	config_get_bool(ctx, wk, "allow_no_jobs", &cfg->allow_no_jobs);
 	config_get_bool(ctx, wk, "allow_open_control", &cfg->allow_open_control);
+	config_get_bool(ctx, wk, "allow_open_output", &cfg->allow_open_output);
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_tick_claim(ctx, wk, &cfg->tick_claim);

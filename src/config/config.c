@@ -195,6 +195,11 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 		cfg->jobs_list[cfg->njobs++] = job;
 	}
 	config_check_locks(&ctx, cfg, kept);
+	/* Output is a secret: without credentials run records are anyone's to read. */
+	if (cfg->auth == NULL && !cfg->allow_open_output) {
+		for (i = 0; i < cfg->njobs; i++)
+			cfg->jobs_list[i]->record_output = 0;
+	}
 
 done:
 	config_ctx_finish(&ctx, errors);

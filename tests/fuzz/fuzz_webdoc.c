@@ -1,7 +1,7 @@
 /*
  * fuzz_webdoc.c: what `leasekeeper web` reads from outside before it answers or serves: the
- * first byte chooses: 0 a Host header and a listen address (http_host_ok,
- * webdoc_loopback), 1 a view's JSON (from ZooKeeper, anyone's to write) cut to the bound
+ * first byte chooses: 0 a Host header, a listen address, a URI, cookie and Authorization
+ * header (http_host_ok, webdoc_loopback, webdoc_token_ok), 1 a view's JSON (from ZooKeeper, anyone's to write) cut to the bound
  * the second byte gives (webdoc_trim): every string must come out within it, and whole.
  */
 
@@ -49,6 +49,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s[size - 1] = '\0';
 		(void)http_host_ok(s, "alpha");
 		(void)webdoc_loopback(s);
+		(void)webdoc_token_ok(s, s, s, "0123456789abcdef");
 		free(s);
 		return 0;
 	}

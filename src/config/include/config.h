@@ -137,6 +137,7 @@ struct config {
 	int allow_root_jobs;    /* jobs may run as root only when this is set */
 	int allow_no_jobs;      /* a configuration without jobs is refused unless this is set */
 	int allow_open_control; /* honour run requests, pauses, drains on a root without ACLs */
+	int allow_open_output;  /* record output tails in run records without credentials */
 	enum config_on_shutdown on_shutdown;
 	enum config_cgroups cgroups; /* a cgroup v2 per run: auto, required or off */
 	struct config_limits limits; /* every job's defaults */

@@ -83,7 +83,8 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     {job_name: {key: value}}, each written as a [job NAME] section. extra: more sections
     for worker.ini, {section: {key: value}}. Without jobs, [worker] gets
     allow_no_jobs = true (worker={"allow_no_jobs": None} leaves it out). Without auth or
-    auth_file, [worker] gets allow_open_control = true (None leaves it out).
+    auth_file, [worker] gets allow_open_control = true and allow_open_output = true (None
+    leaves either out).
     """
     base = os.path.join(os.path.abspath(str(dir)), name)
     jobs_dir = os.path.join(base, "jobs")
@@ -97,6 +98,7 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
         # Tests drive run-now, pause and drain on an open root: the operator's opt-in
         # (worker={"allow_open_control": None} leaves it out, as test_control_plane does).
         wk["allow_open_control"] = True
+        wk["allow_open_output"] = True  # ... and read the output in run records
     if not jobs:
         wk["allow_no_jobs"] = True  # a worker without jobs is refused unless it says so
     wk.update(worker or {})
