@@ -35,7 +35,8 @@ static const char initauth_usage[] =
     "[zookeeper] auth_file = FILE in each worker.ini. See docs/security.md.\n"
     "\n"
     "  --user NAME  the digest user (default leasekeeper; letters, digits, . _ -)\n"
-    "  --force      replace FILE if it exists (the old credential is lost)\n";
+    "  --force      replace FILE if it exists (the old credential is lost)\n"
+    "  --help       print this and exit\n";
 
 /* Whether name is a digest user we write: 1..INITAUTH_USER_MAX of [A-Za-z0-9._-]. */
 static int
