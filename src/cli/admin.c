@@ -88,6 +88,8 @@ admin_run(struct admin *a, int timeout_ms)
 	                  : a->cfg != NULL ? a->cfg->auth
 	                                   : NULL,
 	                  admin_zk_cb, a);
+	if (a->cfg != NULL && a->cfg->reader != NULL)
+		zk_set_reader(a->zk, a->cfg->reader); /* what we create (requests) it may read */
 	event_base_dispatch(a->base);
 	zk_free(a->zk);
 	if (a->finish != NULL)

@@ -16,11 +16,13 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "leasekeeper.h"
+#include "sha1.h"
 #include "usage.h"
 
 #define INITAUTH_RANDOM   24 /* random bytes of password: 32 characters */
@@ -130,6 +132,7 @@ initauth_main(int argc, char **argv)
 	const char *user = "leasekeeper";
 	char pass[INITAUTH_RANDOM / 3 * 4 + 1], line[INITAUTH_USER_MAX + sizeof pass + 4];
 	int ch, force = 0, rc;
+	char *id;
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -161,15 +164,22 @@ initauth_main(int argc, char **argv)
 		fprintf(stderr, "leasekeeper init-auth: getrandom: %s\n", strerror(errno));
 		return 1;
 	}
+	snprintf(line, sizeof line, "%s:%s", user, pass);
+	id = sha1_zk_digest_id(line);
 	snprintf(line, sizeof line, "%s:%s\n", user, pass);
 	rc = initauth_write(argv[optind], line, force);
 	explicit_bzero(pass, sizeof pass);
 	explicit_bzero(line, sizeof line);
-	if (rc != 0)
+	if (rc != 0) {
+		free(id);
 		return rc;
+	}
 	printf("wrote %s: digest user %s, mode 0600, owner uid %u. Copy it to every worker host "
 	       "(install -m 0600 -o root -g root) and set [zookeeper] auth_file = %s; see "
 	       "docs/security.md\n",
 	       argv[optind], user, (unsigned)geteuid(), argv[optind]);
+	printf("its digest id, for [zookeeper] reader = if this is the read-only identity: %s\n",
+	       id);
+	free(id);
 	return 0;
 }

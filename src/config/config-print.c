@@ -265,6 +265,9 @@ config_print(const struct config *cfg, FILE *f)
 		fprintf(f, "  auth             none: every node is open to every client\n");
 	if (cfg->require_acl)
 		fprintf(f, "  require_acl      true\n");
+	if (cfg->reader != NULL)
+		fprintf(f, "  reader           digest:%s may read every node this worker creates\n",
+		        cfg->reader);
 	fprintf(f, "  jobs             %s (%zu file%s, %zu job%s)\n", cfg->jobs, cfg->njob_files,
 	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
 	fprintf(f, "  state_dir        %s\n", cfg->state_dir);

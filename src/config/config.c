@@ -235,6 +235,7 @@ config_free(struct config *cfg)
 		explicit_bzero(cfg->auth, strlen(cfg->auth));
 	free(cfg->auth);
 	free(cfg->auth_file);
+	free(cfg->reader);
 	free(cfg->node_id);
 	free(cfg->jobs);
 	free(cfg->state_dir);

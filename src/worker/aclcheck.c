@@ -274,6 +274,7 @@ static void
 aclcheck_own_cb(const struct zk_reply *reply, void *arg)
 {
 	struct aclcheck *c = arg;
+	int i, n;
 
 	c->inflight--;
 	if (reply->rc != ZOK || reply->acl == NULL) {
@@ -283,6 +284,16 @@ aclcheck_own_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	aclcheck_copy(&c->ours, reply->acl);
+	/* Only the creator's entries (every permission): not a [zookeeper] reader's READ. */
+	for (i = n = 0; i < c->ours.count; i++) {
+		if (c->ours.data[i].perms == ZOO_PERM_ALL)
+			c->ours.data[n++] = c->ours.data[i];
+		else {
+			free(c->ours.data[i].id.scheme);
+			free(c->ours.data[i].id.id);
+		}
+	}
+	c->ours.count = n;
 	aclcheck_send(c);
 }
 

@@ -1829,6 +1829,8 @@ worker_run(const char *config_file, struct config *cfg)
 
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
+	if (cfg->reader != NULL)
+		zk_set_reader(w.zk, cfg->reader); /* the read-only identity reads what we create */
 	w.members = members_new(w.zk, cfg->root);
 	w.unrunnable = json_object();
 	{

@@ -186,6 +186,51 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertNotIn("ignoring", w.log_text())
         self.assertEqual(w.stop(timeout=15), 0)
 
+    # -- goal 2: roles -------------------------------------------------------------------------
+
+    def test_a_read_only_identity_reads_everything_and_changes_nothing(self):
+        """The dashboard and status had to hold the workers' full credential."""
+        from kazoo.exceptions import NoAuthError
+        self.start_zookeeper()
+        wauth, rauth = self.path("zk.auth"), self.path("reader.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        r = self.lk("init-auth", "--user", "reader", rauth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        reader_id = re.search(r"read-only identity: (reader:\S+)$", r.stdout, re.M).group(1)
+        out = self.path("runs.txt")
+        cfg = self.config(jobs=self.recording_jobs(out),
+                          zookeeper={"auth_file": wauth, "require_acl": True,
+                                     "reader": reader_id})
+        w = self.worker(cfg)
+        w.wait_log(r"ACLs checked: no one else may create or delete", timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        reader = self.kazoo(auth_data=[("digest", read(rauth).strip())])
+        runs = ROOT + "/jobs/ticker/runs"
+        self.wait_until(lambda: reader.exists(runs) and reader.get_children(runs), timeout=30,
+                        msg="the reader sees no run record")
+        # It reads every kind of node the workers make ...
+        for p in (ROOT, ROOT + "/jobs/ticker", runs + "/" + reader.get_children(runs)[0],
+                  ROOT + "/workers/alpha", ROOT + "/jobs/ticker/state"):
+            reader.get(p)
+        r = self.lk("status", "--zk=" + self.zk.connect_string, "--auth-file", rauth, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual([x["node"] for x in doc["workers"]], ["alpha"])
+        self.assertTrue([j for j in doc["jobs"] if j["name"] == "ticker"][0]["runs"])
+        # ... and changes none of it.
+        for what, fn in (
+                ("request", lambda: reader.create(ROOT + "/jobs/hourly/requests/req-", request(),
+                                                  sequence=True)),
+                ("drain", lambda: reader.create(ROOT + "/drain/alpha", b"{}")),
+                ("pause", lambda: reader.set(ROOT + "/jobs/ticker", b"{}")),
+                ("worker node", lambda: reader.set(ROOT + "/workers/alpha", b"{}")),
+                ("run record", lambda: reader.delete(runs + "/" + reader.get_children(runs)[0]))):
+            with self.assertRaises(NoAuthError, msg=what):
+                fn()
+        self.assertEqual(self.lines(out), [])
+        self.assertNotIn("others may create or delete", w.log_text())
+        self.assertEqual(w.stop(timeout=15), 0)
+
     # -- goal 3: workers enforce, not the command ----------------------------------------------
 
     def open_worker(self, out, http=None):

@@ -129,6 +129,7 @@ struct config {
 	char *auth;      /* "user:password" for digest auth (from auth or auth_file), or NULL */
 	char *auth_file; /* where auth was read from, or NULL */
 	int require_acl; /* refuse to start if others may create or delete in our folders */
+	char *reader;    /* a read-only identity's digest id, USER:BASE64, given READ; or NULL */
 
 	/* [worker] */
 	char *node_id; /* default: the host name */
