@@ -532,30 +532,6 @@ config_valid_hosts(const char *hosts, char **cause)
 	return 1;
 }
 
-/* Whether v is a digest id: USER ([A-Za-z0-9._-], 1-64) ':' 28 characters of base64. */
-static int
-config_valid_reader(const char *v)
-{
-	const char *colon = strchr(v, ':');
-	size_t n, i;
-
-	if (colon == NULL || colon == v || colon - v > 64 || strlen(colon + 1) != 28)
-		return 0;
-	n = (size_t)(colon - v);
-	for (i = 0; i < n; i++) {
-		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
-		           v[i]) == NULL)
-			return 0;
-	}
-	for (i = 1; i <= 28; i++) {
-		if (colon[i] == '\0' ||
-		    strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=",
-		           colon[i]) == NULL)
-			return 0;
-	}
-	return colon[28] == '=';
-}
-
 /* Whether listen is HOST:PORT (an IPv4 address, a host name or [IPv6]) with a port 1-65535. */
 static int
 config_valid_listen(const char *listen)
@@ -661,7 +637,7 @@ config_resolve_worker(struct config_ctx *ctx, struct config *cfg)
 		                "every node leasekeeper creates is open to every client; add "
 		                "auth_file = /etc/leasekeeper/zk.auth (see docs/security.md)");
 	if ((kv = config_kv_find(zk, "reader")) != NULL) {
-		if (!config_valid_reader(kv->value))
+		if (!authfile_valid_digest_id(kv->value))
 			config_error_kv(
 			    ctx, zk, kv,
 			    "bad reader: write the read-only identity's digest id, USER:BASE64 "
