@@ -89,6 +89,8 @@ admin_run(struct admin *a, int timeout_ms)
 	                  : a->cfg != NULL ? a->cfg->auth
 	                                   : NULL,
 	                  admin_zk_cb, a);
+	if (a->cfg != NULL && a->cfg->reader != NULL)
+		zk_set_reader(a->zk, a->cfg->reader); /* what we create (requests) it may read */
 	event_base_dispatch(a->base);
 	zk_free(a->zk);
 	if (a->finish != NULL)
@@ -100,6 +102,25 @@ admin_run(struct admin *a, int timeout_ms)
 	free(a->auth);
 	a->auth = NULL;
 	return a->exit_code;
+}
+
+/*
+ * Say on standard error when workers will ignore the control record cmd writes: the command
+ * has no credentials, so neither (it is assumed) do the workers, and they honour run
+ * requests, pauses and drains only with credentials or [worker] allow_open_control = true.
+ */
+void
+admin_control_note(const struct admin *a, const char *cmd)
+{
+	if (a->auth != NULL ||
+	    (a->cfg != NULL && (a->cfg->auth != NULL || a->cfg->allow_open_control)))
+		return;
+	fprintf(stderr,
+	        "leasekeeper %s: note: no credentials (--auth-file, or [zookeeper] auth_file): "
+	        "workers ignore run requests, pauses and drains on a root without credentials "
+	        "and ACLs, unless their [worker] allow_open_control = true (see "
+	        "docs/security.md)\n",
+	        cmd);
 }
 
 /* Who asks, for a control's record: --by, else user@host (caller frees). */
@@ -125,7 +146,7 @@ admin_print(json_t *out, int as_json, const char *line)
 	char *text;
 
 	if (as_json) {
-		text = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
+		text = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 		printf("%s\n", text);
 		free(text);
 	} else if (line != NULL)

@@ -37,6 +37,7 @@ void admin_done(struct admin *, int code);
 int admin_run(struct admin *, int timeout_ms);
 int admin_setup(struct admin *, struct target_opts *, const char *cmd);
 char *admin_who(const char *by);
+void admin_control_note(const struct admin *, const char *cmd);
 void admin_print(json_t *out, int as_json, const char *line);
 int admin_count(const char *cmd, const char *what, const char *text, int *out);
 const char *admin_negative(int argc, char **argv);

@@ -2,7 +2,13 @@
 /* Runs in: a one-shot command (`leasekeeper check`). */
 /* check.c: `leasekeeper check`: validate the configuration and print what it resolves to. */
 
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +203,51 @@ check_json(const char *file)
 	return rc;
 }
 
+/*
+ * Warn when [http] listen cannot be bound now (a local user may hold the port): the worker
+ * would run its jobs without its status page and retry. A running worker holds it itself.
+ */
+static void
+check_listen(const struct config *cfg)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256];
+	const char *colon;
+	size_t n;
+	int fd, one = 1, err = 0;
+
+	if (cfg->http_listen == NULL || (colon = strrchr(cfg->http_listen, ':')) == NULL)
+		return;
+	n = (size_t)(colon - cfg->http_listen);
+	if (n >= sizeof host)
+		return;
+	memcpy(host, cfg->http_listen, n);
+	host[n] = '\0';
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = '\0';
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
+		return; /* resolution trouble: the worker says so when it binds */
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, res->ai_addr, res->ai_addrlen) != 0)
+			err = errno;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (err != 0)
+		fprintf(stderr,
+		        "leasekeeper check: warning: [http] listen = %s cannot be bound now (%s): "
+		        "unless a running worker holds it, another process does; the worker would "
+		        "run its jobs without the status page and retry the bind\n",
+		        cfg->http_listen, strerror(err));
+}
+
 /* `check`: validate and print the resolved configuration. */
 int
 check_main(int argc, char **argv)
@@ -220,6 +271,7 @@ check_main(int argc, char **argv)
 	}
 	if (config_auth_warning(cfg) != NULL)
 		fprintf(stderr, "leasekeeper check: warning: %s\n", config_auth_warning(cfg));
+	check_listen(cfg);
 	printf("configuration OK\n");
 	config_free(cfg);
 	return 0;

@@ -16,5 +16,6 @@ int control_resume(int argc, char **argv);
 int control_drain(int argc, char **argv);
 int control_undrain(int argc, char **argv);
 int control_forget(int argc, char **argv);
+int initauth_main(int argc, char **argv);
 
 #endif

@@ -764,6 +764,8 @@ control_main(enum control_cmd cmd, const char *name, int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, name)) != 0)
 		return rc;
+	if (cmd == CONTROL_PAUSE || cmd == CONTROL_DRAIN)
+		admin_control_note(&a, name);
 	if (node_cmd) {
 		c.node = arg != NULL ? arg : a.cfg->node_id;
 		c.path = layout_drain(a.root, c.node);

@@ -389,7 +389,7 @@ logs_main(int argc, char **argv)
 	rc = admin_run(&a, 10000);
 	if (rc == 0) {
 		if (as_json) {
-			text = json_dumps(l.runs, JSON_INDENT(2));
+			text = json_dumps(l.runs, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 			printf("%s\n", text);
 			free(text);
 		} else

@@ -183,7 +183,18 @@ runnow_follow_cb(const struct zk_reply *reply, void *arg)
 				free(err);
 		}
 	}
-	if (!r->wait) {
+	if (q.done && reply->stat != NULL &&
+	    reply->stat->version != (strcmp(q.outcome, "refused") == 0 ? 1 : 2)) {
+		/* The claim made version 1 and the claimer's result version 2: not this. */
+		fprintf(stderr,
+		        "leasekeeper run-now: %s holds a result its claimer did not write (version "
+		        "%d): someone else changed the request; not trusted\n",
+		        r->path, reply->stat->version);
+		free(node);
+		runnow_done(a, 1);
+		return;
+	}
+	if (!r->wait && !(q.done && strcmp(q.outcome, "refused") == 0)) {
 		xasprintf(&line, "job %s: %s taken by %s", r->job, znode_basename(r->path), node);
 		runnow_end(a, line, 0);
 		free(line);
@@ -494,6 +505,7 @@ runnow_main(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "run-now")) != 0)
 		return rc;
+	admin_control_note(&a, "run-now");
 	r.by = admin_who(by);
 	r.record = layout_job_record(a.root, r.job);
 	r.dir = layout_job_requests(a.root, r.job);

@@ -368,7 +368,7 @@ status_main(int argc, char **argv)
 	if (rc == 0 && a.view != NULL) {
 		json_object_del(a.view, "_no_cluster");
 		if (as_json) {
-			text = json_dumps(a.view, JSON_INDENT(2));
+			text = json_dumps(a.view, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 			printf("%s\n", text);
 			free(text);
 		} else {

@@ -15,6 +15,9 @@
 #include "ctlrec.h"
 #include "leasekeeper.h"
 
+#define CTLREC_STR2(x) #x
+#define CTLREC_STR(x)  CTLREC_STR2(x)
+
 /* data as a JSON object, or NULL (too large, not an object). */
 static json_t *
 ctlrec_object(const char *data, int len)
@@ -107,6 +110,7 @@ ctlrec_request(const char *data, int len, struct ctlrec_request *r)
 	if (json_is_integer(t) && json_integer_value(t) > 0 &&
 	    json_integer_value(t) <= CTLREC_MAX_WAIT_MS)
 		r->timeout_ms = (int64_t)json_integer_value(t);
+	r->force = json_is_true(json_object_get(o, "force"));
 	c = json_object_get(o, "claimed");
 	if (json_is_object(c)) {
 		r->claimed = 1;
@@ -134,6 +138,59 @@ ctlrec_request(const char *data, int len, struct ctlrec_request *r)
 	}
 	json_decref(o);
 	return 1;
+}
+
+/* Whether member key of o is absent or a string of 1..max bytes without NUL. */
+static int
+ctlrec_string_ok(json_t *o, const char *key, size_t max, int required)
+{
+	json_t *v = json_object_get(o, key);
+	size_t n;
+
+	if (v == NULL)
+		return !required;
+	if (!json_is_string(v))
+		return 0;
+	n = json_string_length(v);
+	return n > 0 && n <= max && strlen(json_string_value(v)) == n;
+}
+
+/*
+ * Why data is not a run-now request a worker may act on, or NULL if it is one: a JSON object
+ * of at most CTLREC_MAX_REQUEST bytes whose "by" is a string of 1..CTLREC_MAX_BY bytes,
+ * "at" a string, "timeout_ms" (if there) an integer in 1..CTLREC_MAX_WAIT_MS, "force" a
+ * boolean, "claimed" and "result" objects. Other members are left alone.
+ */
+const char *
+ctlrec_request_invalid(const char *data, int len)
+{
+	json_t *o, *v;
+	const char *why = NULL;
+
+	if (data == NULL || len <= 0)
+		return "empty";
+	if (len > CTLREC_MAX_REQUEST)
+		return "larger than " CTLREC_STR(CTLREC_MAX_REQUEST) " bytes";
+	o = json_loadb(data, (size_t)len, 0, NULL);
+	if (!json_is_object(o))
+		why = "not a JSON object";
+	else if (!ctlrec_string_ok(o, "by", CTLREC_MAX_BY, 1))
+		why = "\"by\" is not a string of 1 to " CTLREC_STR(CTLREC_MAX_BY) " bytes";
+	else if (!ctlrec_string_ok(o, "at", 64, 0))
+		why = "\"at\" is not a time stamp";
+	else if ((v = json_object_get(o, "timeout_ms")) != NULL &&
+	         (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+	          json_integer_value(v) > CTLREC_MAX_WAIT_MS))
+		why = "\"timeout_ms\" is not an integer from 1 to 86400000";
+	else if ((v = json_object_get(o, "force")) != NULL && !json_is_boolean(v))
+		why = "\"force\" is not true or false";
+	else if ((v = json_object_get(o, "claimed")) != NULL && !json_is_object(v))
+		why = "\"claimed\" is not an object";
+	else if ((v = json_object_get(o, "result")) != NULL && !json_is_object(v))
+		why = "\"result\" is not an object";
+	if (o != NULL)
+		json_decref(o);
+	return why;
 }
 
 /*

@@ -12,12 +12,14 @@
 #define CTLREC_MAX_BY       128          /* bytes of a request's "by" and "node" kept */
 #define CTLREC_MAX_REQUESTS 32           /* run-now requests a job's folder holds at most */
 #define CTLREC_MAX_WAIT_MS  (86400000LL) /* a request's timeout_ms is at most a day */
+#define CTLREC_MAX_REQUEST  4096         /* bytes of a run-now request node a worker reads */
 
 /* A run-now request node, <root>/jobs/<job>/requests/req-<seq>, as read (bounded). */
 struct ctlrec_request {
 	int valid;                     /* a JSON object no larger than CTLREC_MAX_SIZE */
 	char by[CTLREC_MAX_BY + 1];    /* who asked; "?" when absent or not a sane string */
 	int64_t timeout_ms;            /* how long a worker may wait for the lease; -1: none */
+	int force;                     /* "force": true: run it even if the job is paused */
 	int claimed;                   /* "claimed": a worker took it */
 	char node[CTLREC_MAX_BY + 1];  /* ... that worker's node id; "" when unknown */
 	int done;                      /* "result": the worker reported how it ended */
@@ -28,6 +30,7 @@ struct ctlrec_request {
 };
 
 int ctlrec_request(const char *data, int len, struct ctlrec_request *);
+const char *ctlrec_request_invalid(const char *data, int len);
 int ctlrec_request_exit(const struct ctlrec_request *);
 int ctlrec_paused(const char *data, int len, int *stop_running);
 int64_t ctlrec_drain_deadline_ms(const char *data, int len);

@@ -7,6 +7,7 @@
 #define EXIT_USAGE          64  /* bad command line (EX_USAGE) */
 #define EXIT_UNAVAILABLE    69  /* lease count conflict, or ZooKeeper refused us (EX_UNAVAILABLE) */
 #define EXIT_SOFTWARE_ERROR 70  /* the supervisor died (EX_SOFTWARE) */
+#define EXIT_CANT_CREATE    73  /* init-auth: the file could not be made (EX_CANTCREAT) */
 #define EXIT_TIMEOUT        75  /* exec: no lease within --timeout (EX_TEMPFAIL) */
 #define EXIT_CONFIG         78  /* configuration errors (EX_CONFIG) */
 #define EXIT_CANNOT_RUN     127 /* exec: the command could not be started, as a shell says */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
- * authfile.c: ZooKeeper digest credentials ("USER:PASSWORD", one line) read from a file.
+ * authfile.c: ZooKeeper digest credentials ("USER:PASSWORD", one line) read from a file, and
+ * the form of a digest id (USER:BASE64, [zookeeper] reader).
  *
  * The file is the secret, so it is refused unless only the user reading it could have
  * written or read it: a regular file, not reached through a symbolic link, owned by that
@@ -23,6 +24,30 @@
 
 /* Set *cause and fail. */
 #define authfile_fail(cause, ...) (xasprintf((cause), __VA_ARGS__), -1)
+
+/* Whether v is a digest id: USER ([A-Za-z0-9._-], 1-64) ':' 28 characters of base64. */
+int
+authfile_valid_digest_id(const char *v)
+{
+	const char *colon = strchr(v, ':');
+	size_t n, i;
+
+	if (colon == NULL || colon == v || colon - v > 64 || strlen(colon + 1) != 28)
+		return 0;
+	n = (size_t)(colon - v);
+	for (i = 0; i < n; i++) {
+		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+		           v[i]) == NULL)
+			return 0;
+	}
+	for (i = 1; i <= 28; i++) {
+		if (colon[i] == '\0' ||
+		    strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=",
+		           colon[i]) == NULL)
+			return 0;
+	}
+	return colon[28] == '=';
+}
 
 /* Whether auth is USER:PASSWORD: a user before the first colon, no control characters. */
 int

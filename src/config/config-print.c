@@ -270,12 +270,27 @@ config_print(const struct config *cfg, FILE *f)
 		fprintf(f, "  auth             none: every node is open to every client\n");
 	if (cfg->require_acl)
 		fprintf(f, "  require_acl      true\n");
+	if (cfg->reader != NULL)
+		fprintf(f, "  reader           digest:%s may read every node this worker creates\n",
+		        cfg->reader);
 	fprintf(f, "  jobs             %s (%zu file%s, %zu job%s)\n", cfg->jobs, cfg->njob_files,
 	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
 	fprintf(f, "  state_dir        %s\n", cfg->state_dir);
 	fprintf(f, "  allow_root_jobs  %s\n", cfg->allow_root_jobs ? "true" : "false");
 	if (cfg->allow_no_jobs)
 		fprintf(f, "  allow_no_jobs    true\n");
+	if (cfg->allow_open_control)
+		fprintf(f,
+		        "  control          honoured without credentials (allow_open_control)\n");
+	else if (cfg->auth == NULL)
+		fprintf(f, "  control          run requests, pauses and drains ignored: no "
+		           "credentials (see allow_open_control)\n");
+	if (cfg->auth == NULL)
+		fprintf(f, "  output           %s\n",
+		        cfg->allow_open_output ? "recorded in run records without credentials "
+		                                 "(allow_open_output): anyone may read it"
+		                               : "not recorded in run records: no credentials (see "
+		                                 "allow_open_output)");
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	if (cfg->tick_claim != CONFIG_TICK_RANKED)
 		fprintf(f, "  tick_claim       %s\n", config_tick_claim_name(cfg->tick_claim));

@@ -300,6 +300,21 @@ config_resolve_zookeeper(struct config_ctx *ctx, struct config *cfg)
 		                "require_acl = true needs credentials: without auth_file (or auth) "
 		                "every node leasekeeper creates is open to every client; add "
 		                "auth_file = /etc/leasekeeper/zk.auth (see docs/security.md)");
+	if ((kv = config_kv_find(zk, "reader")) != NULL) {
+		if (!authfile_valid_digest_id(kv->value))
+			config_error_kv(
+			    ctx, zk, kv,
+			    "bad reader: write the read-only identity's digest id, USER:BASE64 "
+			    "of 28 characters, as `leasekeeper init-auth --user USER FILE` "
+			    "prints it");
+		else if (config_kv_find(zk, "auth") == NULL &&
+		         config_kv_find(zk, "auth_file") == NULL)
+			config_error_kv(
+			    ctx, zk, kv,
+			    "reader needs credentials: without auth_file (or auth) every node "
+			    "is open to every client already; add auth_file");
+		cfg->reader = xstrdup(kv->value);
+	}
 	return ok_t;
 }
 
@@ -340,6 +355,8 @@ config_resolve_worker_section(struct config_ctx *ctx, struct config *cfg)
 		cfg->state_dir = xstrdup(CONFIG_DEFAULT_STATE_DIR);
 	config_get_bool(ctx, wk, "allow_root_jobs", &cfg->allow_root_jobs);
 	config_get_bool(ctx, wk, "allow_no_jobs", &cfg->allow_no_jobs);
+	config_get_bool(ctx, wk, "allow_open_control", &cfg->allow_open_control);
+	config_get_bool(ctx, wk, "allow_open_output", &cfg->allow_open_output);
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_tick_claim(ctx, wk, &cfg->tick_claim);

@@ -208,6 +208,11 @@ config_load_opts(const char *file, struct config **out, struct config_errors *er
 	}
 	config_check_locks(&ctx, cfg, kept);
 	config_check_lock_kinds(&ctx, cfg, kept);
+	/* Output is a secret: without credentials run records are anyone's to read. */
+	if (cfg->auth == NULL && !cfg->allow_open_output) {
+		for (i = 0; i < cfg->njobs; i++)
+			cfg->jobs_list[i]->record_output = 0;
+	}
 
 done:
 	config_ctx_finish(&ctx, errors);
@@ -243,6 +248,7 @@ config_free(struct config *cfg)
 		explicit_bzero(cfg->auth, strlen(cfg->auth));
 	free(cfg->auth);
 	free(cfg->auth_file);
+	free(cfg->reader);
 	free(cfg->node_id);
 	free(cfg->jobs);
 	free(cfg->state_dir);

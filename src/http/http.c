@@ -23,10 +23,14 @@
  * its close.
  */
 
+#include <arpa/inet.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -45,6 +49,15 @@
 #define HTTP_MAX_INPUT       (2 * HTTP_MAX_HEADERS)
 #define HTTP_ACCEPT_PAUSE_MS 1000
 #define HTTP_BEAT_MS         1000 /* the loop's heartbeat timer, for /livez */
+#define HTTP_MAX_ROUTES      16
+#define HTTP_HOST_MAX        256
+
+/* A path's handler, called once the Host header is judged. */
+struct http_route {
+	struct http *h;
+	void (*fn)(struct evhttp_request *, void *);
+	void *arg;
+};
 
 /* One open connection: a slot is taken when evhttp asks for a bufferevent. */
 struct http_conn {
@@ -68,6 +81,11 @@ struct http {
 	int closing;
 	int nconn;
 	struct http_conn conns[HTTP_MAX_CONNECTIONS];
+	int any_host;                 /* answer whatever the Host header says */
+	struct http_route refuse;     /* how a foreign Host is answered, if not the default */
+	char own_name[HTTP_HOST_MAX]; /* gethostname(): a Host header may name it */
+	struct http_route routes[HTTP_MAX_ROUTES];
+	size_t nroutes;
 };
 
 static struct log_limit http_lim_accept, http_lim_full;
@@ -274,7 +292,10 @@ void
 http_reply(struct http *h, struct evhttp_request *req, int code, const char *type, const char *body)
 {
 	struct evbuffer *buf = evbuffer_new();
-	const char *reason = code == 200 ? "OK" : code == 404 ? "Not Found" : "Service Unavailable";
+	const char *reason = code == 200   ? "OK"
+	                     : code == 403 ? "Forbidden"
+	                     : code == 404 ? "Not Found"
+	                                   : "Service Unavailable";
 
 	evbuffer_add(buf, body, strlen(body));
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
@@ -323,6 +344,8 @@ http_listen(struct event_base *base, const char *listen)
 	size_t i;
 
 	h->base = base;
+	if (gethostname(h->own_name, sizeof h->own_name - 1) != 0)
+		h->own_name[0] = '\0';
 	event_set_log_callback(http_libevent_log_cb);
 	h->evh = evhttp_new(base);
 	if (colon == NULL || (port = strtol(colon + 1, NULL, 10)) <= 0 || port > 65535) {
@@ -368,14 +391,94 @@ fail:
 	return NULL;
 }
 
+/*
+ * Whether a Host header names a listener the way a browser on this host (or a scraper
+ * given the host's name) would: an IP address, localhost, or own (the host's name, if not
+ * NULL), with a port or not. Any other name is what DNS rebinding uses: a page on another
+ * site points a name of its own at our address and reads our answers as same-origin.
+ */
+int
+http_host_ok(const char *host, const char *own)
+{
+	char name[HTTP_HOST_MAX];
+	const char *end;
+	unsigned char addr[16];
+	size_t n;
+
+	if (host == NULL)
+		return 1; /* HTTP/1.0: no name at all to rebind */
+	if (host[0] == '[') {
+		if ((end = strchr(host, ']')) == NULL)
+			return 0;
+		n = (size_t)(end - host - 1);
+		host++;
+	} else {
+		end = strchr(host, ':');
+		n = end != NULL ? (size_t)(end - host) : strlen(host);
+	}
+	if (n == 0 || n >= sizeof name)
+		return 0;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
+	       inet_pton(AF_INET6, name, addr) == 1 ||
+	       (own != NULL && own[0] != '\0' && strcasecmp(name, own) == 0);
+}
+
+/* Answer any Host header (the dashboard's --allow-remote). */
+void
+http_any_host(struct http *h)
+{
+	h->any_host = 1;
+}
+
+/* Answer a refused Host header with fn(req, arg) instead of a plain 403 (its own headers). */
+void
+http_on_refuse(struct http *h, void (*fn)(struct evhttp_request *, void *), void *arg)
+{
+	h->refuse.h = h;
+	h->refuse.fn = fn;
+	h->refuse.arg = arg;
+}
+
+/* A request for a route: refuse a Host header that is a foreign name, else answer it. */
+static void
+http_route_cb(struct evhttp_request *req, void *arg)
+{
+	struct http_route *r = arg;
+	const char *host;
+	static const char msg[] = "this listener answers to an address, localhost or the "
+	                          "host's own name only (DNS rebinding)\n";
+
+	if (!r->h->any_host) {
+		host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+		if (!http_host_ok(host, r->h->own_name)) {
+			if (r->h->refuse.fn != NULL)
+				r->h->refuse.fn(req, r->h->refuse.arg);
+			else
+				http_reply(r->h, req, 403, "text/plain; charset=utf-8", msg);
+			return;
+		}
+	}
+	r->fn(req, r->arg);
+}
+
 /* Answer GET path with fn(req, arg); a NULL path: every path without its own. */
 void
 http_route(struct http *h, const char *path, void (*fn)(struct evhttp_request *, void *), void *arg)
 {
+	struct http_route *r;
+
+	if (h->nroutes == HTTP_MAX_ROUTES)
+		fatalx("http: more than %d routes", HTTP_MAX_ROUTES);
+	r = &h->routes[h->nroutes++];
+	r->h = h;
+	r->fn = fn;
+	r->arg = arg;
 	if (path == NULL)
-		evhttp_set_gencb(h->evh, fn, arg);
+		evhttp_set_gencb(h->evh, http_route_cb, r);
 	else
-		evhttp_set_cb(h->evh, path, fn, arg);
+		evhttp_set_cb(h->evh, path, http_route_cb, r);
 }
 
 /* Send a reply within the listener's bounds (see http_send). */

@@ -20,6 +20,9 @@ void http_respond(struct http *, struct evhttp_request *, int code, const char *
 void http_reply(struct http *, struct evhttp_request *, int code, const char *type,
                 const char *body);
 uint64_t http_beat_age_ms(const struct http *);
+int http_host_ok(const char *host, const char *own);
+void http_any_host(struct http *);
+void http_on_refuse(struct http *, void (*)(struct evhttp_request *, void *), void *);
 int http_connections(const struct http *);
 void http_free(struct http *);
 

@@ -21,11 +21,17 @@
  * no-store.
  */
 
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -54,6 +60,9 @@
 #define WEB_MAX_LIST       500       /* entries read of any other listing */
 #define WEB_MAX_DOCUMENT   (4 << 20) /* bytes of /api/cluster */
 #define WEB_TRIM_STRING    256       /* bytes kept of each string when it is larger */
+#define WEB_TOKEN_MIN      16        /* characters of a token from --token-file, at least */
+#define WEB_TOKEN_MAX      128       /* ... at most */
+#define WEB_TOKEN_RANDOM   24        /* random bytes of a token made at the start */
 
 struct web {
 	struct event_base *base;
@@ -64,8 +73,10 @@ struct web {
 	struct event *sigterm;
 	struct view_opts view;
 	const char *listen;
-	int remote;  /* --allow-remote: any Host header */
-	int reading; /* a read of the cluster is in progress */
+	int remote;                    /* --allow-remote: any Host header */
+	const char *token_file;        /* --token-file, or NULL: a token made at the start */
+	char token[WEB_TOKEN_MAX + 1]; /* every request must carry it (webdoc_token_ok) */
+	int reading;                   /* a read of the cluster is in progress */
 	int closing;
 	char *doc; /* the last document, or NULL before the first read */
 	uint64_t reads;
@@ -101,20 +112,44 @@ web_reply(struct web *w, struct evhttp_request *req, int code, const char *reaso
 	evbuffer_free(buf);
 }
 
-/* Refuse a request whose Host header is a name (see above); 1 if refused. */
-static int
-web_refuse(struct web *w, struct evhttp_request *req)
+/* A Host header that is a name (DNS rebinding; http.c judges it): 403, with our headers. */
+static void
+web_refused_cb(struct evhttp_request *req, void *arg)
 {
-	const char *host;
+	struct web *w = arg;
 	static const char msg[] = "this dashboard answers to an address or localhost only "
 	                          "(see --allow-remote)\n";
 
-	if (w->remote)
-		return 0;
-	host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-	if (webdoc_host_ok(host))
-		return 0;
 	web_reply(w, req, 403, "Forbidden", "text/plain; charset=utf-8", msg, sizeof msg - 1);
+}
+
+/*
+ * Whether the request carries the token (in ?token=, the cookie, or Authorization: Bearer);
+ * if not, answer 401 and return 0. A token in the query sets the cookie, so that the page's
+ * own requests carry it.
+ */
+static int
+web_authorized(struct web *w, struct evhttp_request *req)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	static const char msg[] = "this dashboard needs its token: open the address it printed "
+	                          "at its start (http://HOST:PORT/?token=...), or the one made "
+	                          "of its --token-file\n";
+	char *cookie;
+	int ok = webdoc_token_ok(evhttp_request_get_uri(req), evhttp_find_header(in, "Cookie"),
+	                         evhttp_find_header(in, "Authorization"), w->token);
+
+	if (ok == 0) {
+		web_reply(w, req, 401, "Unauthorized", "text/plain; charset=utf-8", msg,
+		          sizeof msg - 1);
+		return 0;
+	}
+	if (ok == 2) {
+		xasprintf(&cookie, "%s=%s; HttpOnly; SameSite=Strict; Path=/", WEBDOC_COOKIE,
+		          w->token);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", cookie);
+		free(cookie);
+	}
 	return 1;
 }
 
@@ -124,7 +159,7 @@ web_page_cb(struct evhttp_request *req, void *arg)
 {
 	struct web *w = arg;
 
-	if (web_refuse(w, req))
+	if (!web_authorized(w, req))
 		return;
 	web_reply(w, req, 200, "OK", "text/html; charset=utf-8", webpage_html, webpage_html_len);
 }
@@ -137,7 +172,7 @@ web_api_cb(struct evhttp_request *req, void *arg)
 	static const char none[] = "{\"error\": \"no view of the cluster yet: waiting for "
 	                           "ZooKeeper\"}\n";
 
-	if (web_refuse(w, req))
+	if (!web_authorized(w, req))
 		return;
 	if (w->doc == NULL)
 		web_reply(w, req, 503, "Service Unavailable", "application/json", none,
@@ -152,8 +187,6 @@ web_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	struct web *w = arg;
 
-	if (web_refuse(w, req))
-		return;
 	web_reply(w, req, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", 10);
 }
 
@@ -274,6 +307,9 @@ web_serve(struct web *w, const struct target *t)
 		event_base_free(w->base);
 		return EXIT_UNAVAILABLE;
 	}
+	if (w->remote)
+		http_any_host(w->http); /* else http.c refuses a Host header that is a name */
+	http_on_refuse(w->http, web_refused_cb, w);
 	http_route(w->http, "/", web_page_cb, w);
 	http_route(w->http, "/index.html", web_page_cb, w);
 	http_route(w->http, "/api/cluster", web_api_cb, w);
@@ -289,7 +325,12 @@ web_serve(struct web *w, const struct target *t)
 	                  : t->cfg != NULL ? t->cfg->auth
 	                                   : NULL,
 	                  web_zk_cb, w);
-	log_info("web: the dashboard of %s at http://%s/", t->hosts, w->listen);
+	if (w->token_file == NULL)
+		log_info("web: the dashboard of %s at http://%s/?token=%s", t->hosts, w->listen,
+		         w->token);
+	else
+		log_info("web: the dashboard of %s at http://%s/?token=<the first line of %s>",
+		         t->hosts, w->listen, w->token_file);
 	event_base_dispatch(w->base);
 	w->closing = 1;
 	http_free(w->http);
@@ -299,6 +340,72 @@ web_serve(struct web *w, const struct target *t)
 	event_free(w->sigterm);
 	event_base_free(w->base);
 	free(w->doc);
+	return 0;
+}
+
+/* Whether c may be in a token: URL-safe characters that need no escaping. */
+static int
+web_token_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_' || c == '.' || c == '~';
+}
+
+/*
+ * The token every request must carry: the first line of --token-file (a regular file, no
+ * link followed, owned by us with no permission for others), or WEB_TOKEN_RANDOM random
+ * bytes in base64url. 0, or -1 after saying why.
+ */
+static int
+web_token(struct web *w)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned char r[WEB_TOKEN_RANDOM];
+	struct stat st;
+	ssize_t n;
+	size_t i, o = 0;
+	int fd;
+
+	if (w->token_file == NULL) {
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			fatal("getrandom");
+		for (i = 0; i + 2 < sizeof r; i += 3) {
+			uint32_t v = (uint32_t)r[i] << 16 | (uint32_t)r[i + 1] << 8 | r[i + 2];
+
+			w->token[o++] = b64[v >> 18 & 63];
+			w->token[o++] = b64[v >> 12 & 63];
+			w->token[o++] = b64[v >> 6 & 63];
+			w->token[o++] = b64[v & 63];
+		}
+		w->token[o] = '\0';
+		return 0;
+	}
+	fd = open(w->token_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		fprintf(stderr,
+		        "leasekeeper web: --token-file %s: %s: it must be a regular file, not a "
+		        "link, owned by the user running the dashboard, mode 0600 or 0400\n",
+		        w->token_file, fd < 0 ? strerror(errno) : "refused");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	n = read(fd, w->token, WEB_TOKEN_MAX + 1);
+	close(fd);
+	w->token[n > 0 ? (size_t)n : 0] = '\0';
+	w->token[strcspn(w->token, "\n")] = '\0';
+	for (i = 0; w->token[i] != '\0' && web_token_char(w->token[i]); i++)
+		;
+	if (n <= 0 || w->token[i] != '\0' || i < WEB_TOKEN_MIN || i > WEB_TOKEN_MAX) {
+		fprintf(
+		    stderr,
+		    "leasekeeper web: --token-file %s: its first line must be %d to %d letters, "
+		    "digits, '-', '_', '.' or '~'\n",
+		    w->token_file, WEB_TOKEN_MIN, WEB_TOKEN_MAX);
+		return -1;
+	}
 	return 0;
 }
 
@@ -312,17 +419,21 @@ web_main(int argc, char **argv)
 	                                         {"auth-file", required_argument, NULL, 'A'},
 	                                         {"listen", required_argument, NULL, 'l'},
 	                                         {"allow-remote", no_argument, NULL, 'R'},
+	                                         {"token-file", required_argument, NULL, 'T'},
 	                                         {"verbose", no_argument, NULL, 'v'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	static const char usage[] =
 	    "usage: leasekeeper web [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
-	    "                       [--listen HOST:PORT] [--allow-remote] [-v]\n"
+	    "                       [--listen HOST:PORT] [--allow-remote] [--token-file FILE] "
+	    "[-v]\n"
 	    "\n"
 	    "Serve the read-only dashboard of the cluster, on a ZooKeeper session of its own.\n"
 	    "\n"
 	    "  -l, --listen HOST:PORT  where to listen (default " WEB_DEFAULT_LISTEN ")\n"
 	    "  -R, --allow-remote      allow a listen address that is not loopback\n"
+	    "  -T, --token-file FILE   the token every request must carry (first line, mode\n"
+	    "                          0600); default: a random one, printed at the start\n"
 	    "  -v, --verbose           log debug lines too\n" TARGET_OPTIONS_HELP;
 	struct target_opts o = {NULL, NULL, NULL, NULL};
 	struct target t;
@@ -331,7 +442,7 @@ web_main(int argc, char **argv)
 
 	memset(&w, 0, sizeof w);
 	w.listen = WEB_DEFAULT_LISTEN;
-	while ((ch = getopt_long(argc, argv, "c:z:r:A:l:Rvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:z:r:A:l:RT:vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.file = optarg;
@@ -351,6 +462,9 @@ web_main(int argc, char **argv)
 		case 'R':
 			w.remote = 1;
 			break;
+		case 'T':
+			w.token_file = optarg;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -368,14 +482,17 @@ web_main(int argc, char **argv)
 	if (!webdoc_loopback(w.listen) && !w.remote) {
 		fprintf(
 		    stderr,
-		    "leasekeeper web: --listen %s is not a loopback address: the dashboard has "
-		    "no authentication and shows the whole cluster; listen on 127.0.0.1 and "
+		    "leasekeeper web: --listen %s is not a loopback address: the dashboard's "
+		    "only authentication is its token, sent in clear, and it shows the whole "
+		    "cluster, captured output included; listen on 127.0.0.1 and "
 		    "reach it through an SSH tunnel or a reverse proxy that authenticates, or "
 		    "pass --allow-remote if every host that can reach it may read the cluster\n",
 		    w.listen);
 		return EXIT_USAGE;
 	}
 	log_init(verbose, "web");
+	if (web_token(&w) != 0)
+		return EXIT_CONFIG;
 	if ((rc = target_resolve(&o, "web", &t)) != 0)
 		return rc;
 	w.view.root = t.root;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the web process (`leasekeeper web`). */
 /*
- * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which Host headers
- * and listen addresses it takes, and cutting the strings of a view that ZooKeeper filled
+ * webdoc.c: the pure parts of `leasekeeper web` that read outside input: which listen
+ * addresses it takes (Host headers: http_host_ok in src/http/http.c), whether a request
+ * carries the dashboard's token, and cutting the strings of a view that ZooKeeper filled
  * (anyone's to write) down to a bound. No network, no logging: the fuzzer drives them.
  */
 
@@ -41,35 +42,71 @@ webdoc_loopback(const char *listen)
 	return 0;
 }
 
+/* Whether v[0..len) is token, compared in time that does not depend on where they differ. */
+static int
+webdoc_same(const char *v, size_t len, const char *token)
+{
+	size_t n = strlen(token), i;
+	unsigned char diff = (unsigned char)(len != n);
+
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(token[i] ^ (i < len ? v[i] : 0));
+	return diff == 0 && n > 0;
+}
+
+/* Whether the list (items separated by sep, blanks around them) has name=token. */
+static int
+webdoc_find(const char *list, char sep, const char *name, const char *token)
+{
+	const char *p = list, *end, *eq;
+	size_t n = strlen(name);
+
+	while (*p != '\0') {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		end = strchr(p, sep);
+		if (end == NULL)
+			end = p + strlen(p);
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (eq != NULL && (size_t)(eq - p) == n && memcmp(p, name, n) == 0) {
+			size_t len = (size_t)(end - eq - 1);
+
+			while (len > 0 && (eq[len] == ' ' || eq[len] == '\t'))
+				len--;
+			if (webdoc_same(eq + 1, len, token))
+				return 1;
+		}
+		p = *end == '\0' ? end : end + 1;
+	}
+	return 0;
+}
+
 /*
- * Whether a Host header names this listener the way a browser on this host would: an IP
- * address or localhost, with a port or not. A name is what DNS rebinding uses.
+ * Whether a request carries the dashboard's token: 2 in the URI's query (?token=T: the
+ * page then sets the cookie), 1 in the cookie WEBDOC_COOKIE or an "Authorization: Bearer T"
+ * header, 0 if not. Any argument but token may be NULL.
  */
 int
-webdoc_host_ok(const char *host)
+webdoc_token_ok(const char *uri, const char *cookie, const char *authorization, const char *token)
 {
-	char name[256];
-	const char *end;
-	unsigned char addr[16];
-	size_t n;
+	const char *query = uri != NULL ? strchr(uri, '?') : NULL;
+	char *q;
+	int ok;
 
-	if (host == NULL)
-		return 1; /* HTTP/1.0: no name at all to rebind */
-	if (host[0] == '[') {
-		if ((end = strchr(host, ']')) == NULL)
-			return 0;
-		n = (size_t)(end - host - 1);
-		host++;
-	} else {
-		end = strchr(host, ':');
-		n = end != NULL ? (size_t)(end - host) : strlen(host);
+	if (query != NULL) {
+		q = xstrdup(query + 1);
+		q[strcspn(q, "#")] = '\0';
+		ok = webdoc_find(q, '&', "token", token);
+		free(q);
+		if (ok)
+			return 2;
 	}
-	if (n == 0 || n >= sizeof name)
-		return 0;
-	memcpy(name, host, n);
-	name[n] = '\0';
-	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
-	       inet_pton(AF_INET6, name, addr) == 1;
+	if (cookie != NULL && webdoc_find(cookie, ';', WEBDOC_COOKIE, token))
+		return 1;
+	if (authorization != NULL && strncmp(authorization, "Bearer ", 7) == 0 &&
+	    webdoc_same(authorization + 7, strlen(authorization + 7), token))
+		return 1;
+	return 0;
 }
 
 /* A string cut to at most max bytes, on a character's boundary, with "..." after it. */

@@ -8,8 +8,11 @@
 
 #include <jansson.h>
 
+#define WEBDOC_COOKIE "lk_dashboard" /* the cookie that carries the token */
+
 int webdoc_loopback(const char *listen);
-int webdoc_host_ok(const char *host);
+int webdoc_token_ok(const char *uri, const char *cookie, const char *authorization,
+                    const char *token);
 void webdoc_trim(json_t *, size_t max);
 
 #endif

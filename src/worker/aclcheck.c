@@ -36,6 +36,7 @@ struct aclcheck {
 	void *arg;
 
 	struct ACL_vector ours; /* who we are: the ACL of our own node */
+	char *jobs_dir;         /* <root>/jobs: a job record there must not be writable either */
 	char **paths;           /* sorted, unique */
 	size_t npaths;
 	size_t next;     /* the next path to read */
@@ -98,8 +99,12 @@ aclcheck_paths(struct aclcheck *c, const struct config *cfg)
 	aclcheck_add(c, &cap, layout_workers(cfg->root));
 	aclcheck_add(c, &cap, layout_lock_dir(cfg->root, 1));
 	aclcheck_add(c, &cap, layout_lock_dir(cfg->root, 2));
+	aclcheck_add(c, &cap, layout_drains(cfg->root));
 	for (i = 0; i < cfg->njobs; i++) {
 		job = cfg->jobs_list[i];
+		/* The control records: a job's record (its pause) and its run requests. */
+		aclcheck_add(c, &cap, layout_job_record(cfg->root, job->name));
+		aclcheck_add(c, &cap, layout_job_requests(cfg->root, job->name));
 		aclcheck_add_parent(c, &cap, job->lock_znode);
 		aclcheck_add(c, &cap, xstrdup(job->lock_znode));
 		if (job->leases > 1) {
@@ -163,27 +168,32 @@ aclcheck_append(char *buf, size_t len, const char *text, size_t max)
 	buf[n] = '\0';
 }
 
-/* An ACL's answer: report the entries of others that may create or delete there. */
+/*
+ * An ACL's answer: report the entries of others that may create or delete there (or write,
+ * in a job record: its "paused").
+ */
 static void
 aclcheck_judge(struct aclcheck *c, const char *path, const struct ACL_vector *acl)
 {
-	char who[512] = "", perms[8];
-	int i, n = 0;
+	char who[512] = "", perms[8], parent[1024];
+	int i, n = 0, mask = ZOO_PERM_CREATE | ZOO_PERM_DELETE;
 
+	if (znode_parent(path, parent, sizeof parent) == 0 && strcmp(parent, c->jobs_dir) == 0)
+		mask |= ZOO_PERM_WRITE;
 	for (i = 0; acl != NULL && i < acl->count; i++) {
-		if ((acl->data[i].perms & (ZOO_PERM_CREATE | ZOO_PERM_DELETE)) == 0 ||
-		    aclcheck_is_us(c, &acl->data[i].id))
+		if ((acl->data[i].perms & mask) == 0 || aclcheck_is_us(c, &acl->data[i].id))
 			continue;
-		snprintf(perms, sizeof perms, "%s%s",
+		snprintf(perms, sizeof perms, "%s%s%s",
 		         (acl->data[i].perms & ZOO_PERM_CREATE) ? "c" : "",
-		         (acl->data[i].perms & ZOO_PERM_DELETE) ? "d" : "");
+		         (acl->data[i].perms & ZOO_PERM_DELETE) ? "d" : "",
+		         (acl->data[i].perms & mask & ZOO_PERM_WRITE) ? "w" : "");
 		if (n++ > 0)
 			aclcheck_append(who, sizeof who, ", ", 2);
 		aclcheck_append(who, sizeof who, acl->data[i].id.scheme, ACLCHECK_ID_MAX);
 		aclcheck_append(who, sizeof who, ":", 1);
 		aclcheck_append(who, sizeof who, acl->data[i].id.id, ACLCHECK_ID_MAX);
 		aclcheck_append(who, sizeof who, ":", 1);
-		aclcheck_append(who, sizeof who, perms, 2);
+		aclcheck_append(who, sizeof who, perms, 3);
 	}
 	if (n == 0) {
 		log_debug("acl: %s: only we may create or delete there", path);
@@ -265,6 +275,7 @@ static void
 aclcheck_own_cb(const struct zk_reply *reply, void *arg)
 {
 	struct aclcheck *c = arg;
+	int i, n;
 
 	c->inflight--;
 	if (reply->rc != ZOK || reply->acl == NULL) {
@@ -274,6 +285,16 @@ aclcheck_own_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	aclcheck_copy(&c->ours, reply->acl);
+	/* Only the creator's entries (every permission): not a [zookeeper] reader's READ. */
+	for (i = n = 0; i < c->ours.count; i++) {
+		if (c->ours.data[i].perms == ZOO_PERM_ALL)
+			c->ours.data[n++] = c->ours.data[i];
+		else {
+			free(c->ours.data[i].id.scheme);
+			free(c->ours.data[i].id.id);
+		}
+	}
+	c->ours.count = n;
 	aclcheck_send(c);
 }
 
@@ -291,6 +312,7 @@ aclcheck_start(struct zk *zk, const struct config *cfg, const char *own_node, ac
 	c->own_node = xstrdup(own_node);
 	c->cb = cb;
 	c->arg = arg;
+	c->jobs_dir = layout_jobs(cfg->root);
 	aclcheck_paths(c, cfg);
 	c->inflight = 1;
 	zk_get_acl(zk, own_node, aclcheck_own_cb, c);
@@ -316,5 +338,6 @@ aclcheck_free(struct aclcheck *c)
 	}
 	free(c->ours.data);
 	free(c->own_node);
+	free(c->jobs_dir);
 	free(c);
 }

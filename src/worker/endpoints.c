@@ -13,6 +13,11 @@
  * from the loop, 503 if the loop's own once-a-second timer has not run for
  * HTTP_LIVEZ_STALE_MS (a loop wedged outright does not answer at all, which a probe's
  * timeout counts as a failure too). Neither depends on ZooKeeper.
+ *
+ * A listen address that cannot be bound (a local user took the port first, or the address
+ * is not up yet) does not stop the worker: its jobs run, the failure is logged, the bind is
+ * tried again after ENDPOINTS_RETRY_MIN_S, doubling to ENDPOINTS_RETRY_MAX_S, and
+ * /metrics says how many binds failed once it is served.
  */
 
 #include <stdio.h>
@@ -24,20 +29,32 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "control.h"
 #include "endpoints.h"
 #include "http.h"
 #include "job.h"
 #include "leasekeeper.h"
+#include "log.h"
 #include "xmalloc.h"
 
 #define ENDPOINTS_LIVEZ_STALE_MS 10000 /* /livez fails when the loop's last beat is older */
 
 /* The worker's listener and what its endpoints read. */
+#define ENDPOINTS_RETRY_MIN_S 1  /* the first retry of a failed bind */
+#define ENDPOINTS_RETRY_MAX_S 60 /* ... doubling up to this */
+
 struct endpoints {
-	struct http *http;
+	struct http *http; /* NULL until bound */
 	const struct endpoints_cb *cb;
 	void *arg;
+	struct event_base *base;
+	char *listen;
+	struct event *retry; /* the next bind attempt */
+	int retry_s;         /* ... after this long */
+	uint64_t bind_failures;
 };
+
+static struct log_limit endpoints_lim_bind;
 
 /* Any other path. */
 static void
@@ -54,7 +71,7 @@ endpoints_status_cb(struct evhttp_request *req, void *arg)
 {
 	struct endpoints *h = arg;
 	json_t *o = h->cb->status(h->arg);
-	char *body = json_dumps(o, JSON_INDENT(2));
+	char *body = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 
 	http_reply(h->http, req, 200, "application/json", body);
 	free(body);
@@ -341,6 +358,34 @@ endpoints_metric_job_cb(const struct job *job, void *arg)
 	endpoints_sample(out, job, "", NULL, NULL, v);
 }
 
+/* Whether control records are honoured, and how many were ignored or refused. */
+static void
+endpoints_control_metrics(struct evbuffer *buf)
+{
+	int k;
+
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_control_honoured 1 if this worker acts on run "
+	                    "requests, pauses and drains (credentials and closed ACLs, or "
+	                    "allow_open_control)\n# TYPE leasekeeper_control_honoured gauge\n"
+	                    "leasekeeper_control_honoured %d\n"
+	                    "# HELP leasekeeper_control_ignored_total control records ignored "
+	                    "because control is not honoured here\n"
+	                    "# TYPE leasekeeper_control_ignored_total counter\n",
+	                    control_honoured());
+	for (k = 0; k < CONTROL_NKINDS; k++)
+		evbuffer_add_printf(
+		    buf, "leasekeeper_control_ignored_total{kind=\"%s\"} %llu\n",
+		    control_kind_name((enum control_kind)k),
+		    (unsigned long long)control_ignored_total((enum control_kind)k));
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_run_requests_refused_total run-now request nodes "
+	                    "refused (invalid, too large, over a limit, paused without force)\n"
+	                    "# TYPE leasekeeper_run_requests_refused_total counter\n"
+	                    "leasekeeper_run_requests_refused_total %llu\n",
+	                    (unsigned long long)control_refused_total());
+}
+
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 endpoints_metrics_cb(struct evhttp_request *req, void *arg)
@@ -412,6 +457,13 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 	                    "# TYPE leasekeeper_worker_drained gauge\n"
 	                    "leasekeeper_worker_drained %d\n",
 	                    h->cb->drained(h->arg) != 0);
+	endpoints_control_metrics(out.buf);
+	evbuffer_add_printf(out.buf,
+	                    "# HELP leasekeeper_http_bind_failures_total attempts to bind [http] "
+	                    "listen that failed (the port was taken, the address not up)\n"
+	                    "# TYPE leasekeeper_http_bind_failures_total counter\n"
+	                    "leasekeeper_http_bind_failures_total %llu\n",
+	                    (unsigned long long)h->bind_failures);
 	evbuffer_add_printf(out.buf, "# HELP leasekeeper_job_runnable_workers live workers that "
 	                             "can run the job (carry it: their labels match its "
 	                             "constraint; not drained); 0: nobody runs it\n"
@@ -436,26 +488,72 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(out.buf);
 }
 
-/* Listen on HOST:PORT with the worker's paths; NULL after logging why (run exits 78). */
+/* Bind the listener and route the worker's paths; 0 if bound. */
+static int
+endpoints_bind(struct endpoints *h)
+{
+	if ((h->http = http_listen(h->base, h->listen)) == NULL)
+		return -1;
+	http_route(h->http, "/status", endpoints_status_cb, h);
+	http_route(h->http, "/metrics", endpoints_metrics_cb, h);
+	http_route(h->http, "/health", endpoints_health_cb, h);
+	http_route(h->http, "/readyz", endpoints_readyz_cb, h);
+	http_route(h->http, "/livez", endpoints_livez_cb, h);
+	http_route(h->http, NULL, endpoints_notfound_cb, h);
+	return 0;
+}
+
+/* Try the bind again, later and later while it fails. */
+static void
+endpoints_retry_cb(int fd, short what, void *arg)
+{
+	struct endpoints *h = arg;
+	struct timeval tv;
+
+	(void)fd;
+	(void)what;
+	if (endpoints_bind(h) == 0) {
+		log_info("http: listening on %s after %llu failed attempt(s)", h->listen,
+		         (unsigned long long)h->bind_failures);
+		return;
+	}
+	h->bind_failures++;
+	h->retry_s =
+	    h->retry_s * 2 > ENDPOINTS_RETRY_MAX_S ? ENDPOINTS_RETRY_MAX_S : h->retry_s * 2;
+	log_warnx_limited(&endpoints_lim_bind,
+	                  "http: still cannot listen on %s (see above); the jobs run; trying "
+	                  "again in %d s",
+	                  h->listen, h->retry_s);
+	tv.tv_sec = h->retry_s;
+	tv.tv_usec = 0;
+	evtimer_add(h->retry, &tv);
+}
+
+/*
+ * Listen on HOST:PORT with the worker's paths. A bind that fails is logged and tried again
+ * with back-off (the worker and its jobs go on meanwhile).
+ */
 struct endpoints *
 endpoints_start(struct event_base *base, const char *listen, const struct endpoints_cb *cb,
                 void *arg)
 {
-	struct http *http = http_listen(base, listen);
-	struct endpoints *h;
+	struct endpoints *h = xcalloc(1, sizeof *h);
+	struct timeval tv = {ENDPOINTS_RETRY_MIN_S, 0};
 
-	if (http == NULL)
-		return NULL;
-	h = xcalloc(1, sizeof *h);
-	h->http = http;
 	h->cb = cb;
 	h->arg = arg;
-	http_route(http, "/status", endpoints_status_cb, h);
-	http_route(http, "/metrics", endpoints_metrics_cb, h);
-	http_route(http, "/health", endpoints_health_cb, h);
-	http_route(http, "/readyz", endpoints_readyz_cb, h);
-	http_route(http, "/livez", endpoints_livez_cb, h);
-	http_route(http, NULL, endpoints_notfound_cb, h);
+	h->base = base;
+	h->listen = xstrdup(listen);
+	h->retry = evtimer_new(base, endpoints_retry_cb, h);
+	if (endpoints_bind(h) == 0)
+		return h;
+	h->bind_failures = 1;
+	h->retry_s = ENDPOINTS_RETRY_MIN_S;
+	log_warnx("http: cannot listen on %s (see above): the worker runs its jobs without its "
+	          "status page and tries again in %d s, then less often (up to every %d s); "
+	          "free the port, or change [http] listen",
+	          listen, h->retry_s, ENDPOINTS_RETRY_MAX_S);
+	evtimer_add(h->retry, &tv);
 	return h;
 }
 
@@ -465,6 +563,8 @@ endpoints_free(struct endpoints *h)
 {
 	if (h == NULL)
 		return;
+	event_free(h->retry);
 	http_free(h->http);
+	free(h->listen);
 	free(h);
 }

@@ -48,6 +48,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "control.h"
 #include "config.h"
 #include "joblocks.h"
 #include "jobpriv.h"
@@ -402,13 +403,16 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 {
 	struct job *job = arg;
 	struct jobfsm_input in;
-	int stop, paused = jobrec_paused(jr, &stop);
+	/* A pause counts only where control records are honoured (control.c). */
+	int stop, paused = jobrec_paused(jr, &stop) &&
+	                   control_allow(CONTROL_PAUSE, job->name, "paused");
 
 	if (job->fsm.state == JOB_CONFLICT)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
 		         job->cfg->leases);
 	if (paused != job->fsm.paused)
 		log_info("job %s: %s cluster-wide", job->name, paused ? "paused" : "resumed");
+	runreq_paused(job->req, paused);
 	job_input(job, &in, JOBFSM_AGREED);
 	in.paused = paused;
 	in.stop = stop;

@@ -27,5 +27,6 @@ void runreq_start(struct runreq *, const char *node);
 void runreq_session(struct runreq *, enum zk_event);
 void runreq_check(struct runreq *);
 void runreq_finish(struct runreq *, json_t *result);
+void runreq_paused(struct runreq *, int paused);
 
 #endif

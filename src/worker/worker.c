@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "aclcheck.h"
+#include "control.h"
 #include "ctlrec.h"
 #include "cgroup.h"
 #include "clock.h"
@@ -470,6 +471,7 @@ worker_acl_cb(enum aclcheck_result result, void *arg)
 		return;
 	}
 	w->acl_done = 1;
+	control_decide(w->cfg, result == ACLCHECK_CLOSED);
 	if (w->state == WORKER_REGISTERING)
 		worker_registered(w);
 }
@@ -500,6 +502,7 @@ worker_registered(struct worker *w)
 			w->acl = aclcheck_start(w->zk, w->cfg, w->path, worker_acl_cb, w);
 		return;
 	}
+	control_decide(w->cfg, 0); /* without credentials (no check): decided here, once */
 	worker_set_state(w, WORKER_READY);
 	log_info("registered as %s (session 0x%llx)", w->path,
 	         (unsigned long long)zk_session_id(w->zk));
@@ -1456,7 +1459,7 @@ worker_drain_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
 
-	if (reply->rc == ZOK)
+	if (reply->rc == ZOK && control_allow(CONTROL_DRAIN, NULL, w->cfg->node_id))
 		worker_set_drained(w, 1, ctlrec_drain_deadline_ms(reply->value, reply->value_len));
 	else if (reply->rc == ZNONODE)
 		worker_set_drained(w, 0, -1);
@@ -1827,6 +1830,8 @@ worker_run(const char *config_file, struct config *cfg)
 
 	w.zk = zk_create(w.base, cfg->hosts, (int)cfg->session_timeout_ms,
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
+	if (cfg->reader != NULL)
+		zk_set_reader(w.zk, cfg->reader); /* the read-only identity reads what we create */
 	w.members = members_new(w.zk, cfg->root);
 	w.unrunnable = json_object();
 	{

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mutex.h"
 #include "pnode.h"
+#include "utf8.h"
 #include "xmalloc.h"
 #include "znode.h"
 
@@ -211,12 +212,16 @@ mutex_place(struct mutex *m, char *const *children, int n)
 		else if (seq < 0 || seq > MUTEX_NEAR_WRAP) {
 			ok = 0;
 			if (seq < 0 && !m->wrapped) {
+				/* Anyone who may create in the folder names it: quoted. */
+				char *q = utf8_quote_str(children[i]);
+
 				m->wrapped = 1;
 				log_warnx("lock %s: sequence numbers have wrapped past 2^31 (node "
 				          "%s); leasekeeper orders them correctly but Curator "
 				          "clients on this lock will not: delete the lock folder "
 				          "while no one contends for it",
-				          m->dir, children[i]);
+				          m->dir, q);
+				free(q);
 			}
 		}
 	}

@@ -108,6 +108,9 @@ struct zk {
 	struct event_base *base;
 	char *hosts;
 	char *auth;
+	char *reader_id;              /* zk_set_reader: READ for this digest id too */
+	struct ACL reader_entries[2]; /* ... the creator's cdrwa, and its READ */
+	struct ACL_vector reader_acl; /* ... over reader_entries */
 	int requested_timeout_ms;
 	int margin_ms;
 	zk_event_cb cb;
@@ -414,7 +417,9 @@ zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *da
 	case ZK_OP_CREATE:
 		/* With credentials, what we create is ours alone (digest auth: the same user). */
 		rc = zoo_acreate2(zk->zh, path, data, len,
-		                  zk->auth != NULL ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE,
+		                  zk->auth == NULL        ? &ZOO_OPEN_ACL_UNSAFE
+		                  : zk->reader_id != NULL ? &zk->reader_acl
+		                                          : &ZOO_CREATOR_ALL_ACL,
 		                  flags_or_version, zk_create_done_cb, op);
 		break;
 	case ZK_OP_GET:
@@ -501,6 +506,20 @@ void
 zk_children(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
 {
 	zk_request(zk, ZK_OP_CHILDREN, path, NULL, 0, 0, wcb, cb, arg);
+}
+
+/*
+ * With credentials, nodes created from now on also give READ to the digest id (USER:BASE64,
+ * a read-only identity: the dashboard, status), besides the creator's every permission.
+ */
+void
+zk_set_reader(struct zk *zk, const char *digest_id)
+{
+	free(zk->reader_id);
+	zk->reader_id = xstrdup(digest_id);
+	zk->reader_entries[0] = (struct ACL){ZOO_PERM_ALL, {"auth", ""}};
+	zk->reader_entries[1] = (struct ACL){ZOO_PERM_READ, {"digest", zk->reader_id}};
+	zk->reader_acl = (struct ACL_vector){2, zk->reader_entries};
 }
 
 /* Read a node's ACL. */
@@ -1247,6 +1266,7 @@ zk_free(struct zk *zk)
 	log_limit_flush(&zk->lim_init);
 	free(zk->hosts);
 	free(zk->auth);
+	free(zk->reader_id);
 	free(zk);
 }
 

@@ -69,6 +69,7 @@ void zk_create_node(struct zk *, const char *path, const char *data, int len, in
 void zk_create_path(struct zk *, const char *path, int flags, zk_reply_cb, void *arg);
 void zk_get(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_get_acl(struct zk *, const char *path, zk_reply_cb, void *arg);
+void zk_set_reader(struct zk *, const char *digest_id);
 void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_set(struct zk *, const char *path, const char *data, int len, int version, zk_reply_cb,

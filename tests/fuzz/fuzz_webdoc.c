@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_webdoc.c: what `leasekeeper web` reads from outside before it answers or serves: the
- * first byte chooses: 0 a Host header and a listen address (webdoc_host_ok,
- * webdoc_loopback), 1 a view's JSON (from ZooKeeper, anyone's to write) cut to the bound
+ * first byte chooses: 0 a Host header, a listen address, a URI, cookie and Authorization
+ * header (http_host_ok, webdoc_loopback, webdoc_token_ok), 1 a view's JSON (from ZooKeeper, anyone's to write) cut to the bound
  * the second byte gives (webdoc_trim): every string must come out within it, and whole.
  */
 
@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "http.h"
 #include "webdoc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,8 +48,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s = malloc(size);
 		memcpy(s, data + 1, size - 1);
 		s[size - 1] = '\0';
-		(void)webdoc_host_ok(s);
+		(void)http_host_ok(s, "alpha");
 		(void)webdoc_loopback(s);
+		(void)webdoc_token_ok(s, s, s, "0123456789abcdef");
 		free(s);
 		return 0;
 	}

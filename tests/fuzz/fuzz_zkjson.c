@@ -2,7 +2,8 @@
 /*
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record (its lease count, its pause), a
- * worker's drain node and a run-now request (ctlrec_request, and the exit status it maps to), 1 the tick state and the claim computed
+ * worker's drain node and a run-now request (ctlrec_request, the exit status it maps to, and
+ * ctlrec_request_invalid, which a worker asks before acting), 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
  * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
  * worker logs them (nodedata_describe) and as the ranking of ticks reads them
@@ -158,6 +159,10 @@ fuzz_request(const char *s, size_t n)
 		abort();
 	code = ctlrec_request_exit(&r);
 	if (code < 0 || code > 255)
+		abort();
+	/* What a worker acts on is a request ctlrec_request reads whole: a by of its own. */
+	if (ctlrec_request_invalid(s, (int)n) == NULL &&
+	    (!r.valid || strcmp(r.by, "?") == 0 || n > CTLREC_MAX_REQUEST))
 		abort();
 }
 

@@ -68,7 +68,7 @@ def pipeline_without_reading(port, seconds):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(("127.0.0.1", port))
     s.settimeout(0.2)
-    burst = b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+    burst = b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2000
     sent = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -136,7 +136,7 @@ class HostileHttpTest(lktest.TestCase):
 
         # (a) a partial request, left open: the server closes it after TIMEOUT_S.
         partial = self.connect()
-        partial.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n")
+        partial.sendall(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         partial_sent = time.monotonic()
         # (b) 1 MiB headers, never ended, on twelve connections held open.
         big = []
@@ -220,7 +220,7 @@ class HostileHttpTest(lktest.TestCase):
             while not stop.is_set():
                 closed = False
                 try:
-                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                     s.settimeout(60)
                     closed = s.recv(4096) == b""
                     s.settimeout(0.2)
@@ -250,7 +250,7 @@ class HostileHttpTest(lktest.TestCase):
         began = time.monotonic()
         bound = 2 * TIMEOUT_S + 20
         c = socket.create_connection(("127.0.0.1", self.port), timeout=bound)
-        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         try:
             answer = c.recv(100)
         except socket.timeout:

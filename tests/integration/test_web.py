@@ -13,6 +13,7 @@ refuses what it should."""
 import html.parser
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,8 +95,14 @@ class WebTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         return r.stdout
 
+    def with_token(self, url):
+        """url with the dashboard's token in its query (before any #fragment)."""
+        base, sep, frag = url.partition("#")
+        return base + ("&" if "?" in base else "?") + "token=" + self.token + sep + frag
+
     def dom(self, url):
         """The page's DOM once it rendered: virtual time runs its first poll to the end."""
+        url = self.with_token(url)
         for _ in range(3):
             d = Dom(self.chromium("--virtual-time-budget=15000", "--dump-dom", url))
             body = d.tags("body")
@@ -111,7 +118,7 @@ class WebTest(lktest.TestCase):
         # Virtual time runs ahead of the view's "generated": past 14 s of it the page says the
         # view is stale (it is not: the next read is 3 real seconds away), so a shorter budget.
         self.chromium("--virtual-time-budget=6000", "--window-size=1280,1500",
-                      "--hide-scrollbars", "--screenshot=" + out, url)
+                      "--hide-scrollbars", "--screenshot=" + out, self.with_token(url))
         self.assertGreater(os.path.getsize(out), 10000)
         print("screenshot: %s" % out)
         return out
@@ -120,10 +127,14 @@ class WebTest(lktest.TestCase):
         port = lktest.free_port()
         p = self.leasekeeper("web", "--listen", "127.0.0.1:%d" % port, *args, name="web")
         p.wait_log(r"first view of the cluster read", timeout=60)
+        self.token = re.search(r"/\?token=([A-Za-z0-9_-]+)", p.log_text()).group(1)
         return "http://127.0.0.1:%d" % port, p
 
-    def get(self, url, headers=None):
-        req = urllib.request.Request(url, headers=headers or {})
+    def get(self, url, headers=None, token=True):
+        """GET url, with the dashboard's token as a bearer unless token=False."""
+        h = {"Authorization": "Bearer " + self.token} if token else {}
+        h.update(headers or {})
+        req = urllib.request.Request(url, headers=h)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return r.status, r.headers, r.read()
@@ -370,6 +381,23 @@ class WebTest(lktest.TestCase):
         self.assertEqual(status, 403)
         self.check_headers(headers)
         self.assertEqual(self.get(url + "/api/cluster", {"Host": "localhost"})[0], 200)
+        # Output is a secret: without the token nothing but 401 (issue 22, goal 4); ?token=
+        # sets the cookie that the page's own requests then carry.
+        status, headers, body = self.get(url + "/api/cluster", token=False)
+        self.assertEqual(status, 401)
+        self.check_headers(headers)
+        self.assertNotIn(b"workers", body)
+        self.assertEqual(self.get(url + "/", token=False)[0], 401)
+        wrong = self.token[:-1] + ("y" if self.token.endswith("x") else "x")
+        self.assertEqual(self.get(url + "/api/cluster", {"Authorization": "Bearer " + wrong},
+                                  token=False)[0], 401)
+        status, headers, _ = self.get(self.with_token(url + "/"), token=False)
+        self.assertEqual(status, 200)
+        cookie = headers["Set-Cookie"]
+        self.assertIn("HttpOnly", cookie)
+        self.assertIn("SameSite=Strict", cookie)
+        self.assertEqual(self.get(url + "/api/cluster", {"Cookie": cookie.split(";")[0]},
+                                  token=False)[0], 200)
         self.assertEqual(self.get(url + "/nothing")[0], 404)
         req = urllib.request.Request(url + "/api/cluster", data=b"x", method="POST")
         with self.assertRaises(urllib.error.HTTPError) as e:

@@ -21,6 +21,7 @@ SOURCES = {
     "set-leases": "src/cli/setleases.c", "run-now": "src/cli/runnow.c",
     "pause": "src/cli/control.c", "resume": "src/cli/control.c", "drain": "src/cli/control.c",
     "undrain": "src/cli/control.c", "forget": "src/cli/control.c", "web": "src/web/web.c",
+    "init-auth": "src/cli/initauth.c",
 }
 # Options of control.c's shared table that only some controls take.
 CONTROL_ONLY = {"stop-running": {"pause"}, "wait": {"drain"}, "deadline": {"drain"},

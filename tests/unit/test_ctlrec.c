@@ -105,6 +105,47 @@ test_request_exit(void **state)
 	assert_int_equal(ctlrec_request_exit(&r), 1);
 }
 
+/* ctlrec_request_invalid of a NUL-terminated text. */
+static const char *
+invalid(const char *text)
+{
+	return ctlrec_request_invalid(text, (int)strlen(text));
+}
+
+/* What a worker refuses before it acts on a request (issue 22): types, bounds, size. */
+static void
+test_request_invalid(void **state)
+{
+	char big[CTLREC_MAX_REQUEST + 16];
+
+	(void)state;
+	assert_null(
+	    invalid("{\"by\":\"ops\",\"at\":\"2026-01-01T00:00:00Z\",\"timeout_ms\":30000}"));
+	assert_null(
+	    invalid("{\"by\":\"ops\",\"force\":true,\"claimed\":{},\"result\":{},\"x\":1}"));
+	assert_non_null(invalid("not json"));
+	assert_non_null(invalid("[1]"));
+	assert_non_null(invalid("{}"));                     /* no by */
+	assert_non_null(invalid("{\"by\":5}"));             /* by not a string */
+	assert_non_null(invalid("{\"by\":\"\"}"));          /* empty */
+	assert_non_null(invalid("{\"by\":\"a\\u0000b\"}")); /* a NUL inside */
+	assert_non_null(invalid("{\"by\":\"a\",\"at\":5}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"timeout_ms\":-1}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"timeout_ms\":0}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"timeout_ms\":86400001}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"timeout_ms\":\"5\"}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"force\":\"yes\"}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"claimed\":1}"));
+	assert_non_null(invalid("{\"by\":\"a\",\"result\":\"ok\"}"));
+	assert_null(invalid("{\"by\":\"a\",\"timeout_ms\":86400000}"));
+	memset(big, ' ', sizeof big);
+	memcpy(big, "{\"by\":\"a\"", 9);
+	big[sizeof big - 2] = '}';
+	big[sizeof big - 1] = '\0';
+	assert_string_equal(invalid(big), "larger than 4096 bytes");
+	assert_non_null(ctlrec_request_invalid(NULL, 0));
+}
+
 int
 main(void)
 {
@@ -112,6 +153,7 @@ main(void)
 	    cmocka_unit_test(test_request_lifecycle),
 	    cmocka_unit_test(test_request_hostile),
 	    cmocka_unit_test(test_request_exit),
+	    cmocka_unit_test(test_request_invalid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

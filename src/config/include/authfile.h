@@ -8,5 +8,6 @@
 
 int authfile_read(const char *path, char **auth, char **cause);
 int authfile_valid_auth(const char *auth);
+int authfile_valid_digest_id(const char *id);
 
 #endif

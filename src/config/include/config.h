@@ -149,13 +149,16 @@ struct config {
 	char *auth;      /* "user:password" for digest auth (from auth or auth_file), or NULL */
 	char *auth_file; /* where auth was read from, or NULL */
 	int require_acl; /* refuse to start if others may create or delete in our folders */
+	char *reader;    /* a read-only identity's digest id, USER:BASE64, given READ; or NULL */
 
 	/* [worker] */
 	char *node_id; /* default: the host name */
 	char *jobs;    /* a file, a directory (every *.ini in it) or a glob; relative to file */
 	char *state_dir;
-	int allow_root_jobs; /* jobs may run as root only when this is set */
-	int allow_no_jobs;   /* a configuration without jobs is refused unless this is set */
+	int allow_root_jobs;    /* jobs may run as root only when this is set */
+	int allow_no_jobs;      /* a configuration without jobs is refused unless this is set */
+	int allow_open_control; /* honour run requests, pauses, drains on a root without ACLs */
+	int allow_open_output;  /* record output tails in run records without credentials */
 	enum config_on_shutdown on_shutdown;
 	enum config_cgroups cgroups; /* a cgroup v2 per run: auto, required or off */
 	struct config_limits limits; /* every job's defaults */

@@ -83,7 +83,9 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     state_dir=DIR/NAME/state unless given (None removes a default). jobs is
     {job_name: {key: value}}, each written as a [job NAME] section. extra: more sections
     for worker.ini, {section: {key: value}}. Without jobs, [worker] gets
-    allow_no_jobs = true (worker={"allow_no_jobs": None} leaves it out).
+    allow_no_jobs = true (worker={"allow_no_jobs": None} leaves it out). Without auth or
+    auth_file, [worker] gets allow_open_control = true and allow_open_output = true (None
+    leaves either out).
     """
     base = os.path.join(os.path.abspath(str(dir)), name)
     jobs_dir = os.path.join(base, "jobs")
@@ -93,6 +95,11 @@ def write_config(dir, hosts, name="worker", zookeeper=None, worker=None, safety=
     zk = {"hosts": hosts}
     zk.update(zookeeper or {})
     wk = {"node_id": name, "jobs": jobs_dir, "state_dir": state_dir}
+    if "auth" not in zk and "auth_file" not in zk:
+        # Tests drive run-now, pause and drain on an open root: the operator's opt-in
+        # (worker={"allow_open_control": None} leaves it out, as test_control_plane does).
+        wk["allow_open_control"] = True
+        wk["allow_open_output"] = True  # ... and read the output in run records
     if not jobs:
         wk["allow_no_jobs"] = True  # a worker without jobs is refused unless it says so
     wk.update(worker or {})
