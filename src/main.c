@@ -55,7 +55,7 @@ static const struct main_cmd main_cmds[] = {
      "a drained worker takes leases again", 1},
     {"forget", control_forget, "forget [-c FILE | --zk HOSTS] [--force] JOB",
      "delete the records of a gone job", 1},
-         {"init-auth", initauth_main, "init-auth [--user NAME] [--force] FILE",
+    {"init-auth", initauth_main, "init-auth [--user NAME] [--force] FILE",
      "write a new random ZooKeeper credential file (mode 0600)", 0},
     {"web", web_main, "web [-c FILE | --zk HOSTS] [--listen HOST:PORT]",
      "serve the read-only dashboard of the cluster", 0},

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: a one-shot command (`leasekeeper init-auth`). */
 /*
  * initauth.c: `leasekeeper init-auth [--user NAME] [--force] FILE`: write a new ZooKeeper

@@ -32,7 +32,7 @@ static const char next_usage[] =
 
 /*
  * The next count fire times of job, and what H and jitter resolved to, as JSON:
- * {"job", "schedule", "resolved", "jitter_s", "timezone", "continuous", "times": [{"local",
+ * {"job", "schedule", "resolved", "jitter_s" (null: none), "timezone", "continuous", "times": [{"local",
  * "utc", "epoch"}], "note"}.
  */
 static json_t *
@@ -53,6 +53,8 @@ next_times(const struct config_job *job, const struct config *cfg, long count)
 	                "timezone", tz, "continuous",
 	                schedule_kind(job->sched) == SCHEDULE_CONTINUOUS);
 	json_object_set_new(out, "times", times);
+	if (job->jitter_ms == 0) /* no jitter at all, not an offset of 0 s */
+		json_object_set_new(out, "jitter_s", json_null());
 	json_object_set_new(out, "asked", json_integer(count));
 	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS)
 		return out;
@@ -90,7 +92,7 @@ next_print(json_t *out)
 	const char *schedule = json_string_value(json_object_get(out, "schedule"));
 	const char *resolved = json_string_value(json_object_get(out, "resolved"));
 	json_t *times = json_object_get(out, "times"), *e;
-	json_int_t jitter = json_integer_value(json_object_get(out, "jitter_s"));
+	json_t *jitter = json_object_get(out, "jitter_s");
 	size_t i;
 
 	if (json_is_true(json_object_get(out, "continuous"))) {
@@ -100,8 +102,9 @@ next_print(json_t *out)
 	/* H and jitter are per job: say what they resolved to, then the times they give. */
 	if (strcmp(resolved, schedule) != 0)
 		printf("%s: %s resolves to %s\n", job, schedule, resolved);
-	if (jitter > 0)
-		printf("%s: jitter: every tick %llds after the schedule\n", job, (long long)jitter);
+	if (json_is_integer(jitter))
+		printf("%s: jitter: every tick %llds after the schedule\n", job,
+		       (long long)json_integer_value(jitter));
 	json_array_foreach(times, i, e) {
 		printf("%s  (%s)\n", json_string_value(json_object_get(e, "local")),
 		       json_string_value(json_object_get(e, "utc")));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /*
  * sha1.c: SHA-1 (FIPS 180-4) and ZooKeeper's digest identity, base64(sha1("USER:PASSWORD")),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: any process (main or the supervisor). */
 /* sha1.h: SHA-1, and ZooKeeper's digest identity of a USER:PASSWORD credential. */
 #ifndef SHA1_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /* control.h: whether this worker honours control records (run requests, pauses, drains). */
 #ifndef CONTROL_H

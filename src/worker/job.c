@@ -404,8 +404,8 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	struct job *job = arg;
 	struct jobfsm_input in;
 	/* A pause counts only where control records are honoured (control.c). */
-	int stop, paused = jobrec_paused(jr, &stop) &&
-	                   control_allow(CONTROL_PAUSE, job->name, "paused");
+	int stop,
+	    paused = jobrec_paused(jr, &stop) && control_allow(CONTROL_PAUSE, job->name, "paused");
 
 	if (job->fsm.state == JOB_CONFLICT)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=600 split
 """The control plane as an attacker sees it (issue 22), against a real ZooKeeper, a running
 worker and real local users: a ZooKeeper client without credentials cannot run, pause or

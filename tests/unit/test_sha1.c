@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sha1.c: SHA-1 against FIPS 180 vectors, and ZooKeeper's digest identity. */
 
 #include <setjmp.h>
