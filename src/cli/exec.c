@@ -513,9 +513,16 @@ exec_lease_new(struct exec *e, const char *root, const char *data, const struct 
 	e->lease = lease_new_set(e->base, e->zk, specs, n, data, cb, e);
 }
 
-/* `exec`. */
-int
-exec_main(int argc, char **argv)
+/* What exec's command line says, before the configuration fills in the rest. */
+struct exec_args {
+	const char *file, *hosts, *root, *node_id, *lock_path, *auth_file;
+	uint64_t session_timeout_ms, margin_ms, grace_ms;
+	int verbose;
+};
+
+/* Take exec's options into e and a; -1 to go on, else the status to exit with. */
+static int
+exec_options(int argc, char **argv, struct exec *e, struct exec_args *a)
 {
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
 	                                         {"zk", required_argument, NULL, 'z'},
@@ -533,77 +540,57 @@ exec_main(int argc, char **argv)
 	                                         {"read", no_argument, NULL, 'R'},
 	                                         {"write", no_argument, NULL, 'W'},
 	                                         {NULL, 0, NULL, 0}};
-	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
-	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL};
-	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
-	                                     exec_exited_cb, exec_sv_died_cb, exec_sv_hello_cb};
-	struct supervisor_opts sv_opts;
-	char *cgroup_name = NULL;
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-	struct exec e;
-	struct config_errors errors = {NULL, 0};
-	struct config *cfg = NULL;
-	const char *file = NULL, *hosts = NULL, *root = NULL, *node_id = NULL, *lock_path = NULL;
-	const char *auth_file = NULL;
-	char *auth = NULL;
-	uint64_t session_timeout_ms = 0, ms, margin_ms = 0, grace_ms = 0;
-	char host[HOST_NAME_MAX + 1], *cause, *data;
-	int ch, verbose = 0, rc = EXIT_USAGE;
-	size_t i;
+	int ch;
 
-	memset(&e, 0, sizeof e);
-	e.leases = 1;
-	e.kill_grace_ms = 2000;
-	e.safety_margin_ms = 1000;
 	while ((ch = getopt_long(argc, argv, "+c:z:r:l:t:p:N:s:m:g:A:vhRW", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'c':
-			file = optarg;
+			a->file = optarg;
 			break;
 		case 'z':
-			hosts = optarg;
+			a->hosts = optarg;
 			break;
 		case 'r':
-			root = optarg;
+			a->root = optarg;
 			break;
 		case 'l':
-			if (exec_number("--leases", optarg, LK_MAX_LEASES, &e.leases) != 0)
+			if (exec_number("--leases", optarg, LK_MAX_LEASES, &e->leases) != 0)
 				return EXIT_USAGE;
 			break;
 		case 't':
-			if (exec_duration("--timeout", optarg, &e.timeout_ms) != 0)
+			if (exec_duration("--timeout", optarg, &e->timeout_ms) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'p':
-			if (exec_lock_path(&e, optarg) != 0)
+			if (exec_lock_path(e, optarg) != 0)
 				return EXIT_USAGE;
-			lock_path = optarg;
+			a->lock_path = optarg;
 			break;
 		case 'R':
 		case 'W':
-			e.mode = ch == 'R' ? LEASE_READ : LEASE_WRITE;
+			e->mode = ch == 'R' ? LEASE_READ : LEASE_WRITE;
 			break;
 		case 'N':
-			node_id = optarg;
+			a->node_id = optarg;
 			break;
 		case 's':
-			if (exec_duration("--session-timeout", optarg, &session_timeout_ms) != 0)
+			if (exec_duration("--session-timeout", optarg, &a->session_timeout_ms) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'm':
-			if (exec_duration("--safety-margin", optarg, &margin_ms) != 0)
+			if (exec_duration("--safety-margin", optarg, &a->margin_ms) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'g':
-			if (exec_duration("--kill-grace", optarg, &grace_ms) != 0)
+			if (exec_duration("--kill-grace", optarg, &a->grace_ms) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'A':
-			auth_file = optarg;
+			a->auth_file = optarg;
 			break;
 		case 'v':
-			verbose++;
+			a->verbose++;
 			break;
 		case 'h':
 			return exec_usage(stdout);
@@ -615,169 +602,231 @@ exec_main(int argc, char **argv)
 		fprintf(stderr, "leasekeeper exec: give a name, then --, then the command\n");
 		return exec_usage(stderr);
 	}
-	e.name = argv[optind];
-	e.argv = argv + optind + 2;
-	log_init(verbose - 1, "exec");
-	if (!znode_valid_name(e.name, &cause)) {
+	e->name = argv[optind];
+	e->argv = argv + optind + 2;
+	return -1;
+}
+
+/* Check what the command line says on its own; -1 to go on, else the status to exit with. */
+static int
+exec_check_args(const struct exec *e, const struct exec_args *a)
+{
+	char *cause;
+
+	if (!znode_valid_name(e->name, &cause)) {
 		fprintf(stderr, "leasekeeper exec: bad name: %s\n", cause);
 		free(cause);
 		return EXIT_USAGE;
 	}
-	if (e.mode != LEASE_MUTEX && e.leases != 1) {
+	if (e->mode != LEASE_MUTEX && e->leases != 1) {
 		fprintf(stderr, "leasekeeper exec: --read and --write take no --leases (a "
 		                "read-write lock has no count)\n");
 		return EXIT_USAGE;
 	}
-	if (root != NULL && !znode_valid_path(root, &cause)) {
+	if (a->root != NULL && !znode_valid_path(a->root, &cause)) {
 		fprintf(stderr, "leasekeeper exec: --root: %s\n", cause);
 		free(cause);
 		return EXIT_USAGE;
 	}
 	/* A connect string that cannot parse would be retried for ever. */
-	if (hosts != NULL && !config_valid_hosts(hosts, &cause)) {
+	if (a->hosts != NULL && !config_valid_hosts(a->hosts, &cause)) {
 		fprintf(stderr, "leasekeeper exec: --zk: %s\n", cause);
 		free(cause);
 		return EXIT_USAGE;
 	}
-	if (node_id != NULL && !znode_valid_name(node_id, &cause)) {
+	if (a->node_id != NULL && !znode_valid_name(a->node_id, &cause)) {
 		fprintf(stderr, "leasekeeper exec: --node-id: %s\n", cause);
 		free(cause);
 		return EXIT_USAGE;
 	}
 	/* The same range as session_timeout in [zookeeper]; the others must fit in half. */
-	if (session_timeout_ms != 0 && (session_timeout_ms < 1000 || session_timeout_ms > 60000)) {
+	if (a->session_timeout_ms != 0 &&
+	    (a->session_timeout_ms < 1000 || a->session_timeout_ms > 60000)) {
 		fprintf(stderr,
 		        "leasekeeper exec: --session-timeout must be from 1s to 60s, e.g. 10s\n");
 		return EXIT_USAGE;
 	}
-	if (margin_ms > 30000 || grace_ms > 30000) {
+	if (a->margin_ms > 30000 || a->grace_ms > 30000) {
 		fprintf(stderr, "leasekeeper exec: --safety-margin and --kill-grace must be at "
 		                "most 30s (half of the longest session timeout)\n");
 		return EXIT_USAGE;
 	}
-	if (hosts == NULL && file == NULL) {
+	return -1;
+}
+
+/*
+ * Fill in from the configuration (the command line wins) and the defaults, read
+ * --auth-file into *auth; -1 to go on, else the status to exit with. host holds the host
+ * name when it becomes the node id.
+ */
+static int
+exec_settle(struct exec *e, struct exec_args *a, struct config **cfg, char **auth, char *host,
+            size_t hostlen)
+{
+	struct config_errors errors = {NULL, 0};
+	char *cause;
+	uint64_t ms;
+	size_t i;
+
+	if (a->hosts == NULL && a->file == NULL) {
 		if (access(LEASEKEEPER_DEFAULT_CONFIG, R_OK) != 0) {
 			fprintf(stderr, "leasekeeper exec: give -c FILE or --zk HOSTS\n");
 			return EXIT_USAGE;
 		}
-		file = LEASEKEEPER_DEFAULT_CONFIG;
+		a->file = LEASEKEEPER_DEFAULT_CONFIG;
 	}
-	if (file != NULL) {
-		if (config_load_opts(file, &cfg, &errors, CONFIG_LOAD_ALLOW_NO_JOBS) != 0) {
+	if (a->file != NULL) {
+		if (config_load_opts(a->file, cfg, &errors, CONFIG_LOAD_ALLOW_NO_JOBS) != 0) {
 			for (i = 0; i < errors.n; i++)
 				fprintf(stderr, "%s\n", errors.lines[i]);
 			config_errors_free(&errors);
 			return EXIT_CONFIG;
 		}
 		config_errors_free(&errors);
-		if (hosts == NULL)
-			hosts = cfg->hosts;
-		if (root == NULL)
-			root = cfg->root;
-		if (node_id == NULL)
-			node_id = cfg->node_id;
+		if (a->hosts == NULL)
+			a->hosts = (*cfg)->hosts;
+		if (a->root == NULL)
+			a->root = (*cfg)->root;
+		if (a->node_id == NULL)
+			a->node_id = (*cfg)->node_id;
 		/* The command line wins over the file. */
-		if (session_timeout_ms == 0)
-			session_timeout_ms = cfg->session_timeout_ms;
-		e.kill_grace_ms = cfg->kill_grace_ms;
-		e.safety_margin_ms = (int)cfg->safety_margin_ms;
-		e.limits = cfg->limits;
-		e.cgroups = cfg->cgroups;
+		if (a->session_timeout_ms == 0)
+			a->session_timeout_ms = (*cfg)->session_timeout_ms;
+		e->kill_grace_ms = (*cfg)->kill_grace_ms;
+		e->safety_margin_ms = (int)(*cfg)->safety_margin_ms;
+		e->limits = (*cfg)->limits;
+		e->cgroups = (*cfg)->cgroups;
 	}
 	/* --auth-file overrides the configuration's credentials; refused like auth_file. */
-	if (auth_file != NULL && authfile_read(auth_file, &auth, &cause) != 0) {
+	if (a->auth_file != NULL && authfile_read(a->auth_file, auth, &cause) != 0) {
 		fprintf(stderr, "leasekeeper exec: --auth-file: %s\n", cause);
 		free(cause);
-		rc = EXIT_CONFIG;
-		goto out;
+		return EXIT_CONFIG;
 	}
-	if (session_timeout_ms == 0)
-		session_timeout_ms = 10000;
-	if (margin_ms > 0)
-		e.safety_margin_ms = (int)margin_ms;
-	if (grace_ms > 0)
-		e.kill_grace_ms = grace_ms;
-	if (root == NULL)
-		root = "/leasekeeper";
-	if (node_id == NULL) {
-		if (gethostname(host, sizeof host) != 0)
-			snprintf(host, sizeof host, "localhost");
-		host[sizeof host - 1] = '\0';
-		node_id = host;
+	if (a->session_timeout_ms == 0)
+		a->session_timeout_ms = 10000;
+	if (a->margin_ms > 0)
+		e->safety_margin_ms = (int)a->margin_ms;
+	if (a->grace_ms > 0)
+		e->kill_grace_ms = a->grace_ms;
+	if (a->root == NULL)
+		a->root = "/leasekeeper";
+	if (a->node_id == NULL) {
+		if (gethostname(host, hostlen) != 0)
+			snprintf(host, hostlen, "localhost");
+		host[hostlen - 1] = '\0';
+		a->node_id = host;
 	}
-	ms = (uint64_t)e.safety_margin_ms + e.kill_grace_ms;
-	if (session_timeout_ms < 1000 || ms > session_timeout_ms / 2) {
+	ms = (uint64_t)e->safety_margin_ms + e->kill_grace_ms;
+	if (a->session_timeout_ms < 1000 || ms > a->session_timeout_ms / 2) {
 		fprintf(
 		    stderr,
 		    "leasekeeper exec: --safety-margin + --kill-grace (%llu ms) must be at most "
 		    "half of the session timeout (%llu ms): lower them or raise "
 		    "--session-timeout\n",
-		    (unsigned long long)ms, (unsigned long long)session_timeout_ms);
-		goto out;
+		    (unsigned long long)ms, (unsigned long long)a->session_timeout_ms);
+		return EXIT_USAGE;
 	}
+	return -1;
+}
 
-	e.root = xstrdup(root);
-	e.node_id = xstrdup(node_id);
-	e.explicit_lock_path = lock_path != NULL;
-	e.started_ns = clock_now_ns();
+/* Run the command under the lease on a loop of its own; the status to exit with. */
+static int
+exec_run(struct exec *e, const struct exec_args *a, const char *auth)
+{
+	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
+	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL};
+	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
+	                                     exec_exited_cb, exec_sv_died_cb, exec_sv_hello_cb};
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+	struct supervisor_opts sv_opts;
+	char *cgroup_name = NULL, *data;
+	size_t i;
+	int rc;
+
+	e->root = xstrdup(a->root);
+	e->node_id = xstrdup(a->node_id);
+	e->explicit_lock_path = a->lock_path != NULL;
+	e->started_ns = clock_now_ns();
 	signal(SIGPIPE, SIG_IGN);
-	if ((e.base = event_base_new()) == NULL)
+	if ((e->base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		e.signals[i] = evsignal_new(e.base, sigs[i], exec_signal_cb, &e);
-		event_add(e.signals[i], NULL);
+		e->signals[i] = evsignal_new(e->base, sigs[i], exec_signal_cb, e);
+		event_add(e->signals[i], NULL);
 	}
-	e.timer = evtimer_new(e.base, exec_timer_cb, &e);
-	if (e.timeout_ms > 0) {
-		struct timeval tv = {(time_t)(e.timeout_ms / 1000),
-		                     (suseconds_t)(e.timeout_ms % 1000) * 1000};
+	e->timer = evtimer_new(e->base, exec_timer_cb, e);
+	if (e->timeout_ms > 0) {
+		struct timeval tv = {(time_t)(e->timeout_ms / 1000),
+		                     (suseconds_t)(e->timeout_ms % 1000) * 1000};
 
-		evtimer_add(e.timer, &tv);
+		evtimer_add(e->timer, &tv);
 	}
-	e.connect_timer = evtimer_new(e.base, exec_connect_timer_cb, &e);
-	if (e.timeout_ms == 0 || e.timeout_ms > LK_CONNECT_TIMEOUT_S * 1000ULL) {
+	e->connect_timer = evtimer_new(e->base, exec_connect_timer_cb, e);
+	if (e->timeout_ms == 0 || e->timeout_ms > LK_CONNECT_TIMEOUT_S * 1000ULL) {
 		struct timeval tv = {LK_CONNECT_TIMEOUT_S, 0};
 
-		evtimer_add(e.connect_timer, &tv);
+		evtimer_add(e->connect_timer, &tv);
 	}
-	e.hosts = hosts;
+	e->hosts = a->hosts;
 	/* A folder of exec's own (by pid): a worker's folder holds only that worker. */
 	xasprintf(&cgroup_name, "leasekeeper-exec-%ld", (long)getpid());
 	sv_opts.cgroup_name = cgroup_name;
-	sv_opts.cgroups = e.cgroups == CONFIG_CGROUPS_OFF        ? SUPERVISOR_CGROUPS_OFF
-	                  : e.cgroups == CONFIG_CGROUPS_REQUIRED ? SUPERVISOR_CGROUPS_REQUIRED
-	                                                         : SUPERVISOR_CGROUPS_AUTO;
-	e.sv = svlink_start(e.base, &scb, &e, &sv_opts);
-	e.zk = zk_create(e.base, hosts, (int)session_timeout_ms, e.safety_margin_ms,
-	                 auth != NULL  ? auth
-	                 : cfg != NULL ? cfg->auth
-	                               : NULL,
-	                 exec_zk_cb, &e);
-	data = lease_data(e.node_id, e.name, clock_wall_ms());
-	exec_lease_new(&e, root, data, &lcb);
+	sv_opts.cgroups = e->cgroups == CONFIG_CGROUPS_OFF        ? SUPERVISOR_CGROUPS_OFF
+	                  : e->cgroups == CONFIG_CGROUPS_REQUIRED ? SUPERVISOR_CGROUPS_REQUIRED
+	                                                          : SUPERVISOR_CGROUPS_AUTO;
+	e->sv = svlink_start(e->base, &scb, e, &sv_opts);
+	e->zk = zk_create(e->base, a->hosts, (int)a->session_timeout_ms, e->safety_margin_ms, auth,
+	                  exec_zk_cb, e);
+	data = lease_data(e->node_id, e->name, clock_wall_ms());
+	exec_lease_new(e, a->root, data, &lcb);
 	free(data);
-	if (!e.explicit_lock_path)
-		e.rec = jobrec_new(e.zk, e.root, e.name, e.leases, e.lock_path, &rcb, &e);
+	if (!e->explicit_lock_path)
+		e->rec = jobrec_new(e->zk, e->root, e->name, e->leases, e->lock_path, &rcb, e);
 
-	event_base_dispatch(e.base);
+	event_base_dispatch(e->base);
 
-	rc = e.exit_code;
+	rc = e->exit_code;
 	/* The supervisor goes first: the session may close only once no job can be alive. */
-	if (!svlink_free(e.sv))
-		zk_abandon(e.zk);
-	lease_free(e.lease);
-	jobrec_free(e.rec);
-	zk_free(e.zk);
+	if (!svlink_free(e->sv))
+		zk_abandon(e->zk);
+	lease_free(e->lease);
+	jobrec_free(e->rec);
+	zk_free(e->zk);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		event_free(e.signals[i]);
-	event_free(e.timer);
-	event_free(e.connect_timer);
-	event_base_free(e.base);
-	free(e.root);
-	free(e.node_id);
-	free(e.lock_path);
+		event_free(e->signals[i]);
+	event_free(e->timer);
+	event_free(e->connect_timer);
+	event_base_free(e->base);
+	free(e->root);
+	free(e->node_id);
+	free(e->lock_path);
 	free(cgroup_name);
-out:
+	return rc;
+}
+
+/* `exec NAME -- CMD...`: one command under a lease, with the worker's safety. */
+int
+exec_main(int argc, char **argv)
+{
+	struct exec e;
+	struct exec_args a;
+	struct config *cfg = NULL;
+	char host[HOST_NAME_MAX + 1], *auth = NULL;
+	int rc;
+
+	memset(&e, 0, sizeof e);
+	memset(&a, 0, sizeof a);
+	e.leases = 1;
+	e.kill_grace_ms = 2000;
+	e.safety_margin_ms = 1000;
+	if ((rc = exec_options(argc, argv, &e, &a)) >= 0)
+		return rc;
+	log_init(a.verbose - 1, "exec");
+	if ((rc = exec_check_args(&e, &a)) >= 0)
+		return rc;
+	if ((rc = exec_settle(&e, &a, &cfg, &auth, host, sizeof host)) < 0)
+		rc = exec_run(&e, &a, auth != NULL ? auth : cfg != NULL ? cfg->auth : NULL);
 	if (auth != NULL)
 		explicit_bzero(auth, strlen(auth));
 	free(auth);
