@@ -23,6 +23,7 @@ struct http;
 struct job;
 struct members;
 struct svlink;
+struct worker_fp;
 struct worker_reload;
 
 #define WORKER_SUPERVISOR_RESTARTS 5    /* at most this many ... */
@@ -112,6 +113,8 @@ struct worker {
 	int reload_pending;           /* a SIGHUP came while it ran: one more follows */
 	struct event *reload_ev;      /* its next slice */
 	struct event *reload_next;    /* the pending one starts */
+	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
+	uint64_t reload_ns;           /* how long the last reload took */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
 
 	TAILQ_HEAD(, worker_job) jobs;

@@ -13,9 +13,19 @@
  * in flight, so that the jobs' requests never wait behind a reload's thousands.
  *
  * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which
- * starts when this one ends and reads the files as they are then.
+ * starts as long after this one ended as this one took (so reloads take at most half of the
+ * loop's time) and reads the files as they are then. And a SIGHUP when no file the
+ * configuration was read from changed (the same inode, size, mtime and ctime of the worker
+ * file, each job file and its folder, the auth file, /etc/passwd and /etc/group) reads
+ * nothing: a storm of SIGHUPs costs a few stat() calls each.
  */
 
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +61,112 @@ struct worker_reload {
 
 static void worker_reload_done(struct worker *);
 static void worker_reload_http(struct worker *, const char *);
+
+/* What stat() says of one file the configuration was read from. */
+struct worker_fp_file {
+	char *path;
+	int err; /* errno of stat(), 0 if it worked */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+};
+
+/* The files a configuration was read from, as they were. */
+struct worker_fp {
+	struct worker_fp_file *f;
+	size_t n;
+};
+
+/* Add path to fp as stat() finds it now. */
+static void
+worker_reload_fp_add(struct worker_fp *fp, const char *path)
+{
+	struct worker_fp_file *f;
+	struct stat st;
+
+	fp->f = xreallocarray(fp->f, fp->n + 1, sizeof *fp->f);
+	f = &fp->f[fp->n++];
+	memset(f, 0, sizeof *f);
+	f->path = xstrdup(path);
+	if (stat(path, &st) != 0) {
+		f->err = errno != 0 ? errno : -1;
+		return;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->mtim = st.st_mtim;
+	f->ctim = st.st_ctim;
+}
+
+/* Free a fingerprint. */
+static void
+worker_reload_fp_free(struct worker_fp *fp)
+{
+	size_t i;
+
+	if (fp == NULL)
+		return;
+	for (i = 0; i < fp->n; i++)
+		free(fp->f[i].path);
+	free(fp->f);
+	free(fp);
+}
+
+/*
+ * The files cfg was read from, now; NULL when that cannot be known without reading them
+ * (jobs is a glob: new folders may match).
+ */
+static struct worker_fp *
+worker_reload_fp(const struct config *cfg)
+{
+	struct worker_fp *fp;
+	char *copy, path[PATH_MAX];
+	size_t i;
+
+	if (strpbrk(cfg->jobs, "*?[") != NULL)
+		return NULL;
+	fp = xcalloc(1, sizeof *fp);
+	worker_reload_fp_add(fp, cfg->file);
+	if (cfg->auth_file != NULL)
+		worker_reload_fp_add(fp, cfg->auth_file);
+	worker_reload_fp_add(fp, "/etc/passwd"); /* user = NAME is looked up at each load */
+	worker_reload_fp_add(fp, "/etc/group");
+	if (cfg->jobs[0] == '/')
+		snprintf(path, sizeof path, "%s", cfg->jobs);
+	else
+		snprintf(path, sizeof path, "%s/%s", cfg->dir, cfg->jobs);
+	worker_reload_fp_add(fp, path); /* a folder: its mtime moves when a file comes or goes */
+	for (i = 0; i < cfg->njob_files; i++) {
+		worker_reload_fp_add(fp, cfg->job_files[i]);
+		copy = xstrdup(cfg->job_files[i]);
+		worker_reload_fp_add(fp, dirname(copy));
+		free(copy);
+	}
+	return fp;
+}
+
+/* Whether two fingerprints are the same (NULL is never the same as anything). */
+static int
+worker_reload_fp_equal(const struct worker_fp *a, const struct worker_fp *b)
+{
+	const struct worker_fp_file *x, *y;
+	size_t i;
+
+	if (a == NULL || b == NULL || a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		x = &a->f[i];
+		y = &b->f[i];
+		if (strcmp(x->path, y->path) != 0 || x->err != y->err || x->dev != y->dev ||
+		    x->ino != y->ino || x->size != y->size || x->mtim.tv_sec != y->mtim.tv_sec ||
+		    x->mtim.tv_nsec != y->mtim.tv_nsec || x->ctim.tv_sec != y->ctim.tv_sec ||
+		    x->ctim.tv_nsec != y->ctim.tv_nsec)
+			return 0;
+	}
+	return 1;
+}
 
 /* Schedule the next slice: at once (after what else is ready), or after a wait. */
 static void
@@ -175,6 +291,7 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		else
 			break;
 	}
+	w->reload_ns = clock_now_ns() - r->began_ns;
 	log_info("reloaded: %zu job(s) (%zu unchanged, %zu stopped, %zu started) in %llu ms",
 	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
 	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
@@ -255,6 +372,7 @@ worker_reload(struct worker *w)
 {
 	char msg[128];
 	struct config *cfg;
+	struct worker_fp *fp;
 	uint64_t began = clock_now_ns();
 
 	if (w->reload != NULL) {
@@ -268,10 +386,25 @@ worker_reload(struct worker *w)
 		         (unsigned long long)sdnotify_monotonic_usec());
 		worker_notify(msg);
 	}
-	if ((cfg = worker_reload_read(w)) == NULL) {
+	fp = worker_reload_fp(w->cfg);
+	if (worker_reload_fp_equal(fp, w->reload_fp)) {
+		log_info("reload: no file of the configuration changed since it was read; nothing "
+		         "to do");
+		worker_reload_fp_free(fp);
+		w->reload_ns = clock_now_ns() - began;
 		worker_reload_done(w);
 		return;
 	}
+	worker_reload_fp_free(w->reload_fp);
+	w->reload_fp = NULL;
+	if ((cfg = worker_reload_read(w)) == NULL) {
+		worker_reload_fp_free(fp);
+		w->reload_ns = clock_now_ns() - began;
+		worker_reload_done(w);
+		return;
+	}
+	/* Taken before the files were read: a change made meanwhile is read at the next. */
+	w->reload_fp = fp;
 	log_debug("reload: read %zu job(s) in %llu ms", cfg->njobs,
 	          (unsigned long long)((clock_now_ns() - began) / CLOCK_NS_PER_MS));
 	worker_reload_http(w, cfg->http_listen);
@@ -284,9 +417,15 @@ worker_reload_done(struct worker *w)
 {
 	if (w->notified_ready)
 		worker_notify_status(w, "READY=1");
+	struct timeval tv;
+	uint64_t wait_us = w->reload_ns / 1000;
+
 	if (w->reload_pending && w->state != WORKER_STOPPING) {
 		w->reload_pending = 0;
-		event_active(w->reload_next, EV_TIMEOUT, 0);
+		/* As long as the last one took: reloads take at most half of the loop. */
+		tv.tv_sec = (time_t)(wait_us / 1000000);
+		tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+		evtimer_add(w->reload_next, &tv);
 	}
 }
 
@@ -298,7 +437,7 @@ worker_reload_next_cb(int fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (w->state != WORKER_STOPPING)
+	if (w->state != WORKER_STOPPING && w->reload == NULL)
 		worker_reload(w);
 }
 
@@ -309,6 +448,8 @@ worker_reload_abort(struct worker *w)
 	struct worker_reload *r = w->reload;
 
 	w->reload_pending = 0;
+	if (w->reload_next != NULL)
+		evtimer_del(w->reload_next);
 	if (r == NULL)
 		return;
 	log_info("reload: cut short by the stop");
@@ -321,7 +462,7 @@ void
 worker_reload_init(struct worker *w)
 {
 	w->reload_ev = evtimer_new(w->base, worker_reload_slice_cb, w);
-	w->reload_next = event_new(w->base, -1, 0, worker_reload_next_cb, w);
+	w->reload_next = evtimer_new(w->base, worker_reload_next_cb, w);
 }
 
 /* Free them, and a reload's state. */
@@ -331,6 +472,7 @@ worker_reload_fini(struct worker *w)
 	worker_reload_abort(w);
 	event_free(w->reload_ev);
 	event_free(w->reload_next);
+	worker_reload_fp_free(w->reload_fp);
 }
 
 /*

@@ -101,6 +101,30 @@ zk_heartbeat_stall_cb(int fd, short what, void *arg)
 	zk_kick(zk);
 }
 
+/*
+ * Say so when main's own loop was too busy to send a heartbeat on time (more than T/6
+ * late): the supervisor kills the jobs at the lease deadline whatever kept main, and this
+ * is the line that tells the busy loop from a silent server (docs/safety.md, Liveness).
+ */
+static void
+zk_heartbeat_late(struct zk *zk, uint64_t now)
+{
+	uint64_t late, deadline = zk_deadline_ns(zk);
+
+	if (zk->hb_next_ns == 0 || now <= zk->hb_next_ns)
+		return;
+	late = (now - zk->hb_next_ns) / CLOCK_NS_PER_MS;
+	if (late <= (uint64_t)zk_timeout_ms(zk) / 6)
+		return;
+	log_warnx_limited(&zk->lim_late,
+	                  "main's loop was busy: the heartbeat went out %llu ms late, %lld ms "
+	                  "before the lease deadline (jobs are killed when main stays busy past "
+	                  "it; see docs/safety.md, Liveness)",
+	                  (unsigned long long)late,
+	                  deadline > now ? (long long)((deadline - now) / CLOCK_NS_PER_MS)
+	                                 : -(long long)((now - deadline) / CLOCK_NS_PER_MS));
+}
+
 /* The heartbeat timer: a request every T/3, and a word while we cannot connect. */
 void
 zk_heartbeat_timer_cb(int fd, short what, void *arg)
@@ -114,6 +138,7 @@ zk_heartbeat_timer_cb(int fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (zk->state == ZK_STATE_CONNECTED) {
+		zk_heartbeat_late(zk, now);
 		/* Due a period after the last one was due (or sent): lateness counts. */
 		if (zk->hb_due_ns == 0)
 			zk->hb_due_ns =

@@ -157,7 +157,7 @@ struct zk {
 	int64_t clock_warned_us; /* the offset it named */
 
 	/* Faults that repeat while a server misbehaves: each warns once, then counts. */
-	struct log_limit lim_delete, lim_stall, lim_lost, lim_auth, lim_init;
+	struct log_limit lim_delete, lim_stall, lim_lost, lim_auth, lim_init, lim_late;
 
 	/* Requests: waiting for a slot, and how many are in the library's hands. */
 	TAILQ_HEAD(, zk_op) queue;

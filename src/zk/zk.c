@@ -528,6 +528,7 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 
 	zk->lim_stall.burst = 5; /* each one matters; only a storm is counted */
 	zk->lim_lost.burst = 5;  /* each one matters; only a storm is counted */
+	zk->lim_late.burst = 5;
 	zk->base = base;
 	zk->hosts = xstrdup(hosts);
 	zk->auth = auth != NULL ? xstrdup(auth) : NULL;
@@ -639,6 +640,7 @@ zk_free(struct zk *zk)
 	log_limit_flush(&zk->lim_lost);
 	log_limit_flush(&zk->lim_auth);
 	log_limit_flush(&zk->lim_init);
+	log_limit_flush(&zk->lim_late);
 	zk_request_free_owners(zk);
 	free(zk->hosts);
 	free(zk->auth);

@@ -97,20 +97,90 @@ class LivenessTest(lktest.TestCase):
         self.assertEqual(len(re_findall(r"reload: job (cont|ten)\d+", text)), 0,
                          "unchanged jobs were touched")
 
-    def test_sighup_storm_kills_nothing(self):
+    def storm(self, touch):
         self.start_worker(1)
+        jobs_ini = os.path.join(self.dir, "alpha", "jobs", "jobs.ini")
         mark = len(self.w.log_text())
         t0 = time.monotonic()
-        for _ in range(100):  # 100 SIGHUPs in 10 s, nothing changed
+        for _ in range(100):  # 100 SIGHUPs in 10 s
+            if touch:
+                os.utime(jobs_ini)  # the same content, read again
             self.w.signal(signal.SIGHUP)
             time.sleep(0.1)
         self.settle(mark)
-        self.report_livez("100 SIGHUPs in 10 s", t0, time.monotonic())
-        self.assert_no_kill("SIGHUP storm")
-        n = len(re_findall(r"reloaded: \d+ job", self.w.log_text()[mark:]))
-        print("SIGHUP storm: %d reloads ran for 100 SIGHUPs" % n, flush=True)
+        what = "100 SIGHUPs in 10 s%s" % (", the job file touched before each" if touch else "")
+        self.report_livez(what, t0, time.monotonic())
+        self.assert_no_kill(what)
+        text = self.w.log_text()[mark:]
+        n = len(re_findall(r"reloaded: \d+ job", text))
+        skipped = len(re_findall(r"no file of the configuration changed", text))
+        print("%s: %d reloads read the files, %d found nothing changed" % (what, n, skipped),
+              flush=True)
+        self.assertEqual(len(re_findall(r"reload: job ", text)), 0, "unchanged jobs touched")
         self.assertGreaterEqual(n, 1)
-        self.assertLessEqual(n, 100)
+        self.assertLessEqual(n + skipped, 100)
+        return n, skipped
+
+    def test_sighup_storm_kills_nothing(self):
+        n, skipped = self.storm(touch=False)
+        self.assertEqual(n, 1, "only the first SIGHUP reads the files")
+
+    def test_sighup_storm_with_touched_files_kills_nothing(self):
+        n, skipped = self.storm(touch=True)
+        self.assertGreater(n, 1, "the touched files were read again")
+
+
+class BusyMainTest(lktest.TestCase):
+    """Main busy (here: stopped with SIGSTOP, which the supervisor cannot tell from a busy
+    loop) extends no lease. Shorter than the budget of docs/safety.md (2T/3 - safety_margin -
+    kill_grace, whatever the heartbeat's phase), no job is killed; longer than T -
+    safety_margin - kill_grace (whatever the phase), the supervisor kills it on its own
+    clock: a busy main never keeps a job alive past its deadline."""
+
+    MARGIN_MS, GRACE_MS = 500, 1000
+
+    def start(self):
+        self.start_zookeeper()
+        self.out = self.path("cont.log")
+        cfg = self.write_config(
+            name="busy", zookeeper={"session_timeout": "%dms" % T_MS}, safety=SAFETY,
+            worker={"allow_root_jobs": True},
+            jobs={"cont": {"command": liveness.continuous_command(self.out)("cont"),
+                           "schedule": "@continuous"}})
+        self.w = self.worker(cfg)
+        self.wait_until(lambda: liveness.term_counts(self.out)[0].get("cont") == 1,
+                        timeout=60, msg="the job running")
+
+    def busy(self, seconds):
+        os.kill(self.w.pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(self.w.pid, signal.SIGCONT)
+
+    def test_busy_within_budget_kills_nothing(self):
+        self.start()
+        budget = (2 * T_MS / 3 - self.MARGIN_MS - self.GRACE_MS) / 1000.0
+        # Half the worst-case budget: room for a loaded machine's scheduling and the
+        # heartbeat's round trip, in any phase of the heartbeat.
+        for i in range(5):
+            time.sleep(0.37 * (i + 1))  # another phase of the heartbeat each time
+            self.busy(budget / 2)
+        time.sleep(T_MS / 1000.0)
+        self.assertEqual(liveness.term_counts(self.out), ({"cont": 1}, {}),
+                         "a job was killed while main was busy %.2f s" % (budget / 2))
+        self.assertNotRegex(self.w.log_text(), r"lease deadline of job")
+
+    def test_busy_past_the_deadline_kills_on_the_supervisors_clock(self):
+        self.start()
+        longest = (T_MS - self.MARGIN_MS - self.GRACE_MS) / 1000.0
+        mark = len(self.w.log_text())
+        self.busy(longest + 0.5)
+        self.w.wait_log(r"lease deadline of job cont is near: SIGTERM", since=mark, timeout=30)
+        self.wait_until(lambda: liveness.term_counts(self.out)[1].get("cont") == 1, timeout=30,
+                        msg="the job got SIGTERM")
+        self.w.wait_log(r"main's loop was busy: the heartbeat went out \d+ ms late",
+                        since=mark, timeout=30)
 
 
 def re_findall(pattern, text):
