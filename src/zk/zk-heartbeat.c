@@ -116,13 +116,14 @@ zk_heartbeat_late(struct zk *zk, uint64_t now)
 	late = (now - zk->hb_next_ns) / CLOCK_NS_PER_MS;
 	if (late <= (uint64_t)zk_timeout_ms(zk) / 6)
 		return;
-	log_warnx_limited(&zk->lim_late,
-	                  "main's loop was busy: the heartbeat went out %llu ms late, %lld ms "
-	                  "before the lease deadline (jobs are killed when main stays busy past "
-	                  "it; see docs/safety.md, Liveness)",
-	                  (unsigned long long)late,
-	                  deadline > now ? (long long)((deadline - now) / CLOCK_NS_PER_MS)
-	                                 : -(long long)((now - deadline) / CLOCK_NS_PER_MS));
+	log_warnx_limited(
+	    &zk->lim_late,
+	    "main's loop was busy: the heartbeat went out %llu ms late, %lld ms %s "
+	    "the lease deadline (jobs are killed when main stays busy past it; see "
+	    "docs/safety.md, Liveness)",
+	    (unsigned long long)late,
+	    (long long)((deadline > now ? deadline - now : now - deadline) / CLOCK_NS_PER_MS),
+	    deadline > now ? "before" : "after");
 }
 
 /* The heartbeat timer: a request every T/3, and a word while we cannot connect. */
@@ -137,8 +138,8 @@ zk_heartbeat_timer_cb(int fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	zk_heartbeat_late(zk, now);
 	if (zk->state == ZK_STATE_CONNECTED) {
-		zk_heartbeat_late(zk, now);
 		/* Due a period after the last one was due (or sent): lateness counts. */
 		if (zk->hb_due_ns == 0)
 			zk->hb_due_ns =

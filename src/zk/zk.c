@@ -556,6 +556,7 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	tv.tv_sec = timeout_ms / 3 / 1000;
 	tv.tv_usec = (timeout_ms / 3 % 1000) * 1000;
 	evtimer_add(zk->heartbeat, &tv);
+	zk->hb_next_ns = clock_now_ns() + (uint64_t)(timeout_ms / 3) * CLOCK_NS_PER_MS;
 	log_info("zookeeper: connecting to %s (session timeout %d ms)", hosts, timeout_ms);
 	zk_open(zk);
 	return zk;
