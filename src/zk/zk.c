@@ -19,6 +19,9 @@
  * So "send time of the newest request that got an answer + T - safety margin" is a time
  * before which the session cannot have expired. A heartbeat request every T/3 keeps the
  * deadline moving while the connection is healthy; nothing moves it otherwise.
+ *
+ * The parts: zk-request.c (requests, paced and indexed by owner), zk-heartbeat.c,
+ * zk-gdelete.c (guaranteed deletes) and zk-clock.c (this host's clock against the servers').
  */
 
 #include <sys/socket.h>
