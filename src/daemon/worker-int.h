@@ -114,7 +114,7 @@ struct worker {
 	struct event *reload_ev;      /* its next slice */
 	struct event *reload_next;    /* the pending one starts */
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
-	uint64_t reload_ns;           /* how long the last reload took */
+	uint64_t reload_ns;           /* how long the last reload's read took */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
 
 	TAILQ_HEAD(, worker_job) jobs;

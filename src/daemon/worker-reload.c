@@ -13,8 +13,8 @@
  * in flight, so that the jobs' requests never wait behind a reload's thousands.
  *
  * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which
- * starts as long after this one ended as this one took (so reloads take at most half of the
- * loop's time) and reads the files as they are then. And a SIGHUP when no file the
+ * starts as long after this one ended as this one's read took (so reads, which do not
+ * yield, take at most half of the loop's time) and reads the files as they are then. And a SIGHUP when no file the
  * configuration was read from changed (the same inode, size, mtime and ctime of the worker
  * file, each job file and its folder, the auth file, /etc/passwd and /etc/group) reads
  * nothing: a storm of SIGHUPs costs a few stat() calls each.
@@ -291,7 +291,6 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		else
 			break;
 	}
-	w->reload_ns = clock_now_ns() - r->began_ns;
 	log_info("reloaded: %zu job(s) (%zu unchanged, %zu stopped, %zu started) in %llu ms",
 	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
 	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
@@ -405,8 +404,9 @@ worker_reload(struct worker *w)
 	}
 	/* Taken before the files were read: a change made meanwhile is read at the next. */
 	w->reload_fp = fp;
+	w->reload_ns = clock_now_ns() - began; /* what did not yield: the read */
 	log_debug("reload: read %zu job(s) in %llu ms", cfg->njobs,
-	          (unsigned long long)((clock_now_ns() - began) / CLOCK_NS_PER_MS));
+	          (unsigned long long)(w->reload_ns / CLOCK_NS_PER_MS));
 	worker_reload_http(w, cfg->http_listen);
 	worker_reload_begin(w, cfg, began);
 }
@@ -422,7 +422,7 @@ worker_reload_done(struct worker *w)
 
 	if (w->reload_pending && w->state != WORKER_STOPPING) {
 		w->reload_pending = 0;
-		/* As long as the last one took: reloads take at most half of the loop. */
+		/* As long as the last read took: reads take at most half of the loop. */
 		tv.tv_sec = (time_t)(wait_us / 1000000);
 		tv.tv_usec = (suseconds_t)(wait_us % 1000000);
 		evtimer_add(w->reload_next, &tv);
