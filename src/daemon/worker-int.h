@@ -35,6 +35,7 @@ struct worker_reload;
 #define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
 #define WORKER_STATUS_MS           1000 /* systemd's STATUS= is brought up to date this often */
 #define WORKER_PLACEMENT_MS        5000 /* how often jobs no live worker can run are looked for */
+#define WORKER_DEADLINE_PUSH_MS    50   /* the supervisor learns a deadline that moved this much */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -45,6 +46,7 @@ enum worker_state {
 };
 
 struct worker_job {
+	struct worker *w;
 	struct job *job;
 	struct config *cfg; /* the configuration its job_config() is part of */
 	int done;
@@ -102,6 +104,8 @@ struct worker {
 	uint64_t sv_restarts[WORKER_SUPERVISOR_RESTARTS];
 	int sv_restart_count;
 	uint64_t deadline_ns;         /* the lease deadline before the last answer moved it */
+	uint64_t sv_deadline_ns;      /* the deadline the supervisor was last told */
+	uint64_t sv_epoch;            /* of that session */
 	uint64_t deadline_low_ns;     /* the least time left then, since start; UINT64_MAX: none */
 	uint64_t session_expiries;    /* for /metrics */
 	uint64_t session_reconnects;  /* the same session back after a disconnect */
@@ -118,6 +122,7 @@ struct worker {
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
 
 	TAILQ_HEAD(, worker_job) jobs;
+	size_t njobs_live; /* jobs not done yet */
 	TAILQ_HEAD(, worker_config) retired;
 };
 
@@ -132,7 +137,6 @@ int worker_check_limits(struct worker *w, const struct config *cfg);
 void worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char *note,
                         void *arg);
 void worker_finish(struct worker *w);
-struct job *worker_job_new(struct worker *w, const struct config_job *cj);
 struct worker_job *worker_job_add(struct worker *w, const struct config_job *cj,
                                   struct config *cfg);
 

@@ -163,7 +163,18 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 	switch (event) {
 	case ZK_EVENT_DEADLINE:
 		worker_deadline_moved(w);
-		svlink_session(w->sv, zk, event);
+		/*
+		 * Thousands of answers a second (a reload) would each be a message: tell the
+		 * supervisor when the deadline moved by WORKER_DEADLINE_PUSH_MS. The deadline it
+		 * holds is then at most that much earlier than ours: it kills sooner, never later.
+		 */
+		if (zk_epoch(zk) != w->sv_epoch ||
+		    zk_deadline_ns(zk) >=
+		        w->sv_deadline_ns + WORKER_DEADLINE_PUSH_MS * CLOCK_NS_PER_MS) {
+			w->sv_epoch = zk_epoch(zk);
+			w->sv_deadline_ns = zk_deadline_ns(zk);
+			svlink_session(w->sv, zk, event);
+		}
 		break;
 	case ZK_EVENT_SESSION_NEW:
 		worker_jobs_session(w, event);
@@ -293,6 +304,8 @@ worker_sv_timer_cb(int fd, short what, void *arg)
 	worker_start_supervisor(w);
 	log_info("started a new supervisor, pid %ld", (long)svlink_pid(w->sv));
 	/* the new one learns the deadline; the jobs contend again when it says hello */
+	w->sv_epoch = zk_epoch(w->zk);
+	w->sv_deadline_ns = zk_deadline_ns(w->zk);
 	svlink_session(w->sv, w->zk, ZK_EVENT_DEADLINE);
 }
 
@@ -440,21 +453,20 @@ worker_flush_cb(int fd, short what, void *arg)
 static void
 worker_job_done_cb(struct job *job, void *arg)
 {
-	struct worker *w = arg;
-	struct worker_job *wj;
+	struct worker_job *wj = arg;
+	struct worker *w = wj->w;
 
-	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (wj->job == job)
-			wj->done = 1;
+	(void)job; /* wj->job: each job's callbacks get its own entry */
+	if (!wj->done) {
+		wj->done = 1;
+		w->njobs_live--;
 	}
 	if (w->state != WORKER_STOPPING) {
 		event_active(w->reap, EV_TIMEOUT, 0);
 		return;
 	}
-	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done)
-			return;
-	}
+	if (w->njobs_live > 0)
+		return;
 	log_info("every job is stopped");
 	worker_finish(w);
 }
@@ -566,7 +578,7 @@ worker_mkdirs(const char *dir)
 static const struct config *
 worker_job_config_cb(void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = ((struct worker_job *)arg)->w;
 
 	return w->cfg;
 }
@@ -574,7 +586,7 @@ worker_job_config_cb(void *arg)
 static struct svlink *
 worker_job_supervisor_cb(void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = ((struct worker_job *)arg)->w;
 
 	return w->sv;
 }
@@ -583,7 +595,7 @@ worker_job_supervisor_cb(void *arg)
 static uint32_t
 worker_job_next_run_cb(void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = ((struct worker_job *)arg)->w;
 
 	if (++w->next_run == 0)
 		w->next_run = 1;
@@ -593,19 +605,19 @@ worker_job_next_run_cb(void *arg)
 static const struct members *
 worker_job_members_cb(void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = ((struct worker_job *)arg)->w;
 
 	return w->members;
 }
 
-/* A new job of this worker (drained with it, if it is). */
-struct job *
-worker_job_new(struct worker *w, const struct config_job *cj)
+/* A new job of this worker (drained with it, if it is); its callbacks get wj. */
+static struct job *
+worker_job_new(struct worker *w, struct worker_job *wj, const struct config_job *cj)
 {
 	static const struct job_cb cb = {worker_job_config_cb, worker_job_supervisor_cb,
 	                                 worker_job_next_run_cb, worker_job_done_cb,
 	                                 worker_job_members_cb};
-	struct job *job = job_new(w->base, w->zk, cj, &cb, w);
+	struct job *job = job_new(w->base, w->zk, cj, &cb, wj);
 
 	if (w->drained)
 		job_drain(job, 1, 0);
@@ -618,9 +630,11 @@ worker_job_add(struct worker *w, const struct config_job *cj, struct config *cfg
 {
 	struct worker_job *wj = xcalloc(1, sizeof *wj);
 
-	wj->job = worker_job_new(w, cj);
+	wj->w = w;
 	wj->cfg = cfg;
+	wj->job = worker_job_new(w, wj, cj);
 	TAILQ_INSERT_TAIL(&w->jobs, wj, entry);
+	w->njobs_live++;
 	return wj;
 }
 
