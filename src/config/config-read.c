@@ -318,7 +318,6 @@ config_byname_add(struct config_ctx *ctx, size_t i)
 
 	if (2 * (i + 1) > ctx->nbyname) {
 		free(ctx->byname);
-		free(ctx->log_dir_ok);
 		ctx->nbyname = ctx->nbyname == 0 ? 64 : ctx->nbyname * 2;
 		while (2 * (i + 1) > ctx->nbyname)
 			ctx->nbyname *= 2;
@@ -1015,6 +1014,7 @@ config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors)
 		config_sec_free(ctx->secs[i]);
 	free(ctx->secs);
 	free(ctx->byname);
+	free(ctx->log_dir_ok);
 	for (k = 0; k < CONFIG_JOB; k++)
 		config_sec_free(ctx->worker[k]);
 	for (i = 0; i < ctx->nfiles; i++)
