@@ -17,6 +17,7 @@
 #include "leasekeeper.h"
 #include "usage.h"
 #include "log.h"
+#include "nodedata.h"
 #include "utf8.h"
 #include "view.h"
 #include "xmalloc.h"
@@ -140,6 +141,18 @@ status_print_placement(json_t *job)
 	printf("\n");
 }
 
+/* A worker's clock against ZooKeeper's, as its node states it (validated: anyone may write). */
+static void
+status_clock(const json_t *w)
+{
+	int64_t off, err;
+
+	if (nodedata_clock_offset(w, &off, &err) != 0)
+		return;
+	printf("  clock %+.1f s (+-%.3f)%s", (double)off / 1000.0, (double)err / 1000.0,
+	       off - err > 1000 || off + err < -1000 ? " OFF: check its time synchronisation" : "");
+}
+
 /* The human view of status. */
 static void
 status_print(json_t *out)
@@ -161,6 +174,7 @@ status_print(json_t *out)
 		if (json_is_true(json_object_get(w, "drained")))
 			printf("  DRAINED (%lld lease(s) still held)",
 			       (long long)json_integer_value(json_object_get(w, "leases_held")));
+		status_clock(w);
 		printf("\n");
 	}
 	printf("jobs (%zu):\n", json_array_size(jobs));

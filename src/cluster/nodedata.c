@@ -149,3 +149,24 @@ nodedata_describe(const char *value, int len)
 		json_decref(data);
 	return out != NULL ? out : utf8_quote(value, (size_t)len);
 }
+
+/*
+ * The clock offset a worker node states (this host's clock minus ZooKeeper's, and its
+ * error bound, in ms): 0, or -1 if it states none or one out of bounds (anyone may write
+ * the node: at most NODEDATA_CLOCK_MAX_MS either way, an error bound from 0 to that).
+ */
+int
+nodedata_clock_offset(const json_t *worker, int64_t *offset_ms, int64_t *error_ms)
+{
+	const json_t *off = json_object_get(worker, "clock_offset_ms");
+	const json_t *err = json_object_get(worker, "clock_error_ms");
+
+	if (!json_is_integer(off) || !json_is_integer(err) ||
+	    json_integer_value(off) > NODEDATA_CLOCK_MAX_MS ||
+	    json_integer_value(off) < -NODEDATA_CLOCK_MAX_MS || json_integer_value(err) < 0 ||
+	    json_integer_value(err) > NODEDATA_CLOCK_MAX_MS)
+		return -1;
+	*offset_ms = (int64_t)json_integer_value(off);
+	*error_ms = (int64_t)json_integer_value(err);
+	return 0;
+}

@@ -4,6 +4,8 @@
 #ifndef NODEDATA_H
 #define NODEDATA_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 /*
@@ -24,5 +26,10 @@ void nodedata_safe_numbers(json_t *v);
  * and cut short, so that data anyone can write never forges or floods a log line.
  */
 char *nodedata_describe(const char *value, int len);
+
+/* A clock offset beyond this (ms, about 31 years) is not believed. */
+#define NODEDATA_CLOCK_MAX_MS 1000000000000LL
+
+int nodedata_clock_offset(const json_t *worker, int64_t *offset_ms, int64_t *error_ms);
 
 #endif

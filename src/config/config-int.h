@@ -65,6 +65,9 @@ struct config_ctx {
 	size_t nerrs;
 	struct config_sec **secs;
 	size_t nsecs;
+	size_t *byname;   /* index + 1 into secs of the first section of each job name, hashed */
+	size_t nbyname;   /* its size: a power of 2, at least twice nsecs */
+	char *log_dir_ok; /* the last job log folder found safe */
 	struct config_sec *worker[CONFIG_JOB];
 
 	/* the file being read */

@@ -227,12 +227,19 @@ config_perm_log(struct config_ctx *ctx, const struct config_sec *sec, const stru
 	if (!config_perm_enabled() || path[0] != '/')
 		return;
 	dir = config_dirname(path);
-	fd = safepath_open_dir(dir, SAFEPATH_CHECK | SAFEPATH_EXISTING, &why);
-	free(dir);
-	if (fd >= 0) {
-		close(fd);
+	/* Thousands of jobs log into one folder: walk it once per load. */
+	if (ctx->log_dir_ok != NULL && strcmp(dir, ctx->log_dir_ok) == 0) {
+		free(dir);
 		return;
 	}
+	fd = safepath_open_dir(dir, SAFEPATH_CHECK | SAFEPATH_EXISTING, &why);
+	if (fd >= 0) {
+		close(fd);
+		free(ctx->log_dir_ok);
+		ctx->log_dir_ok = dir;
+		return;
+	}
+	free(dir);
 	config_error_kv(ctx, sec, kv,
 	                "log_file %s: %s: the worker writes job logs as root, so put them in a "
 	                "directory only root can write, such as /var/log/leasekeeper",

@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -292,6 +293,54 @@ config_valid_name(const char *name, const char *what, char **cause)
 	return znode_valid_name(name, cause);
 }
 
+/* The slot of name in ctx->byname: its own, or the empty one where it belongs (FNV-1a). */
+static size_t
+config_byname_slot(const struct config_ctx *ctx, const char *name)
+{
+	uint32_t h = 2166136261u;
+	size_t k;
+
+	for (k = 0; name[k] != '\0'; k++)
+		h = (h ^ (unsigned char)name[k]) * 16777619u;
+	for (k = h & (ctx->nbyname - 1); ctx->byname[k] != 0; k = (k + 1) & (ctx->nbyname - 1)) {
+		if (strcmp(ctx->secs[ctx->byname[k] - 1]->name, name) == 0)
+			break;
+	}
+	return k;
+}
+
+/* The first job section named name, or ctx->nsecs if none: one lookup, not a pass. */
+static size_t
+config_byname(const struct config_ctx *ctx, const char *name)
+{
+	size_t k;
+
+	if (ctx->nbyname == 0)
+		return ctx->nsecs;
+	k = config_byname_slot(ctx, name);
+	return ctx->byname[k] != 0 ? ctx->byname[k] - 1 : ctx->nsecs;
+}
+
+/* Index job section i by its name, growing the table to keep it at most half full. */
+static void
+config_byname_add(struct config_ctx *ctx, size_t i)
+{
+	size_t n;
+
+	if (2 * (i + 1) > ctx->nbyname) {
+		free(ctx->byname);
+		ctx->nbyname = ctx->nbyname == 0 ? 64 : ctx->nbyname * 2;
+		while (2 * (i + 1) > ctx->nbyname)
+			ctx->nbyname *= 2;
+		ctx->byname = xcalloc(ctx->nbyname, sizeof *ctx->byname);
+		for (n = 0; n < i; n++) {
+			if (config_byname(ctx, ctx->secs[n]->name) == ctx->nsecs)
+				ctx->byname[config_byname_slot(ctx, ctx->secs[n]->name)] = n + 1;
+		}
+	}
+	ctx->byname[config_byname_slot(ctx, ctx->secs[i]->name)] = i + 1;
+}
+
 /* Start a section from the text between the brackets of its header. */
 static void
 config_open_section(struct config_ctx *ctx, const char *text)
@@ -376,19 +425,18 @@ config_open_section(struct config_ctx *ctx, const char *text)
 		free(why);
 		sec->discard = 1;
 	}
-	for (i = 0; i < ctx->nsecs; i++) {
-		if (strcmp(ctx->secs[i]->name, sec->name) != 0)
-			continue;
+	if ((i = config_byname(ctx, sec->name)) < ctx->nsecs) {
 		config_error(ctx, ctx->file, ctx->line,
 		             "duplicate job %s (first defined at %s:%d): rename one of them "
 		             "(job names are unique across all job files)",
 		             config_q(ctx, sec->name), ctx->files[ctx->secs[i]->file],
 		             ctx->secs[i]->line);
 		sec->discard = 1;
-		break;
 	}
 	ctx->secs = xreallocarray(ctx->secs, ctx->nsecs + 1, sizeof *ctx->secs);
 	ctx->secs[ctx->nsecs++] = sec;
+	if (i == ctx->nsecs - 1)
+		config_byname_add(ctx, ctx->nsecs - 1);
 	ctx->cur = sec;
 	ctx->where = CONFIG_WHERE_SECTION;
 out:
@@ -976,6 +1024,8 @@ config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors)
 	for (i = 0; i < ctx->nsecs; i++)
 		config_sec_free(ctx->secs[i]);
 	free(ctx->secs);
+	free(ctx->byname);
+	free(ctx->log_dir_ok);
 	for (k = 0; k < CONFIG_JOB; k++)
 		config_sec_free(ctx->worker[k]);
 	for (i = 0; i < ctx->nfiles; i++)

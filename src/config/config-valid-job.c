@@ -608,35 +608,66 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	return job;
 }
 
+/* Jobs share a lock: both by lock_path, or both by lock (a lock_path never equals a lock). */
+static int
+config_lock_key_cmp(const struct config_job *a, const struct config_job *b)
+{
+	if ((a->lock_path != NULL) != (b->lock_path != NULL))
+		return a->lock_path != NULL ? 1 : -1;
+	return a->lock_path != NULL ? strcmp(a->lock_path, b->lock_path) : strcmp(a->lock, b->lock);
+}
+
+static const struct config *config_lock_sort; /* qsort has no context argument */
+
+/* qsort: by lock, then by the order of the files. */
+static int
+config_lock_cmp_cb(const void *x, const void *y)
+{
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	int c = config_lock_key_cmp(config_lock_sort->jobs_list[i], config_lock_sort->jobs_list[j]);
+
+	return c != 0 ? c : (i > j) - (i < j);
+}
+
 /* Jobs that share a lock must agree on the number of leases. */
 void
 config_check_locks(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs)
 {
 	struct config_job *a, *b;
-	size_t i, j;
-	int same;
+	size_t *order, i, j, k, end;
 
-	for (j = 1; j < cfg->njobs; j++) {
-		b = cfg->jobs_list[j];
-		for (i = 0; i < j; i++) {
-			a = cfg->jobs_list[i];
-			if (a->lock_path != NULL || b->lock_path != NULL)
-				same = a->lock_path != NULL && b->lock_path != NULL &&
-				       strcmp(a->lock_path, b->lock_path) == 0;
-			else
-				same = strcmp(a->lock, b->lock) == 0;
-			if (!same || a->leases == b->leases)
-				continue;
-			config_error_kv(
-			    ctx, secs[j], config_kv_find(secs[j], "leases"),
-			    "job \"%s\" shares %s \"%s\" with job \"%s\" (%s:%d) but has "
-			    "leases = %d where \"%s\" has leases = %d: jobs that share a "
-			    "lock must agree on leases, so set the same number or give "
-			    "one of them its own lock",
-			    b->name, b->lock_path != NULL ? "lock_path" : "lock",
-			    b->lock_path != NULL ? b->lock_path : b->lock, a->name, a->file,
-			    a->line, b->leases, a->name, a->leases);
-			break;
+	/* By lock, then by order in the files: O(n log n), not a pass over every pair. */
+	order = xcalloc(cfg->njobs + 1, sizeof *order);
+	for (i = 0; i < cfg->njobs; i++)
+		order[i] = i;
+	config_lock_sort = cfg;
+	qsort(order, cfg->njobs, sizeof *order, config_lock_cmp_cb);
+	config_lock_sort = NULL;
+	for (k = 0; k < cfg->njobs; k = end) {
+		for (end = k + 1;
+		     end < cfg->njobs &&
+		     config_lock_key_cmp(cfg->jobs_list[order[k]], cfg->jobs_list[order[end]]) == 0;
+		     end++)
+			;
+		/* Each job of a lock against the first earlier one with other leases. */
+		for (j = k + 1; j < end; j++) {
+			b = cfg->jobs_list[order[j]];
+			for (i = k; i < j; i++) {
+				a = cfg->jobs_list[order[i]];
+				if (a->leases == b->leases)
+					continue;
+				config_error_kv(
+				    ctx, secs[order[j]], config_kv_find(secs[order[j]], "leases"),
+				    "job \"%s\" shares %s \"%s\" with job \"%s\" (%s:%d) but has "
+				    "leases = %d where \"%s\" has leases = %d: jobs that share a "
+				    "lock must agree on leases, so set the same number or give "
+				    "one of them its own lock",
+				    b->name, b->lock_path != NULL ? "lock_path" : "lock",
+				    b->lock_path != NULL ? b->lock_path : b->lock, a->name, a->file,
+				    a->line, b->leases, a->name, a->leases);
+				break;
+			}
 		}
 	}
+	free(order);
 }

@@ -386,6 +386,42 @@ endpoints_control_metrics(struct evbuffer *buf)
 	                    (unsigned long long)control_refused_total());
 }
 
+/* The main loop's own health: the heartbeat's delay, and this host's clock offset. */
+static void
+endpoints_metrics_loop(struct evbuffer *buf, const struct endpoints_worker_stats *ws)
+{
+	const struct zk_heartbeat_stats *hb = &ws->heartbeat;
+	int i;
+
+	evbuffer_add_printf(buf, "# HELP leasekeeper_heartbeat_delay_seconds from when a session "
+	                         "heartbeat was due to its answer: how late main's loop was, plus "
+	                         "the server's answer\n"
+	                         "# TYPE leasekeeper_heartbeat_delay_seconds histogram\n");
+	for (i = 0; hb->bounds != NULL && i < ZK_HEARTBEAT_BUCKETS; i++)
+		evbuffer_add_printf(buf,
+		                    "leasekeeper_heartbeat_delay_seconds_bucket{le=\"%g\"} %llu\n",
+		                    hb->bounds[i], (unsigned long long)hb->buckets[i]);
+	evbuffer_add_printf(buf,
+	                    "leasekeeper_heartbeat_delay_seconds_bucket{le=\"+Inf\"} %llu\n"
+	                    "leasekeeper_heartbeat_delay_seconds_sum %.6f\n"
+	                    "leasekeeper_heartbeat_delay_seconds_count %llu\n",
+	                    (unsigned long long)hb->count, hb->sum, (unsigned long long)hb->count);
+	if (!ws->clock_known)
+		return;
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_clock_offset_seconds this host's clock minus the "
+	                    "ZooKeeper servers' (positive: ahead), from the time they stamped on "
+	                    "this worker's writes\n"
+	                    "# TYPE leasekeeper_clock_offset_seconds gauge\n"
+	                    "leasekeeper_clock_offset_seconds %.3f\n"
+	                    "# HELP leasekeeper_clock_offset_error_seconds the offset is known "
+	                    "within this much either way (half the best round trip)\n"
+	                    "# TYPE leasekeeper_clock_offset_error_seconds gauge\n"
+	                    "leasekeeper_clock_offset_error_seconds %.3f\n",
+	                    (double)ws->clock_offset_ms / 1000.0,
+	                    (double)ws->clock_error_ms / 1000.0);
+}
+
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 endpoints_metrics_cb(struct evhttp_request *req, void *arg)
@@ -445,6 +481,7 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 		    "# TYPE leasekeeper_lease_deadline_low_seconds gauge\n"
 		    "leasekeeper_lease_deadline_low_seconds %.3f\n",
 		    (double)low / 1000.0);
+	endpoints_metrics_loop(out.buf, &ws);
 	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_containment how this worker keeps each run's "
 	                    "processes together (1 for the mode in use)\n"

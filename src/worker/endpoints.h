@@ -21,6 +21,14 @@ struct endpoints_worker_stats {
 	uint64_t session_expiries;   /* sessions that expired under us */
 	uint64_t session_reconnects; /* the same session back after a disconnect */
 	uint64_t start_ms;           /* wall clock: the worker started */
+	struct zk_heartbeat_stats heartbeat;
+	int clock_known;         /* the clock offset is estimated: */
+	int64_t clock_offset_ms; /* this host's clock minus ZooKeeper's */
+	int64_t clock_error_ms;  /* within this much */
+	struct zk_heartbeat_stats heartbeat;
+	int clock_known;         /* the clock offset is estimated: */
+	int64_t clock_offset_ms; /* this host's clock minus ZooKeeper's */
+	int64_t clock_error_ms;  /* within this much */
 };
 
 /* What the endpoint reads from its owner (the worker), at each request. */

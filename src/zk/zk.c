@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk.c: one ZooKeeper session on a libevent loop, with a heartbeat and a lease deadline.
@@ -20,6 +19,9 @@
  * So "send time of the newest request that got an answer + T - safety margin" is a time
  * before which the session cannot have expired. A heartbeat request every T/3 keeps the
  * deadline moving while the connection is healthy; nothing moves it otherwise.
+ *
+ * The parts: zk-request.c (requests, paced and indexed by owner), zk-heartbeat.c,
+ * zk-gdelete.c (guaranteed deletes) and zk-clock.c (this host's clock against the servers').
  */
 
 #include <sys/socket.h>
@@ -32,123 +34,12 @@
 #include <event2/event.h>
 
 #include "clock.h"
-#include "compat.h"
-#include "log.h"
 #include "xmalloc.h"
-#include "zk.h"
-#include "znode.h"
-
-enum zk_op_type {
-	ZK_OP_CREATE,
-	ZK_OP_GET,
-	ZK_OP_EXISTS,
-	ZK_OP_CHILDREN,
-	ZK_OP_SET,
-	ZK_OP_DELETE,
-	ZK_OP_GET_ACL,
-};
-
-enum zk_sub_kind { ZK_SUB_DATA, ZK_SUB_CHILD };
-
-/* One request in flight; freed after its completion has been dispatched. */
-struct zk_op {
-	struct zk *zk;
-	enum zk_op_type type;
-	char *path;
-	zk_reply_cb cb;
-	zk_watch_cb wcb;
-	void *arg;
-	uint64_t sent_ns;
-	uint64_t epoch;
-
-	int rc;
-	char *created;
-	char *value;
-	int value_len;
-	struct Stat stat;
-	int has_stat;
-	char **children;
-	int nchildren;
-	struct ACL_vector acl; /* get-acl: our copy */
-
-	TAILQ_ENTRY(zk_op) entry; /* zk->ops while in flight */
-};
-
-/* A watch an owner waits on. */
-struct zk_sub {
-	enum zk_sub_kind kind;
-	char *path;
-	zk_watch_cb cb;
-	void *arg;
-	TAILQ_ENTRY(zk_sub) entry;
-};
-
-/* Something the library told us, kept until zk_dispatch. */
-struct zk_record {
-	enum { ZK_RECORD_REPLY, ZK_RECORD_WATCH, ZK_RECORD_SESSION } kind;
-	struct zk_op *op;
-	int type;
-	int state;
-	char *path;
-	TAILQ_ENTRY(zk_record) entry;
-};
-
-/*
- * A delete retried after reconnects until it succeeds or cannot matter any more. With a
- * uuid, path is a folder: list it and delete each child protected with that uuid.
- */
-struct zk_gdelete {
-	char *path;
-	char *uuid;
-	int in_flight;
-	TAILQ_ENTRY(zk_gdelete) entry;
-};
-
-struct zk {
-	struct event_base *base;
-	char *hosts;
-	char *auth;
-	char *reader_id;              /* zk_set_reader: READ for this digest id too */
-	struct ACL reader_entries[2]; /* ... the creator's cdrwa, and its READ */
-	struct ACL_vector reader_acl; /* ... over reader_entries */
-	int requested_timeout_ms;
-	int margin_ms;
-	zk_event_cb cb;
-	void *cb_arg;
-
-	zhandle_t *zh;
-	enum zk_state state;
-	int64_t session_id;
-	uint64_t epoch; /* increments with every new session */
-	uint64_t answered_ns;
-	uint64_t state_since_ns;
-	uint64_t connecting_logged_ns;
-	int closing;
-	int abandoned;
-	int dispatching;
-
-	struct event *io;
-	struct event *kick;      /* re-arm and dispatch soon, outside any library call */
-	struct event *heartbeat; /* every T/3 */
-	struct event *reinit;    /* open a new handle after expiry or a failed init */
-	struct event *resync;    /* requests failed while we stayed connected: resume */
-	struct event *stall;     /* a heartbeat went unanswered too long */
-	uint64_t hb_sent_ns;     /* the unanswered heartbeat, 0 if none */
-	int fd;                  /* the library's socket, as last armed */
-
-	/* Faults that repeat while a server misbehaves: each warns once, then counts. */
-	struct log_limit lim_delete, lim_stall, lim_lost, lim_auth, lim_init;
-
-	TAILQ_HEAD(, zk_op) ops;
-	TAILQ_HEAD(, zk_sub) subs;
-	TAILQ_HEAD(, zk_record) records;
-	TAILQ_HEAD(, zk_gdelete) gdeletes;
-};
+#include "zk-int.h"
 
 static void zk_arm(struct zk *);
 static void zk_dispatch(struct zk *);
 static void zk_open(struct zk *);
-static void zk_kick(struct zk *);
 
 static const char *zk_state_names[] = {
     "CONNECTING", "CONNECTED", "EXPIRED", "AUTH_FAILED", "CLOSING", "CLOSED",
@@ -173,7 +64,7 @@ zk_event_name(enum zk_event event)
 }
 
 /* Whether rc is an answer from the server (as opposed to a client-side failure). */
-static int
+int
 zk_answered(int rc)
 {
 	return rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION ||
@@ -243,227 +134,12 @@ zk_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *c
 	TAILQ_INSERT_TAIL(&zk->records, r, entry);
 }
 
-/* Node watcher, shared by every watch of this handle; session events are filtered. */
-static void
-zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	struct zk *zk = ctx;
-	struct zk_record *r;
-
-	(void)state;
-	if (zk == NULL || zh != zk->zh || type == ZOO_SESSION_EVENT || path == NULL)
-		return;
-	r = xcalloc(1, sizeof *r);
-	r->kind = ZK_RECORD_WATCH;
-	r->type = type;
-	r->path = xstrdup(path);
-	TAILQ_INSERT_TAIL(&zk->records, r, entry);
-}
-
-/* Queue a completed op for dispatch. */
-static void
-zk_op_done(struct zk_op *op, int rc)
-{
-	struct zk_record *r;
-
-	op->rc = rc;
-	TAILQ_REMOVE(&op->zk->ops, op, entry);
-	r = xcalloc(1, sizeof *r);
-	r->kind = ZK_RECORD_REPLY;
-	r->op = op;
-	TAILQ_INSERT_TAIL(&op->zk->records, r, entry);
-}
-
-static void
-zk_stat_done_cb(int rc, const struct Stat *stat, const void *data)
-{
-	struct zk_op *op = (struct zk_op *)data;
-
-	if (stat != NULL && (rc == ZOK || op->type == ZK_OP_SET)) {
-		op->stat = *stat;
-		op->has_stat = rc == ZOK;
-	}
-	zk_op_done(op, rc);
-}
-
-static void
-zk_data_done_cb(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
-{
-	struct zk_op *op = (struct zk_op *)data;
-
-	if (rc == ZOK) {
-		if (value != NULL && value_len > 0) {
-			op->value = xmalloc((size_t)value_len + 1);
-			memcpy(op->value, value, (size_t)value_len);
-			op->value[value_len] = '\0';
-			op->value_len = value_len;
-		}
-		if (stat != NULL) {
-			op->stat = *stat;
-			op->has_stat = 1;
-		}
-	}
-	zk_op_done(op, rc);
-}
-
-static void
-zk_create_done_cb(int rc, const char *created, const struct Stat *stat, const void *data)
-{
-	struct zk_op *op = (struct zk_op *)data;
-
-	if (rc == ZOK) {
-		if (created != NULL)
-			op->created = xstrdup(created);
-		if (stat != NULL) {
-			op->stat = *stat;
-			op->has_stat = 1;
-		}
-	}
-	zk_op_done(op, rc);
-}
-
-static void
-zk_children_done_cb(int rc, const struct String_vector *strings, const struct Stat *stat,
-                    const void *data)
-{
-	struct zk_op *op = (struct zk_op *)data;
-	int i;
-
-	if (rc == ZOK && strings != NULL) {
-		op->nchildren = strings->count;
-		op->children = xcalloc((size_t)strings->count + 1, sizeof *op->children);
-		for (i = 0; i < strings->count; i++)
-			op->children[i] = xstrdup(strings->data[i]);
-		if (stat != NULL) {
-			op->stat = *stat;
-			op->has_stat = 1;
-		}
-	}
-	zk_op_done(op, rc);
-}
-
-static void
-zk_acl_done_cb(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data)
-{
-	struct zk_op *op = (struct zk_op *)data;
-	int i;
-
-	if (rc == ZOK && acl != NULL && acl->count > 0) {
-		op->acl.count = acl->count;
-		op->acl.data = xcalloc((size_t)acl->count, sizeof *op->acl.data);
-		for (i = 0; i < acl->count; i++) {
-			op->acl.data[i].perms = acl->data[i].perms;
-			op->acl.data[i].id.scheme = xstrdup(acl->data[i].id.scheme);
-			op->acl.data[i].id.id = xstrdup(acl->data[i].id.id);
-		}
-	}
-	if (rc == ZOK && stat != NULL) {
-		op->stat = *stat;
-		op->has_stat = 1;
-	}
-	zk_op_done(op, rc);
-}
-
-static void
-zk_void_done_cb(int rc, const void *data)
-{
-	zk_op_done((struct zk_op *)data, rc);
-}
-
-/* Free an op and its results. */
-static void
-zk_op_free(struct zk_op *op)
-{
-	int i;
-
-	for (i = 0; i < op->nchildren; i++)
-		free(op->children[i]);
-	free(op->children);
-	for (i = 0; i < op->acl.count; i++) {
-		free(op->acl.data[i].id.scheme);
-		free(op->acl.data[i].id.id);
-	}
-	free(op->acl.data);
-	free(op->created);
-	free(op->value);
-	free(op->path);
-	free(op);
-}
-
-/* Start one request; a request the library refuses at once completes with its rc. */
-static void
-zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *data, int len,
-           int flags_or_version, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
-{
-	struct zk_op *op = xcalloc(1, sizeof *op);
-	int rc;
-
-	op->zk = zk;
-	op->type = type;
-	op->path = xstrdup(path);
-	op->cb = cb;
-	op->wcb = wcb;
-	op->arg = arg;
-	op->sent_ns = clock_now_ns();
-	op->epoch = zk->epoch;
-	TAILQ_INSERT_TAIL(&zk->ops, op, entry);
-
-	if (zk->zh == NULL || zk->closing) {
-		zk_op_done(op, zk->closing ? ZCLOSING : ZINVALIDSTATE);
-		zk_kick(zk);
-		return;
-	}
-	switch (type) {
-	case ZK_OP_CREATE:
-		/* With credentials, what we create is ours alone (digest auth: the same user). */
-		rc = zoo_acreate2(zk->zh, path, data, len,
-		                  zk->auth == NULL        ? &ZOO_OPEN_ACL_UNSAFE
-		                  : zk->reader_id != NULL ? &zk->reader_acl
-		                                          : &ZOO_CREATOR_ALL_ACL,
-		                  flags_or_version, zk_create_done_cb, op);
-		break;
-	case ZK_OP_GET:
-		if (wcb != NULL)
-			rc = zoo_awget(zk->zh, path, zk_node_watcher, zk, zk_data_done_cb, op);
-		else
-			rc = zoo_aget(zk->zh, path, 0, zk_data_done_cb, op);
-		break;
-	case ZK_OP_EXISTS:
-		rc = zoo_aexists(zk->zh, path, 0, zk_stat_done_cb, op);
-		break;
-	case ZK_OP_CHILDREN:
-		if (wcb != NULL)
-			rc = zoo_awget_children2(zk->zh, path, zk_node_watcher, zk,
-			                         zk_children_done_cb, op);
-		else
-			rc = zoo_aget_children2(zk->zh, path, 0, zk_children_done_cb, op);
-		break;
-	case ZK_OP_SET:
-		rc = zoo_aset(zk->zh, path, data, len, flags_or_version, zk_stat_done_cb, op);
-		break;
-	case ZK_OP_DELETE:
-		rc = zoo_adelete(zk->zh, path, flags_or_version, zk_void_done_cb, op);
-		break;
-	case ZK_OP_GET_ACL:
-		rc = zoo_aget_acl(zk->zh, path, zk_acl_done_cb, op);
-		break;
-	default:
-		fatalx("zk_request: bad type %d", type);
-	}
-	if (rc != ZOK) {
-		/* The library did not take the request: it will never complete it. */
-		log_debug("zookeeper: request on %s refused at once: %s", path, zerror(rc));
-		zk_op_done(op, rc);
-	}
-	zk_kick(zk);
-}
-
 /* Create a node; the reply carries the created path and its Stat (czxid: fencing token). */
 void
 zk_create_node(struct zk *zk, const char *path, const char *data, int len, int flags,
                zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_CREATE, path, data, len, flags, NULL, cb, arg);
+	zk_request(zk, ZK_OP_CREATE, path, data, len, flags, NULL, cb, arg, 0);
 }
 
 /*
@@ -491,21 +167,21 @@ zk_create_path(struct zk *zk, const char *path, int flags, zk_reply_cb cb, void 
 void
 zk_get(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_GET, path, NULL, 0, 0, wcb, cb, arg);
+	zk_request(zk, ZK_OP_GET, path, NULL, 0, 0, wcb, cb, arg, 0);
 }
 
 /* Stat a node, without a watch (an exists watch on a missing node would linger). */
 void
 zk_exists(struct zk *zk, const char *path, zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_EXISTS, path, NULL, 0, 0, NULL, cb, arg);
+	zk_request(zk, ZK_OP_EXISTS, path, NULL, 0, 0, NULL, cb, arg, 0);
 }
 
 /* List a node's children; with wcb, also watch them. */
 void
 zk_children(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_CHILDREN, path, NULL, 0, 0, wcb, cb, arg);
+	zk_request(zk, ZK_OP_CHILDREN, path, NULL, 0, 0, wcb, cb, arg, 0);
 }
 
 /*
@@ -526,7 +202,7 @@ zk_set_reader(struct zk *zk, const char *digest_id)
 void
 zk_get_acl(struct zk *zk, const char *path, zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_GET_ACL, path, NULL, 0, 0, NULL, cb, arg);
+	zk_request(zk, ZK_OP_GET_ACL, path, NULL, 0, 0, NULL, cb, arg, 0);
 }
 
 /* Write a node's data at a version (-1: any). */
@@ -534,187 +210,14 @@ void
 zk_set(struct zk *zk, const char *path, const char *data, int len, int version, zk_reply_cb cb,
        void *arg)
 {
-	zk_request(zk, ZK_OP_SET, path, data, len, version, NULL, cb, arg);
+	zk_request(zk, ZK_OP_SET, path, data, len, version, NULL, cb, arg, 0);
 }
 
 /* Delete a node at a version (-1: any). */
 void
 zk_delete(struct zk *zk, const char *path, int version, zk_reply_cb cb, void *arg)
 {
-	zk_request(zk, ZK_OP_DELETE, path, NULL, 0, version, NULL, cb, arg);
-}
-
-static void zk_gdelete_send(struct zk *, struct zk_gdelete *);
-
-/* Find the in-flight guaranteed delete a reply belongs to. */
-static struct zk_gdelete *
-zk_gdelete_find(struct zk *zk, const char *path, int protected)
-{
-	struct zk_gdelete *gd;
-
-	TAILQ_FOREACH(gd, &zk->gdeletes, entry) {
-		if (gd->in_flight && (gd->uuid != NULL) == protected && strcmp(gd->path, path) == 0)
-			return gd;
-	}
-	return NULL;
-}
-
-/* Forget a guaranteed delete. */
-static void
-zk_gdelete_free(struct zk *zk, struct zk_gdelete *gd)
-{
-	TAILQ_REMOVE(&zk->gdeletes, gd, entry);
-	free(gd->path);
-	free(gd->uuid);
-	free(gd);
-}
-
-/* Listing for a protected delete: delete every child carrying the uuid. */
-static void
-zk_gdelete_list_cb(const struct zk_reply *reply, void *arg)
-{
-	struct zk *zk = arg;
-	struct zk_gdelete *gd = zk_gdelete_find(zk, reply->path, 1);
-	char *child;
-	int i;
-
-	if (gd == NULL)
-		return;
-	gd->in_flight = 0;
-	if (zk_connection_error(reply->rc) && zk->state != ZK_STATE_EXPIRED && !zk->closing) {
-		if (zk->state == ZK_STATE_CONNECTED)
-			zk_gdelete_send(zk, gd);
-		return;
-	}
-	for (i = 0; reply->rc == ZOK && i < reply->nchildren; i++) {
-		if (znode_is_protected(reply->children[i], gd->uuid)) {
-			child = znode_join(gd->path, reply->children[i]);
-			log_debug("zookeeper: deleting %s left by an abandoned create", child);
-			zk_delete_guaranteed(zk, child);
-			free(child);
-		}
-	}
-	zk_gdelete_free(zk, gd);
-}
-
-/* Completion of a guaranteed delete: done, or kept for the next reconnect. */
-static void
-zk_gdelete_cb(const struct zk_reply *reply, void *arg)
-{
-	struct zk *zk = arg;
-	struct zk_gdelete *gd = zk_gdelete_find(zk, reply->path, 0);
-
-	if (gd == NULL)
-		return;
-	gd->in_flight = 0;
-	if (zk_connection_error(reply->rc) && zk->state != ZK_STATE_EXPIRED && !zk->closing) {
-		log_info("zookeeper: delete of %s interrupted (%s); retrying after reconnect",
-		         gd->path, zerror(reply->rc));
-		if (zk->state == ZK_STATE_CONNECTED)
-			zk_gdelete_send(zk, gd);
-		return;
-	}
-	if (reply->rc != ZOK && reply->rc != ZNONODE && reply->rc != ZSESSIONEXPIRED &&
-	    reply->rc != ZCLOSING && reply->rc != ZINVALIDSTATE)
-		log_warnx_limited(&zk->lim_delete, "zookeeper: cannot delete %s: %s", gd->path,
-		                  zerror(reply->rc));
-	else
-		log_debug("zookeeper: deleted %s (%s)", gd->path, zerror(reply->rc));
-	zk_gdelete_free(zk, gd);
-}
-
-static void
-zk_gdelete_send(struct zk *zk, struct zk_gdelete *gd)
-{
-	gd->in_flight = 1;
-	if (gd->uuid != NULL)
-		zk_children(zk, gd->path, NULL, zk_gdelete_list_cb, zk);
-	else
-		zk_delete(zk, gd->path, -1, zk_gdelete_cb, zk);
-}
-
-/*
- * Delete a node of this session and keep trying across reconnects until the delete
- * succeeds, finds no node, or the session ends (taking its ephemeral nodes with it).
- */
-void
-zk_delete_guaranteed(struct zk *zk, const char *path)
-{
-	struct zk_gdelete *gd = xcalloc(1, sizeof *gd);
-
-	gd->path = xstrdup(path);
-	TAILQ_INSERT_TAIL(&zk->gdeletes, gd, entry);
-	zk_gdelete_send(zk, gd);
-}
-
-/*
- * Delete whatever node of this session carries Curator's protection prefix with uuid in
- * folder dir, once any create in flight before this call has landed (the server answers
- * a session's requests in order), retrying across reconnects like zk_delete_guaranteed.
- */
-void
-zk_delete_protected(struct zk *zk, const char *dir, const char *uuid)
-{
-	struct zk_gdelete *gd = xcalloc(1, sizeof *gd);
-
-	gd->path = xstrdup(dir);
-	gd->uuid = xstrdup(uuid);
-	TAILQ_INSERT_TAIL(&zk->gdeletes, gd, entry);
-	zk_gdelete_send(zk, gd);
-}
-
-/* How many requests are in flight. */
-int
-zk_pending_ops(const struct zk *zk)
-{
-	const struct zk_op *op;
-	int n = 0;
-
-	TAILQ_FOREACH(op, &zk->ops, entry)
-		n++;
-	return n;
-}
-
-/* Forget every callback and watch registered with arg: its owner is going away. */
-void
-zk_cancel(struct zk *zk, void *arg)
-{
-	struct zk_op *op;
-	struct zk_sub *sub, *next;
-	struct zk_record *r;
-
-	TAILQ_FOREACH(op, &zk->ops, entry) {
-		if (op->arg == arg) {
-			op->cb = NULL;
-			op->wcb = NULL;
-		}
-	}
-	TAILQ_FOREACH(r, &zk->records, entry) {
-		if (r->kind == ZK_RECORD_REPLY && r->op->arg == arg) {
-			r->op->cb = NULL;
-			r->op->wcb = NULL;
-		}
-	}
-	TAILQ_FOREACH_SAFE(sub, &zk->subs, entry, next) {
-		if (sub->arg == arg) {
-			TAILQ_REMOVE(&zk->subs, sub, entry);
-			free(sub->path);
-			free(sub);
-		}
-	}
-}
-
-/* Drop every subscription: the watches died with the session. */
-static void
-zk_subs_clear(struct zk *zk)
-{
-	struct zk_sub *sub;
-
-	while ((sub = TAILQ_FIRST(&zk->subs)) != NULL) {
-		TAILQ_REMOVE(&zk->subs, sub, entry);
-		free(sub->path);
-		free(sub);
-	}
+	zk_request(zk, ZK_OP_DELETE, path, NULL, 0, version, NULL, cb, arg, 0);
 }
 
 /* The lease deadline moves to the send time of an answered request of this session. */
@@ -734,7 +237,6 @@ static void
 zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 {
 	struct zk_reply reply;
-	struct zk_sub *sub;
 	struct timeval tv = {0, 200000};
 
 	zk_note_answer(zk, op);
@@ -746,14 +248,9 @@ zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 	if (zk_connection_error(op->rc) && zk->state == ZK_STATE_CONNECTED &&
 	    op->epoch == zk->epoch && !evtimer_pending(zk->resync, NULL))
 		evtimer_add(zk->resync, &tv);
-	if (op->wcb != NULL && op->rc == ZOK && op->epoch == zk->epoch) {
-		sub = xcalloc(1, sizeof *sub);
-		sub->kind = op->type == ZK_OP_CHILDREN ? ZK_SUB_CHILD : ZK_SUB_DATA;
-		sub->path = xstrdup(op->path);
-		sub->cb = op->wcb;
-		sub->arg = op->arg;
-		TAILQ_INSERT_TAIL(&zk->subs, sub, entry);
-	}
+	zk_clock_note(zk, op);
+	if (op->wcb != NULL && op->rc == ZOK && op->epoch == zk->epoch)
+		zk_request_sub_add(zk, op);
 	if (op->cb != NULL) {
 		memset(&reply, 0, sizeof reply);
 		reply.rc = op->rc;
@@ -768,7 +265,7 @@ zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 		reply.sent_ns = op->sent_ns;
 		op->cb(&reply, op->arg);
 	}
-	zk_op_free(op);
+	zk_request_op_free(op);
 }
 
 /*
@@ -784,126 +281,13 @@ zk_dispatch_watch(struct zk *zk, int type, const char *path)
 	int child = type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT;
 
 	for (;;) {
-		TAILQ_FOREACH(sub, &zk->subs, entry) {
-			if (strcmp(sub->path, path) == 0 && ((sub->kind == ZK_SUB_DATA && data) ||
-			                                     (sub->kind == ZK_SUB_CHILD && child)))
-				break;
-		}
-		if (sub == NULL)
+		if ((sub = zk_request_sub_find(zk, path, data, child)) == NULL)
 			return;
-		TAILQ_REMOVE(&zk->subs, sub, entry);
+		zk_request_sub_take(zk, sub);
 		sub->cb(type, path, sub->arg);
 		free(sub->path);
 		free(sub);
 	}
-}
-
-/* A heartbeat came back: the server is alive. */
-static void
-zk_heartbeat_cb(const struct zk_reply *reply, void *arg)
-{
-	struct zk *zk = arg;
-
-	if (!zk_answered(reply->rc)) {
-		log_debug("zookeeper: heartbeat failed: %s", zerror(reply->rc));
-		return;
-	}
-	if (zk->hb_sent_ns != 0 && reply->sent_ns >= zk->hb_sent_ns) {
-		zk->hb_sent_ns = 0;
-		evtimer_del(zk->stall);
-	}
-}
-
-/* Send one heartbeat: the cheapest request that the server must answer. */
-static void
-zk_heartbeat_send(struct zk *zk)
-{
-	struct timeval tv;
-	int stall_ms = zk_timeout_ms(zk) / 6;
-
-	if (zk->state != ZK_STATE_CONNECTED || zk->closing)
-		return;
-	if (zk->hb_sent_ns == 0) {
-		zk->hb_sent_ns = clock_now_ns();
-		tv.tv_sec = stall_ms / 1000;
-		tv.tv_usec = (stall_ms % 1000) * 1000;
-		evtimer_add(zk->stall, &tv);
-	}
-	zk_exists(zk, "/", zk_heartbeat_cb, zk);
-}
-
-/*
- * A heartbeat got no answer within T/6, while a healthy server answers in milliseconds.
- * The client library would give up on this server only after 2/3 T of silence, later
- * than the lease deadline lets jobs live (SIGTERM comes at T - safety_margin - kill_grace).
- * With other servers to try, drop the connection now: the library moves to the next
- * server and resumes the same session, and requests in flight are retried as after any
- * connection loss.
- */
-static void
-zk_stall_cb(int fd, short what, void *arg)
-{
-	struct zk *zk = arg;
-
-	(void)fd;
-	(void)what;
-	if (zk->state != ZK_STATE_CONNECTED || zk->closing || zk->hb_sent_ns == 0 || zk->fd < 0 ||
-	    strchr(zk->hosts, ',') == NULL)
-		return;
-	log_warnx_limited(&zk->lim_stall,
-	                  "zookeeper: the server did not answer a heartbeat within %d ms; "
-	                  "moving to another server",
-	                  zk_timeout_ms(zk) / 6);
-	zk->hb_sent_ns = 0;
-	shutdown(zk->fd, SHUT_RDWR);
-	zk_kick(zk);
-}
-
-/* The heartbeat timer: a request every T/3, and a word while we cannot connect. */
-static void
-zk_heartbeat_timer_cb(int fd, short what, void *arg)
-{
-	struct zk *zk = arg;
-	struct timeval tv;
-	int timeout = zk_timeout_ms(zk);
-	uint64_t now = clock_now_ns();
-
-	(void)fd;
-	(void)what;
-	if (zk->state == ZK_STATE_CONNECTED)
-		zk_heartbeat_send(zk);
-	else if (zk->state == ZK_STATE_CONNECTING &&
-	         now - zk->connecting_logged_ns > 10ULL * 1000 * CLOCK_NS_PER_MS &&
-	         now - zk->state_since_ns > 2ULL * 1000 * CLOCK_NS_PER_MS) {
-		log_warnx("zookeeper: not connected to %s for %llu s; still trying", zk->hosts,
-		          (unsigned long long)((now - zk->state_since_ns) / 1000000000ULL));
-		zk->connecting_logged_ns = now;
-	}
-	tv.tv_sec = timeout / 3 / 1000;
-	tv.tv_usec = (timeout / 3 % 1000) * 1000;
-	evtimer_add(zk->heartbeat, &tv);
-}
-
-/* Retry every guaranteed delete that is not in flight. */
-static void
-zk_gdelete_retry(struct zk *zk)
-{
-	struct zk_gdelete *gd;
-
-	TAILQ_FOREACH(gd, &zk->gdeletes, entry) {
-		if (!gd->in_flight)
-			zk_gdelete_send(zk, gd);
-	}
-}
-
-/* Drop guaranteed deletes: the session that owned the nodes is gone. */
-static void
-zk_gdelete_clear(struct zk *zk)
-{
-	struct zk_gdelete *gd;
-
-	while ((gd = TAILQ_FIRST(&zk->gdeletes)) != NULL)
-		zk_gdelete_free(zk, gd);
 }
 
 /* React to a session state reported by the library. */
@@ -954,7 +338,8 @@ zk_dispatch_session(struct zk *zk, int state)
 		log_warnx("zookeeper: session 0x%llx expired; opening a new one",
 		          (unsigned long long)zk->session_id);
 		zk_set_state(zk, ZK_STATE_EXPIRED);
-		zk_subs_clear(zk);
+		zk_request_subs_clear(zk);
+		zk_request_fail_queued(zk, ZSESSIONEXPIRED);
 		zk_gdelete_clear(zk);
 		zk_emit(zk, ZK_EVENT_EXPIRED);
 		tv.tv_sec = 0;
@@ -965,7 +350,8 @@ zk_dispatch_session(struct zk *zk, int state)
 		    "zookeeper: authentication failed; check [zookeeper] auth; retrying in "
 		    "10 s");
 		zk_set_state(zk, ZK_STATE_AUTH_FAILED);
-		zk_subs_clear(zk);
+		zk_request_subs_clear(zk);
+		zk_request_fail_queued(zk, ZAUTHFAILED);
 		zk_gdelete_clear(zk);
 		zk_emit(zk, ZK_EVENT_EXPIRED);
 		tv.tv_sec = 10;
@@ -1015,6 +401,7 @@ zk_dispatch(struct zk *zk)
 		free(r);
 	}
 	zk->dispatching = 0;
+	zk_request_pump(zk);
 }
 
 /* Socket ready or timeout: let the library work, then dispatch and re-arm. */
@@ -1086,7 +473,8 @@ zk_kick_cb(int fd, short what, void *arg)
 	zk_arm(zk);
 }
 
-static void
+/* Dispatch and re-arm soon, from the loop. */
+void
 zk_kick(struct zk *zk)
 {
 	event_active(zk->kick, EV_TIMEOUT, 0);
@@ -1157,6 +545,7 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 
 	zk->lim_stall.burst = 5; /* each one matters; only a storm is counted */
 	zk->lim_lost.burst = 5;  /* each one matters; only a storm is counted */
+	zk->lim_late.burst = 5;
 	zk->base = base;
 	zk->hosts = xstrdup(hosts);
 	zk->auth = auth != NULL ? xstrdup(auth) : NULL;
@@ -1166,7 +555,7 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	zk->cb_arg = arg;
 	zk->state = ZK_STATE_CONNECTING;
 	zk->state_since_ns = clock_now_ns();
-	TAILQ_INIT(&zk->ops);
+	TAILQ_INIT(&zk->queue);
 	TAILQ_INIT(&zk->subs);
 	TAILQ_INIT(&zk->records);
 	TAILQ_INIT(&zk->gdeletes);
@@ -1178,11 +567,13 @@ zk_create(struct event_base *base, const char *hosts, int timeout_ms, int margin
 	zk->heartbeat = evtimer_new(base, zk_heartbeat_timer_cb, zk);
 	zk->reinit = evtimer_new(base, zk_reinit_cb, zk);
 	zk->resync = evtimer_new(base, zk_resync_cb, zk);
-	zk->stall = evtimer_new(base, zk_stall_cb, zk);
+	zk->stall = evtimer_new(base, zk_heartbeat_stall_cb, zk);
+	zk_clock_init(zk);
 	zk->fd = -1;
 	tv.tv_sec = timeout_ms / 3 / 1000;
 	tv.tv_usec = (timeout_ms / 3 % 1000) * 1000;
 	evtimer_add(zk->heartbeat, &tv);
+	zk->hb_next_ns = clock_now_ns() + (uint64_t)(timeout_ms / 3) * CLOCK_NS_PER_MS;
 	log_info("zookeeper: connecting to %s (session timeout %d ms)", hosts, timeout_ms);
 	zk_open(zk);
 	return zk;
@@ -1203,8 +594,10 @@ zk_close(struct zk *zk)
 	if (zk->zh != NULL && zk->session_id != 0)
 		log_info("zookeeper: closing session 0x%llx", (unsigned long long)zk->session_id);
 	zk_close_handle(zk);
+	zk_request_fail_queued(zk, ZCLOSING);
+	zk_dispatch(zk);
 	zk_gdelete_clear(zk);
-	zk_subs_clear(zk);
+	zk_request_subs_clear(zk);
 	zk_set_state(zk, ZK_STATE_CLOSED);
 	zk_emit(zk, ZK_EVENT_CLOSED);
 }
@@ -1242,14 +635,15 @@ zk_free(struct zk *zk)
 	zk->cb = NULL;
 	if (zk->abandoned) {
 		zk_close_handle(zk); /* the socket is shut: no CloseSession reaches the server */
+		zk_request_fail_queued(zk, ZCLOSING);
 		zk_gdelete_clear(zk);
-		zk_subs_clear(zk); /* watches their owners kept to the end */
+		zk_request_subs_clear(zk); /* watches their owners kept to the end */
 	} else
 		zk_close(zk);
 	while ((r = TAILQ_FIRST(&zk->records)) != NULL) {
 		TAILQ_REMOVE(&zk->records, r, entry);
 		if (r->kind == ZK_RECORD_REPLY)
-			zk_op_free(r->op);
+			zk_request_op_free(r->op);
 		free(r->path);
 		free(r);
 	}
@@ -1264,6 +658,8 @@ zk_free(struct zk *zk)
 	log_limit_flush(&zk->lim_lost);
 	log_limit_flush(&zk->lim_auth);
 	log_limit_flush(&zk->lim_init);
+	log_limit_flush(&zk->lim_late);
+	zk_request_free_owners(zk);
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk->reader_id);

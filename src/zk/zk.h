@@ -44,6 +44,16 @@ struct zk_reply {
 	uint64_t sent_ns;
 };
 
+#define ZK_HEARTBEAT_BUCKETS 9
+
+/* The heartbeat's delay, from when it was due to its answer: a histogram, for /metrics. */
+struct zk_heartbeat_stats {
+	const double *bounds; /* ZK_HEARTBEAT_BUCKETS upper bounds, seconds (+Inf follows) */
+	uint64_t buckets[ZK_HEARTBEAT_BUCKETS]; /* cumulative */
+	uint64_t count;
+	double sum; /* seconds */
+};
+
 typedef void (*zk_event_cb)(struct zk *, enum zk_event, void *arg);
 typedef void (*zk_reply_cb)(const struct zk_reply *, void *arg);
 typedef void (*zk_watch_cb)(int type, const char *path, void *arg);
@@ -78,5 +88,9 @@ void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *ar
 void zk_delete_guaranteed(struct zk *, const char *path);
 void zk_delete_protected(struct zk *, const char *dir, const char *uuid);
 void zk_cancel(struct zk *, void *arg);
+
+void zk_heartbeat_stats(const struct zk *, struct zk_heartbeat_stats *);
+int zk_clock_offset(const struct zk *, int64_t *offset_ms, int64_t *error_ms);
+uint64_t zk_cluster_now_ms(const struct zk *);
 
 #endif

@@ -48,6 +48,18 @@ fuzz_safe(json_t *v)
 	}
 }
 
+/* A worker node's clock offset, as status reads it: within its bounds, or none. */
+static void
+fuzz_clock(const json_t *o)
+{
+	int64_t off, err;
+
+	if (nodedata_clock_offset(o, &off, &err) == 0 &&
+	    (off > NODEDATA_CLOCK_MAX_MS || off < -NODEDATA_CLOCK_MAX_MS || err < 0 ||
+	     err > NODEDATA_CLOCK_MAX_MS))
+		abort();
+}
+
 /* The schedules claims are computed with: frequent, sparse, and an interval. */
 static struct schedule *fuzz_sched[3];
 
@@ -197,6 +209,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		o = json_object();
 		nodedata_merge(o, s, (int)n);
 		fuzz_safe(o);
+		fuzz_clock(o);
 		json_decref(o);
 		fuzz_describe(s, n);
 		fuzz_member(s, n);

@@ -1,0 +1,170 @@
+/* Runs in: the main process. */
+/* worker-http.c: what the worker shows on its HTTP endpoint (/status, /health, /readyz, /metrics). */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "aclcheck.h"
+#include "ctlrec.h"
+#include "cgroup.h"
+#include "clock.h"
+#include "compat.h"
+#include "config.h"
+#include "endpoints.h"
+#include "job.h"
+#include "layout.h"
+#include "leasekeeper.h"
+#include "log.h"
+#include "members.h"
+#include "nodedata.h"
+#include "runspec.h"
+#include "sdnotify.h"
+#include "svlink.h"
+#include "worker.h"
+#include "worker-int.h"
+#include "xmalloc.h"
+#include "zk.h"
+#include "znode.h"
+
+/* Whether the worker is drained, for /status and /metrics. */
+static int
+worker_http_drained_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return w->drained;
+}
+
+/* Registered with a connected session: what /health reports. */
+static int
+worker_http_ready_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return w->state == WORKER_READY && zk_state(w->zk) == ZK_STATE_CONNECTED;
+}
+
+/*
+ * Why the worker is not ready (/readyz), or NULL: registered with a connected session and
+ * not draining. i13ctl's drained flag belongs here: a drained worker answers "draining".
+ */
+static const char *
+worker_http_not_ready_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state == WORKER_STOPPING)
+		return "stopping";
+	if (zk_state(w->zk) != ZK_STATE_CONNECTED)
+		return "not connected to ZooKeeper";
+	if (w->state != WORKER_READY)
+		return w->state == WORKER_DUPLICATE
+		           ? "not registered: another session holds the node id"
+		           : "not registered yet";
+	if (w->drained)
+		return "drained (leasekeeper undrain)";
+	return NULL;
+}
+
+/* The worker's own counters, for /metrics. */
+static void
+worker_http_stats_cb(void *arg, struct endpoints_worker_stats *st)
+{
+	struct worker *w = arg;
+
+	st->session_expiries = w->session_expiries;
+	st->session_reconnects = w->session_reconnects;
+	st->start_ms = w->started_ms;
+	zk_heartbeat_stats(w->zk, &st->heartbeat);
+	st->clock_known = zk_clock_offset(w->zk, &st->clock_offset_ms, &st->clock_error_ms) == 0;
+}
+
+static enum zk_state
+worker_http_session_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	return zk_state(w->zk);
+}
+
+/* Time left before the supervisor kills the jobs if no answer arrives. */
+static uint64_t
+worker_http_deadline_in_ms_cb(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t deadline = zk_deadline_ns(w->zk), now = clock_now_ns();
+
+	return deadline > now ? (deadline - now) / CLOCK_NS_PER_MS : 0;
+}
+
+/* The least time left before the lease deadline when an answer moved it, since start. */
+static uint64_t
+worker_http_deadline_low_ms_cb(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->deadline_low_ns == UINT64_MAX)
+		return UINT64_MAX;
+	return w->deadline_low_ns / CLOCK_NS_PER_MS;
+}
+
+/* Call fn for each job not yet done. */
+static void
+worker_http_jobs_cb(void *arg, void (*fn)(const struct job *, void *), void *fnarg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			fn(wj->job, fnarg);
+	}
+}
+
+/* Add one job's status to a JSON array. */
+static void
+worker_http_job_status_cb(const struct job *job, void *arg)
+{
+	json_array_append_new(arg, job_status_json(job));
+}
+
+/* The worker's view of itself, for the HTTP status. */
+static json_t *
+worker_http_status_cb(void *arg)
+{
+	struct worker *w = arg;
+	json_t *jobs = json_array();
+	char session[24], start[40];
+
+	worker_http_jobs_cb(w, worker_http_job_status_cb, jobs);
+	/* As the logs print it: a 64-bit number is not safe in JSON (2^53). */
+	snprintf(session, sizeof session, "0x%llx", (unsigned long long)zk_session_id(w->zk));
+	clock_iso8601(w->started_ms, start, sizeof start);
+	return json_pack(
+	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:b, s:o}", "node", w->cfg->node_id,
+	    "version", LEASEKEEPER_VERSION, "start", start, "state", worker_state_name(w->state),
+	    "ready", worker_http_not_ready_cb(w) == NULL, "containment", worker_containment_cb(w),
+	    "session_state", zk_state_name(zk_state(w->zk)), "session_id", session,
+	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
+	    (json_int_t)worker_http_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
+}
+
+/* What the HTTP endpoint reads from the worker. */
+const struct endpoints_cb worker_http_table = {
+    worker_http_status_cb,          worker_http_ready_cb,   worker_http_not_ready_cb,
+    worker_http_stats_cb,           worker_http_session_cb, worker_http_deadline_in_ms_cb,
+    worker_http_deadline_low_ms_cb, worker_http_jobs_cb,    worker_containment_cb,
+    worker_http_drained_cb,         worker_placement_cb};

@@ -1,0 +1,445 @@
+/* Runs in: the main process. */
+/* worker-node.c: the worker's node <root>/workers/<node_id>: registration, a duplicate node id, its data, and a watch on it. */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "aclcheck.h"
+#include "ctlrec.h"
+#include "cgroup.h"
+#include "clock.h"
+#include "compat.h"
+#include "config.h"
+#include "control.h"
+#include "endpoints.h"
+#include "job.h"
+#include "layout.h"
+#include "leasekeeper.h"
+#include "log.h"
+#include "members.h"
+#include "nodedata.h"
+#include "runspec.h"
+#include "sdnotify.h"
+#include "svlink.h"
+#include "worker.h"
+#include "worker-int.h"
+#include "xmalloc.h"
+#include "zk.h"
+#include "znode.h"
+
+/* ZooKeeper refusals of our registration repeat at every attempt: warn once, then count. */
+static struct log_limit worker_lim_read, worker_lim_register, worker_lim_create;
+
+#define WORKER_CLOCK_FIRST_MS 2000  /* our node says the clock offset this soon ... */
+#define WORKER_CLOCK_MS       60000 /* ... and is rewritten this often: a clock sample */
+
+static void worker_node_watch_own(struct worker *);
+
+/* Rewrite our node after ms. */
+static void
+worker_node_clock_later(struct worker *w, int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(w->clock_timer, &tv);
+}
+
+/*
+ * Now and then: rewrite our node, which says this host's clock offset to ZooKeeper's (for
+ * `status`), and whose write gives the estimate a fresh sample even when no job writes.
+ */
+void
+worker_node_clock_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	worker_node_update(w);
+	worker_node_clock_later(w, WORKER_CLOCK_MS);
+}
+static void worker_node_registered(struct worker *);
+
+/* Our labels as a JSON object, and the jobs we do not carry with the term that fails. */
+static void
+worker_node_placement(const struct config *cfg, json_t *o)
+{
+	json_t *labels = json_object(), *excluded = json_object();
+	char why[CONFIG_TERM_MAX], text[CONFIG_TERM_MAX + 16], *eq;
+	size_t i;
+
+	for (i = 0; cfg->labels[i] != NULL; i++) {
+		eq = strchr(cfg->labels[i], '=');
+		*eq = '\0';
+		json_object_set_new(labels, cfg->labels[i], json_string(eq + 1));
+		*eq = '=';
+	}
+	for (i = 0; i < cfg->njobs; i++) {
+		if (worker_carries(cfg, cfg->jobs_list[i], why, sizeof why))
+			continue;
+		snprintf(text, sizeof text, "constraint %s", why);
+		json_object_set_new(excluded, cfg->jobs_list[i]->name, json_string(text));
+	}
+	json_object_set_new(o, "labels", labels);
+	json_object_set_new(o, "excluded", excluded);
+}
+
+/* The JSON of our worker node. */
+static char *
+worker_node_data(struct worker *w)
+{
+	struct worker_job *wj;
+	char host[HOST_NAME_MAX + 1], stamp[40], *out;
+	json_t *o, *jobs;
+	int64_t offset, error;
+
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	clock_iso8601(w->started_ms, stamp, sizeof stamp);
+	jobs = json_array();
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		/* A job stopping for good (a reload removed or replaced it) is carried no more. */
+		if (!wj->done && !job_stopping(wj->job))
+			json_array_append_new(jobs, json_string(job_name(wj->job)));
+	}
+	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s}", "version", LEASEKEEPER_VERSION, "node",
+	              w->cfg->node_id, "pid", (json_int_t)getpid(), "host", host, "start", stamp,
+	              "jobs", jobs, "containment", worker_containment_cb(w));
+	if (zk_clock_offset(w->zk, &offset, &error) == 0) {
+		json_object_set_new(o, "clock_offset_ms", json_integer((json_int_t)offset));
+		json_object_set_new(o, "clock_error_ms", json_integer((json_int_t)error));
+	}
+	if (w->drained) {
+		json_object_set_new(o, "drained", json_true());
+		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
+	}
+	worker_node_placement(w->cfg, o);
+	out = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return out;
+}
+
+/*
+ * Our node is gone (deleted by someone else, or the whole root): not ready (/health says
+ * so) until registered again, at most WORKER_REREGISTER_MAX times a minute so that
+ * someone deleting it in a loop cannot make us write in a loop.
+ */
+static void
+worker_node_lost(struct worker *w, const char *why)
+{
+	uint64_t now = clock_now_ns();
+	struct timeval tv;
+
+	worker_set_state(w, WORKER_REGISTERING);
+	if (w->rereg_start_ns == 0 ||
+	    now - w->rereg_start_ns >= (uint64_t)WORKER_REREGISTER_WINDOW_S * 1000000000ULL) {
+		w->rereg_start_ns = now;
+		w->rereg_count = 0;
+	}
+	if (w->rereg_count++ < WORKER_REREGISTER_MAX) {
+		log_warnx("%s %s: registering again", w->path, why);
+		worker_node_register(w);
+		return;
+	}
+	tv.tv_sec = WORKER_REREGISTER_WINDOW_S;
+	tv.tv_usec = 0;
+	log_warnx("%s %s, %d times within %d s: registering again in %d s (not ready until then)",
+	          w->path, why, w->rereg_count, WORKER_REREGISTER_WINDOW_S,
+	          WORKER_REREGISTER_WINDOW_S);
+	evtimer_add(w->reg_timer, &tv);
+}
+
+/* The rate limit of registrations allows one again. */
+void
+worker_node_reg_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state == WORKER_REGISTERING)
+		worker_node_register(w);
+}
+
+/* Our node changed (our own update) or went away. */
+static void
+worker_node_own_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)path;
+	if (w->state != WORKER_READY)
+		return;
+	if (type == ZOO_DELETED_EVENT)
+		worker_node_lost(w, "was deleted by someone else");
+	else
+		worker_node_watch_own(w);
+}
+
+/* Our node as read with its watch: still ours? */
+static void
+worker_node_own_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state != WORKER_READY || zk_connection_error(reply->rc))
+		return; /* a reconnect watches it again */
+	if (reply->rc == ZNONODE)
+		worker_node_lost(w, "is gone");
+	else if (reply->rc == ZOK && reply->stat != NULL &&
+	         reply->stat->ephemeralOwner != zk_session_id(w->zk)) {
+		/* Deleted and made again by another session under our node id. */
+		log_warnx("%s is now held by another session (0x%llx)", w->path,
+		          (unsigned long long)reply->stat->ephemeralOwner);
+		worker_set_state(w, WORKER_REGISTERING);
+		zk_get(w->zk, w->path, worker_node_dup_watch_cb, worker_node_dup_get_cb, w);
+	}
+}
+
+/* Watch our node, so that its deletion by anyone else is noticed. */
+static void
+worker_node_watch_own(struct worker *w)
+{
+	zk_get(w->zk, w->path, worker_node_own_watch_cb, worker_node_own_get_cb, w);
+}
+
+/*
+ * The start-up ACL check is over. Open folders were logged; with require_acl they stop the
+ * worker before any job contends. Interrupted: the next registration checks again.
+ */
+static void
+worker_node_acl_cb(enum aclcheck_result result, void *arg)
+{
+	struct worker *w = arg;
+
+	aclcheck_free(w->acl);
+	w->acl = NULL;
+	log_debug("worker: ACL check %s", aclcheck_result_name(result));
+	if (result == ACLCHECK_INTERRUPTED)
+		return;
+	if (result == ACLCHECK_OPEN && w->cfg->require_acl) {
+		log_warnx("refusing to start: others may create or delete in folders of this "
+		          "worker's nodes (above) and [zookeeper] require_acl = true; fix their "
+		          "ACLs (see docs/security.md) or set require_acl = false");
+		w->exit_code = EXIT_CONFIG;
+		worker_finish(w);
+		return;
+	}
+	w->acl_done = 1;
+	control_decide(w->cfg, result == ACLCHECK_CLOSED);
+	if (w->state == WORKER_REGISTERING)
+		worker_node_registered(w);
+}
+
+/* Registered: check the ACLs once, then tell systemd once and let the jobs contend. */
+static void
+worker_node_registered(struct worker *w)
+{
+	struct worker_job *wj;
+
+	evtimer_del(w->dup_timer);
+	evtimer_del(w->reg_timer);
+	if (!w->acl_done) {
+		worker_set_state(w, WORKER_REGISTERING);
+		if (w->acl == NULL)
+			w->acl = aclcheck_start(w->zk, w->cfg, w->path, worker_node_acl_cb, w);
+		return;
+	}
+	control_decide(w->cfg, 0); /* without credentials (no check): decided here, once */
+	worker_set_state(w, WORKER_READY);
+	log_info("registered as %s (session 0x%llx)", w->path,
+	         (unsigned long long)zk_session_id(w->zk));
+	if (!w->notified_ready) {
+		w->notified_ready = 1;
+		worker_notify_status(w, "READY=1");
+	}
+	worker_node_watch_own(w);
+	worker_node_clock_later(w, WORKER_CLOCK_FIRST_MS);
+	members_start(w->members);
+	worker_drain_watch(w);
+	if (!worker_sv_ready(w))
+		return; /* worker_sv_hello_cb lets them */
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			job_ready(wj->job);
+	}
+}
+
+/* Another session's node under our id went away: try again. */
+void
+worker_node_dup_watch_cb(int type, const char *path, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)path;
+	if (w->state == WORKER_DUPLICATE && type == ZOO_DELETED_EVENT) {
+		log_info("the other session's %s is gone; registering", w->path);
+		worker_node_register(w);
+	}
+}
+
+/* The node under our id: ours after all (a create whose answer we lost), or another's. */
+void
+worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+	struct timeval tv;
+	char *data;
+	int wait_ms;
+
+	if (w->state != WORKER_REGISTERING && w->state != WORKER_DUPLICATE)
+		return;
+	if (zk_connection_error(reply->rc))
+		return; /* registered again after the reconnect */
+	if (reply->rc == ZNONODE) {
+		worker_node_register(w);
+		return;
+	}
+	if (reply->rc != ZOK || reply->stat == NULL) {
+		log_warnx_limited(&worker_lim_read, "cannot read %s: %s", w->path,
+		                  zerror(reply->rc));
+		return;
+	}
+	if (reply->stat->ephemeralOwner == zk_session_id(w->zk)) {
+		worker_node_registered(w);
+		return;
+	}
+	if (w->state == WORKER_DUPLICATE)
+		return;
+	worker_set_state(w, WORKER_DUPLICATE);
+	wait_ms = zk_timeout_ms(w->zk) + 2000;
+	/* Whoever holds our node id wrote its data: described, never copied raw into the log. */
+	data = nodedata_describe(reply->value, reply->value_len);
+	log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting up to "
+	          "%d ms for it to expire",
+	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data, wait_ms);
+	free(data);
+	tv.tv_sec = wait_ms / 1000;
+	tv.tv_usec = (wait_ms % 1000) * 1000;
+	evtimer_add(w->dup_timer, &tv);
+}
+
+/* The other session kept our node id: another worker is running with it. */
+void
+worker_node_dup_timer_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state != WORKER_DUPLICATE)
+		return;
+	log_warnx("another worker is running with node id \"%s\" (%s is held by a live session): "
+	          "give this worker another node_id in [worker], or stop the other one",
+	          w->cfg->node_id, w->path);
+	w->exit_code = 1;
+	worker_finish(w);
+}
+
+/* The answer to our registration. */
+static void
+worker_node_register_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->state != WORKER_REGISTERING)
+		return;
+	if (reply->rc == ZOK) {
+		worker_node_registered(w);
+		return;
+	}
+	if (reply->rc == ZNODEEXISTS) {
+		zk_get(w->zk, w->path, worker_node_dup_watch_cb, worker_node_dup_get_cb, w);
+		return;
+	}
+	if (zk_connection_error(reply->rc))
+		return; /* registered again after the reconnect */
+	if (reply->rc == ZNOAUTH) {
+		log_warnx("not allowed to create %s: check the ACLs of [zookeeper] root and the "
+		          "credentials in [zookeeper] auth",
+		          w->path);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE && !w->notified_ready && strchr(w->cfg->hosts, '/') != NULL) {
+		/*
+		 * Never registered: the root paths could not be made either, so the chroot of
+		 * hosts does not exist. Retrying would not make it: a fatal error, as the README
+		 * says (exit 1), rather than "not ready" for ever.
+		 */
+		log_warnx("cannot register %s: no node: the chroot of [zookeeper] hosts (\"%s\") "
+		          "does not exist: create it in ZooKeeper, or remove it from hosts",
+		          w->path, w->cfg->hosts);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
+	if (reply->rc == ZNONODE) {
+		/* The root went while we made it (deleted by someone else): again, bounded. */
+		worker_node_lost(w, "could not be created, its parent is gone");
+		return;
+	}
+	log_warnx_limited(&worker_lim_register, "cannot register %s: %s", w->path,
+	                  zerror(reply->rc));
+}
+
+/* Creating a root path: only a refusal matters. */
+static void
+worker_node_root_cb(const struct zk_reply *reply, void *arg)
+{
+	(void)arg;
+	if (reply->rc != ZOK && reply->rc != ZNODEEXISTS && !zk_connection_error(reply->rc) &&
+	    reply->rc != ZCLOSING)
+		log_warnx_limited(&worker_lim_create, "cannot create %s: %s", reply->path,
+		                  zerror(reply->rc));
+}
+
+/* Create the root paths and our node, in one pipeline (the server keeps the order). */
+void
+worker_node_register(struct worker *w)
+{
+	const char *root = w->cfg->root;
+	char *dirs[] = {layout_jobs(root), layout_workers(root), layout_lock_dir(root, 1),
+	                layout_lock_dir(root, 2), layout_drains(root)};
+	char *data;
+	size_t i;
+
+	worker_set_state(w, WORKER_REGISTERING);
+	zk_create_path(w->zk, root, ZOO_PERSISTENT, worker_node_root_cb, w);
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		zk_create_node(w->zk, dirs[i], NULL, -1, ZOO_PERSISTENT, worker_node_root_cb, w);
+		free(dirs[i]);
+	}
+	data = worker_node_data(w);
+	zk_create_node(w->zk, w->path, data, (int)strlen(data), ZOO_EPHEMERAL,
+	               worker_node_register_cb, w);
+	free(data);
+}
+
+/* Update our node's job list after a reload. */
+void
+worker_node_update(struct worker *w)
+{
+	char *data;
+
+	if (w->state != WORKER_READY)
+		return;
+	data = worker_node_data(w);
+	zk_set(w->zk, w->path, data, (int)strlen(data), -1, worker_node_root_cb, w);
+	free(data);
+}

@@ -1,0 +1,555 @@
+/* Runs in: the main process. */
+/*
+ * worker-reload.c: SIGHUP: the configuration reloaded, in slices that yield to the loop.
+ *
+ * A reload that changes thousands of jobs must not stall the loop: the heartbeat, /livez
+ * and the supervisor's messages wait while it runs, and a lease deadline that is not moved
+ * in time kills healthy jobs. So after the new configuration is read (at once: a parser
+ * does not yield), its jobs are applied a slice at a time, WORKER_RELOAD_SLICE_US of work
+ * at most, each slice a timer of its own so that everything else that is ready runs in
+ * between: first the running jobs (an unchanged one takes the new configuration's copy and
+ * nothing else; a changed or removed one stops), then the new and changed jobs start. A
+ * slice also waits while ZooKeeper has more than WORKER_RELOAD_PENDING requests queued or
+ * in flight, so that the jobs' requests never wait behind a reload's thousands.
+ *
+ * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which
+ * starts as long after this one ended as this one's read took (so reads, which do not
+ * yield, take at most half of the loop's time) and reads the files as they are then. And a SIGHUP when no file the
+ * configuration was read from changed (the same inode, size, mtime and ctime of the worker
+ * file, each job file and its folder, the auth file, /etc/passwd and /etc/group) reads
+ * nothing: a storm of SIGHUPs costs a few stat() calls each.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "config.h"
+#include "endpoints.h"
+#include "job.h"
+#include "log.h"
+#include "sdnotify.h"
+#include "svlink.h"
+#include "worker-int.h"
+#include "xmalloc.h"
+
+#define WORKER_RELOAD_SLICE_US 3000 /* at most this much work per slice */
+#define WORKER_RELOAD_PENDING  64   /* wait while more ZooKeeper requests than this wait */
+#define WORKER_RELOAD_WAIT_US  5000 /* then look again after this long */
+
+/* A reload being applied. */
+struct worker_reload {
+	struct config *cfg;      /* the new configuration */
+	json_t *index;           /* job name -> its index in cfg->jobs_list */
+	unsigned char *kept;     /* per job of cfg: a running job took it unchanged */
+	struct worker_job **old; /* the jobs when the reload began */
+	size_t nold;
+	size_t pos; /* in old (stopping), then in cfg->jobs_list (starting) */
+	int starting;
+	uint64_t began_ns;
+	size_t unchanged, stopped, started;
+};
+
+static void worker_reload_done(struct worker *);
+static void worker_reload_http(struct worker *, const char *);
+
+/* What stat() says of one file the configuration was read from. */
+struct worker_fp_file {
+	char *path;
+	int err; /* errno of stat(), 0 if it worked */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+};
+
+/* The files a configuration was read from, as they were. */
+struct worker_fp {
+	struct worker_fp_file *f;
+	size_t n;
+};
+
+/* Add path to fp as stat() finds it now. */
+static void
+worker_reload_fp_add(struct worker_fp *fp, const char *path)
+{
+	struct worker_fp_file *f;
+	struct stat st;
+
+	fp->f = xreallocarray(fp->f, fp->n + 1, sizeof *fp->f);
+	f = &fp->f[fp->n++];
+	memset(f, 0, sizeof *f);
+	f->path = xstrdup(path);
+	if (stat(path, &st) != 0) {
+		f->err = errno != 0 ? errno : -1;
+		return;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->mtim = st.st_mtim;
+	f->ctim = st.st_ctim;
+}
+
+/* Free a fingerprint. */
+static void
+worker_reload_fp_free(struct worker_fp *fp)
+{
+	size_t i;
+
+	if (fp == NULL)
+		return;
+	for (i = 0; i < fp->n; i++)
+		free(fp->f[i].path);
+	free(fp->f);
+	free(fp);
+}
+
+/*
+ * The files cfg was read from, now; NULL when that cannot be known without reading them
+ * (jobs is a glob: new folders may match).
+ */
+static struct worker_fp *
+worker_reload_fp(const struct config *cfg)
+{
+	struct worker_fp *fp;
+	char *copy, path[PATH_MAX];
+	size_t i;
+
+	if (strpbrk(cfg->jobs, "*?[") != NULL)
+		return NULL;
+	fp = xcalloc(1, sizeof *fp);
+	worker_reload_fp_add(fp, cfg->file);
+	if (cfg->auth_file != NULL)
+		worker_reload_fp_add(fp, cfg->auth_file);
+	worker_reload_fp_add(fp, "/etc/passwd"); /* user = NAME is looked up at each load */
+	worker_reload_fp_add(fp, "/etc/group");
+	if (cfg->jobs[0] == '/')
+		snprintf(path, sizeof path, "%s", cfg->jobs);
+	else
+		snprintf(path, sizeof path, "%s/%s", cfg->dir, cfg->jobs);
+	worker_reload_fp_add(fp, path); /* a folder: its mtime moves when a file comes or goes */
+	for (i = 0; i < cfg->njob_files; i++) {
+		worker_reload_fp_add(fp, cfg->job_files[i]);
+		copy = xstrdup(cfg->job_files[i]);
+		worker_reload_fp_add(fp, dirname(copy));
+		free(copy);
+	}
+	return fp;
+}
+
+/* Whether two fingerprints are the same (NULL is never the same as anything). */
+static int
+worker_reload_fp_equal(const struct worker_fp *a, const struct worker_fp *b)
+{
+	const struct worker_fp_file *x, *y;
+	size_t i;
+
+	if (a == NULL || b == NULL || a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		x = &a->f[i];
+		y = &b->f[i];
+		if (strcmp(x->path, y->path) != 0 || x->err != y->err || x->dev != y->dev ||
+		    x->ino != y->ino || x->size != y->size || x->mtim.tv_sec != y->mtim.tv_sec ||
+		    x->mtim.tv_nsec != y->mtim.tv_nsec || x->ctim.tv_sec != y->ctim.tv_sec ||
+		    x->ctim.tv_nsec != y->ctim.tv_nsec)
+			return 0;
+	}
+	return 1;
+}
+
+/* Schedule the next slice: at once (after what else is ready), or after a wait. */
+static void
+worker_reload_later(struct worker *w, int wait)
+{
+	struct timeval tv = {0, wait ? WORKER_RELOAD_WAIT_US : 0};
+
+	evtimer_add(w->reload_ev, &tv);
+}
+
+/* The new configuration's copy of a running job, or NULL: it was removed. */
+static struct config_job *
+worker_reload_find(struct worker_reload *r, const char *name, size_t *index)
+{
+	json_t *i = json_object_get(r->index, name);
+
+	if (i == NULL)
+		return NULL;
+	*index = (size_t)json_integer_value(i);
+	return r->cfg->jobs_list[*index];
+}
+
+/* One running job: unchanged, it takes the new copy and nothing else; otherwise it stops. */
+static void
+worker_reload_old(struct worker_reload *r, struct worker_job *wj)
+{
+	struct config_job *cj;
+	size_t i = 0;
+
+	/* A copy already stopping (an earlier reload changed it) finishes, and is not present. */
+	if (wj->done || job_stopping(wj->job))
+		return;
+	cj = worker_reload_find(r, job_name(wj->job), &i);
+	if (cj != NULL && !worker_carries(r->cfg, cj, NULL, 0)) {
+		log_info("reload: job %s no longer runs here (its constraint)", job_name(wj->job));
+		job_stop(wj->job, 0);
+		r->stopped++;
+		return;
+	}
+	if (cj != NULL && config_job_equal(cj, job_config(wj->job))) {
+		job_update(wj->job, cj);
+		wj->cfg = r->cfg;
+		r->kept[i] = 1;
+		r->unchanged++;
+		return;
+	}
+	log_info("reload: job %s %s", job_name(wj->job), cj == NULL ? "removed" : "changed");
+	job_stop(wj->job, 0);
+	r->stopped++;
+}
+
+/* One job of the new configuration: started unless a running job took it. */
+static void
+worker_reload_new(struct worker *w, struct worker_reload *r, size_t i)
+{
+	struct config_job *cj = r->cfg->jobs_list[i];
+	struct worker_job *wj;
+
+	if (r->kept[i] || !worker_carries(r->cfg, cj, NULL, 0))
+		return;
+	log_info("reload: job %s starts", cj->name);
+	wj = worker_job_add(w, cj, r->cfg);
+	r->started++;
+	if (w->state == WORKER_READY && worker_sv_ready(w))
+		job_ready(wj->job);
+}
+
+/* Free the reload's state. */
+static void
+worker_reload_free(struct worker_reload *r)
+{
+	json_decref(r->index);
+	free(r->kept);
+	free(r->old);
+	free(r);
+}
+
+/*
+ * The reload is over (or cut short by a stop): the new configuration is the worker's; the
+ * old one is kept while jobs it describes still stop.
+ */
+static void
+worker_reload_end(struct worker *w)
+{
+	struct worker_reload *r = w->reload;
+	struct worker_config *rc = xcalloc(1, sizeof *rc);
+
+	evtimer_del(w->reload_ev);
+	rc->cfg = w->cfg;
+	TAILQ_INSERT_TAIL(&w->retired, rc, entry);
+	w->cfg = r->cfg;
+	w->reload = NULL;
+	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
+}
+
+/* A slice of the reload: as many jobs as WORKER_RELOAD_SLICE_US allows. */
+static void
+worker_reload_slice_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_reload *r = w->reload;
+	uint64_t start = clock_now_ns(), limit = WORKER_RELOAD_SLICE_US * 1000ULL;
+	unsigned n = 0;
+
+	(void)fd;
+	(void)what;
+	if (r == NULL)
+		return;
+	for (;;) {
+		if ((++n % 8 == 0 && clock_now_ns() - start > limit) ||
+		    zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING) {
+			worker_reload_later(w, zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING);
+			return;
+		}
+		if (!r->starting && r->pos < r->nold)
+			worker_reload_old(r, r->old[r->pos++]);
+		else if (!r->starting) {
+			r->starting = 1;
+			r->pos = 0;
+		} else if (r->pos < r->cfg->njobs)
+			worker_reload_new(w, r, r->pos++);
+		else
+			break;
+	}
+	log_info("reloaded: %zu job(s) (%zu unchanged, %zu stopped, %zu started) in %llu ms",
+	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
+	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
+	worker_reload_end(w);
+	worker_reload_free(r);
+	worker_log_excluded(w->cfg);
+	worker_node_update(w);
+	worker_reload_done(w);
+}
+
+/* Begin applying cfg, a configuration that was read and accepted. */
+static void
+worker_reload_begin(struct worker *w, struct config *cfg, uint64_t began_ns)
+{
+	struct worker_reload *r = xcalloc(1, sizeof *r);
+	struct worker_job *wj;
+	size_t i;
+
+	r->cfg = cfg;
+	r->began_ns = began_ns;
+	r->index = json_object();
+	for (i = 0; i < cfg->njobs; i++)
+		json_object_set_new(r->index, cfg->jobs_list[i]->name, json_integer((json_int_t)i));
+	r->kept = xcalloc(cfg->njobs + 1, 1);
+	TAILQ_FOREACH(wj, &w->jobs, entry)
+		r->nold++;
+	r->old = xcalloc(r->nold + 1, sizeof *r->old);
+	r->nold = 0;
+	TAILQ_FOREACH(wj, &w->jobs, entry)
+		r->old[r->nold++] = wj;
+	w->reload = r;
+	worker_reload_later(w, 0);
+}
+
+/* Read the configuration; a broken one changes nothing. NULL: refused. */
+static struct config *
+worker_reload_read(struct worker *w)
+{
+	struct config *cfg;
+	struct config_errors errors = {NULL, 0};
+	size_t i;
+
+	log_info("reloading %s", w->config_file);
+	if (config_load(w->config_file, &cfg, &errors) != 0) {
+		for (i = 0; i < errors.n; i++)
+			log_warnx("%s", errors.lines[i]);
+		log_warnx("reload refused: %zu error(s); the running configuration stays",
+		          errors.n);
+		config_errors_free(&errors);
+		return NULL;
+	}
+	config_errors_free(&errors);
+	if (w->sv != NULL && svlink_containment(w->sv) >= 0 && worker_check_limits(w, cfg) != 0) {
+		log_warnx("reload refused: with cgroups = required every limit must be enforced; "
+		          "the running configuration stays");
+		config_free(cfg);
+		return NULL;
+	}
+	if (strcmp(cfg->hosts, w->cfg->hosts) != 0 || strcmp(cfg->root, w->cfg->root) != 0 ||
+	    strcmp(cfg->node_id, w->cfg->node_id) != 0 ||
+	    cfg->session_timeout_ms != w->cfg->session_timeout_ms ||
+	    cfg->safety_margin_ms != w->cfg->safety_margin_ms ||
+	    cfg->require_acl != w->cfg->require_acl ||
+	    (cfg->auth == NULL) != (w->cfg->auth == NULL) ||
+	    (cfg->auth != NULL && strcmp(cfg->auth, w->cfg->auth) != 0))
+		log_warnx("reload: changes to [zookeeper], node_id or safety_margin take effect "
+		          "only after a restart; job changes are applied now");
+	return cfg;
+}
+
+/*
+ * SIGHUP: reload, between RELOADING=1 (with the CLOCK_MONOTONIC time of the request, as
+ * Type=notify-reload wants) and READY=1, once systemd was told we are ready. While one
+ * runs, one more is pending, however many SIGHUPs come.
+ */
+void
+worker_reload(struct worker *w)
+{
+	char msg[128];
+	struct config *cfg;
+	struct worker_fp *fp;
+	uint64_t began = clock_now_ns();
+
+	if (w->reload != NULL) {
+		if (!w->reload_pending)
+			log_debug("reload: one is running; another follows it");
+		w->reload_pending = 1;
+		return;
+	}
+	if (w->notified_ready) {
+		snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
+		         (unsigned long long)sdnotify_monotonic_usec());
+		worker_notify(msg);
+	}
+	fp = worker_reload_fp(w->cfg);
+	if (worker_reload_fp_equal(fp, w->reload_fp)) {
+		log_info("reload: no file of the configuration changed since it was read; nothing "
+		         "to do");
+		worker_reload_fp_free(fp);
+		w->reload_ns = clock_now_ns() - began;
+		worker_reload_done(w);
+		return;
+	}
+	worker_reload_fp_free(w->reload_fp);
+	w->reload_fp = NULL;
+	if ((cfg = worker_reload_read(w)) == NULL) {
+		worker_reload_fp_free(fp);
+		w->reload_ns = clock_now_ns() - began;
+		worker_reload_done(w);
+		return;
+	}
+	/* Taken before the files were read: a change made meanwhile is read at the next. */
+	w->reload_fp = fp;
+	w->reload_ns = clock_now_ns() - began; /* what did not yield: the read */
+	log_debug("reload: read %zu job(s) in %llu ms", cfg->njobs,
+	          (unsigned long long)(w->reload_ns / CLOCK_NS_PER_MS));
+	worker_reload_http(w, cfg->http_listen);
+	worker_reload_begin(w, cfg, began);
+}
+
+/* A reload is over: READY=1, and the pending one, if any, from the loop. */
+static void
+worker_reload_done(struct worker *w)
+{
+	if (w->notified_ready)
+		worker_notify_status(w, "READY=1");
+	struct timeval tv;
+	uint64_t wait_us = w->reload_ns / 1000;
+
+	if (w->reload_pending && w->state != WORKER_STOPPING) {
+		w->reload_pending = 0;
+		/* As long as the last read took: reads take at most half of the loop. */
+		tv.tv_sec = (time_t)(wait_us / 1000000);
+		tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+		evtimer_add(w->reload_next, &tv);
+	}
+}
+
+/* The pending reload starts. */
+static void
+worker_reload_next_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->state != WORKER_STOPPING && w->reload == NULL)
+		worker_reload(w);
+}
+
+/* The worker stops: a reload in progress ends here, starting no job; none is pending. */
+void
+worker_reload_abort(struct worker *w)
+{
+	struct worker_reload *r = w->reload;
+
+	w->reload_pending = 0;
+	if (w->reload_next != NULL)
+		evtimer_del(w->reload_next);
+	if (r == NULL)
+		return;
+	log_info("reload: cut short by the stop");
+	worker_reload_end(w);
+	worker_reload_free(r);
+}
+
+/* The events of reloads. */
+void
+worker_reload_init(struct worker *w)
+{
+	w->reload_ev = evtimer_new(w->base, worker_reload_slice_cb, w);
+	w->reload_next = evtimer_new(w->base, worker_reload_next_cb, w);
+}
+
+/* Free them, and a reload's state. */
+void
+worker_reload_fini(struct worker *w)
+{
+	worker_reload_abort(w);
+	event_free(w->reload_ev);
+	event_free(w->reload_next);
+	worker_reload_fp_free(w->reload_fp);
+}
+
+/*
+ * [http] listen changed at a reload: listen on the new address, then close the old one;
+ * an address that cannot be bound keeps the old listener, and says so.
+ */
+static void
+worker_reload_http(struct worker *w, const char *listen)
+{
+	struct endpoints *h;
+
+	if ((listen == NULL && w->http_listen == NULL) ||
+	    (listen != NULL && w->http_listen != NULL && strcmp(listen, w->http_listen) == 0))
+		return;
+	if (listen == NULL) {
+		log_info("reload: [http] listen is empty: the status page is off");
+		endpoints_free(w->http);
+		w->http = NULL;
+	} else if ((h = endpoints_start(w->base, listen, w->http_cb, w)) == NULL) {
+		log_warnx("reload: [http] listen = %s cannot be served (see above): %s%s", listen,
+		          w->http_listen != NULL ? "still listening on "
+		                                 : "the status page stays off",
+		          w->http_listen != NULL ? w->http_listen : "");
+		return;
+	} else {
+		endpoints_free(w->http);
+		w->http = h;
+	}
+	free(w->http_listen);
+	w->http_listen = listen != NULL ? xstrdup(listen) : NULL;
+}
+
+/* Free the jobs that are done stopping; the others are freed at exit. */
+void
+worker_reload_free_jobs(struct worker *w, int all)
+{
+	struct worker_job *wj, *next;
+
+	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (all || wj->done) {
+			TAILQ_REMOVE(&w->jobs, wj, entry);
+			job_free(wj->job);
+			free(wj);
+		}
+	}
+}
+
+/* Whether any job still points into a retired configuration. */
+static int
+worker_reload_config_in_use(struct worker *w, const struct config *cfg)
+{
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (wj->cfg == cfg)
+			return 1;
+	}
+	return 0;
+}
+
+/* Free finished jobs, and the retired configurations no job uses any more. */
+void
+worker_reload_reap_cb(int fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_config *rc, *next;
+
+	(void)fd;
+	(void)what;
+	if (w->reload != NULL)
+		return; /* it walks the jobs: its end reaps */
+	worker_reload_free_jobs(w, 0);
+	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
+		if (rc->cfg != w->initial_cfg && !worker_reload_config_in_use(w, rc->cfg)) {
+			TAILQ_REMOVE(&w->retired, rc, entry);
+			config_free(rc->cfg);
+			free(rc);
+		}
+	}
+}
