@@ -687,6 +687,21 @@ jobrec_peek(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
 	jobrec_claim_step(t);
 }
 
+/*
+ * The job's schedule changed its address (a reload handed the job the new configuration's
+ * copy, and the old one is freed): claims and peeks in progress name skipped ticks with it.
+ */
+void
+jobrec_schedule(struct jobrec *jr, const struct schedule *sched)
+{
+	struct jobrec_task *t;
+
+	TAILQ_FOREACH(t, &jr->tasks, entry) {
+		if (t->kind == JOBREC_TASK_CLAIM)
+			t->sched = sched;
+	}
+}
+
 /* Abandon a claim (or a peek) in progress; its callback is not called. */
 void
 jobrec_cancel_claim(struct jobrec *jr)

@@ -48,6 +48,7 @@ void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,
 void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
                  const struct schedule *, jobrec_claim_cb, void *arg);
 void jobrec_cancel_claim(struct jobrec *);
+void jobrec_schedule(struct jobrec *, const struct schedule *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history, int locks);
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * clockoff.c: the offset of this host's clock to ZooKeeper's, from the mtime of our writes.

@@ -25,10 +25,6 @@ struct endpoints_worker_stats {
 	int clock_known;         /* the clock offset is estimated: */
 	int64_t clock_offset_ms; /* this host's clock minus ZooKeeper's */
 	int64_t clock_error_ms;  /* within this much */
-	struct zk_heartbeat_stats heartbeat;
-	int clock_known;         /* the clock offset is estimated: */
-	int64_t clock_offset_ms; /* this host's clock minus ZooKeeper's */
-	int64_t clock_error_ms;  /* within this much */
 };
 
 /* What the endpoint reads from its owner (the worker), at each request. */

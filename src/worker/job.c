@@ -542,6 +542,8 @@ job_update(struct job *job, const struct config_job *cj)
 	struct jobfsm_config fc = job_fsm_config(cj);
 
 	job->cfg = cj;
+	/* The old configuration is freed after this: nothing may keep pointers into it. */
+	jobrec_schedule(job->rec, cj->sched);
 	jobfsm_configure(&job->fsm, &fc);
 }
 

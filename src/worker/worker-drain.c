@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-drain.c: `leasekeeper drain`: the worker watches <root>/drain and takes no new lease while drained. */
 

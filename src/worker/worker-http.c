@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-http.c: what the worker shows on its HTTP endpoint (/status, /health, /readyz, /metrics). */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-int.h: what the files of the worker (worker*.c) share; no one else includes it. */
 #ifndef WORKER_INT_H
@@ -67,10 +68,10 @@ struct worker {
 	struct zk *zk;
 	struct svlink *sv;
 	struct endpoints *http;
-	struct members *members;       /* the live workers and their jobs, for ranking ticks */
-	struct event *placement_timer; /* jobs no live worker can run, looked for */
-	json_t *unrunnable;            /* {job: true}: those last found, warned of once */
-	char *http_listen;             /* what http listens on, NULL: off */
+	struct members *members;            /* the live workers and their jobs, for ranking ticks */
+	struct event *placement_timer;      /* jobs no live worker can run, looked for */
+	json_t *unrunnable;                 /* {job: true}: those last found, warned of once */
+	char *http_listen;                  /* what http listens on, NULL: off */
 	const struct endpoints_cb *http_cb; /* to listen anew at a reload */
 	enum worker_state state;
 	char *path; /* <root>/workers/<node_id> */

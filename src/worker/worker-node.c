@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-node.c: the worker's node <root>/workers/<node_id>: registration, a duplicate node id, its data, and a watch on it. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-notify.c: what the worker tells systemd: READY=1, STATUS= kept up to date, the watchdog. */
 

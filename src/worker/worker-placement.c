@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* worker-placement.c: jobs of our configuration that no live worker can run, found and warned of. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * worker-reload.c: SIGHUP: the configuration reloaded, in slices that yield to the loop.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk-clock.c: this host's clock against the ZooKeeper servers', from the mtime of our own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk-gdelete.c: guaranteed deletes: a node of this session deleted, retried across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk-heartbeat.c: the session's heartbeat: the cheapest request the server must answer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /* zk-int.h: what the files of the session layer (zk*.c) share; no one else includes it. */
 #ifndef ZK_INT_H

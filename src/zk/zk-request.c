@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk-request.c: the session's requests: paced into the library, indexed by owner, and
@@ -277,8 +278,8 @@ zk_request_issue(struct zk *zk, struct zk_op *op)
 		rc = zoo_acreate2(zk->zh, path, op->data, op->len,
 		                  zk->auth == NULL        ? &ZOO_OPEN_ACL_UNSAFE
 		                  : zk->reader_id != NULL ? &zk->reader_acl
-		                                          : &ZOO_CREATOR_ALL_ACL, v,
-		                  zk_request_create_cb, op);
+		                                          : &ZOO_CREATOR_ALL_ACL,
+		                  v, zk_request_create_cb, op);
 		break;
 	case ZK_OP_GET:
 		rc = op->wcb != NULL ? zoo_awget(zk->zh, path, zk_request_node_watcher, zk,

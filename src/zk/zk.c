@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
  * zk.c: one ZooKeeper session on a libevent loop, with a heartbeat and a lease deadline.

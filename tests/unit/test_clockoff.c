@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_clockoff.c: the clock offset estimate from the mtime of our writes (clockoff.c). */
 
 #include <setjmp.h>

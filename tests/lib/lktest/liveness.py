@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loop liveness: a /livez prober and the many-job configuration of issue 20, shared by
 tests/integration/test_liveness.py and scripts/bench --reload."""
 
