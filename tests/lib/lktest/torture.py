@@ -61,7 +61,7 @@ def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
     out, t, i = [], 8.0, 0  # the first fault after the cluster has settled
     end = minutes * 60.0
     classes = sorted(classes)
-    while True:
+    while classes:
         t += rng.expovariate(1.0 / mean)
         if t >= end - 5:
             return out
@@ -73,6 +73,7 @@ def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
         p["job"] = rng.choice(SCHEDULED)
         out.append((round(t, 2), i, cls, p))
         i += 1
+    return out
 
 
 def jobs_for(rec, lock, hb, hooks_out):
@@ -138,7 +139,7 @@ class Torture:
         os.makedirs(self.dir, exist_ok=True)
         self.seed, self.minutes, self.n = seed, minutes, workers
         self.nservers = servers
-        self.classes = list(classes or CLASSES)
+        self.classes = list(CLASSES if classes is None else classes)
         self.sabotage = sabotage
         self.settle_s = settle_s
         self.out = log
@@ -675,7 +676,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=5)
     ap.add_argument("--servers", type=int, default=3, choices=(3, 5))
     ap.add_argument("--faults", default=None,
-                    help="comma-separated fault classes (default: all): " + ",".join(CLASSES))
+                    help="comma-separated fault classes (default: all; none: no fault): " +
+                    ",".join(CLASSES))
     ap.add_argument("--events", default=None,
                     help="replay only these schedule entries (#N, comma-separated)")
     ap.add_argument("--mean-gap", type=float, default=None,
@@ -689,6 +691,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 10 ** 6)
     classes = a.faults.split(",") if a.faults else None
+    if classes == ["none"]:
+        classes = []
     for c in classes or []:
         if c not in CLASSES:
             ap.error("unknown fault class %r" % c)
