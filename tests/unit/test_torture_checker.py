@@ -158,6 +158,17 @@ class CheckerTest(unittest.TestCase):
         h["runs"]["every"].append({"tick": BASE + 10, "outcome": "missed", "node": "w2"})
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        # missed, recorded before the tick's time (by the server's clock)
+        h = history()
+        h["jobs"]["every"]["start_deadline_s"] = 10
+        h["lines"] = [ln for ln in h["lines"] if ln.get("tick") != tick_text(30)]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 30]
+        h["runs"]["every"].append({"tick": BASE + 30, "outcome": "missed", "node": "w2",
+                                   "_ctime_ms": (BASE + 20) * 1000})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        h["runs"]["every"][-1]["_ctime_ms"] = (BASE + 33) * 1000  # skipped by a claim
+        self.assertEqual(self.counts(h)[0], {})
         # paused while the job was not paused, and while it was
         h = history()
         h["lines"] = [ln for ln in h["lines"] if ln.get("tick") != tick_text(30)]

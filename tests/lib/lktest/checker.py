@@ -16,7 +16,8 @@ A history is a dict:
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
               computed from their monotonic time
     heartbeats {lk-record pid: wall ns of its daemon's last heartbeat}
-    runs      {job: [run record dicts as read from ZooKeeper]}
+    runs      {job: [run record dicts as read from ZooKeeper, plus "_ctime_ms": when the
+              server created the record node (its clock)]}
     lock_nodes    lock contender nodes left in ZooKeeper after every worker stopped
     worker_nodes  registration nodes left
     leftover_processes, leftover_cgroups, crashes, sanitizer: lists of strings
@@ -179,6 +180,15 @@ def _check_ticks(h, rep):
                     rep.add("false_reasons", "job %s tick %s recorded %s by %s but started by "
                             "%s" % (name, tick, why, r.get("node"),
                                     starts[(name, tick)][0]["who"]))
+                elif why == "missed" and "_ctime_ms" in r and \
+                        r["_ctime_ms"] / 1000.0 < tick - 1.0:
+                    # before the tick's time (a claim of a later tick skips the earlier ones
+                    # still inside their start_deadline: that is the catch-up policy)
+                    rep.add("false_reasons", "job %s tick %s recorded missed by %s at %s, "
+                            "%.1f s before the tick's time" % (
+                                name, tick, r.get("node"),
+                                time.strftime("%H:%M:%S", time.gmtime(r["_ctime_ms"] / 1000)),
+                                tick - r["_ctime_ms"] / 1000.0))
                 elif why == "paused" and not _paused(h, name, tick):
                     rep.add("false_reasons", "job %s tick %s recorded paused by %s; the job "
                             "was not paused then" % (name, tick, r.get("node")))

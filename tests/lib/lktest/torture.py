@@ -554,8 +554,10 @@ class Torture:
                 continue
             for k in sorted(kids):
                 try:
-                    data, _ = c.get("%s/jobs/%s/runs/%s" % (root, job, k))
-                    runs[job].append(json.loads(data.decode("utf-8", "replace")))
+                    data, stat = c.get("%s/jobs/%s/runs/%s" % (root, job, k))
+                    r = json.loads(data.decode("utf-8", "replace"))
+                    r["_ctime_ms"] = stat.ctime
+                    runs[job].append(r)
                 except (NoNodeError, ValueError):
                     continue
         locks = []
