@@ -158,6 +158,7 @@ class Torture:
         self.crashes, self.cli_procs = [], []
         self.down_servers = set()
         self.hostile_accepted = 0
+        self.nemesis_errors = []
         self.has_extra = {}
 
     def say(self, text):
@@ -197,11 +198,15 @@ class Torture:
             self.nservers, self.n, "".join(", %s clock %+ds (libfaketime)" % kv
                                            for kv in self.skew.items())))
 
-    def client(self, creds):
+    def client(self, creds, timeout=30):
         from kazoo.client import KazooClient
         c = KazooClient(hosts=self.ens.connect_string, timeout=10,
                         auth_data=[("digest", creds)] if creds else None)
-        c.start(timeout=30)
+        try:
+            c.start(timeout=timeout)
+        except Exception:
+            c.close()
+            raise
         return c
 
     def write_jobs(self, w, extra):
@@ -268,13 +273,17 @@ class Torture:
             now = time.monotonic() - t0
             if todo and todo[0][0] <= now:
                 _, _, _, item = heapq.heappop(todo)
-                if callable(item):
-                    item()
-                else:
-                    undo = self.inject(item)
-                    if undo is not None:
-                        seq += 1
-                        heapq.heappush(todo, (now + item[3]["d"], seq, 0, undo))
+                try:
+                    if callable(item):
+                        item()
+                    else:
+                        undo = self.inject(item)
+                        if undo is not None:
+                            seq += 1
+                            heapq.heappush(todo, (now + item[3]["d"], seq, 0, undo))
+                except Exception as e:  # the nemesis's own trouble: say so, go on
+                    self.nemesis_errors.append("%s: %r" % (getattr(item, "__name__", item), e))
+                    self.say("nemesis error (the run goes on): %r" % (e,))
                 continue
             self.check_alive()
             self.reap_cli()
@@ -375,24 +384,28 @@ class Torture:
             self.note(cls, ["*"], now, time.time(), index=idx, servers=victims)
         return undo
 
-    def restart_servers(self, which):
+    def restart_servers(self, which, wait=False):
+        """Start these servers again (same ports, same data). Without wait, do not wait for
+        them to serve: one alone cannot serve while the others it needs are still down, and
+        their restarts are queued behind this one."""
         which = [i for i in which if i in self.down_servers]
         for i in which:
             self.ens.servers[i].launch()
-        for i in which:
-            try:
-                self.ens.servers[i].wait_serving(60)
-            except Exception as e:  # a server that cannot come back is a finding, not a crash
-                self.say("server %d did not serve again: %s" % (i + 1, e))
             self.down_servers.discard(i)
-            s = self.ens.servers[i]
-            for w in self.proxies:
-                self.proxies[w][i].set_target(s.host, s.port)
+        for i in which if wait else []:
+            try:
+                self.ens.servers[i].wait_serving(120)
+            except Exception as e:  # a server that cannot come back is a finding, not a crash
+                self.crashes.append("server %d did not serve again: %s" % (i + 1,
+                                                                          str(e)[:300]))
 
     def hostile(self, p):
         """A client without credentials tries to write where workers read."""
         from kazoo.exceptions import NoAuthError, NoNodeError, NodeExistsError
-        c = self.client(None)
+        if len(self.down_servers) * 2 >= len(self.ens.servers):
+            self.say("hostile: no quorum, nothing to write to")
+            return
+        c = self.client(None, timeout=10)
         root = "/leasekeeper"
         tries = [("create", root + "/mutex/cont1/junk-lock-0000000001", b"x"),
                  ("create", root + "/semaphore/cont2/leases/junk-lease-0000000001", b"x"),
@@ -474,7 +487,13 @@ class Torture:
 
     def heal_and_stop(self):
         self.say("healing: every worker running, every server up, every proxy healed")
-        self.restart_servers(sorted(self.down_servers))
+        self.restart_servers(sorted(self.down_servers), wait=True)
+        for i in range(len(self.ens.servers)):
+            try:
+                self.ens.servers[i].wait_serving(120)
+            except Exception as e:
+                self.crashes.append("server %d does not serve after the heal: %s"
+                                    % (i + 1, str(e)[:300]))
         for w in self.procs:
             for px in self.proxies[w]:
                 px.heal()
@@ -626,6 +645,7 @@ class Torture:
         for f in self.faults:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         rep.info["faults"] = " ".join("%s=%d" % kv for kv in sorted(kinds.items())) or "none"
+        rep.info["nemesis_errors"] = "; ".join(self.nemesis_errors) or "none"
         return rep
 
     def close(self):
