@@ -30,6 +30,7 @@
 #include "layout.h"
 #include "leasekeeper.h"
 #include "log.h"
+#include "sabotage.h"
 #include "schedule.h"
 #include "tickstate.h"
 #include "xmalloc.h"
@@ -539,14 +540,19 @@ jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, struct ti
                    zk_reply_cb cb)
 {
 	char *data = tickstate_dump(st);
+	int version = read->rc == ZNONODE ? -1 : read->stat->version;
+
+#ifdef LEASEKEEPER_SABOTAGE
+	if (sabotage_on("no-claim-check"))
+		version = -1; /* sabotage: the write checks no version */
+#endif
 
 	tickstate_free(st);
 	if (read->rc == ZNONODE)
 		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
 		               ZOO_PERSISTENT, cb, t);
 	else
-		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), read->stat->version,
-		       cb, t);
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), version, cb, t);
 	free(data);
 }
 
@@ -618,6 +624,10 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	c.history = t->history;
 	c.now = (int64_t)(clock_wall_ms() / 1000);
 	verdict = tickstate_claim(&st, &c, &skipped);
+#ifdef LEASEKEEPER_SABOTAGE
+	if (verdict == TICKSTATE_TAKEN && sabotage_on("no-claim-check"))
+		verdict = TICKSTATE_CLAIM; /* sabotage: a taken tick claimed again */
+#endif
 	if (t->peek) {
 		/* The same verdict a claim would reach, without the write. */
 		tickstate_free(&st);

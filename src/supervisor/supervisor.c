@@ -51,6 +51,7 @@
 #include "joblog.h"
 #include "log.h"
 #include "proto.h"
+#include "sabotage.h"
 #include "supervisor.h"
 #include "svrun.h"
 #include "xmalloc.h"
@@ -327,6 +328,11 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 	case SVRUN_WHY_MAIN_GONE:
 		break; /* logged once by the caller */
 	}
+#ifdef LEASEKEEPER_SABOTAGE
+	if ((why == SVRUN_WHY_DEADLINE_NEAR || why == SVRUN_WHY_DEADLINE_PASSED) &&
+	    sabotage_on("no-kill"))
+		return; /* sabotage: the lease deadline kills nothing */
+#endif
 	sv_signal(j, sig);
 }
 
@@ -447,6 +453,10 @@ sv_job_leader_exited(struct sv *sv, struct sjob *j)
 	in.event = SVRUN_LEADER_EXITED;
 	in.now = clock_now_ns();
 	in.group_alive = sv_group_alive(j);
+#ifdef LEASEKEEPER_SABOTAGE
+	if (sabotage_on("late-release"))
+		in.group_alive = 0; /* sabotage: over (and the lease released) with the leader */
+#endif
 	return sv_job_step(sv, j, &in, NULL, NULL);
 }
 

@@ -12,13 +12,15 @@
  * does not depend on anyone's clock. Then it appends lines to RECORD_FILE, each with one
  * write() on an O_APPEND descriptor so that concurrent writers never interleave:
  *
- *	overlap WHO PID T_NS [job=J] [slot=S]   (only when someone else held the lock)
- *	start WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] pgid=G [slot=S]
- *	end WHO PID T_NS reason=done|term
+ *	overlap WHO PID T_NS [job=J] [slot=S] wall=W   (only when someone else held the lock)
+ *	start WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [tick=T] [run=R] pgid=G
+ *	      [slot=S] wall=W
+ *	end WHO PID T_NS reason=done|term wall=W
  *
- * T_NS is CLOCK_MONOTONIC in nanoseconds, read with a raw system call so that a libfaketime
- * preloaded into the job's environment cannot fake it. The key=value fields come from the
- * job environment (LEASEKEEPER_JOB, _FENCE, _NODE, _LEASES) with blanks replaced by '_'.
+ * T_NS is CLOCK_MONOTONIC and W CLOCK_REALTIME in nanoseconds, both read with a raw system
+ * call so that a libfaketime preloaded into the job's environment cannot fake them. The
+ * key=value fields come from the job environment (LEASEKEEPER_JOB, _FENCE, _NODE, _LEASES,
+ * _TICK, _RUN_ID) with blanks replaced by '_'.
  *
  * --daemon starts a daemon the way one daemonizes (fork, setsid, fork), out of the run's
  * process group and session; it ignores SIGTERM, keeps the lock file's flock, and appends
@@ -159,15 +161,30 @@ add_field(char *buf, size_t len, const char *key, const char *value)
 	buf[used] = '\0';
 }
 
-/* Write one record line with a single write() to the record file and echo it to stdout. */
+/* CLOCK_REALTIME in nanoseconds, by a raw system call too (libfaketime cannot fake it). */
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	if (syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts) != 0)
+		clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Write one record line with a single write() to the record file and echo it to stdout.
+ * Every line ends with wall=NS, the wall clock read right after the monotonic one.
+ */
 static void
 record(int fd, const char *kind, const char *who, const char *fields)
 {
 	char line[2048];
+	uint64_t mono = now_ns();
 	int n;
 
-	n = snprintf(line, sizeof line, "%s %s %ld %" PRIu64 "%s\n", kind, who, (long)getpid(),
-	             now_ns(), fields);
+	n = snprintf(line, sizeof line, "%s %s %ld %" PRIu64 "%s wall=%" PRIu64 "\n", kind, who,
+	             (long)getpid(), mono, fields, wall_ns());
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof line) {
@@ -337,6 +354,8 @@ main(int argc, char **argv)
 	add_field(fields, sizeof fields, "fence", getenv("LEASEKEEPER_FENCE"));
 	add_field(fields, sizeof fields, "node", getenv("LEASEKEEPER_NODE"));
 	add_field(fields, sizeof fields, "leases", getenv("LEASEKEEPER_LEASES"));
+	add_field(fields, sizeof fields, "tick", getenv("LEASEKEEPER_TICK"));
+	add_field(fields, sizeof fields, "run", getenv("LEASEKEEPER_RUN_ID"));
 	snprintf(fields + strlen(fields), sizeof fields - strlen(fields), " pgid=%ld%s",
 	         (long)getpgrp(), slotfield);
 	record(record_fd, "start", o.who, fields);

@@ -5,12 +5,14 @@ Jobs under test run `lk-record` (tests/tools/lk-record.c), Curator peers write t
 and DeathWatcher adds the moment each recorded process died. One line per event, appended
 with a single write() to a shared file:
 
-    start   WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [pgid=G] [slot=S]
-    end     WHO PID T_NS [reason=R]
-    overlap WHO PID T_NS [slot=S]
+    start   WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [tick=T] [run=R] [pgid=G]
+            [slot=S] [wall=W]
+    end     WHO PID T_NS [reason=R] [wall=W]
+    overlap WHO PID T_NS [slot=S] [wall=W]
     death   WHO PID T_NS
 
-T_NS is CLOCK_MONOTONIC in nanoseconds (time.monotonic_ns(), System.nanoTime() on Linux).
+T_NS is CLOCK_MONOTONIC in nanoseconds (time.monotonic_ns(), System.nanoTime() on Linux);
+W, from lk-record, CLOCK_REALTIME in nanoseconds.
 An interval runs from a `start` to the first `end` or `death` of the same pid after it; one
 with neither is still running (end = +inf). `overlap` lines come from lk-record's flock check:
 the kernel saw another instance still holding the lock file when this one started (so it is

@@ -1,0 +1,309 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The torture checker: counts what a torture run broke, from its history (see
+docs/reliability.md). Pure functions over plain data, so tests/unit/test_torture_checker.py
+can feed it synthetic histories.
+
+A history is a dict:
+
+    jobs      {name: {"schedule": "@continuous" | "@every Ns" | "cron * * * * *"
+                      (minute steps only: "*/K * * * *"), "leases": N, "per_tick": K,
+                      "lock": LOCK, "judge_ticks": bool, "start_deadline_s": S}}
+    window    [FROM, TO]: wall seconds; ticks in it must be run or recorded
+    T_s       the session timeout (needless kills: no fault in the T before the kill)
+    faults    [{"kind", "targets": [worker...] or ["*"], "start", "end"}] wall seconds
+    pauses    [{"job", "start", "end"}] wall seconds (operator pause .. resume)
+    skew      {worker: seconds its clock was set ahead (negative: behind)}
+    lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
+              lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
+              computed from their monotonic time
+    heartbeats {lk-record pid: wall ns of its daemon's last heartbeat}
+    runs      {job: [run record dicts as read from ZooKeeper, plus "_ctime_ms": when the
+              server created the record node (its clock)]}
+    lock_nodes    lock contender nodes left in ZooKeeper after every worker stopped
+    worker_nodes  registration nodes left
+    leftover_processes, leftover_cgroups, crashes, sanitizer: lists of strings
+    hostile_accepted: writes of the credential-less client that ZooKeeper accepted
+
+check(history) returns a Report: counts (an ordered dict), details {item: [text]}, failed().
+"""
+
+import calendar
+import collections
+import re
+import time
+
+__all__ = ["check", "Report", "ITEMS", "expected_ticks", "parse_tick"]
+
+# Every item counted, in print order; INFO items never fail the run.
+ITEMS = (
+    "overlaps",             # an flock held by another copy: two holders of one slot, or > leases
+    "time_overlaps",        # more than `leases` runs of one lock alive at once, by the times
+    "fence_regressions",    # leases = 1: a later holder with an older fencing token
+    "ticks_twice",          # a tick started more than per_tick times
+    "ticks_lost",           # a tick in the window neither started nor recorded
+    "false_reasons",        # recorded missed/paused although it ran, or paused when not paused
+    "needless_kills",       # killed with no fault on its worker in the T before (reported)
+    "record_disagreements",  # run record start/end vs the job's own lines, > 100 ms
+    "orphan_lock_nodes",    # lock contenders left after every worker stopped
+    "leftovers",            # processes or run cgroups left after every worker stopped
+    "worker_crashes",       # a worker (or supervisor) that died without the nemesis
+    "sanitizer_reports",
+    "hostile_accepted",     # writes the credential-less client got through
+)
+INFO = ("needless_kills",)
+TOLERANCE_NS = 100 * 1000 * 1000
+
+
+class Report:
+    def __init__(self):
+        self.counts = collections.OrderedDict((k, 0) for k in ITEMS)
+        self.details = collections.defaultdict(list)
+        self.info = collections.OrderedDict()
+
+    def add(self, item, text):
+        self.counts[item] += 1
+        if len(self.details[item]) < 50:
+            self.details[item].append(text)
+
+    def failed(self):
+        """The items that fail the run (everything but needless kills)."""
+        return [k for k, v in self.counts.items() if v and k not in INFO]
+
+    def describe(self, details=True):
+        out = []
+        for k, v in self.counts.items():
+            out.append("%-22s %d%s" % (k, v, "  (reported, not failing)" if k in INFO else ""))
+        for k, v in self.info.items():
+            out.append("%-22s %s" % (k, v))
+        if details:
+            for k in ITEMS:
+                for d in self.details.get(k, []):
+                    out.append("  %s: %s" % (k, d))
+        return "\n".join(out)
+
+
+def parse_tick(text):
+    """Epoch seconds of LEASEKEEPER_TICK (2026-01-02T03:04:05Z), or None."""
+    try:
+        return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return None
+
+
+def expected_ticks(schedule, start, end):
+    """The ticks of a schedule in [start, end] (epoch seconds): "@every Ns" counts from the
+    epoch; "cron */K * * * *" (or "* * * * *") every K minutes, UTC. None: not judged."""
+    m = re.fullmatch(r"@every (\d+)s", schedule or "")
+    if m:
+        step = int(m.group(1))
+    else:
+        m = re.fullmatch(r"cron (\*|\*/(\d+)) \* \* \* \*", schedule or "")
+        if not m:
+            return None
+        step = 60 * int(m.group(2) or 1)
+    first = -(-int(start) // step) * step
+    return list(range(first, int(end) + 1, step))
+
+
+def _lock_groups(jobs):
+    groups = collections.defaultdict(list)
+    for name, j in jobs.items():
+        groups[j.get("lock", name)].append(name)
+    return groups
+
+
+def _intervals(lines):
+    """Per pid: its start line and its end (first end or death after it; None: running)."""
+    out, open_ = [], {}
+    for ln in sorted(lines, key=lambda x: x["mono"]):
+        if ln["kind"] == "start":
+            open_[ln["pid"]] = [ln, None]
+            out.append(open_[ln["pid"]])
+        elif ln["kind"] in ("end", "death") and ln["pid"] in open_:
+            open_.pop(ln["pid"])[1] = ln
+    return out
+
+
+def _check_overlaps(h, rep):
+    for ln in h["lines"]:
+        if ln["kind"] == "overlap":
+            rep.add("overlaps", "%s pid %s (job %s, slot %s) found its lock held at wall %.3f"
+                    % (ln["who"], ln["pid"], ln.get("job"), ln.get("slot", "-"),
+                       ln["wall"] / 1e9))
+    jobs = h["jobs"]
+    for lock, names in _lock_groups(jobs).items():
+        leases = min(jobs[n].get("leases", 1) for n in names)
+        ivs = [iv for iv in _intervals(h["lines"]) if iv[0].get("job") in names]
+        events = []
+        for s, e in ivs:
+            events.append((s["mono"], 1, s))
+            if e is not None:
+                events.append((e["mono"], 0, s))  # an end before a start at the same instant
+        alive = 0
+        for _, kind, s in sorted(events, key=lambda x: (x[0], x[1])):
+            alive += 1 if kind else -1
+            if kind and alive > leases:
+                rep.add("time_overlaps", "lock %s: %d runs alive when %s pid %s (job %s) "
+                        "started" % (lock, alive, s["who"], s["pid"], s.get("job")))
+        if leases == 1:
+            best = None
+            for s, _ in sorted(ivs, key=lambda iv: iv[0]["mono"]):
+                try:
+                    f = int(s.get("fence", ""))
+                except ValueError:
+                    continue
+                if best is not None and (f < best[0] or (f == best[0] and s["who"] != best[1])):
+                    rep.add("fence_regressions", "lock %s: %s started with fence %d after "
+                            "fence %d of %s" % (lock, s["who"], f, best[0], best[1]))
+                if best is None or f >= best[0]:
+                    best = (f, s["who"])
+
+
+def _check_ticks(h, rep):
+    starts = collections.defaultdict(list)
+    for ln in h["lines"]:
+        if ln["kind"] == "start" and ln.get("tick"):
+            starts[(ln.get("job"), parse_tick(ln["tick"]))].append(ln)
+    for name, j in h["jobs"].items():
+        per_tick = j.get("per_tick", 1)
+        records = collections.defaultdict(list)
+        for r in h["runs"].get(name, []):
+            if isinstance(r.get("tick"), int):
+                records[r["tick"]].append(r)
+        for (job, tick), ls in starts.items():
+            if job == name and len(ls) > per_tick:
+                rep.add("ticks_twice", "job %s tick %s started %d times (per_tick %d): %s"
+                        % (name, tick, len(ls), per_tick, ", ".join(x["who"] for x in ls)))
+        for tick, rs in records.items():
+            for r in rs:
+                why = r.get("outcome", r.get("reason"))
+                if why in ("missed", "paused") and starts.get((name, tick)):
+                    rep.add("false_reasons", "job %s tick %s recorded %s by %s but started by "
+                            "%s" % (name, tick, why, r.get("node"),
+                                    starts[(name, tick)][0]["who"]))
+                elif why == "missed" and "_ctime_ms" in r and \
+                        r["_ctime_ms"] / 1000.0 < tick - 1.0:
+                    # before the tick's time (a claim of a later tick skips the earlier ones
+                    # still inside their start_deadline: that is the catch-up policy)
+                    rep.add("false_reasons", "job %s tick %s recorded missed by %s at %s, "
+                            "%.1f s before the tick's time" % (
+                                name, tick, r.get("node"),
+                                time.strftime("%H:%M:%S", time.gmtime(r["_ctime_ms"] / 1000)),
+                                tick - r["_ctime_ms"] / 1000.0))
+                elif why == "paused" and not _paused(h, name, tick):
+                    rep.add("false_reasons", "job %s tick %s recorded paused by %s; the job "
+                            "was not paused then" % (name, tick, r.get("node")))
+        if not j.get("judge_ticks", True):
+            continue
+        ticks = expected_ticks(j.get("schedule"), h["window"][0], h["window"][1])
+        for tick in ticks or []:
+            if not starts.get((name, tick)) and not records.get(tick):
+                rep.add("ticks_lost", "job %s tick %s (%s): not started, no record"
+                        % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick))))
+
+
+def _paused(h, job, tick, slack=3.0):
+    return any(p["job"] == job and p["start"] - slack <= tick <= p["end"] + slack
+               for p in h.get("pauses", []))
+
+
+def _faulted(h, worker, t, span):
+    """Whether a fault touched worker (or everyone) in [t - span, t]."""
+    for f in h.get("faults", []):
+        if ("*" in f["targets"] or worker in f["targets"]) and \
+                f["start"] <= t and f["end"] >= t - span:
+            return f
+    return None
+
+
+def _iso_s(text):
+    """Seconds of an ISO 8601 time with optional fraction and Z (the run records' format)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?", text or "")
+    if not m:
+        return None
+    t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    frac = float(m.group(2)) if m.group(2) else 0.0
+    tz = m.group(3)
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return t + frac
+
+
+def _check_kills(h, rep):
+    span = h.get("T_s", 10) + 2.0
+    for name, runs in h["runs"].items():
+        for r in runs:
+            if r.get("outcome") != "killed":
+                continue
+            node = r.get("node")
+            end = _iso_s(r.get("end"))
+            if end is None:
+                continue
+            end -= h.get("skew", {}).get(node, 0)
+            if not _faulted(h, node, end, span):
+                rep.add("needless_kills", "job %s on %s killed at %s with no fault on it in "
+                        "the %.0f s before" % (name, node, r.get("end"), span))
+
+
+def _check_records(h, rep):
+    """Each run record against the job's own start and end lines (same job, node and fence,
+    the nearest start); the end is the last of the end line, the death and the daemon's
+    last heartbeat."""
+    ivs = _intervals(h["lines"])
+    by_key = collections.defaultdict(list)
+    for s, e in ivs:
+        by_key[(s.get("job"), s.get("node", s["who"]), s.get("fence"))].append((s, e))
+    matched = 0
+    for name, runs in h["runs"].items():
+        for r in runs:
+            start = _iso_s(r.get("start"))
+            if start is None or r.get("outcome") in ("missed", "paused", "start_failed"):
+                continue
+            skew = h.get("skew", {}).get(r.get("node"), 0)
+            start_ns = int((start - skew) * 1e9)
+            cands = by_key.get((name, r.get("node"), str(r.get("fence"))), [])
+            if not cands:
+                continue
+            s, e = min(cands, key=lambda iv: abs(iv[0]["wall"] - start_ns))
+            if abs(s["wall"] - start_ns) > 30e9:
+                continue  # no line of this run (not started, or its lines lost)
+            matched += 1
+            d = (start_ns - s["wall"]) / 1e6
+            if abs(d) > TOLERANCE_NS / 1e6:
+                rep.add("record_disagreements", "job %s on %s fence %s: record start %s, job "
+                        "start %.3f: %+.0f ms" % (name, r.get("node"), r.get("fence"),
+                                                  r.get("start"), s["wall"] / 1e9, d))
+                continue
+            end = _iso_s(r.get("end"))
+            if end is None or e is None:
+                continue
+            job_end = max(e["wall"], h.get("heartbeats", {}).get(s["pid"], 0))
+            d = ((end - skew) * 1e9 - job_end) / 1e6
+            if abs(d) > TOLERANCE_NS / 1e6:
+                rep.add("record_disagreements", "job %s on %s fence %s: record end %s, job "
+                        "end %.3f (%s): %+.0f ms" % (name, r.get("node"), r.get("fence"),
+                                                     r.get("end"), job_end / 1e9, e["kind"], d))
+    rep.info["records_matched"] = matched
+
+
+def check(h):
+    """Count every item of ITEMS over history h; returns a Report."""
+    rep = Report()
+    _check_overlaps(h, rep)
+    _check_ticks(h, rep)
+    _check_kills(h, rep)
+    _check_records(h, rep)
+    for p in h.get("lock_nodes", []):
+        rep.add("orphan_lock_nodes", p)
+    for key, item in (("leftover_processes", "leftovers"), ("leftover_cgroups", "leftovers"),
+                      ("crashes", "worker_crashes"), ("sanitizer", "sanitizer_reports")):
+        for x in h.get(key, []):
+            rep.add(item, x)
+    for _ in range(h.get("hostile_accepted", 0)):
+        rep.add("hostile_accepted", "a write without credentials was accepted")
+    rep.info["worker_nodes_left"] = len(h.get("worker_nodes", []))
+    rep.info["starts"] = sum(1 for ln in h["lines"] if ln["kind"] == "start")
+    rep.info["run_records"] = sum(len(v) for v in h["runs"].values())
+    return rep

@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# ctest: timeout=60
+"""The torture checker (tests/lib/lktest/checker.py) on synthetic histories: a clean history
+counts nothing, and each kind of violation is counted where it is, and only there."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from lktest import checker  # noqa: E402
+
+S = 1000 * 1000 * 1000  # ns per second
+BASE = 1800000000  # a wall second divisible by 60: ticks of every schedule fall on it
+
+
+def line(kind, who, pid, t, **fields):
+    """A record line at wall BASE + t seconds (monotonic: t seconds)."""
+    d = {"kind": kind, "who": who, "pid": pid, "mono": int(t * S), "wall": int((BASE + t) * S)}
+    d.update({k: str(v) for k, v in fields.items()})
+    return d
+
+
+def iso(t):
+    import time
+    whole = int(BASE + t)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + \
+        ".%03dZ" % round((BASE + t - whole) * 1000)
+
+
+def tick_text(t):
+    import time
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(BASE + t))
+
+
+def run(t0, t1, node, fence, pid, job="every", tick=None, outcome="ok", rec_shift=0.0):
+    """The lines of one run and its record (record times shifted by rec_shift s)."""
+    extra = {"tick": tick_text(tick)} if tick is not None else {}
+    lines = [line("start", node, pid, t0, job=job, fence=fence, node=node, **extra),
+             line("end", node, pid, t1, reason="done")]
+    rec = {"node": node, "fence": fence, "start": iso(t0 + rec_shift),
+           "end": iso(t1 + rec_shift), "outcome": outcome}
+    if tick is not None:
+        rec["tick"] = BASE + tick
+    return lines, rec
+
+
+def history():
+    """Clean: job "every" (@every 10s) ticks 0..50 run once each, alternating workers;
+    "cont" (leases 2) held by two workers at once."""
+    h = {"jobs": {"every": {"schedule": "@every 10s", "leases": 1, "per_tick": 1},
+                  "cont": {"schedule": "@continuous", "leases": 2, "per_tick": 1}},
+         "window": [BASE, BASE + 50], "T_s": 4, "faults": [], "pauses": [], "skew": {},
+         "lines": [], "heartbeats": {}, "runs": {"every": [], "cont": []}}
+    pid = 100
+    for i, t in enumerate(range(0, 60, 10)):
+        ls, rec = run(t + 0.05, t + 1.0, "w%d" % (1 + i % 2), 10 + 10 * i, pid, tick=t)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        pid += 1
+    for node, fence in (("w1", 5), ("w2", 6)):
+        ls, rec = run(0.5, 55.0, node, fence, pid, job="cont")
+        h["lines"] += ls
+        h["runs"]["cont"].append(rec)
+        pid += 1
+    return h
+
+
+class CheckerTest(unittest.TestCase):
+    def counts(self, h):
+        rep = checker.check(h)
+        return {k: v for k, v in rep.counts.items() if v}, rep
+
+    def test_clean_history_counts_nothing(self):
+        counts, rep = self.counts(history())
+        self.assertEqual(counts, {}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        self.assertEqual(rep.info["records_matched"], 8)
+
+    def test_flock_overlap_line_is_an_overlap(self):
+        h = history()
+        h["lines"].append(line("overlap", "w3", 999, 20.2, job="every"))
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"overlaps": 1}, rep.describe())
+        self.assertEqual(rep.failed(), ["overlaps"])
+
+    def test_more_holders_than_leases_by_time(self):
+        h = history()
+        h["lines"].append(line("start", "w3", 998, 30.5, job="every", fence=40, node="w3"))
+        h["lines"].append(line("death", "w3", 998, 30.7))
+        counts, _ = self.counts(h)
+        self.assertEqual(counts["time_overlaps"], 1)
+        self.assertEqual(counts["fence_regressions"], 0 if "fence_regressions" not in counts
+                         else counts["fence_regressions"])
+        # a third holder of the leases = 2 job is one too many; a second is not
+        h = history()
+        h["lines"].append(line("start", "w3", 997, 10.0, job="cont", fence=9, node="w3"))
+        h["lines"].append(line("end", "w3", 997, 11.0))
+        counts, _ = self.counts(h)
+        self.assertEqual(counts, {"time_overlaps": 1})
+
+    def test_end_and_start_at_one_instant_do_not_overlap(self):
+        h = history()
+        h["lines"] = [ln for ln in h["lines"] if ln.get("job") != "cont" and ln["pid"] < 102]
+        h["lines"].append(line("start", "w9", 990, 1.0, job="every", fence=11, node="w9"))
+        h["lines"].append(line("end", "w9", 990, 2.0))
+        h["jobs"] = {"every": h["jobs"]["every"]}
+        h["window"] = [BASE, BASE]
+        counts, rep = self.counts(h)
+        self.assertNotIn("time_overlaps", counts, rep.describe())
+
+    def test_fence_regression(self):
+        h = history()
+        h["lines"].append(line("start", "w3", 996, 5.0, job="every", fence=3, node="w3"))
+        h["lines"].append(line("end", "w3", 996, 6.0))
+        counts, _ = self.counts(h)
+        self.assertEqual(counts, {"fence_regressions": 1})
+
+    def test_tick_run_twice(self):
+        h = history()
+        ls, rec = run(3.0, 4.0, "w3", 15, 995, tick=0)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"ticks_twice": 1}, rep.describe())
+
+    def test_per_tick_two_allows_two(self):
+        h = history()
+        h["jobs"]["every"].update(per_tick=2, leases=2)
+        ls, rec = run(0.1, 0.9, "w3", 30, 995, tick=0)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {}, rep.describe())
+
+    def test_lost_tick_and_recorded_miss(self):
+        h = history()
+        keep = [ln for ln in h["lines"] if ln.get("tick") != tick_text(20)]
+        pids = {ln["pid"] for ln in h["lines"]} - {ln["pid"] for ln in keep
+                                                    if ln["kind"] == "start"}
+        h["lines"] = [ln for ln in keep if ln["pid"] not in pids]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 20]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"ticks_lost": 1}, rep.describe())
+        h["runs"]["every"].append({"tick": BASE + 20, "outcome": "missed", "node": "w1"})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {}, rep.describe())
+
+    def test_ticks_outside_the_window_are_not_judged(self):
+        h = history()
+        h["window"] = [BASE + 70, BASE + 90]
+        self.assertEqual(self.counts(h)[0]["ticks_lost"], 3)  # 70, 80, 90
+        h["jobs"]["every"]["judge_ticks"] = False
+        self.assertEqual(self.counts(h)[0], {})
+
+    def test_false_reasons(self):
+        h = history()
+        h["runs"]["every"].append({"tick": BASE + 10, "outcome": "missed", "node": "w2"})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        # missed, recorded before the tick's time (by the server's clock)
+        h = history()
+        h["jobs"]["every"]["start_deadline_s"] = 10
+        h["lines"] = [ln for ln in h["lines"] if ln.get("tick") != tick_text(30)]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 30]
+        h["runs"]["every"].append({"tick": BASE + 30, "outcome": "missed", "node": "w2",
+                                   "_ctime_ms": (BASE + 20) * 1000})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        h["runs"]["every"][-1]["_ctime_ms"] = (BASE + 33) * 1000  # skipped by a claim
+        self.assertEqual(self.counts(h)[0], {})
+        # paused while the job was not paused, and while it was
+        h = history()
+        h["lines"] = [ln for ln in h["lines"] if ln.get("tick") != tick_text(30)]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 30]
+        h["runs"]["every"].append({"tick": BASE + 30, "outcome": "paused", "node": "w2"})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts.get("false_reasons"), 1, rep.describe())
+        h["pauses"] = [{"job": "every", "start": BASE + 25, "end": BASE + 35}]
+        counts, rep = self.counts(h)
+        self.assertNotIn("false_reasons", counts, rep.describe())
+
+    def test_needless_kill_unless_a_fault_came_before(self):
+        h = history()
+        h["runs"]["every"][2]["outcome"] = "killed"  # w1, tick 20, ends at 21 s
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"needless_kills": 1})
+        self.assertEqual(rep.failed(), [])  # reported, not failing
+        h["faults"] = [{"kind": "stop", "targets": ["w1"], "start": BASE + 14,
+                        "end": BASE + 16}]
+        self.assertEqual(self.counts(h)[0], {})
+        h["faults"] = [{"kind": "stop", "targets": ["w2"], "start": BASE + 14,
+                        "end": BASE + 16}]
+        self.assertEqual(self.counts(h)[0], {"needless_kills": 1})
+        h["faults"] = [{"kind": "kill-leader", "targets": ["*"], "start": BASE + 18,
+                        "end": BASE + 19}]
+        self.assertEqual(self.counts(h)[0], {})
+        h["faults"] = [{"kind": "stop", "targets": ["w1"], "start": BASE + 5,
+                        "end": BASE + 8}]  # over 6 s (T + 2) before the kill
+        self.assertEqual(self.counts(h)[0], {"needless_kills": 1})
+
+    def test_record_disagreement_over_100_ms(self):
+        h = history()
+        ls, rec = run(60.05, 61.0, "w1", 70, 994, tick=60, rec_shift=0.09)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        self.assertEqual(self.counts(h)[0], {})
+        h = history()
+        ls, rec = run(60.05, 61.0, "w1", 70, 994, tick=60, rec_shift=0.15)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"record_disagreements": 1}, rep.describe())
+
+    def test_record_end_counts_a_daemon_and_a_skewed_clock(self):
+        h = history()
+        h["runs"]["every"][0]["end"] = iso(2.0)  # the run's daemon lived 1 s longer
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["heartbeats"] = {100: int((BASE + 1.98) * S)}
+        self.assertEqual(self.counts(h)[0], {})
+        h = history()
+        for r in h["runs"]["every"] + h["runs"]["cont"]:
+            if r["node"] == "w2":  # w2's clock is 30 s ahead: so are its records
+                r["start"], r["end"] = (iso(checker._iso_s(r[k]) - BASE + 30)
+                                        for k in ("start", "end"))
+        self.assertEqual(self.counts(h)[0]["record_disagreements"], 4)
+        h["skew"] = {"w2": 30}
+        self.assertEqual(self.counts(h)[0], {})
+
+    def test_final_state_items(self):
+        h = history()
+        h.update(lock_nodes=["/leasekeeper/mutex/every/_c_x-lock-0000000001"],
+                 leftover_processes=["pid 5 (lk-record) still alive"],
+                 leftover_cgroups=["/sys/fs/cgroup/x/run-3"], crashes=["w2 exited"],
+                 sanitizer=["w1: ERROR: AddressSanitizer"], hostile_accepted=2)
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"orphan_lock_nodes": 1, "leftovers": 2, "worker_crashes": 1,
+                                  "sanitizer_reports": 1, "hostile_accepted": 2})
+        self.assertEqual(set(rep.failed()), set(counts))
+
+    def test_expected_ticks(self):
+        self.assertEqual(checker.expected_ticks("@every 10s", 95, 130), [100, 110, 120, 130])
+        self.assertEqual(checker.expected_ticks("cron * * * * *", 1, 180), [60, 120, 180])
+        self.assertEqual(checker.expected_ticks("cron */2 * * * *", 0, 300), [0, 120, 240])
+        self.assertIsNone(checker.expected_ticks("@continuous", 0, 100))
+        self.assertIsNone(checker.expected_ticks("cron 5 * * * *", 0, 100))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
