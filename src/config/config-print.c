@@ -120,13 +120,11 @@ config_print_limits(const struct config_limits *l, FILE *f)
 	fprintf(f, "%s\n", n == 0 ? "none" : "");
 }
 
-/* Print one resolved job. */
+/* A job's schedule, where it runs and its lock, for `check`. */
 static void
-config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
+config_print_job_lease(const struct config *cfg, const struct config_job *job, FILE *f)
 {
-	char d1[32], d2[32], prog[PATH_MAX], why[CONFIG_TERM_MAX], *text;
-	struct passwd *pw;
-	char **p;
+	char d1[32], why[CONFIG_TERM_MAX], *text;
 	size_t i;
 	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
 
@@ -169,6 +167,18 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 		fprintf(f, "  per tick         %d host%s, must start within %s\n", job->per_tick,
 		        job->per_tick == 1 ? "" : "s", d1);
 	}
+}
+
+/* Print one resolved job. */
+static void
+config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
+{
+	char d1[32], d2[32], prog[PATH_MAX];
+	struct passwd *pw;
+	char **p;
+	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
+
+	config_print_job_lease(cfg, job, f);
 	fprintf(f, "  command          ");
 	for (p = job->argv; p != NULL && *p != NULL; p++) {
 		if (p != job->argv)
