@@ -87,6 +87,26 @@ class HelpTest(unittest.TestCase):
                 for opt in sorted(helped - {"help"}):
                     self.assertIn("--" + opt, text, "leasekeeper(1) %s lacks --%s" % (cmd, opt))
 
+    def test_the_readme_and_man_page_take_no_option_help_lacks(self):
+        """Every option the README's or leasekeeper(1)'s synopsis lines show for a command is
+        one its --help names (the other way round is the test above)."""
+        readme = open(os.path.join(SRC, "README.md")).read()
+        man = open(os.path.join(SRC, "man", "leasekeeper.1")).read().replace("\\-", "-")
+        lines = re.findall(r"^(?:\$ )?leasekeeper ([a-z-]+) (.*)$", readme, re.M)
+        lines += re.findall(r'^\.SS "leasekeeper ([a-z-]+)(.*)"$', man, re.M)
+        helps = {}
+        checked = 0
+        for cmd, rest in lines:
+            if cmd not in SOURCES:
+                continue
+            if cmd not in helps:
+                helps[cmd] = set(re.findall(r"--([a-z][a-z-]+)", run(cmd, "--help").stdout))
+            for opt in re.findall(r"(?<![\w-])--([a-z][a-z-]+)", rest.split(" -- ")[0]):
+                checked += 1
+                self.assertIn(opt, helps[cmd], "leasekeeper %s %s: --%s is not in its --help"
+                              % (cmd, rest[:60], opt))
+        self.assertGreater(checked, 20, "the synopsis lines were not found")
+
     def test_an_unknown_command_is_one_line_and_a_hint(self):
         out = run("nosuchcommand")
         self.assertEqual(out.returncode, 64)
