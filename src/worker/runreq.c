@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "ctlrec.h"
+#include "format.h"
 #include "layout.h"
 #include "log.h"
 #include "runreq.h"
@@ -113,8 +114,10 @@ runreq_write_cb(const struct zk_reply *reply, void *arg)
 static void
 runreq_write(struct runreq *rr)
 {
-	char *data = json_dumps(rr->result, JSON_COMPACT), *path = znode_join(rr->dir, rr->taken);
+	char *data, *path = znode_join(rr->dir, rr->taken);
 
+	format_stamp(rr->result);
+	data = json_dumps(rr->result, JSON_COMPACT);
 	rr->writing = 1;
 	zk_set(rr->zk, path, data, (int)strlen(data), -1, runreq_write_cb, rr);
 	free(path);
@@ -190,6 +193,7 @@ runreq_claim(struct runreq *rr, const char *path, const char *data, int len)
 	clock_iso8601(clock_wall_ms(), at, sizeof at);
 	c = json_pack("{s:s, s:s}", "node", rr->node, "at", at);
 	json_object_set_new(o, "claimed", c);
+	format_stamp(o);
 	text = json_dumps(o, JSON_COMPACT);
 	rr->claiming = xstrdup(znode_basename(path));
 	rr->claim = o;
@@ -205,7 +209,7 @@ runreq_get_cb(const struct zk_reply *reply, void *arg)
 	const char *name;
 	struct ctlrec_request r;
 	int64_t now = (int64_t)clock_wall_ms(), age, idle, wait;
-	char *who;
+	char why[200], *who;
 
 	if (reply->rc != ZOK || reply->stat == NULL)
 		return;
@@ -216,6 +220,12 @@ runreq_get_cb(const struct zk_reply *reply, void *arg)
 		/* Not a request (too large, not JSON): garbage, once it is old. */
 		if (age > RUNREQ_STALE_MS)
 			zk_delete(rr->zk, reply->path, reply->stat->version, NULL, NULL);
+		return;
+	}
+	if (!format_readable(r.format)) {
+		/* A newer leasekeeper's request: not ours to take, nor to clean up. */
+		log_warnx_limited(&runreq_lim, "job %s: not taking run-now request %s: it is %s",
+		                  rr->job, name, format_refusal(r.format, why, sizeof why));
 		return;
 	}
 	if (r.done) {

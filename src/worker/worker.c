@@ -40,6 +40,7 @@
 #include "compat.h"
 #include "config.h"
 #include "endpoints.h"
+#include "format.h"
 #include "job.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -350,6 +351,7 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
 	}
 	worker_node_placement(w->cfg, o);
+	format_stamp(o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return out;
@@ -1454,7 +1456,11 @@ static void
 worker_drain_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
+	static struct format_once once;
 
+	if (reply->rc == ZOK && reply->value_len > 0)
+		format_warn_once(&once, format_of_data(reply->value, (size_t)reply->value_len),
+		                 "the drain node (draining with no deadline)");
 	if (reply->rc == ZOK)
 		worker_set_drained(w, 1, ctlrec_drain_deadline_ms(reply->value, reply->value_len));
 	else if (reply->rc == ZNONODE)
