@@ -41,6 +41,7 @@ enum view_role {
 	VIEW_HOLDERS,   /* mutex folder, or <sem>/leases */
 	VIEW_WAITERS,   /* <sem>/locks */
 	VIEW_NODE_DATA, /* the data of one node, into an object */
+	VIEW_LOCK_DATA, /* ... of a lock node: Curator's protocol, unversioned (format.c) */
 	VIEW_ROOT,      /* children of <root>: whether a cluster lives there at all */
 };
 
@@ -76,7 +77,8 @@ view_ask(struct view *v, enum view_role role, const char *path, json_t *target, 
 	r->target = target;
 	r->list = list;
 	v->pending++;
-	if (role == VIEW_RECORD || role == VIEW_STATE || role == VIEW_NODE_DATA)
+	if (role == VIEW_RECORD || role == VIEW_STATE || role == VIEW_NODE_DATA ||
+	    role == VIEW_LOCK_DATA)
 		zk_get(v->zk, path, NULL, view_reply_cb, r);
 	else
 		zk_children(v->zk, path, NULL, view_reply_cb, r);
@@ -207,7 +209,7 @@ view_list(struct view *v, const struct zk_reply *reply, json_t *list, const char
 			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
-		view_ask(v, VIEW_NODE_DATA, path, entry, NULL);
+		view_ask(v, locks ? VIEW_LOCK_DATA : VIEW_NODE_DATA, path, entry, NULL);
 		free(path);
 	}
 	free(names);
@@ -368,7 +370,8 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 			          r->role == VIEW_HOLDERS ? "holders_omitted" : "waiters_omitted");
 			break;
 		case VIEW_NODE_DATA:
-			if (!view_refused(v, reply, r->target, NULL))
+		case VIEW_LOCK_DATA:
+			if (r->role == VIEW_LOCK_DATA || !view_refused(v, reply, r->target, NULL))
 				nodedata_merge(r->target, reply->value, reply->value_len);
 			/* As the logs print it: 64 bits are not safe in JSON. "0x0": persistent. */
 			if (reply->stat != NULL) {
