@@ -265,29 +265,60 @@ class UpgradeTest(lktest.TestCase):
         kz = self.kazoo()
         keep, later = self.record_file("keep"), self.record_file("later")
         jobs = {"keep": {"command": keep.command("alpha"), "restart_backoff": "1s"},
-                "later": {"command": later.command("alpha"), "restart_backoff": "1s"}}
+                "later": {"command": later.command("alpha"), "restart_backoff": "1s"},
+                "ticker": {"command": "true", "schedule": "@every 1s", "history": 100}}
+        port = lktest.free_port()
         cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
-                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs=jobs)
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs=jobs,
+                                http={"listen": "127.0.0.1:%d" % port})
         p = self.worker(cfg, name="alpha")
         p.wait_log(r"registered as", timeout=60)
         keep.wait_for("start", timeout=60)
         later.wait_for("start", timeout=60)
         keep_pid = keep.starts()[0].pid
+        ticker = "/leasekeeper/jobs/ticker"
+        self.wait_until(lambda: kz.exists(ticker + "/runs") and kz.get_children(ticker + "/runs"),
+                        timeout=30, msg="the ticker job did not run")
         # A newer leasekeeper rewrote one job's record, and recorded a run of the other.
         newer = json.dumps({"v": 2, "leases": 1, "lock": "later", "meaning": "changed"}).encode()
+        planted = p.mark()
         kz.set("/leasekeeper/jobs/later", newer)
         kz.ensure_path("/leasekeeper/jobs/keep/runs")
         kz.create("/leasekeeper/jobs/keep/runs/run-", b'{"v": 2, "node": "zeta"}', sequence=True)
+        # ... and claimed a tick of a third in its own format, and asked for a run-now.
+        state = json.dumps({"v": 2, "claims": {"next": 1}}).encode()
+        kz.set(ticker + "/state", state)
+        kz.create("/leasekeeper/jobs/keep/requests/req-",
+                  b'{"v": 2, "by": "ops", "timeout_ms": 60000}', sequence=True, makepath=True)
         p.wait_log(r"job later: not contending: its record /leasekeeper/jobs/later is written "
                    r"by a newer leasekeeper \(format 2; this one reads formats 0 to 1\)",
-                   timeout=30)
+                   timeout=30, since=planted)
         # The run of the refused job is stopped in order; nothing is written over the record.
         self.wait_until(lambda: not self.running(later), timeout=30,
                         msg="the refused job still runs")
+        p.wait_log(r"job ticker: claiming no tick: its tick state /leasekeeper/jobs/ticker/state "
+                   r"is written by a newer leasekeeper \(format 2", timeout=30, since=planted)
+        p.wait_log(r"job keep: not taking run-now request req-\d+: it is written by a newer "
+                   r"leasekeeper", timeout=30, since=planted)
+        runs = len(kz.get_children(ticker + "/runs"))
         kz.set("/leasekeeper/jobs/later", newer)  # read again (its watch fires): said once
         time.sleep(3)
         self.assertEqual(kz.get("/leasekeeper/jobs/later")[0], newer)
         self.assertEqual(len(re.findall(r"job later: not contending", p.log_text())), 1)
+        # No tick claimed, run or marked missed on a state it cannot read, and said once.
+        self.assertEqual(kz.get(ticker + "/state")[0], state)
+        self.assertEqual(len(kz.get_children(ticker + "/runs")), runs)
+        self.assertEqual(len(re.findall(r"job ticker: claiming no tick", p.log_text())), 1)
+        self.assertEqual(len(keep.starts()), 1)  # the request was not taken
+        with urllib.request.urlopen("http://127.0.0.1:%d/status" % port, timeout=30) as r:
+            st = {j["name"]: j for j in json.loads(r.read())["jobs"]}
+        self.assertIn("newer leasekeeper (format 2", st["later"]["format_refused"])
+        self.assertIn("newer leasekeeper (format 2", st["ticker"]["format_refused"])
+        self.assertNotIn("format_refused", st["keep"])
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30) as r:
+            metrics = r.read().decode()
+        self.assertIn('leasekeeper_job_lease_conflict{job_name="later"} 1', metrics)
+        self.assertIn('leasekeeper_job_lease_conflict{job_name="keep"} 0', metrics)
         r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg, "--json"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -303,6 +334,7 @@ class UpgradeTest(lktest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("NEWER FORMAT: the job record is written by a newer leasekeeper", text)
         self.assertRegex(text, r"run-\d+  written by a newer leasekeeper \(format 2")
+        self.assertIn("tick state NEWER FORMAT: written by a newer leasekeeper (format 2", text)
         # The controls refuse to write over it too.
         r = subprocess.run([lktest.leasekeeper_bin(), "pause", "-c", cfg, "later"],
                            capture_output=True, text=True, timeout=60)
