@@ -335,6 +335,11 @@ class UpgradeTest(lktest.TestCase):
         self.assertIn("NEWER FORMAT: the job record is written by a newer leasekeeper", text)
         self.assertRegex(text, r"run-\d+  written by a newer leasekeeper \(format 2")
         self.assertIn("tick state NEWER FORMAT: written by a newer leasekeeper (format 2", text)
+        r = subprocess.run([lktest.leasekeeper_bin(), "logs", "-c", cfg, "keep"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"=== run \d+: written by a newer leasekeeper \(format 2")
+        self.assertNotIn("zeta", r.stdout)
         # The controls refuse to write over it too.
         r = subprocess.run([lktest.leasekeeper_bin(), "pause", "-c", cfg, "later"],
                            capture_output=True, text=True, timeout=60)
