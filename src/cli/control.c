@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "admin.h"
+#include "format.h"
 #include "target.h"
 #include "clock.h"
 #include "config.h"
@@ -120,7 +121,7 @@ control_pause_read_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct control *c = a->ctx;
 	json_t *o = NULL, *p, *old;
-	char since[40], *data, *line, *by, *when;
+	char since[40], why[200], *data, *line, *by, *when;
 
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
 		control_failed(a, "read", reply);
@@ -149,6 +150,14 @@ control_pause_read_cb(const struct zk_reply *reply, void *arg)
 		}
 	} else
 		o = json_object();
+	if (!format_readable(format_of(o))) {
+		/* Written by a newer leasekeeper: writing over it would lose what it says. */
+		fprintf(stderr, "leasekeeper %s: %s is %s\n", c->name, c->path,
+		        format_refusal(format_of(o), why, sizeof why));
+		json_decref(o);
+		admin_done(a, 1);
+		return;
+	}
 	old = json_object_get(o, "paused");
 	json_object_set_new(c->out, "job", json_string(c->job));
 	if (c->cmd == CONTROL_RESUME) {
@@ -184,6 +193,7 @@ control_pause_read_cb(const struct zk_reply *reply, void *arg)
 		json_object_set(c->out, "paused", p);
 		json_object_set_new(o, "paused", p);
 	}
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (reply->rc == ZNONODE)
@@ -324,6 +334,7 @@ control_drain_make(struct admin *a)
 	o = json_pack("{s:s, s:s}", "by", c->by, "since", since);
 	if (c->deadline_ms >= 0)
 		json_object_set_new(o, "deadline_ms", json_integer(c->deadline_ms));
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_object_update(c->out, o);
 	json_decref(o);

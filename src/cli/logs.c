@@ -21,6 +21,7 @@
 #include "leasekeeper.h"
 #include "usage.h"
 #include "log.h"
+#include "format.h"
 #include "nodedata.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -58,8 +59,16 @@ logs_get_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = r->a;
 
 	json_t *run = json_incref(json_object_get(r->target, "run"));
+	int v = reply->rc == ZOK && reply->value_len > 0
+	            ? format_of_data(reply->value, (size_t)reply->value_len)
+	            : FORMAT_NONE;
+	char why[200];
 
-	if (reply->rc == ZOK) {
+	if (reply->rc == ZOK && !format_readable(v)) {
+		/* A newer leasekeeper's record: said so, its data not shown as if understood. */
+		json_object_set_new(r->target, "format_refused",
+		                    json_string(format_refusal(v, why, sizeof why)));
+	} else if (reply->rc == ZOK) {
 		nodedata_merge(r->target, reply->value, reply->value_len);
 		json_object_set(r->target, "run", run); /* ours, not the record's */
 	} else if (reply->rc == ZNONODE)
@@ -232,6 +241,12 @@ logs_print(json_t *runs)
 	size_t i;
 
 	json_array_foreach(runs, i, rec) {
+		if (json_object_get(rec, "format_refused") != NULL) {
+			printf("%s=== run %lld: %s\n", i > 0 ? "\n" : "",
+			       (long long)json_integer_value(json_object_get(rec, "run")),
+			       json_string_value(json_object_get(rec, "format_refused")));
+			continue;
+		}
 		reason = logs_field(rec, "reason");
 		node = logs_field(rec, "node");
 		start = logs_field(rec, "start");

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "admin.h"
+#include "format.h"
 #include "target.h"
 #include "clock.h"
 #include "config.h"
@@ -342,6 +343,7 @@ runnow_list_cb(const struct zk_reply *reply, void *arg)
 	              (json_int_t)r->timeout_ms);
 	if (r->force)
 		json_object_set_new(o, "force", json_true());
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	path = znode_join(r->dir, "req-");

@@ -11,6 +11,7 @@
 
 #include "admin.h"
 #include "cli.h"
+#include "format.h"
 #include "target.h"
 #include "config.h"
 #include "jobrec.h"
@@ -83,7 +84,7 @@ setleases_read_cb(const struct zk_reply *reply, void *arg)
 	struct admin *a = arg;
 	struct setleases *s = a->ctx;
 	json_t *o = NULL;
-	char *data;
+	char why[200], *data;
 	int old;
 
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
@@ -108,9 +109,18 @@ setleases_read_cb(const struct zk_reply *reply, void *arg)
 			json_decref(o);
 		o = json_object();
 	}
+	if (!format_readable(format_of(o))) {
+		/* Written by a newer leasekeeper: writing over it would lose what it says. */
+		fprintf(stderr, "leasekeeper set-leases: %s is %s\n", s->path,
+		        format_refusal(format_of(o), why, sizeof why));
+		json_decref(o);
+		admin_done(a, 1);
+		return;
+	}
 	old = jobrec_parse_leases(reply->value, reply->value_len);
 	json_object_set_new(o, "leases", json_integer(s->leases));
 	setleases_move_lock(a, o, s->leases);
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (old > 0)

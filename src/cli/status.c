@@ -153,12 +153,49 @@ status_clock(const json_t *w)
 	       off - err > 1000 || off + err < -1000 ? " OFF: check its time synchronisation" : "");
 }
 
+/* A job's last runs, for the human view. */
+static void
+status_print_runs(json_t *runs)
+{
+	json_t *n;
+	size_t j;
+
+	if (json_array_size(runs) > 0)
+		printf("    last runs:\n");
+	json_array_foreach(runs, j, n) {
+		json_t *st = json_object_get(n, "status"), *sig = json_object_get(n, "signal");
+
+		if (json_object_get(n, "format_refused") != NULL) {
+			printf("      %s  %s\n", json_string_value(json_object_get(n, "znode")),
+			       json_string_value(json_object_get(n, "format_refused")));
+			continue;
+		}
+		printf("      %s  %-10s %-16s", json_string_value(json_object_get(n, "end")) ?: "-",
+		       json_string_value(json_object_get(n, "reason")) ?: "?",
+		       json_string_value(json_object_get(n, "node")) ?: "?");
+		if (st != NULL)
+			printf(" exit %lld", (long long)json_integer_value(st));
+		if (sig != NULL)
+			printf(" signal %lld", (long long)json_integer_value(sig));
+		if (json_is_integer(json_object_get(n, "cpu_usec")))
+			printf(", cpu %.3f s",
+			       (double)json_integer_value(json_object_get(n, "cpu_usec")) / 1e6);
+		if (json_is_integer(json_object_get(n, "memory_peak")))
+			printf(", peak memory %.1f MiB",
+			       (double)json_integer_value(json_object_get(n, "memory_peak")) /
+			           (1024.0 * 1024.0));
+		if (json_string_value(json_object_get(n, "error")) != NULL)
+			printf(": %s", json_string_value(json_object_get(n, "error")));
+		printf("\n");
+	}
+}
+
 /* The human view of status. */
 static void
 status_print(json_t *out)
 {
 	json_t *workers = json_object_get(out, "workers"), *jobs = json_object_get(out, "jobs");
-	json_t *w, *job, *n, *state, *runs;
+	json_t *w, *job, *n, *state;
 	size_t i, j;
 
 	printf("workers (%zu):\n", json_array_size(workers));
@@ -171,6 +208,9 @@ status_print(json_t *out)
 		if (json_string_value(json_object_get(w, "containment")) != NULL)
 			printf("  runs contained by %s",
 			       json_string_value(json_object_get(w, "containment")));
+		if (json_object_get(w, "format_refused") != NULL)
+			printf("  NEWER FORMAT: %s",
+			       json_string_value(json_object_get(w, "format_refused")));
 		if (json_is_true(json_object_get(w, "drained")))
 			printf("  DRAINED (%lld lease(s) still held)",
 			       (long long)json_integer_value(json_object_get(w, "leases_held")));
@@ -195,6 +235,10 @@ status_print(json_t *out)
 			printf("  CORRUPT: the job record holds no valid lease count (1 to %d); "
 			       "workers do not contend until `leasekeeper set-leases` fixes it",
 			       LK_MAX_LEASES);
+		if (json_object_get(job, "format_refused") != NULL)
+			printf("  NEWER FORMAT: the job record is %s; workers of this release do "
+			       "not run it",
+			       json_string_value(json_object_get(job, "format_refused")));
 		printf("\n");
 		status_print_locks(job);
 		if (json_object_get(job, "paused") != NULL)
@@ -245,34 +289,10 @@ status_print(json_t *out)
 			           ? "  CORRUPT: beyond any sane clock, workers override it"
 			           : "");
 		}
-		runs = json_object_get(job, "runs");
-		if (json_array_size(runs) > 0)
-			printf("    last runs:\n");
-		json_array_foreach(runs, j, n) {
-			json_t *st = json_object_get(n, "status"),
-			       *sig = json_object_get(n, "signal");
-
-			printf("      %s  %-10s %-16s",
-			       json_string_value(json_object_get(n, "end")) ?: "-",
-			       json_string_value(json_object_get(n, "reason")) ?: "?",
-			       json_string_value(json_object_get(n, "node")) ?: "?");
-			if (st != NULL)
-				printf(" exit %lld", (long long)json_integer_value(st));
-			if (sig != NULL)
-				printf(" signal %lld", (long long)json_integer_value(sig));
-			if (json_is_integer(json_object_get(n, "cpu_usec")))
-				printf(", cpu %.3f s",
-				       (double)json_integer_value(json_object_get(n, "cpu_usec")) /
-				           1e6);
-			if (json_is_integer(json_object_get(n, "memory_peak")))
-				printf(
-				    ", peak memory %.1f MiB",
-				    (double)json_integer_value(json_object_get(n, "memory_peak")) /
-				        (1024.0 * 1024.0));
-			if (json_string_value(json_object_get(n, "error")) != NULL)
-				printf(": %s", json_string_value(json_object_get(n, "error")));
-			printf("\n");
-		}
+		if (state != NULL && json_object_get(state, "format_refused") != NULL)
+			printf("    tick state NEWER FORMAT: %s\n",
+			       json_string_value(json_object_get(state, "format_refused")));
+		status_print_runs(json_object_get(job, "runs"));
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "ctlrec.h"
+#include "format.h"
 #include "leasekeeper.h"
 
 #define CTLREC_STR2(x) #x
@@ -57,7 +58,8 @@ ctlrec_paused(const char *data, int len, int *stop_running)
 
 /*
  * A drain node's deadline: how long a drained worker lets its scheduled runs go on before it
- * stops them, in ms; -1 when there is none (absent, or not an integer in range).
+ * stops them, in ms; -1 when there is none (absent, not an integer in range, or a node of a
+ * format this release cannot read).
  */
 int64_t
 ctlrec_drain_deadline_ms(const char *data, int len)
@@ -68,7 +70,8 @@ ctlrec_drain_deadline_ms(const char *data, int len)
 	if (o == NULL)
 		return -1;
 	d = json_object_get(o, "deadline_ms");
-	if (json_is_integer(d) && json_integer_value(d) >= 0 &&
+	/* A newer leasekeeper's drain: drained all the same, but its deadline is not known. */
+	if (format_readable(format_of(o)) && json_is_integer(d) && json_integer_value(d) >= 0 &&
 	    json_integer_value(d) <= (json_int_t)CTLREC_MAX_DRAIN_S * 1000)
 		ms = (int64_t)json_integer_value(d);
 	json_decref(o);
@@ -105,6 +108,11 @@ ctlrec_request(const char *data, int len, struct ctlrec_request *r)
 	if (o == NULL)
 		return 0;
 	r->valid = 1;
+	r->format = format_of(o);
+	if (!format_readable(r->format)) {
+		json_decref(o); /* a newer leasekeeper's request: what it means is not known here */
+		return 1;
+	}
 	ctlrec_string(o, "by", r->by, sizeof r->by, "?");
 	t = json_object_get(o, "timeout_ms");
 	if (json_is_integer(t) && json_integer_value(t) > 0 &&

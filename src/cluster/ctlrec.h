@@ -17,6 +17,8 @@
 /* A run-now request node, <root>/jobs/<job>/requests/req-<seq>, as read (bounded). */
 struct ctlrec_request {
 	int valid;                     /* a JSON object no larger than CTLREC_MAX_SIZE */
+	int format;                    /* its format version (format.h); the rest is read only
+	                                  if format_readable(format) */
 	char by[CTLREC_MAX_BY + 1];    /* who asked; "?" when absent or not a sane string */
 	int64_t timeout_ms;            /* how long a worker may wait for the lease; -1: none */
 	int force;                     /* "force": true: run it even if the job is paused */

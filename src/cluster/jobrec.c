@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "ctlrec.h"
+#include "format.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -88,6 +89,10 @@ struct jobrec {
 	int paused;      /* the record says "paused" (`leasekeeper pause`) */
 	int paused_stop; /* ... with --stop-running */
 	int checking;
+	int newer;                     /* the record's format, when this release cannot read it */
+	int state_newer;               /* the tick state's format, likewise */
+	struct format_once record_fmt; /* the record's refusal, logged once */
+	struct format_once state_fmt;  /* the state's refusal, logged once */
 	int recheck;                   /* check again after the reconnect */
 	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
 	struct jobrec_window runs;     /* run records written */
@@ -251,6 +256,16 @@ jobrec_paused(const struct jobrec *jr, int *stop_running)
 	return jr->paused;
 }
 
+/*
+ * The format of the job record (else of its tick state) when this release cannot read it, 0
+ * when both are readable: status says why the job is not run here.
+ */
+int
+jobrec_refused_format(const struct jobrec *jr)
+{
+	return jr->newer != 0 ? jr->newer : jr->state_newer;
+}
+
 /* The agreed count as last read, 0 if unknown. */
 int
 jobrec_cluster_leases(const struct jobrec *jr)
@@ -288,6 +303,7 @@ jobrec_data(struct jobrec *jr, const char *old, int old_len)
 	}
 	json_object_set_new(o, "leases", json_integer(jr->leases));
 	json_object_set_new(o, "lock", json_string(jr->lock_path));
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
@@ -303,6 +319,34 @@ jobrec_create(struct jobrec *jr)
 	zk_create_node(jr->zk, jr->path, data, (int)strlen(data), ZOO_PERSISTENT, jobrec_create_cb,
 	               jr);
 	free(data);
+}
+
+/*
+ * Whether the record as read is of a format this release cannot read: then it does not
+ * contend (a conflict), says so once, and never writes over it until it changes.
+ */
+static int
+jobrec_refused(struct jobrec *jr, const struct zk_reply *reply)
+{
+	char what[300];
+	int v = reply->value_len > 0 ? format_of_data(reply->value, (size_t)reply->value_len)
+	                             : FORMAT_NONE;
+
+	if (format_readable(v)) {
+		if (jr->newer != 0)
+			log_info("job %s: its record %s is readable again",
+			         znode_basename(jr->path), jr->path);
+		jr->newer = 0;
+		format_warn_once(&jr->record_fmt, v, jr->path);
+		return 0;
+	}
+	snprintf(what, sizeof what, "job %s: not contending: its record %s",
+	         znode_basename(jr->path), jr->path);
+	format_warn_once(&jr->record_fmt, v, what);
+	jr->newer = v;
+	jr->cluster = 0;
+	jr->cb.conflict(jr, -1, jr->arg);
+	return 1;
 }
 
 /* The record as read. */
@@ -328,6 +372,8 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		                  zerror(reply->rc));
 		return;
 	}
+	if (jobrec_refused(jr, reply))
+		return;
 	jr->paused = ctlrec_paused(reply->value, reply->value_len, &jr->paused_stop);
 	n = jobrec_parse_leases(reply->value, reply->value_len);
 	if (n < 0) {
@@ -495,13 +541,29 @@ jobrec_state_warn(struct jobrec *jr, const struct tickstate *st)
 	jr->warned_dropped = 0;
 }
 
-/* The state as read, bounded (none, ZNONODE, reads as empty). */
-static void
-jobrec_read_state(const struct zk_reply *reply, struct tickstate *st)
+/*
+ * The state as read, bounded (none, ZNONODE, reads as empty). Returns 0 if it is of a format
+ * this release cannot read: no claim, no mark, no write over it (said once).
+ */
+static int
+jobrec_read_state(struct jobrec *jr, const struct zk_reply *reply, struct tickstate *st)
 {
+	char what[300];
+
 	tickstate_parse(reply->rc == ZOK ? reply->value : NULL,
 	                reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0,
 	                st);
+	if (format_readable(st->format)) {
+		jr->state_newer = 0;
+		format_warn_once(&jr->state_fmt, st->format, jr->state_path);
+		return 1;
+	}
+	snprintf(what, sizeof what, "job %s: claiming no tick: its tick state %s",
+	         znode_basename(jr->path), jr->state_path);
+	format_warn_once(&jr->state_fmt, st->format, what);
+	jr->state_newer = st->format;
+	tickstate_free(st);
+	return 0;
 }
 
 /* Record that a tick was missed, or not run because paused (a run record, a log line). */
@@ -616,7 +678,10 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_claim_done(t, JOBREC_ERROR);
 		return;
 	}
-	jobrec_read_state(reply, &st);
+	if (!jobrec_read_state(t->jr, reply, &st)) {
+		jobrec_claim_done(t, t->peek ? JOBREC_TAKEN : JOBREC_ERROR);
+		return;
+	}
 	c.tick = t->tick;
 	c.per_tick = t->per_tick;
 	c.node = t->node;
@@ -759,7 +824,10 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_task_free(t);
 		return;
 	}
-	jobrec_read_state(reply, &st);
+	if (!jobrec_read_state(t->jr, reply, &st)) {
+		jobrec_task_free(t);
+		return;
+	}
 	jobrec_state_warn(t->jr, &st);
 	if (!tickstate_mark_missed(&st, t->tick)) {
 		tickstate_free(&st);
@@ -900,6 +968,7 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 		json_object_set_new(record, "runs_not_recorded", json_integer(jr->runs.dropped));
 		jr->runs.dropped = 0;
 	}
+	format_stamp(record);
 	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
 	t->record = record;
 	t->history = history;

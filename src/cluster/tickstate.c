@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "schedule.h"
 #include "tickstate.h"
 
@@ -65,6 +66,11 @@ tickstate_parse(const char *data, size_t len, struct tickstate *st)
 			st->flags |= TICKSTATE_CORRUPT;
 	}
 	st->o = json_object();
+	st->format = format_of(o);
+	if (json_is_object(o) && !format_readable(st->format)) {
+		json_decref(o); /* not ours to read, nor to repair */
+		o = NULL;
+	}
 	if (json_is_object(o)) {
 		t = json_object_get(o, "tick");
 		if (json_is_integer(t) && json_integer_value(t) >= 0)
@@ -247,6 +253,7 @@ tickstate_dump(const struct tickstate *st)
 	}
 	if (st->tick >= 0)
 		json_object_set_new(o, "tick", json_integer(st->tick));
+	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return data;

@@ -29,6 +29,7 @@ struct tickstate {
 	json_t *o;
 	int64_t tick;
 	int flags;
+	int format; /* the format version read (format.h); unreadable ones are read as empty */
 };
 
 enum tickstate_verdict {

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "config.h"
 #include "ctlrec.h"
+#include "format.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "lease.h"
@@ -42,6 +43,7 @@ enum view_role {
 	VIEW_HOLDERS,   /* mutex folder, or <sem>/leases */
 	VIEW_WAITERS,   /* <sem>/locks */
 	VIEW_NODE_DATA, /* the data of one node, into an object */
+	VIEW_LOCK_DATA, /* ... of a lock node: Curator's protocol, unversioned (format.c) */
 	VIEW_ROOT,      /* children of <root>: whether a cluster lives there at all */
 };
 
@@ -77,7 +79,8 @@ view_ask(struct view *v, enum view_role role, const char *path, json_t *target, 
 	r->target = target;
 	r->list = list;
 	v->pending++;
-	if (role == VIEW_RECORD || role == VIEW_STATE || role == VIEW_NODE_DATA)
+	if (role == VIEW_RECORD || role == VIEW_STATE || role == VIEW_NODE_DATA ||
+	    role == VIEW_LOCK_DATA)
 		zk_get(v->zk, path, NULL, view_reply_cb, r);
 	else
 		zk_children(v->zk, path, NULL, view_reply_cb, r);
@@ -248,7 +251,7 @@ view_list(struct view *v, const struct zk_reply *reply, json_t *list, const char
 			json_object_set_new(entry, "stranger", json_string("name"));
 		json_array_append_new(list, entry);
 		path = znode_join(reply->path, names[i]);
-		view_ask(v, VIEW_NODE_DATA, path, entry, NULL);
+		view_ask(v, locks ? VIEW_LOCK_DATA : VIEW_NODE_DATA, path, entry, NULL);
 		free(path);
 	}
 	free(names);
@@ -273,6 +276,73 @@ view_paused(json_t *job, const char *value, int len)
 	json_object_set_new(o, "stop_running", json_boolean(stop));
 	json_object_set_new(job, "paused", o);
 	json_decref(rec);
+}
+
+/*
+ * Whether a node's data is of a format this release cannot read: then target says so
+ * ("format_refused", and its "v") instead of what the data says, and a warning names what
+ * (a job's record or state; NULL: one of many nodes, counted in "newer_nodes").
+ */
+static int
+view_refused(struct view *v, const struct zk_reply *reply, json_t *target, const char *what)
+{
+	char why[200], *text;
+	int f = reply->value_len > 0 ? format_of_data(reply->value, (size_t)reply->value_len)
+	                             : FORMAT_NONE;
+
+	if (format_readable(f))
+		return 0;
+	format_refusal(f, why, sizeof why);
+	json_object_set_new(target, "format_refused", json_string(why));
+	if (f > 0)
+		json_object_set_new(target, "v", json_integer(f));
+	if (what != NULL) {
+		xasprintf(&text, "%s %s is %s", what, reply->path, why);
+		json_array_append_new(json_object_get(v->out, "warnings"), json_string(text));
+		free(text);
+	} else
+		json_object_set_new(
+		    v->out, "newer_nodes",
+		    json_integer(json_integer_value(json_object_get(v->out, "newer_nodes")) + 1));
+	return 1;
+}
+
+/* A job record as read: the agreed count, the pause, and where the lock lives. */
+static void
+view_record(struct view *v, struct view_req *r, const struct zk_reply *reply)
+{
+	char *lock_path;
+	int n;
+
+	if (view_refused(v, reply, r->target,
+	                 "workers of this release do not run this job: its record")) {
+		json_object_del(r->target, "_discover");
+		return;
+	}
+	n = jobrec_parse_leases(reply->value, reply->value_len);
+	if (n > 0)
+		json_object_set_new(r->target, "cluster_leases", json_integer(n));
+	else if (n < 0)
+		json_object_set_new(r->target, "record_corrupt", json_true());
+	view_paused(r->target, reply->value, reply->value_len);
+	if (json_is_true(json_object_get(r->target, "_discover"))) {
+		/* Where the lock lives is in the record; else it is named for the job. */
+		json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
+		                         (size_t)reply->value_len, 0, NULL);
+		const char *lock = json_string_value(json_object_get(rec, "lock"));
+
+		json_object_del(r->target, "_discover");
+		if (n < 1)
+			n = 1;
+		json_object_set_new(r->target, "leases", json_integer(n));
+		lock_path = layout_lock_path(
+		    v->o.root, json_string_value(json_object_get(r->target, "name")), lock, n);
+		json_object_set_new(r->target, "lock_path", json_string(lock_path));
+		free(lock_path);
+		if (rec != NULL)
+			json_decref(rec);
+		view_ask_job(v, r->target);
+	}
 }
 
 /* One answer of status. */
@@ -314,40 +384,19 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 			}
 			break;
 		case VIEW_RECORD:
-			n = jobrec_parse_leases(reply->value, reply->value_len);
-			if (n > 0)
-				json_object_set_new(r->target, "cluster_leases", json_integer(n));
-			else if (n < 0)
-				json_object_set_new(r->target, "record_corrupt", json_true());
-			view_paused(r->target, reply->value, reply->value_len);
-			if (json_is_true(json_object_get(r->target, "_discover"))) {
-				/* Where the lock lives is in the record; else it is named for the job. */
-				json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",
-				                         (size_t)reply->value_len, 0, NULL);
-				const char *lock = json_string_value(json_object_get(rec, "lock"));
-
-				json_object_del(r->target, "_discover");
-				if (n < 1)
-					n = 1;
-				json_object_set_new(r->target, "leases", json_integer(n));
-				lock_path = layout_lock_path(
-				    v->o.root,
-				    json_string_value(json_object_get(r->target, "name")), lock, n);
-				json_object_set_new(r->target, "lock_path", json_string(lock_path));
-				free(lock_path);
-				if (rec != NULL)
-					json_decref(rec);
-				view_ask_job(v, r->target);
-			}
+			view_record(v, r, reply);
 			break;
 		case VIEW_STATE:
 			state = json_object();
+			json_object_set_new(r->target, "state", state);
+			if (view_refused(v, reply, state,
+			                 "workers of this release claim no tick: its tick state"))
+				break;
 			nodedata_merge(state, reply->value, reply->value_len);
 			/* A claim no sane clock makes: workers override it (tickstate.c). */
 			if (json_integer_value(json_object_get(state, "tick")) >
 			    tickstate_horizon(NULL, (int64_t)(clock_wall_ms() / 1000)))
 				json_object_set_new(state, "corrupt", json_true());
-			json_object_set_new(r->target, "state", state);
 			break;
 		case VIEW_RUNS:
 			view_list(v, reply, r->list, "run-", v->o.runs, 0, NULL, NULL);
@@ -363,7 +412,9 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 			          r->role == VIEW_HOLDERS ? "holders_omitted" : "waiters_omitted");
 			break;
 		case VIEW_NODE_DATA:
-			nodedata_merge(r->target, reply->value, reply->value_len);
+		case VIEW_LOCK_DATA:
+			if (r->role == VIEW_LOCK_DATA || !view_refused(v, reply, r->target, NULL))
+				nodedata_merge(r->target, reply->value, reply->value_len);
 			/* As the logs print it: 64 bits are not safe in JSON. "0x0": persistent. */
 			if (reply->stat != NULL) {
 				char session[24];
@@ -559,6 +610,17 @@ view_split(json_t *out)
 static void
 view_finish(struct view *v)
 {
+	json_int_t newer = json_integer_value(json_object_get(v->out, "newer_nodes"));
+	char *text;
+
+	if (newer > 0) {
+		xasprintf(&text,
+		          "%lld node(s) (runs, workers, requests) are written by a newer "
+		          "leasekeeper: this one shows them as such, without their data",
+		          (long long)newer);
+		json_array_append_new(json_object_get(v->out, "warnings"), json_string(text));
+		free(text);
+	}
 	view_flag_strangers(v->out);
 	view_split(v->out);
 	view_placement(v->out);

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "format.h"
 #include "joblocks.h"
 #include "jobpriv.h"
 #include "jobrec.h"
@@ -124,6 +125,13 @@ job_status_json(const struct job *job)
 		json_object_set_new(o, "cluster_leases",
 		                    json_integer(jobrec_cluster_leases(job->rec)));
 	json_object_set_new(o, "corrupt_states", json_integer(st.corrupt_states));
+	if (jobrec_refused_format(job->rec) != 0) {
+		char why[200];
+
+		json_object_set_new(
+		    o, "format_refused",
+		    json_string(format_refusal(jobrec_refused_format(job->rec), why, sizeof why)));
+	}
 	if (job->next_tick >= 0 && job_scheduled(job)) {
 		clock_iso8601((uint64_t)job->next_tick * 1000, next, sizeof next);
 		json_object_set_new(o, "next_tick", json_string(next));

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "control.h"
 #include "ctlrec.h"
+#include "format.h"
 #include "layout.h"
 #include "log.h"
 #include "runreq.h"
@@ -153,8 +154,10 @@ runreq_write_cb(const struct zk_reply *reply, void *arg)
 static void
 runreq_write(struct runreq *rr)
 {
-	char *data = json_dumps(rr->result, JSON_COMPACT), *path = znode_join(rr->dir, rr->taken);
+	char *data, *path = znode_join(rr->dir, rr->taken);
 
+	format_stamp(rr->result);
+	data = json_dumps(rr->result, JSON_COMPACT);
 	rr->writing = 1;
 	/* Our claim made version 1: a node changed since is not ours to finish. */
 	zk_set(rr->zk, path, data, (int)strlen(data), 1, runreq_write_cb, rr);
@@ -231,6 +234,7 @@ runreq_claim(struct runreq *rr, const char *path, const char *data, int len)
 	clock_iso8601(clock_wall_ms(), at, sizeof at);
 	c = json_pack("{s:s, s:s}", "node", rr->node, "at", at);
 	json_object_set_new(o, "claimed", c);
+	format_stamp(o);
 	text = json_dumps(o, JSON_COMPACT);
 	rr->claiming = xstrdup(znode_basename(path));
 	rr->claim = o;
@@ -329,17 +333,23 @@ runreq_get_cb(const struct zk_reply *reply, void *arg)
 	const char *name, *why;
 	struct ctlrec_request r;
 	int64_t age, wait;
-	char *who;
+	char refusal[200], *who;
 
 	if (reply->rc != ZOK || reply->stat == NULL)
 		return;
 	name = znode_basename(reply->path);
 	age = (int64_t)clock_wall_ms() - reply->stat->ctime;
+	ctlrec_request(reply->value, reply->value_len, &r);
+	if (!format_readable(r.format)) {
+		/* A newer leasekeeper's request: not ours to take, refuse or clean up. */
+		log_warnx_limited(&runreq_lim, "job %s: not taking run-now request %s: it is %s",
+		                  rr->job, name, format_refusal(r.format, refusal, sizeof refusal));
+		return;
+	}
 	if ((why = ctlrec_request_invalid(reply->value, reply->value_len)) != NULL) {
 		runreq_drop(rr, reply->path, reply->stat->version, why);
 		return;
 	}
-	ctlrec_request(reply->value, reply->value_len, &r);
 	if (r.done || r.claimed) {
 		runreq_claimed(rr, reply, &r);
 		return;

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "control.h"
 #include "endpoints.h"
+#include "format.h"
 #include "job.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -130,7 +131,11 @@ static void
 worker_drain_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
+	static struct format_once once;
 
+	if (reply->rc == ZOK && reply->value_len > 0)
+		format_warn_once(&once, format_of_data(reply->value, (size_t)reply->value_len),
+		                 "the drain node (draining with no deadline)");
 	if (reply->rc == ZOK && control_allow(CONTROL_DRAIN, NULL, w->cfg->node_id))
 		worker_drain_set(w, 1, ctlrec_drain_deadline_ms(reply->value, reply->value_len));
 	else if (reply->rc == ZNONODE)

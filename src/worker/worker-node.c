@@ -26,6 +26,7 @@
 #include "config.h"
 #include "control.h"
 #include "endpoints.h"
+#include "format.h"
 #include "job.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -129,6 +130,7 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
 	}
 	worker_node_placement(w->cfg, o);
+	format_stamp(o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return out;

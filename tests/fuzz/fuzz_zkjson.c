@@ -3,7 +3,8 @@
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
  * The first byte chooses the reader: 0 the job record (its lease count, its pause), a
  * worker's drain node and a run-now request (ctlrec_request, the exit status it maps to, and
- * ctlrec_request_invalid, which a worker asks before acting), 1 the tick state and the claim computed
+ * ctlrec_request_invalid, which a worker asks before acting) and the format version of any
+ * node (format_of_data), 1 the tick state and the claim computed
  * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
  * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
  * worker logs them (nodedata_describe) and as the ranking of ticks reads them
@@ -18,6 +19,7 @@
 #include <jansson.h>
 
 #include "ctlrec.h"
+#include "format.h"
 #include "jobrec.h"
 #include "leasekeeper.h"
 #include "nodedata.h"
@@ -93,15 +95,21 @@ fuzz_tickstate(const char *s, size_t n)
 	for (k = 0; k < 3; k++) {
 		for (i = 0; i < sizeof ticks / sizeof ticks[0]; i++) {
 			tickstate_parse(s, n, &st);
+			/* A newer format is never claimed on: it reads as empty. */
+			if (!format_readable(st.format) &&
+			    (st.tick != -1 ||
+			     json_array_size(json_object_get(st.o, "runners")) != 0))
+				abort();
 			c = (struct tickstate_claim){ticks[i],      1 + (int)(i % 2), "fuzz",
 			                             fuzz_sched[k], (int)(k * 40),    now};
 			if (tickstate_claim(&st, &c, &skipped) == TICKSTATE_CLAIM) {
 				if (json_array_size(skipped) > TICKSTATE_MAX_SKIPPED)
 					abort();
-				/* What we write must read back clean, and small. */
+				/* What we write must read back clean, and small, in our format. */
 				out = tickstate_dump(&st);
 				tickstate_parse(out, strlen(out), &again);
-				if (again.flags != 0 || again.tick != ticks[i])
+				if (again.flags != 0 || again.tick != ticks[i] ||
+				    again.format != FORMAT_VERSION)
 					abort();
 				tickstate_free(&again);
 				free(out);
@@ -158,6 +166,9 @@ fuzz_request(const char *s, size_t n)
 	int code;
 
 	ctlrec_request(s, (int)n, &r);
+	/* A newer format's request is never taken, nor its content believed. */
+	if (!format_readable(r.format) && (r.claimed || r.done || r.timeout_ms != -1))
+		abort();
 	if (strlen(r.by) == 0 || strlen(r.by) > CTLREC_MAX_BY || strlen(r.node) > CTLREC_MAX_BY ||
 	    strlen(r.error) > CTLREC_MAX_BY || strlen(r.outcome) == 0 ||
 	    strlen(r.outcome) >= sizeof r.outcome)
@@ -184,7 +195,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *s = (const char *)data + 1;
 	size_t n = size - 1;
 	json_t *o;
-	int leases, stop;
+	int leases, stop, fmt;
 	int64_t deadline;
 
 	if (size < 1)
@@ -201,6 +212,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)
 			abort();
 		fuzz_request(s, n);
+		fmt = format_of_data(s, n);
+		if (fmt < FORMAT_INVALID || fmt > FORMAT_MAX)
+			abort();
 		break;
 	case 1:
 		fuzz_tickstate(s, n);

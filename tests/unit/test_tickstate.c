@@ -61,7 +61,8 @@ test_parse_plain(void **state)
 	assert_false(tickstate_mark_missed(&st, 30));
 	out = tickstate_dump(&st);
 	assert_string_equal(
-	    out, "{\"missed\":[30],\"recent\":[0,60],\"runners\":[\"a\",\"b\"],\"tick\":60}");
+	    out,
+	    "{\"missed\":[30],\"recent\":[0,60],\"runners\":[\"a\",\"b\"],\"tick\":60,\"v\":1}");
 	free(out);
 	tickstate_free(&st);
 }
@@ -140,9 +141,9 @@ test_claim_skipped(void **state)
 	assert_int_equal(st.tick, T0);
 	/* what is written: the skipped ticks added to "missed", the claim to "recent" */
 	out = tickstate_dump(&st);
-	assert_string_equal(out,
-	                    "{\"missed\":[1799999940,1799999760,1799999820,1799999880],"
-	                    "\"recent\":[1800000000],\"runners\":[\"me\"],\"tick\":1800000000}");
+	assert_string_equal(out, "{\"missed\":[1799999940,1799999760,1799999820,1799999880],"
+	                         "\"recent\":[1800000000],\"runners\":[\"me\"],\"tick\":1800000000,"
+	                         "\"v\":1}");
 	free(out);
 	json_decref(skipped);
 	tickstate_free(&st);

@@ -15,7 +15,7 @@
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
-		"memory_peak", "output", "output_tail", "manual", "trigger", "session"];
+		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -211,6 +211,10 @@
 			if (j.cluster_leases !== undefined && j.cluster_leases !== j.leases)
 				name.appendChild(badge("conflict", "bad", "the cluster agreed on " + str(j.cluster_leases) + " leases"));
 			if (j.record_corrupt) name.appendChild(badge("record corrupt", "bad"));
+			/* Written by a newer leasekeeper (docs/upgrading.md): this one does not run it. */
+			if (j.format_refused) name.appendChild(badge("newer format", "bad", j.format_refused));
+			if (j.state && j.state.format_refused)
+				name.appendChild(badge("state: newer format", "bad", j.state.format_refused));
 			if (j.state && j.state.corrupt) name.appendChild(badge("state corrupt", "bad"));
 			if (j.warning) name.appendChild(badge("warning", "bad", j.warning));
 			tr.appendChild(name);
