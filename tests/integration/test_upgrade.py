@@ -98,7 +98,11 @@ class UpgradeTest(lktest.TestCase):
                     "restart_backoff": "1s"},
         }
         return self.write_config(name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
-                                 worker={"allow_root_jobs": True}, jobs=jobs)
+                                 # The previous release refuses keys it does not know: a
+                                 # configuration both read has none of this release's new
+                                 # ones (docs/upgrading.md).
+                                 worker={"allow_root_jobs": True, "allow_open_control": None,
+                                         "allow_open_output": None}, jobs=jobs)
 
     def start(self, binary, name, cfg, version):
         p = self.proc([binary, "run", "-c", cfg], "%s-%s" % (name, version))
@@ -117,7 +121,10 @@ class UpgradeTest(lktest.TestCase):
         port = lktest.free_port()
         p = self.proc([binary, "web", "-c", cfg, "--listen", "127.0.0.1:%d" % port], name)
         p.wait_log(r"first view of the cluster read", timeout=60)
-        return "http://127.0.0.1:%d/api/cluster" % port
+        # This release's dashboard wants the token it logs at its start (the previous one
+        # has none, and ignores the query).
+        m = re.search(r"/\?token=([A-Za-z0-9_-]+)", p.log_text())
+        return "http://127.0.0.1:%d/api/cluster%s" % (port, "?token=" + m.group(1) if m else "")
 
     def fetch(self, url, since):
         """The dashboard's document, read after since (time.time()): generated two seconds
