@@ -567,12 +567,13 @@ endpoints_retry_cb(int fd, short what, void *arg)
 }
 
 /*
- * Listen on HOST:PORT with the worker's paths. A bind that fails is logged and tried again
- * with back-off (the worker and its jobs go on meanwhile).
+ * Listen on HOST:PORT with the worker's paths. At start-up (retry) a bind that fails is
+ * logged and tried again with back-off, the worker and its jobs going on meanwhile; at a
+ * reload (!retry) it returns NULL at once, so that the caller keeps the listener it has.
  */
 struct endpoints *
 endpoints_start(struct event_base *base, const char *listen, const struct endpoints_cb *cb,
-                void *arg)
+                void *arg, int retry)
 {
 	struct endpoints *h = xcalloc(1, sizeof *h);
 	struct timeval tv = {ENDPOINTS_RETRY_MIN_S, 0};
@@ -584,6 +585,10 @@ endpoints_start(struct event_base *base, const char *listen, const struct endpoi
 	h->retry = evtimer_new(base, endpoints_retry_cb, h);
 	if (endpoints_bind(h) == 0)
 		return h;
+	if (!retry) {
+		endpoints_free(h);
+		return NULL;
+	}
 	h->bind_failures = 1;
 	h->retry_s = ENDPOINTS_RETRY_MIN_S;
 	log_warnx("http: cannot listen on %s (see above): the worker runs its jobs without its "

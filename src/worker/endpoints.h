@@ -50,7 +50,7 @@ struct endpoints_cb {
 };
 
 struct endpoints *endpoints_start(struct event_base *, const char *listen,
-                                  const struct endpoints_cb *, void *arg);
+                                  const struct endpoints_cb *, void *arg, int retry);
 void endpoints_free(struct endpoints *);
 
 #endif

@@ -492,7 +492,7 @@ worker_reload_http(struct worker *w, const char *listen)
 		log_info("reload: [http] listen is empty: the status page is off");
 		endpoints_free(w->http);
 		w->http = NULL;
-	} else if ((h = endpoints_start(w->base, listen, w->http_cb, w)) == NULL) {
+	} else if ((h = endpoints_start(w->base, listen, w->http_cb, w, 0)) == NULL) {
 		log_warnx("reload: [http] listen = %s cannot be served (see above): %s%s", listen,
 		          w->http_listen != NULL ? "still listening on "
 		                                 : "the status page stays off",

@@ -771,22 +771,10 @@ worker_run(const char *config_file, struct config *cfg)
 		w.signals[i] = evsignal_new(w.base, sigs[i], worker_signal_cb, &w);
 		event_add(w.signals[i], NULL);
 	}
-	/* A status page that cannot listen is a configuration error, like any other. */
+	/* A status page that cannot listen yet (a busy port) does not stop the jobs: it retries. */
 	w.http_cb = &worker_http_table;
 	if (cfg->http_listen != NULL) {
-		if ((w.http = endpoints_start(w.base, cfg->http_listen, &worker_http_table, &w)) ==
-		    NULL) {
-			log_warnx("%s: [http] listen = %s cannot be served (see above): free the "
-			          "port, fix the address, or leave listen empty to turn the status "
-			          "page off",
-			          config_file, cfg->http_listen);
-			for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-				event_free(w.signals[i]);
-			event_base_free(w.base);
-			free(w.path);
-			free(w.config_file);
-			return EXIT_CONFIG;
-		}
+		w.http = endpoints_start(w.base, cfg->http_listen, &worker_http_table, &w, 1);
 		w.http_listen = xstrdup(cfg->http_listen);
 	}
 	w.drain_path = layout_drain(cfg->root, cfg->node_id);

@@ -95,17 +95,22 @@ class OperatingEdgesTest(lktest.TestCase):
         busy.listen(1)
         taken = "127.0.0.1:%d" % busy.getsockname()[1]
         jobs = {"j": {"command": "sleep 600"}}
-        # At start: a configuration error, like any other.
+        # At start: the worker runs its jobs and tries the bind again until the port is free
+        # (issue 22: a busy port must not stop a host).
         cfg = self.config(jobs=jobs, http={"listen": taken})
         w = self.worker(cfg, name="refused")
-        try:
-            rc = w.wait(timeout=30)
-        except Exception:
-            self.fail("a worker whose [http] listen cannot be bound kept running")
-        self.assertEqual(rc, 78)
-        self.assertRegex(w.log_text(), r"worker\.ini: \[http\] listen = %s cannot be served "
-                         r"\(see above\): free the port" % taken)
-        self.assertNotIn("registered as", w.log_text())
+        w.wait_log(r"http: cannot listen on %s \(see above\): the worker runs its jobs" % taken,
+                   timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        busy.close()
+        w.wait_log(r"http: listening on %s after \d+ failed attempt" % taken, timeout=90)
+        w.stop(timeout=30)
+        self.assertEqual(w.returncode, 0)
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        taken = "127.0.0.1:%d" % busy.getsockname()[1]
         # At a reload: the old listener stays, and the worker says so.
         first = "127.0.0.1:%d" % lktest.free_port()
         cfg = self.config(jobs=jobs, http={"listen": first})
