@@ -687,7 +687,7 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	c.node = t->node;
 	c.sched = t->sched;
 	c.history = t->history;
-	c.now = (int64_t)(clock_wall_ms() / 1000);
+	c.now = (int64_t)(zk_cluster_now_ms(t->jr->zk) / 1000); /* the cluster's clock */
 	verdict = tickstate_claim(&st, &c, &skipped);
 #ifdef LEASEKEEPER_SABOTAGE
 	if (verdict == TICKSTATE_TAKEN && sabotage_on("no-claim-check"))

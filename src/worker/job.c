@@ -104,14 +104,24 @@ job_fsm_config(const struct config_job *cj)
 	};
 }
 
+/*
+ * Now by the cluster's clock (this host's, corrected by the offset to the ZooKeeper servers
+ * that the session measures): ticks come due, and start deadlines pass, by it, so that a
+ * host whose clock is ahead neither claims a tick early nor calls one missed too soon.
+ */
+uint64_t
+job_now_ms(const struct job *job)
+{
+	return zk_cluster_now_ms(job->zk);
+}
+
 /* An input for event, with the facts every event carries. */
 void
 job_input(struct job *job, struct jobfsm_input *in, enum jobfsm_event event)
 {
-	(void)job;
 	memset(in, 0, sizeof *in);
 	in->event = event;
-	in->now_ms = clock_wall_ms();
+	in->now_ms = job_now_ms(job);
 	in->tick = -1;
 	in->catch_up = -1;
 }

@@ -98,6 +98,7 @@ struct svlink *job_supervisor(const struct job *);
 int job_scheduled(const struct job *);
 void job_timer(struct event *, uint64_t ms);
 void job_input(struct job *, struct jobfsm_input *, enum jobfsm_event);
+uint64_t job_now_ms(const struct job *);
 void job_feed(struct job *, const struct jobfsm_input *, const struct job_ctx *);
 
 /* jobtick.c */

@@ -157,7 +157,7 @@ job_tick_cb(int fd, short what, void *arg)
 	struct job *job = arg;
 	const struct jobfsm *m = &job->fsm;
 	int64_t tick = job->next_tick;
-	uint64_t now = clock_wall_ms();
+	uint64_t now = job_now_ms(job);
 	struct jobfsm_input in;
 
 	(void)fd;
@@ -178,7 +178,7 @@ job_tick_cb(int fd, short what, void *arg)
 void
 job_arm_tick(struct job *job)
 {
-	uint64_t now = clock_wall_ms();
+	uint64_t now = job_now_ms(job);
 	int64_t after = (int64_t)(now / 1000), next;
 
 	if (job->next_tick > after)
@@ -205,7 +205,7 @@ job_arm_tick_if_idle(struct job *job)
 int64_t
 job_catch_up(const struct job *job)
 {
-	uint64_t now = clock_wall_ms();
+	uint64_t now = job_now_ms(job);
 	int64_t prev;
 
 	if (!job_scheduled(job))

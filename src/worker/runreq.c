@@ -279,7 +279,7 @@ static void
 runreq_claimed(struct runreq *rr, const struct zk_reply *reply, const struct ctlrec_request *r)
 {
 	const char *name = znode_basename(reply->path);
-	int64_t idle = (int64_t)clock_wall_ms() - reply->stat->mtime;
+	int64_t idle = (int64_t)zk_cluster_now_ms(rr->zk) - reply->stat->mtime;
 
 	if (r->done) {
 		if (idle >
@@ -338,7 +338,7 @@ runreq_get_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc != ZOK || reply->stat == NULL)
 		return;
 	name = znode_basename(reply->path);
-	age = (int64_t)clock_wall_ms() - reply->stat->ctime;
+	age = (int64_t)zk_cluster_now_ms(rr->zk) - reply->stat->ctime; /* server stamps */
 	ctlrec_request(reply->value, reply->value_len, &r);
 	if (!format_readable(r.format)) {
 		/* A newer leasekeeper's request: not ours to take, refuse or clean up. */

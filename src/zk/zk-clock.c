@@ -45,7 +45,8 @@ zk_clock_warn(struct zk *zk, int64_t off, int64_t err)
 		return;
 	log_warnx("zookeeper: this host's clock is %.3f s %s of ZooKeeper's (+-%.3f s, from the "
 	          "time the servers stamped on our writes): fix its time synchronisation "
-	          "(chrony, systemd-timesyncd); schedules are timed by this host's clock",
+	          "(chrony, systemd-timesyncd); ticks are timed by the cluster's clock, but this "
+	          "host's logs and records carry its own",
 	          (double)llabs(off) / 1e6, off > 0 ? "ahead" : "behind", (double)err / 1e6);
 	zk->clock_warned = 1;
 	zk->clock_warned_us = off;

@@ -58,8 +58,9 @@ class ZooKeeper:
     """
 
     def __init__(self, workdir, tick_ms=500, name="zk", port=None, myid=None, quorum=None,
-                 init_limit=10, sync_limit=5, extra_cfg=None, detached=False):
+                 init_limit=10, sync_limit=5, extra_cfg=None, detached=False, env=None):
         self.dir = os.path.abspath(str(workdir))
+        self.env = env  # the JVM's environment (e.g. libfaketime's), or None: ours
         self.name = name
         self.tick_ms = int(tick_ms)
         self.myid = myid
@@ -153,7 +154,8 @@ class ZooKeeper:
             return
         self._write_config()
         self.paused = False
-        self.proc = Proc(self.argv(), self.out_path, cwd=self.dir, detached=self.detached,
+        self.proc = Proc(self.argv(), self.out_path, env=self.env, cwd=self.dir,
+                         detached=self.detached,
                          name="%s(:%d)" % (self.name, self.port))
         self.proc.zk = self
 
