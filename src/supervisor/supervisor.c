@@ -77,6 +77,8 @@ struct sjob {
 	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
+	/* When exec, the first signal, SIGKILL and the end happened, on our clock, and why. */
+	struct proto_usage stamp;
 
 	int cgfd;        /* the run's cgroup (-1: process group only) */
 	int cgwd;        /* its cgroup.events inotify watch, or -1 */
@@ -281,11 +283,55 @@ sv_target(const struct sjob *j, char *buf, size_t size)
 	return buf;
 }
 
+/* Why a signal was sent, as the run record names it. */
+static enum proto_signal_why
+sv_signal_why(const struct sjob *j, enum svrun_why why)
+{
+	switch (why) {
+	case SVRUN_WHY_STOP:
+		return PROTO_WHY_STOP;
+	case SVRUN_WHY_EPOCH:
+		return PROTO_WHY_SESSION;
+	case SVRUN_WHY_MAIN_GONE:
+		return PROTO_WHY_MAIN_GONE;
+	case SVRUN_WHY_DEADLINE_NEAR:
+	case SVRUN_WHY_DEADLINE_PASSED:
+		return j->own_deadline != 0 ? PROTO_WHY_HOOK_TIMEOUT : PROTO_WHY_DEADLINE;
+	case SVRUN_WHY_GRACE_OVER:
+		return PROTO_WHY_GRACE;
+	case SVRUN_WHY_LEFTOVERS:
+		return PROTO_WHY_LEFTOVERS;
+	}
+	return PROTO_WHY_NONE;
+}
+
+/* Stamp the first signal and the first SIGKILL sent to a run, on our clock. */
+static void
+sv_job_stamp_signal(struct sjob *j, int sig, enum svrun_why why)
+{
+	int64_t now = (int64_t)clock_wall_ms();
+
+	if (sig == SIGKILL) {
+		if (j->stamp.kill_ms < 0) {
+			j->stamp.kill_ms = now;
+			j->stamp.kill_why = sv_signal_why(j, why);
+		}
+		return;
+	}
+	if (j->stamp.term_ms < 0) {
+		j->stamp.term_ms = now;
+		j->stamp.term_sig = sig;
+		j->stamp.term_why = sv_signal_why(j, why);
+	}
+}
+
 /* Log a signal the run asked for, as the reason for it deserves, and send it. */
 static void
 sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 {
 	char t[48];
+
+	sv_job_stamp_signal(j, sig, why);
 
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
@@ -337,7 +383,7 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 static void
 sv_job_exited(struct sv *sv, struct sjob *j)
 {
-	struct proto_usage u = {-1, -1, NULL, 0};
+	struct proto_usage u = j->stamp;
 	struct proto_spec payload = {NULL, 0};
 	enum proto_exit_reason reason = j->run.reason;
 	int64_t ooms = 0;
@@ -390,6 +436,7 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
 	if (act.send_started) {
+		j->stamp.exec_ms = (int64_t)clock_wall_ms();
 		log_info("supervisor: job %s started, pid %ld run=%lu", j->name, (long)j->pid,
 		         (unsigned long)j->id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
@@ -404,8 +451,10 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 		*wake = act.wake;
 	if (j->run.state != SVRUN_DONE)
 		return 0;
-	if (act.send_exited)
+	if (act.send_exited) {
+		j->stamp.end_ms = (int64_t)clock_wall_ms(); /* the run's last process is gone */
 		sv_job_exited(sv, j);
+	}
 	sv_job_free(sv, j);
 	return 1;
 }
@@ -589,6 +638,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->epoch = msg->epoch;
 	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
+	proto_usage_init(&j->stamp);
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.hook_ms > 0) {
 		/* SIGTERM at hook_timeout, SIGKILL kill_grace later. */

@@ -178,21 +178,58 @@ job_record_manual(struct job *job, json_t *o, const struct jobfsm_action *a)
 	job_manual_end(job, res);
 }
 
-/* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
+/* A time the supervisor stamped (wall ms, >= 0) into the record as key, ISO 8601. */
+static void
+job_record_time(json_t *o, const char *key, int64_t ms)
+{
+	char when[40];
+
+	if (ms < 0)
+		return;
+	clock_iso8601((uint64_t)ms, when, sizeof when);
+	json_object_set_new(o, key, json_string(when));
+}
+
+/* The signals the supervisor sent the run: when, which, and why (docs/outcomes.md). */
+static void
+job_record_signals(json_t *o, const struct proto_usage *u)
+{
+	if (u->term_ms >= 0) {
+		job_record_time(o, "term_sent", u->term_ms);
+		json_object_set_new(o, "term_signal", json_integer(u->term_sig));
+		json_object_set_new(o, "term_reason",
+		                    json_string(proto_signal_why_name(u->term_why)));
+	}
+	if (u->kill_ms >= 0) {
+		job_record_time(o, "kill_sent", u->kill_ms);
+		json_object_set_new(o, "kill_reason",
+		                    json_string(proto_signal_why_name(u->kill_why)));
+	}
+}
+
+/*
+ * Record a finished run in ZooKeeper, with its usage when known (u may be NULL). Its start
+ * and end are the supervisor's (exec, and the last process gone) when it sent them: main
+ * may have been stopped or slow since, and writes them as they are.
+ */
 static void
 job_record(struct job *job, const struct jobfsm_action *a, const char *reason, int status,
            int have_status, const char *error, const struct proto_usage *u)
 {
 	char start[40], end[40], tick[40];
-	uint64_t end_ms = clock_wall_ms();
+	uint64_t start_ms = job->run_start_ms, end_ms = clock_wall_ms();
 	json_t *o;
 
-	clock_iso8601(job->run_start_ms, start, sizeof start);
+	if (u != NULL && u->exec_ms >= 0)
+		start_ms = (uint64_t)u->exec_ms;
+	if (u != NULL && u->end_ms >= 0)
+		end_ms = (uint64_t)u->end_ms;
+	clock_iso8601(start_ms, start, sizeof start);
 	clock_iso8601(end_ms, end, sizeof end);
 	o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "node", job_main_config(job)->node_id,
 	              "fence", (json_int_t)job->run_fence, "start", start, "end", end, "reason",
 	              reason, "duration_ms",
-	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
+	              (json_int_t)(end_ms > start_ms ? end_ms - start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(a->outcome)));
 	if (a->tick >= 0) {
@@ -218,6 +255,8 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		json_object_set_new(o, "output", json_string(job_output_fit(text)));
 		free(text);
 	}
+	if (u != NULL)
+		job_record_signals(o, u);
 	if (a->manual)
 		job_record_manual(job, o, a);
 	jobrec_record_run(job->rec, o, job->cfg->history);
@@ -370,11 +409,13 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	}
 	if (run != job->run)
 		return;
+	if (u->exec_ms >= 0 && u->end_ms >= u->exec_ms) /* as long as it ran, not as we heard */
+		ctx.ran_ms = (uint64_t)(u->end_ms - u->exec_ms);
 	job_run_fields(job, run, fields, sizeof fields);
 	ctx.fields = fields;
 	job_input(job, &in, JOBFSM_EXITED);
 	in.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	in.long_run = ran_ms >= JOB_LONG_RUN_MS;
+	in.long_run = ctx.ran_ms >= JOB_LONG_RUN_MS;
 	in.reason = reason;
 	job_feed(job, &in, &ctx);
 }
