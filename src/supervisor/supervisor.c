@@ -544,11 +544,16 @@ sv_exec_cb(int fd, short what, void *arg)
 	sv_schedule(sv);
 }
 
-/* Refuse a start, telling main why. */
+/* Refuse a start of the job name (NULL: its spec could not be read), telling main why. */
 static void
-sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
+sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *name, const char *why)
 {
-	log_warnx("supervisor: refusing to start job %u: %s", msg->job, why);
+	if (name != NULL)
+		log_warnx("supervisor: refusing to start job %s (run=%lu): %s", name,
+		          (unsigned long)msg->job, why);
+	else
+		log_warnx("supervisor: refusing to start run=%lu: %s", (unsigned long)msg->job,
+		          why);
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
 
@@ -629,7 +634,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	if (proto_spec_parse(msg->payload, msg->len, &spec, &cause) != 0) {
 		snprintf(why, sizeof why, "bad start spec: %s", cause);
 		free(cause);
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, NULL, why);
 		return;
 	}
 	j = xcalloc(1, sizeof *j);
@@ -656,23 +661,23 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->run.grace_ns >= deadline) {
-		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
+		sv_refuse(sv, msg, j->name, "the lease deadline is too close to start a job");
 		goto discard;
 	}
 	if (sv->containment == PROTO_CONTAIN_FAILED) {
-		sv_refuse(sv, msg, "cgroups = required, and runs cannot get a cgroup");
+		sv_refuse(sv, msg, j->name, "cgroups = required, and runs cannot get a cgroup");
 		goto discard;
 	}
 	if (j->log.path != NULL && joblog_open(&j->log, geteuid() == 0, &cause) != 0) {
 		snprintf(why, sizeof why, "job %s: cannot open log file: %s", j->name, cause);
 		free(cause);
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j->name, why);
 		goto discard;
 	}
 	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
 	    (j->log.path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
 		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j->name, why);
 		goto discard;
 	}
 	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, &spec.limits, why, sizeof why) != 0) {
@@ -682,7 +687,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 			close(outpipe[0]);
 			close(outpipe[1]);
 		}
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j->name, why);
 		goto discard;
 	}
 	sigfillset(&all);
@@ -704,7 +709,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
 		snprintf(why, sizeof why, "fork: %s", strerror(errno));
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j->name, why);
 		goto discard;
 	}
 	j->pid = pid;

@@ -389,6 +389,17 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 		jobfsm_after_loss(m, in, out);
 		return;
 	}
+	if (in->deadline_near) {
+		/*
+		 * Woken past the deadline (main was stopped): no start the supervisor would
+		 * refuse, and no record of it. The deadline moves on when the session answers;
+		 * its end, if it ended, reaches the lease before the timer.
+		 */
+		jobfsm_note(out, JOBFSM_NOTE_DEADLINE, m->tick, 0);
+		jobfsm_enter(m, JOB_BACKOFF, out);
+		jobfsm_timer(out, JOBFSM_TIMER_RESTART, 0, 0);
+		return;
+	}
 	m->busy = 1;
 	m->timed_out = 0;
 	jobfsm_enter(m, JOB_STARTING, out);

@@ -195,6 +195,13 @@ class ChaosTest(lktest.TestCase):
         recs = self.assert_safe(report("1 SIGSTOP main 3T", self.rec, gaps))
         for old in olds:
             self.assert_recorded_end(recs, old)
+        # Woken past its deadline, the stopped worker records the killed run and nothing
+        # it did not do: no start refused for a lease it no longer had.
+        every = lktest.run_records(self.kazoo(), "/leasekeeper", "chaos", runs_only=False)
+        self.assertEqual([r.data for r in every if r.outcome == "start_failed"
+                          or r.data.get("reason") == "failed" and "error" in r.data], [])
+        for old in olds:
+            self.assertNotRegex(self.procs[old.who].log_text(), r"refusing to start job \d")
 
     def test_main_killed_ends_the_run_at_once_and_hands_over(self):
         self.cluster()

@@ -36,8 +36,12 @@ struct env {
 	int open_run;         /* a run started whose record is not written */
 	int req_open;         /* a run-now request taken and not ended */
 	int done;
+	int late; /* main woke past the lease deadline: it stays past until the session answers */
 	uint64_t now_ms;
 };
+
+/* EXITED's b: the supervisor killed the run at the deadline while main was stopped. */
+#define WOKE_LATE 0x100
 
 /* One input the model can feed: an event and its facts. */
 struct input {
@@ -71,6 +75,7 @@ static const struct input inputs[] = {
     {"EXITED(ok)", JOBFSM_EXITED, 1, PROTO_EXIT_NORMAL},
     {"EXITED(failed)", JOBFSM_EXITED, 0, PROTO_EXIT_NORMAL},
     {"EXITED(deadline)", JOBFSM_EXITED, 0, PROTO_EXIT_DEADLINE},
+    {"EXITED(deadline,woke late)", JOBFSM_EXITED, 0, PROTO_EXIT_DEADLINE | WOKE_LATE},
     {"EXITED(stopped)", JOBFSM_EXITED, 0, PROTO_EXIT_STOPPED},
     {"RUN_TIMEOUT", JOBFSM_RUN_TIMEOUT, 0, 0},
     {"SUPERVISOR_DIED", JOBFSM_SUPERVISOR_DIED, 0, 0},
@@ -213,6 +218,8 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			violation(e, "two runs of the job at once");
 		if (e->lease != JOBFSM_LEASE_HELD)
 			violation(e, "a run starts without a held lease");
+		if (e->late)
+			violation(e, "a run starts while the lease deadline is past");
 		if (m->cfg.scheduled && a->tick >= 0 && a->tick != e->claimed_tick)
 			violation(e, "the run of tick %lld starts unclaimed", (long long)a->tick);
 		if (m->cfg.scheduled && a->tick < 0 && m->manual != JOBFSM_MANUAL_ACTIVE)
@@ -321,6 +328,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	fi.now_ms = e->now_ms;
 	fi.catch_up = -1;
 	fi.manual_ms = 3000;
+	fi.deadline_near = e->late;
 	switch (event) {
 	case JOBFSM_AGREED:
 		fi.paused = in->a;
@@ -339,7 +347,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		break;
 	case JOBFSM_EXITED:
 		fi.ok = in->a;
-		fi.reason = (enum proto_exit_reason)in->b;
+		fi.reason = (enum proto_exit_reason)(in->b & ~WOKE_LATE);
 		break;
 	case JOBFSM_DRAIN:
 		fi.stop = in->a;
@@ -401,6 +409,7 @@ bring(struct env *e, const struct input *in)
 		break;
 	case JOBFSM_LEASE_VERIFIED: /* RECONNECT */
 		e->connected = 1;
+		e->late = 0; /* the session answered: the deadline moved on */
 		if (e->lease == JOBFSM_LEASE_UNVERIFIED) {
 			e->lease = JOBFSM_LEASE_HELD;
 			feed(e, JOBFSM_LEASE_VERIFIED, in);
@@ -419,6 +428,7 @@ bring(struct env *e, const struct input *in)
 			feed(e, JOBFSM_LEASE_FAILED, in);
 		}
 		feed(e, JOBFSM_SESSION_EXPIRED, in);
+		e->late = 0; /* a new session: no lease of the old one is left */
 		break;
 	case JOBFSM_TICK:
 		e->now_ms += 1000;
@@ -457,6 +467,8 @@ bring(struct env *e, const struct input *in)
 	case JOBFSM_EXITED:
 	case JOBFSM_SUPERVISOR_DIED:
 		e->run = RUN_NONE;
+		if (in->event == JOBFSM_EXITED && (in->b & WOKE_LATE))
+			e->late = 1;
 		feed(e, in->event, in);
 		break;
 	case JOBFSM_RUN_TIMEOUT:
