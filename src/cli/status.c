@@ -219,9 +219,11 @@ status_print(json_t *out)
 			json_t *st = json_object_get(n, "status"),
 			       *sig = json_object_get(n, "signal");
 
-			printf("      %s  %-10s %-16s",
+			/* The outcome (the reason only in records older than outcomes). */
+			printf("      %s  %-12s %-16s",
 			       json_string_value(json_object_get(n, "end")) ?: "-",
-			       json_string_value(json_object_get(n, "reason")) ?: "?",
+			       json_string_value(json_object_get(n, "outcome"))
+			           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
 			       json_string_value(json_object_get(n, "node")) ?: "?");
 			if (st != NULL)
 				printf(" exit %lld", (long long)json_integer_value(st));
@@ -238,6 +240,8 @@ status_print(json_t *out)
 				        (1024.0 * 1024.0));
 			if (json_string_value(json_object_get(n, "error")) != NULL)
 				printf(": %s", json_string_value(json_object_get(n, "error")));
+			if (json_string_value(json_object_get(n, "run_id")) != NULL)
+				printf("  run=%s", json_string_value(json_object_get(n, "run_id")));
 			printf("\n");
 		}
 	}

@@ -384,6 +384,8 @@ proto_spec_item(struct proto_run *run, struct proto_spec_raw *raw, char tag, con
 	switch (tag) {
 	case PROTO_TAG_NAME:
 		return proto_spec_once(&run->name, value, tag, cause);
+	case PROTO_TAG_RUN_ID:
+		return proto_spec_once(&run->run_id, value, tag, cause);
 	case PROTO_TAG_ARG:
 	case PROTO_TAG_ENV:
 		return proto_spec_list_add(run, raw, tag, value, cause);
@@ -441,6 +443,14 @@ proto_spec_check(struct proto_run *run, const struct proto_spec_raw *raw, char *
 	lim_out[4] = &run->limits.io_weight;
 	if (run->argv == NULL || run->argv[0][0] == '\0') {
 		*cause = xstrdup("no command");
+		return -1;
+	}
+	if (run->run_id != NULL &&
+	    (run->run_id[0] == '\0' || strlen(run->run_id) > PROTO_MAX_RUN_ID ||
+	     strspn(run->run_id,
+	            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	            "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(run->run_id))) {
+		*cause = xstrdup("bad run id");
 		return -1;
 	}
 	if (run->log_path != NULL &&

@@ -64,9 +64,10 @@ struct proto_msg {
 
 /* Start spec: tagged strings. */
 enum proto_tag {
-	PROTO_TAG_NAME = 'n', /* job name, for logs */
-	PROTO_TAG_ARG = 'a',  /* one argv element, in order */
-	PROTO_TAG_ENV = 'e',  /* one KEY=VALUE, added to the job's environment */
+	PROTO_TAG_NAME = 'n',   /* job name, for logs */
+	PROTO_TAG_RUN_ID = 'r', /* the run's id (docs/design.md, "Run identity"), for logs */
+	PROTO_TAG_ARG = 'a',    /* one argv element, in order */
+	PROTO_TAG_ENV = 'e',    /* one KEY=VALUE, added to the job's environment */
 	PROTO_TAG_INHERIT_ENV =
 	    'i', /* (empty) start from the supervisor's environment, not a clean one */
 	PROTO_TAG_WORKDIR = 'w',
@@ -167,12 +168,15 @@ void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch
 /* Kill grace when a start spec names none, and the most one may name (a day). */
 #define PROTO_DEFAULT_GRACE_MS 2000
 #define PROTO_MAX_GRACE_MS     86400000ULL
+/* The longest run id a start spec may carry. */
+#define PROTO_MAX_RUN_ID 160
 /* The most arguments, and the most environment entries, in one start spec. */
 #define PROTO_SPEC_MAX_ITEMS 4096
 
 /* A start spec decoded: what the supervisor needs to start one run. */
 struct proto_run {
 	const char *name;     /* NULL: none given */
+	const char *run_id;   /* NULL: none given (a hook); else [A-Za-z0-9._-], at most 160 */
 	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
 	uint64_t log_max;
 	uint64_t tail_max; /* bytes of output's end to send back in EXITED, 0: none */

@@ -62,7 +62,8 @@ struct sjob {
 	uint32_t id;
 	uint64_t epoch;
 	char *name;
-	pid_t pid; /* leader, and process group id */
+	char *run_id; /* as main named the run (its log lines' run=), or its number */
+	pid_t pid;    /* leader, and process group id */
 	struct svrun run;
 
 	int errfd; /* exec error pipe, until exec or failure */
@@ -248,6 +249,7 @@ static void
 sv_job_free(struct sv *sv, struct sjob *j)
 {
 	TAILQ_REMOVE(&sv->jobs, j, entry);
+	free(j->run_id);
 	if (j->outev != NULL) {
 		sv_output_cb(j->outfd, EV_READ, j);
 		event_free(j->outev);
@@ -406,8 +408,8 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	if (u.mem_peak >= 0)
 		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
 		         (double)u.mem_peak / (1024.0 * 1024.0));
-	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%lu", j->name, (long)j->pid, what,
-	         proto_exit_reason_name(reason), used, (unsigned long)j->id);
+	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%s", j->name, (long)j->pid, what,
+	         proto_exit_reason_name(reason), used, j->run_id);
 	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
 		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
@@ -437,8 +439,8 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
 	if (act.send_started) {
 		j->stamp.exec_ms = (int64_t)clock_wall_ms();
-		log_info("supervisor: job %s started, pid %ld run=%lu", j->name, (long)j->pid,
-		         (unsigned long)j->id);
+		log_info("supervisor: job %s started, pid %ld run=%s", j->name, (long)j->pid,
+		         j->run_id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
 	}
 	if (act.send_start_failed) {
@@ -544,15 +546,15 @@ sv_exec_cb(int fd, short what, void *arg)
 	sv_schedule(sv);
 }
 
-/* Refuse a start of the job name (NULL: its spec could not be read), telling main why. */
+/* Refuse a start of run j (NULL: its spec could not be read), telling main why. */
 static void
-sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *name, const char *why)
+sv_refuse(struct sv *sv, const struct proto_msg *msg, const struct sjob *j, const char *why)
 {
-	if (name != NULL)
-		log_warnx("supervisor: refusing to start job %s (run=%lu): %s", name,
-		          (unsigned long)msg->job, why);
+	if (j != NULL)
+		log_warnx("supervisor: refusing to start job %s run=%s: %s", j->name, j->run_id,
+		          why);
 	else
-		log_warnx("supervisor: refusing to start run=%lu: %s", (unsigned long)msg->job,
+		log_warnx("supervisor: refusing to start run %lu: %s", (unsigned long)msg->job,
 		          why);
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
@@ -643,6 +645,10 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->epoch = msg->epoch;
 	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
+	if (spec.run_id != NULL)
+		j->run_id = xstrdup(spec.run_id);
+	else
+		xasprintf(&j->run_id, "%lu", (unsigned long)j->id);
 	proto_usage_init(&j->stamp);
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.hook_ms > 0) {
@@ -661,23 +667,23 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->run.grace_ns >= deadline) {
-		sv_refuse(sv, msg, j->name, "the lease deadline is too close to start a job");
+		sv_refuse(sv, msg, j, "the lease deadline is too close to start a job");
 		goto discard;
 	}
 	if (sv->containment == PROTO_CONTAIN_FAILED) {
-		sv_refuse(sv, msg, j->name, "cgroups = required, and runs cannot get a cgroup");
+		sv_refuse(sv, msg, j, "cgroups = required, and runs cannot get a cgroup");
 		goto discard;
 	}
 	if (j->log.path != NULL && joblog_open(&j->log, geteuid() == 0, &cause) != 0) {
 		snprintf(why, sizeof why, "job %s: cannot open log file: %s", j->name, cause);
 		free(cause);
-		sv_refuse(sv, msg, j->name, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
 	    (j->log.path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
 		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
-		sv_refuse(sv, msg, j->name, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, &spec.limits, why, sizeof why) != 0) {
@@ -687,7 +693,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 			close(outpipe[0]);
 			close(outpipe[1]);
 		}
-		sv_refuse(sv, msg, j->name, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	sigfillset(&all);
@@ -709,7 +715,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
 		snprintf(why, sizeof why, "fork: %s", strerror(errno));
-		sv_refuse(sv, msg, j->name, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	j->pid = pid;

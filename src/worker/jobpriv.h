@@ -19,6 +19,9 @@ struct jobrec;
 struct lease;
 struct runreq;
 
+/* The longest run id: node (at most 100 bytes kept), boot, number (docs/design.md). */
+#define JOB_RUN_ID_MAX 144
+
 /* Hooks of one job waiting for the running one (misses come in bursts); more are dropped. */
 #define JOB_MAX_HOOKS_QUEUED 8
 
@@ -55,6 +58,7 @@ struct job {
 	char *manual_by;    /* ... who asked */
 
 	uint32_t run;
+	char run_id[JOB_RUN_ID_MAX]; /* the run's one name, fixed at its start (job_run_name) */
 	pid_t pid;
 	uint64_t run_start_ns;
 	uint64_t run_start_ms;

@@ -58,6 +58,33 @@ job_runspec(const struct job *job, char *const *argv)
 	};
 }
 
+/*
+ * Name a run at its start: "<node>-<boot>-<n>", the node id (bytes other than letters,
+ * digits, '.', '_' and '-' as '_', at most 100), the wall second this worker process named
+ * its first run, and the process's run number. A node id is one worker at a time in the
+ * cluster, and a worker restarted under it starts a second or more later: no two runs share
+ * an id. The id goes to the log lines (run=), the supervisor, the run's and the hooks'
+ * environment (LEASEKEEPER_RUN_ID), the run record ("run_id") and `logs --run`.
+ */
+static void
+job_run_name(struct job *job, const char *node)
+{
+	static uint64_t boot;
+	size_t i, n = strlen(node) < 100 ? strlen(node) : 100;
+	char *p = job->run_id;
+
+	if (boot == 0)
+		boot = clock_wall_ms() / 1000;
+	for (i = 0; i < n; i++)
+		*p++ = strchr("._-", node[i]) != NULL || (node[i] >= 'a' && node[i] <= 'z') ||
+		               (node[i] >= 'A' && node[i] <= 'Z') ||
+		               (node[i] >= '0' && node[i] <= '9')
+		           ? node[i]
+		           : '_';
+	snprintf(p, sizeof job->run_id - n, "-%llu-%lu", (unsigned long long)boot,
+	         (unsigned long)job->run);
+}
+
 /* Ask the supervisor to start the command under the current session's lease. */
 void
 job_start_run(struct job *job)
@@ -69,11 +96,13 @@ job_start_run(struct job *job)
 	struct runspec rs;
 
 	job->run = job->cb->next_run(job->cb_arg);
+	job_run_name(job, cfg->node_id);
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
 	job->run_fence = lease_fence(job->lease);
 
 	rs = job_runspec(job, cj->argv);
+	rs.run_id = job->run_id;
 	rs.fence = job->run_fence;
 	rs.leases = cj->leases;
 	rs.deadline_ms = zk_timeout_ms(zk) - (int)cfg->safety_margin_ms;
@@ -124,7 +153,8 @@ job_run_fields(const struct job *job, uint32_t run, char *buf, size_t len)
 {
 	char when[40];
 
-	snprintf(buf, len, " run=%lu fence=%lld", (unsigned long)run, (long long)job->run_fence);
+	(void)run;
+	snprintf(buf, len, " run=%s fence=%lld", job->run_id, (long long)job->run_fence);
 	if (job->fsm.tick >= 0) {
 		clock_iso8601((uint64_t)job->fsm.tick * 1000, when, sizeof when);
 		snprintf(buf + strlen(buf), len - strlen(buf), " tick=%s", when);
@@ -232,6 +262,7 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 	              (json_int_t)(end_ms > start_ms ? end_ms - start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(a->outcome)));
+	json_object_set_new(o, "run_id", json_string(job->run_id));
 	if (a->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(a->tick));
 		clock_iso8601((uint64_t)a->tick * 1000, tick, sizeof tick);
@@ -351,7 +382,7 @@ void
 job_started(struct job *job, uint32_t run, pid_t pid)
 {
 	struct jobfsm_input in;
-	char fields[96];
+	char fields[256];
 
 	if (run != 0 && run == job->hook_run) {
 		log_debug("job %s: its %s runs, pid %d", job->name, job->hook_key, (int)pid);
@@ -396,7 +427,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
 	struct job_ctx ctx = {NULL, status, reason, u, ran_ms, NULL};
 	struct jobfsm_input in;
-	char how[64], fields[96];
+	char how[64], fields[256];
 
 	if (run != 0 && run == job->hook_run) {
 		if (WIFEXITED(status))

@@ -64,6 +64,8 @@ fuzz_proto_again(const struct proto_run *spec)
 
 	if (spec->name != NULL)
 		proto_spec_add(&out, PROTO_TAG_NAME, spec->name);
+	if (spec->run_id != NULL)
+		proto_spec_add(&out, PROTO_TAG_RUN_ID, spec->run_id);
 	for (i = 0; spec->argv[i] != NULL; i++)
 		proto_spec_add(&out, PROTO_TAG_ARG, spec->argv[i]);
 	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)

@@ -289,7 +289,10 @@ class WebTest(lktest.TestCase):
         self.assertNotIn("hidden", detail.attrs)
         self.assertIn("exitstatus3", d.by_id("detail-fields").text.replace(" ", ""))
         self.assertEqual(d.by_id("detail-output").text.strip(), "broken")
-        self.assertIn(failed["znode"], d.by_id("detail-title").text)
+        # Named by its one id (as its log lines' run=), its record number apart.
+        self.assertIn(failed["run_id"], d.by_id("detail-title").text)
+        self.assertIn("record" + failed["znode"], d.by_id("detail-fields").text.replace(" ", ""))
+        self.assertIn("run" + failed["run_id"], d.by_id("detail-fields").text.replace(" ", ""))
         self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
 
         # It is its own process: stopping it stops nothing else, and it ends cleanly.

@@ -362,6 +362,36 @@ test_usage(void **state)
 	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "killed by the OOM killer");
 }
 
+/* A run's id rides in the start spec: read back; empty, too long or odd bytes refused. */
+static void
+test_spec_run_id(void **state)
+{
+	struct proto_spec s = {NULL, 0};
+	struct proto_run spec;
+	char *cause = NULL, longid[PROTO_MAX_RUN_ID + 2];
+	const char *bad[] = {"", "a b", "a\nrun=x", longid};
+	size_t i;
+
+	(void)state;
+	memset(longid, 'x', sizeof longid - 1);
+	longid[sizeof longid - 1] = '\0';
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_RUN_ID, "alpha-1764150000-4");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_string_equal(spec.run_id, "alpha-1764150000-4");
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		proto_spec_add(&s, PROTO_TAG_ARG, "true");
+		proto_spec_add(&s, PROTO_TAG_RUN_ID, bad[i]);
+		assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), -1);
+		assert_string_equal(cause, "bad run id");
+		free(cause);
+		cause = NULL;
+		proto_spec_free(&s);
+	}
+}
+
 /* The supervisor's times ride in EXITED: each reads back; a why or signal out of range is refused. */
 static void
 test_usage_times(void **state)
@@ -495,6 +525,7 @@ main(void)
 	    cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_truncated_frame),
 	    cmocka_unit_test(test_spec_limits),  cmocka_unit_test(test_usage),
 	    cmocka_unit_test(test_usage_output), cmocka_unit_test(test_usage_times),
+	    cmocka_unit_test(test_spec_run_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,7 @@
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
-		"memory_peak", "output", "output_tail", "manual", "trigger", "session"];
+		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "run_id"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -327,9 +327,11 @@
 		selected = x;
 		document.querySelectorAll(".run.selected").forEach(function (n) { n.classList.remove("selected"); });
 		if (b) b.classList.add("selected");
-		$("detail-title").textContent = x.job + " " + str(r.znode);
+		$("detail-title").textContent = x.job + " " + str(r.run_id || r.znode);
 		clear(dl);
 		field(dl, "job", x.job);
+		field(dl, "run", r.run_id); /* its one id: the log lines' run=, LEASEKEEPER_RUN_ID */
+		field(dl, "record", r.znode);
 		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 		field(dl, "reason", r.reason);
 		field(dl, "worker", nodeName(r));
