@@ -203,7 +203,9 @@ logs_print(json_t *runs)
 	size_t i;
 
 	json_array_foreach(runs, i, rec) {
-		reason = logs_field(rec, "reason");
+		/* The outcome (docs/outcomes.md); "reason" only in records older than outcomes. */
+		reason = logs_field(
+		    rec, json_is_string(json_object_get(rec, "outcome")) ? "outcome" : "reason");
 		node = logs_field(rec, "node");
 		start = logs_field(rec, "start");
 		end = logs_field(rec, "end");

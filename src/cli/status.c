@@ -178,7 +178,12 @@ status_print(json_t *out)
 			        json_object_get(json_object_get(job, "paused"), "stop_running"))
 			        ? " (runs stopped)"
 			        : "");
-		if (json_object_get(job, "schedule") != NULL)
+		/* A paused job runs no tick: "paused", not a next tick it will not run. */
+		if (json_object_get(job, "schedule") != NULL &&
+		    json_object_get(job, "paused") != NULL)
+			printf("    schedule %s, paused\n",
+			       json_string_value(json_object_get(job, "schedule")));
+		else if (json_object_get(job, "schedule") != NULL)
 			printf("    schedule %s%s%s\n",
 			       json_string_value(json_object_get(job, "schedule")),
 			       json_object_get(job, "next_tick") != NULL ? ", next tick " : "",

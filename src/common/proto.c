@@ -727,15 +727,15 @@ proto_exit_reason_name(enum proto_exit_reason reason)
 {
 	switch (reason) {
 	case PROTO_EXIT_NORMAL:
-		return "ended on its own";
+		return "exited";
 	case PROTO_EXIT_STOPPED:
-		return "stopped";
+		return "stop";
 	case PROTO_EXIT_DEADLINE:
-		return "killed at the lease deadline";
+		return "lease_deadline";
 	case PROTO_EXIT_EPOCH:
-		return "killed: session lost";
+		return "session_ended";
 	case PROTO_EXIT_OOM:
-		return "killed by the OOM killer";
+		return "oom";
 	}
 	return "?";
 }

@@ -408,8 +408,8 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	if (u.mem_peak >= 0)
 		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
 		         (double)u.mem_peak / (1024.0 * 1024.0));
-	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%s", j->name, (long)j->pid, what,
-	         proto_exit_reason_name(reason), used, j->run_id);
+	log_info("supervisor: job %s (pid %ld) %s%s cause=%s run=%s", j->name, (long)j->pid, what,
+	         used, proto_exit_reason_name(reason), j->run_id);
 	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
 		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);

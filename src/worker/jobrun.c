@@ -306,8 +306,7 @@ job_exit_recorded(struct job *job, const struct jobfsm_action *a, const struct j
 		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
 	else
 		snprintf(how, sizeof how, "signal %d", WTERMSIG(status));
-	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
-	what = a->outcome == JOB_OUTCOME_KILLED ? "aborted" : job_outcome_name(a->outcome);
+	what = job_outcome_name(a->outcome); /* one name everywhere (docs/outcomes.md) */
 	if (a->untrusted)
 		job->lease_ends[JOB_LEASE_DEADLINE]++;
 	job_count_end(job, a->outcome, 1);
@@ -333,7 +332,8 @@ job_exit_recorded(struct job *job, const struct jobfsm_action *a, const struct j
 		log_info("job %s: run ended after %llu ms: %s (%s)%s%s", job->name,
 		         (unsigned long long)ctx->ran_ms, how, what, used, ctx->fields);
 	job_set_result(job, "%s (%s)", what, how);
-	job_record(job, a, what, status, 1, NULL, u);
+	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
+	job_record(job, a, a->outcome == JOB_OUTCOME_KILLED ? "aborted" : what, status, 1, NULL, u);
 }
 
 /* The machine's RECORD: the run is over; event says how it ended. */
@@ -355,7 +355,7 @@ job_run_ended(struct job *job, const struct jobfsm_action *a, enum jobfsm_event 
 		job_exit_recorded(job, a, ctx);
 		break;
 	default: /* JOBFSM_SUPERVISOR_DIED */
-		job_set_result(job, "aborted (the supervisor died)");
+		job_set_result(job, "killed (the supervisor died)");
 		job_count_end(job, JOB_OUTCOME_KILLED, 1);
 		job_record(job, a, "aborted", 0, 0, "the supervisor died", NULL);
 		break;

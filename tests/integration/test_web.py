@@ -272,6 +272,7 @@ class WebTest(lktest.TestCase):
         self.assertRegex(paused[0].attrs.get("title", ""), r"^by ops@test since 20\d\d-")
         self.assertIn("paused by ops@test since", jobrows["report"])
         self.assertIn("ok (manual)", jobrows["report"])
+        self.assertNotRegex(jobrows["report"], r"\bin \d")  # paused: no next tick
         runs = d.by_class("run")
         outcomes = {c for e in runs for c in e.classes if c.startswith("o-")}
         for o in ("o-ok", "o-failed", "o-timeout", "o-missed", "o-killed"):
@@ -279,7 +280,7 @@ class WebTest(lktest.TestCase):
         # (each run is drawn twice: by job and by worker)
         self.assertEqual({e.attrs["title"].split(",")[0] for e in runs if "manual" in e.classes},
                          {"report: ok (manual) on " + manual[0]["node"]})
-        self.assertIn("keeper: killed at the lease deadline on " + stopped,
+        self.assertIn("keeper: killed on " + stopped,
                       [e.attrs["title"].split(",")[0] for e in runs if "o-killed" in e.classes])
         tl = d.by_id("tl-workers").text
         for n in ("alpha", "beta", "gamma"):

@@ -359,7 +359,7 @@ test_usage(void **state)
 	assert_int_equal(proto_usage_parse("Z1", 3, &back), -1);
 	assert_int_equal(proto_usage_parse("C1", 2, &back), -1);
 	assert_int_equal(back.cpu_usec, -1);
-	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "killed by the OOM killer");
+	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "oom");
 }
 
 /* A run's id rides in the start spec: read back; empty, too long or odd bytes refused. */

@@ -9,9 +9,9 @@
 (function () {
 	var OUTCOMES = {
 		ok: "ok", failed: "failed", timeout: "timeout",
-		killed: "killed at the lease deadline", missed: "missed", manual: "manual",
-		oom: "out of memory", stopped: "stopped", start_failed: "did not start",
-		paused: "paused (not run)", other: "other"
+		killed: "killed", missed: "missed", manual: "manual",
+		oom: "oom", stopped: "stopped", start_failed: "start_failed",
+		paused: "paused", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
@@ -215,7 +215,8 @@
 			if (j.warning) name.appendChild(badge("warning", "bad", j.warning));
 			tr.appendChild(name);
 			tr.appendChild(el("td", "mono", j.schedule));
-			var next = el("td", null, j.next_tick ? since(time(j.next_tick), now) : "");
+			var next = el("td", null, flagged(j.paused) ? "paused" :
+				j.next_tick ? since(time(j.next_tick), now) : "");
 			next.title = str(j.next_tick);
 			tr.appendChild(next);
 			tr.appendChild(el("td", null, str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)")));
