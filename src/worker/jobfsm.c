@@ -447,6 +447,10 @@ jobfsm_record(struct jobfsm *m, enum job_outcome outcome, int untrusted, struct 
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_RECORD);
 
 	m->busy = 0;
+	/* Failures are the runs that failed by themselves, not stops and kills (metrics.md). */
+	if (outcome == JOB_OUTCOME_FAILED || outcome == JOB_OUTCOME_TIMEOUT ||
+	    outcome == JOB_OUTCOME_OOM || outcome == JOB_OUTCOME_START_FAILED)
+		m->failures_total++;
 	a->outcome = outcome;
 	a->untrusted = untrusted;
 	a->tick = m->tick;
@@ -533,8 +537,6 @@ jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_
 	m->failures = c.failures;
 	m->cooldowns = c.cooldowns;
 	m->attempt = c.attempt;
-	if (d.counted && d.failed && !e->start_failed)
-		m->failures_total++;
 	jobfsm_note(out, JOBFSM_NOTE_AFTER_RUN, -1, (int)d.action);
 	jobfsm_after_run(m, in, &d, out);
 }
@@ -567,7 +569,6 @@ jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 		return;
 	memset(&e, 0, sizeof e);
 	e.start_failed = 1;
-	m->failures_total++;
 	jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
 	jobfsm_run_end(m, in, &e, out);
 }

@@ -264,6 +264,10 @@ class WebTest(lktest.TestCase):
         hold_waiters = [e for e in d.by_class("waiter") if e.text.startswith("beta pid")]
         self.assertTrue(hold_holders, "alpha holds hold's lock: %r" % holders)
         self.assertTrue(hold_waiters, "beta waits behind it")
+        # A holder's time is when it got the lease, a waiter's when it queued (relative).
+        self.assertRegex(hold_holders[0].text, r"^alpha pid \d+ holding since \d+ (s|min|h)")
+        self.assertRegex(hold_waiters[0].text, r"^beta pid \d+ queued \d+ (s|min|h)")
+        self.assertIn("lease since 20", hold_holders[0].attrs.get("title", ""))
         self.assertIn("alpha pid", jobrows["hold"])
         self.assertIn("beta pid", jobrows["hold"])
         # Paused, by whom and since when; its last run the manual one.

@@ -322,6 +322,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	struct jobfsm_actions out;
 	enum job_state seen = e->m.state;
 	int i, had_run = e->run != RUN_NONE;
+	uint64_t failures = e->m.failures_total, failed = 0;
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
@@ -374,6 +375,16 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	}
 	if (seen != e->m.state)
 		violation(e, "the ENTER actions do not end in the state");
+	/* The failure counter counts the runs that failed by themselves, nothing else. */
+	for (i = 0; i < out.n; i++)
+		failed +=
+		    out.a[i].act == JOBFSM_RECORD && (out.a[i].outcome == JOB_OUTCOME_FAILED ||
+		                                      out.a[i].outcome == JOB_OUTCOME_TIMEOUT ||
+		                                      out.a[i].outcome == JOB_OUTCOME_OOM ||
+		                                      out.a[i].outcome == JOB_OUTCOME_START_FAILED);
+	if (e->m.failures_total != failures + failed)
+		violation(e, "failures_total moved by %lld for %llu failed runs",
+		          (long long)(e->m.failures_total - failures), (unsigned long long)failed);
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
 	if ((event == JOBFSM_LEASE_LOST) && e->run != RUN_NONE) {

@@ -119,12 +119,24 @@
 		return typeof n.session === "number" ? "0x" + n.session.toString(16) : str(n.session);
 	}
 
-	/* A holder or waiter: who, pid, since; another client's node by its data. */
+	/*
+	 * A holder or waiter: who, pid, and since when: a holder since it got the lease
+	 * (held_since, or since when it got it at once), its queue time apart when it waited; a
+	 * waiter since it queued. Another client's node by its data.
+	 */
 	function contender(n, cls) {
-		var li = el("li", cls);
-		li.textContent = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "") +
-			(n.since ? " since " + str(n.since) : "");
-		li.title = str(n.znode) + (n.session !== undefined ? " session " + session(n) : "");
+		var li = el("li", cls), now = time(doc && doc.generated) || Date.now();
+		var held = cls === "holder" ? (n.held_since || n.since) : null;
+		var text = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "");
+		if (held) {
+			text += " holding since " + since(time(held), now);
+			if (n.held_since && n.since && n.held_since !== n.since)
+				text += " (queued " + since(time(n.since), now) + ")";
+		} else if (n.since)
+			text += " queued " + since(time(n.since), now);
+		li.textContent = text;
+		li.title = str(n.znode) + (n.session !== undefined ? " session " + session(n) : "") +
+			(held ? ", lease since " + str(held) : "") + (n.since ? ", queued since " + str(n.since) : "");
 		return li;
 	}
 
