@@ -52,6 +52,7 @@
 #include "proto.h"
 #include "supervisor.h"
 #include "svrun.h"
+#include "svstamp.h"
 #include "xmalloc.h"
 
 #define SV_OUTPUT_BURST (64 * 1024)
@@ -193,29 +194,6 @@ sv_tail_add(struct sjob *j, const char *buf, size_t n)
 }
 
 /*
- * The tail as EXITED carries it: whole lines where the start was cut (unless that leaves
- * nothing), and a NUL byte, which the message cannot carry, as 0xff: main shows it as it
- * shows every byte that is not UTF-8.
- */
-static void
-sv_tail_output(struct sjob *j, struct proto_usage *u)
-{
-	char *nl;
-	size_t i, skip = 0;
-
-	if (j->tail_max == 0)
-		return;
-	if (j->tail_cut && (nl = memchr(j->tail, '\n', j->tail_len)) != NULL &&
-	    (size_t)(nl - j->tail) + 1 < j->tail_len)
-		skip = (size_t)(nl - j->tail) + 1;
-	for (i = skip; i < j->tail_len; i++)
-		if (j->tail[i] == '\0')
-			j->tail[i] = (char)0xff;
-	u->output = j->tail + skip;
-	u->output_len = j->tail_len - skip;
-}
-
-/*
  * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
  * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
  */
@@ -285,55 +263,13 @@ sv_target(const struct sjob *j, char *buf, size_t size)
 	return buf;
 }
 
-/* Why a signal was sent, as the run record names it. */
-static enum proto_signal_why
-sv_signal_why(const struct sjob *j, enum svrun_why why)
-{
-	switch (why) {
-	case SVRUN_WHY_STOP:
-		return PROTO_WHY_STOP;
-	case SVRUN_WHY_EPOCH:
-		return PROTO_WHY_SESSION;
-	case SVRUN_WHY_MAIN_GONE:
-		return PROTO_WHY_MAIN_GONE;
-	case SVRUN_WHY_DEADLINE_NEAR:
-	case SVRUN_WHY_DEADLINE_PASSED:
-		return j->own_deadline != 0 ? PROTO_WHY_HOOK_TIMEOUT : PROTO_WHY_DEADLINE;
-	case SVRUN_WHY_GRACE_OVER:
-		return PROTO_WHY_GRACE;
-	case SVRUN_WHY_LEFTOVERS:
-		return PROTO_WHY_LEFTOVERS;
-	}
-	return PROTO_WHY_NONE;
-}
-
-/* Stamp the first signal and the first SIGKILL sent to a run, on our clock. */
-static void
-sv_job_stamp_signal(struct sjob *j, int sig, enum svrun_why why)
-{
-	int64_t now = (int64_t)clock_wall_ms();
-
-	if (sig == SIGKILL) {
-		if (j->stamp.kill_ms < 0) {
-			j->stamp.kill_ms = now;
-			j->stamp.kill_why = sv_signal_why(j, why);
-		}
-		return;
-	}
-	if (j->stamp.term_ms < 0) {
-		j->stamp.term_ms = now;
-		j->stamp.term_sig = sig;
-		j->stamp.term_why = sv_signal_why(j, why);
-	}
-}
-
 /* Log a signal the run asked for, as the reason for it deserves, and send it. */
 static void
 sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 {
 	char t[48];
 
-	sv_job_stamp_signal(j, sig, why);
+	svstamp_signal(&j->stamp, sig, svstamp_why(why, j->own_deadline != 0), clock_wall_ms());
 
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
@@ -413,7 +349,8 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
 		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
-	sv_tail_output(j, &u);
+	if (j->tail_max > 0)
+		svstamp_output(j->tail, j->tail_len, j->tail_cut, &u);
 	proto_usage_add(&payload, &u);
 	if (sv->conn != NULL)
 		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, reason, payload.buf,
@@ -550,12 +487,8 @@ sv_exec_cb(int fd, short what, void *arg)
 static void
 sv_refuse(struct sv *sv, const struct proto_msg *msg, const struct sjob *j, const char *why)
 {
-	if (j != NULL)
-		log_warnx("supervisor: refusing to start job %s run=%s: %s", j->name, j->run_id,
-		          why);
-	else
-		log_warnx("supervisor: refusing to start run %lu: %s", (unsigned long)msg->job,
-		          why);
+	log_warnx("supervisor: refusing to start job %s run=%s: %s", j != NULL ? j->name : "?",
+	          j != NULL ? j->run_id : "?", why);
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
 
