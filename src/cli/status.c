@@ -125,12 +125,58 @@ status_print_placement(json_t *job)
 	printf("\n");
 }
 
+/* A job's runs in progress (from any host) and its last runs. */
+static void
+status_print_runs(json_t *job)
+{
+	json_t *n, *runs;
+	size_t j;
+
+	/* Runs in progress, from any host: their nodes under <job>/running. */
+	json_array_foreach(json_object_get(job, "running"), j, n)
+		printf("    running  %-16s pid %-8lld since %s fence %lld run=%s\n",
+		       json_string_value(json_object_get(n, "node")) ?: "?",
+		       (long long)json_integer_value(json_object_get(n, "pid")),
+		       json_string_value(json_object_get(n, "since")) ?: "?",
+		       (long long)json_integer_value(json_object_get(n, "fence")),
+		       json_string_value(json_object_get(n, "run_id")) ?: "?");
+	runs = json_object_get(job, "runs");
+	if (json_array_size(runs) > 0)
+		printf("    last runs:\n");
+	json_array_foreach(runs, j, n) {
+		json_t *st = json_object_get(n, "status"), *sig = json_object_get(n, "signal");
+
+		/* The outcome (the reason only in records older than outcomes). */
+		printf("      %s  %-12s %-16s",
+		       json_string_value(json_object_get(n, "end")) ?: "-",
+		       json_string_value(json_object_get(n, "outcome"))
+		           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
+		       json_string_value(json_object_get(n, "node")) ?: "?");
+		if (st != NULL)
+			printf(" exit %lld", (long long)json_integer_value(st));
+		if (sig != NULL)
+			printf(" signal %lld", (long long)json_integer_value(sig));
+		if (json_is_integer(json_object_get(n, "cpu_usec")))
+			printf(", cpu %.3f s",
+			       (double)json_integer_value(json_object_get(n, "cpu_usec")) / 1e6);
+		if (json_is_integer(json_object_get(n, "memory_peak")))
+			printf(", peak memory %.1f MiB",
+			       (double)json_integer_value(json_object_get(n, "memory_peak")) /
+			           (1024.0 * 1024.0));
+		if (json_string_value(json_object_get(n, "error")) != NULL)
+			printf(": %s", json_string_value(json_object_get(n, "error")));
+		if (json_string_value(json_object_get(n, "run_id")) != NULL)
+			printf("  run=%s", json_string_value(json_object_get(n, "run_id")));
+		printf("\n");
+	}
+}
+
 /* The human view of status. */
 static void
 status_print(json_t *out)
 {
 	json_t *workers = json_object_get(out, "workers"), *jobs = json_object_get(out, "jobs");
-	json_t *w, *job, *n, *state, *runs;
+	json_t *w, *job, *n, *state;
 	size_t i, j;
 
 	printf("workers (%zu):\n", json_array_size(workers));
@@ -217,38 +263,7 @@ status_print(json_t *out)
 			           ? "  CORRUPT: beyond any sane clock, workers override it"
 			           : "");
 		}
-		runs = json_object_get(job, "runs");
-		if (json_array_size(runs) > 0)
-			printf("    last runs:\n");
-		json_array_foreach(runs, j, n) {
-			json_t *st = json_object_get(n, "status"),
-			       *sig = json_object_get(n, "signal");
-
-			/* The outcome (the reason only in records older than outcomes). */
-			printf("      %s  %-12s %-16s",
-			       json_string_value(json_object_get(n, "end")) ?: "-",
-			       json_string_value(json_object_get(n, "outcome"))
-			           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
-			       json_string_value(json_object_get(n, "node")) ?: "?");
-			if (st != NULL)
-				printf(" exit %lld", (long long)json_integer_value(st));
-			if (sig != NULL)
-				printf(" signal %lld", (long long)json_integer_value(sig));
-			if (json_is_integer(json_object_get(n, "cpu_usec")))
-				printf(", cpu %.3f s",
-				       (double)json_integer_value(json_object_get(n, "cpu_usec")) /
-				           1e6);
-			if (json_is_integer(json_object_get(n, "memory_peak")))
-				printf(
-				    ", peak memory %.1f MiB",
-				    (double)json_integer_value(json_object_get(n, "memory_peak")) /
-				        (1024.0 * 1024.0));
-			if (json_string_value(json_object_get(n, "error")) != NULL)
-				printf(": %s", json_string_value(json_object_get(n, "error")));
-			if (json_string_value(json_object_get(n, "run_id")) != NULL)
-				printf("  run=%s", json_string_value(json_object_get(n, "run_id")));
-			printf("\n");
-		}
+		status_print_runs(job);
 	}
 }
 

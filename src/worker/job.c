@@ -485,6 +485,9 @@ job_free(struct job *job)
 {
 	if (job == NULL)
 		return;
+	job_running_del(job);
+	if (job->zk != NULL)
+		zk_cancel(job->zk, job); /* the running folder's create */
 	lease_free(job->lease);
 	jobrec_free(job->rec);
 	runreq_free(job->req);

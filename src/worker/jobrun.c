@@ -343,6 +343,7 @@ job_run_ended(struct job *job, const struct jobfsm_action *a, enum jobfsm_event 
 {
 	job->run = 0;
 	job->pid = 0;
+	job_running_del(job);
 	switch (event) {
 	case JOBFSM_START_FAILED:
 		log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name,
@@ -392,6 +393,7 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 		return;
 	job->pid = pid;
 	job->runs++;
+	job_running_add(job); /* visible from any host while it runs */
 	job_run_fields(job, run, fields, sizeof fields);
 	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
 	job_input(job, &in, JOBFSM_STARTED);

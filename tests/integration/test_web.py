@@ -12,6 +12,7 @@ refuses what it should."""
 import html.parser
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -286,6 +287,14 @@ class WebTest(lktest.TestCase):
                          {"report: ok (manual) on " + manual[0]["node"]})
         self.assertIn("keeper: killed on " + stopped,
                       [e.attrs["title"].split(",")[0] for e in runs if "o-killed" in e.classes])
+        # The keeper's run in progress: in its row (worker, pid, since, fence) and drawn
+        # as a bar that ends now, named by its run id in its details.
+        live = [e for e in d.by_class("running-now")]
+        self.assertTrue(any(re.search(r"^ \S+ pid \d+ since \d+ (s|min) ago fence \d+ $", e.text)
+                            for e in live), [e.text for e in live])
+        self.assertIn("running", jobrows["keeper"])
+        bars = [e.attrs["title"] for e in runs if "o-running" in e.classes]
+        self.assertTrue(any(t.startswith("keeper: running on ") for t in bars), bars)
         tl = d.by_id("tl-workers").text
         for n in ("alpha", "beta", "gamma"):
             self.assertIn(n, tl)

@@ -11,11 +11,12 @@
 		ok: "ok", failed: "failed", timeout: "timeout",
 		killed: "killed", missed: "missed", manual: "manual",
 		oom: "oom", stopped: "stopped", start_failed: "start_failed",
-		paused: "paused", other: "other"
+		paused: "paused", running: "running", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
-		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "run_id"];
+		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "run_id", "running",
+		"since", "pid"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -204,7 +205,21 @@
 
 	function runStart(r) { var t = time(r.start); return t !== null ? t : time(r.tick); }
 
-	function runEnd(r) { var t = time(r.end); return t !== null ? t : runStart(r); }
+	/* A run in progress ends now: its bar grows at each refresh. */
+	function runEnd(r) {
+		if (r.running) return time(doc.generated) || Date.now();
+		var t = time(r.end);
+		return t !== null ? t : runStart(r);
+	}
+
+	/* A job's runs in progress (<job>/running), as runs: outcome "running", since its start. */
+	function runningRuns(j) {
+		return (Array.isArray(j.running) ? j.running : []).map(function (n) {
+			return {running: true, outcome: "running", start: n.since, node: n.node, pid: n.pid,
+				fence: n.fence, run_id: n.run_id, znode: "running/" + str(n.znode),
+				tick_time: n.tick_time};
+		});
+	}
 
 	function renderJobs(now) {
 		var body = $("jobs").tBodies[0];
@@ -234,8 +249,13 @@
 			tr.appendChild(el("td", null, str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)")));
 			tr.appendChild(list(j.holders, "holder", j.holders_omitted));
 			tr.appendChild(list(j.waiters, "waiter", j.waiters_omitted));
-			var runs = sortedRuns(j), last = el("td");
-			if (runs.length) {
+			var runs = sortedRuns(j), last = el("td"), live = runningRuns(j);
+			live.forEach(function (r) {
+				last.appendChild(el("span", "badge o-running", "running"));
+				last.appendChild(el("span", "muted running-now", " " + nodeName(r) + " pid " +
+					str(r.pid) + " since " + since(time(r.start), now) + " fence " + str(r.fence) + " "));
+			});
+			if (live.length) { /* the runs in progress say it all */ } else if (runs.length) {
 				var r = runs[runs.length - 1], o = outcome(r);
 				var chip = el("span", "badge o-" + o, OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 				last.appendChild(chip);
@@ -251,7 +271,9 @@
 	function allRuns() {
 		var out = [];
 		(doc.jobs || []).forEach(function (j) {
-			(j.runs || []).forEach(function (r) { out.push({job: str(j.name || j.lock_path), r: r}); });
+			(j.runs || []).concat(runningRuns(j)).forEach(function (r) {
+				out.push({job: str(j.name || j.lock_path), r: r});
+			});
 		});
 		return out;
 	}
@@ -349,6 +371,7 @@
 		field(dl, "reason", r.reason);
 		field(dl, "worker", nodeName(r));
 		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
+		field(dl, "pid", r.pid);
 		field(dl, "start", r.start);
 		field(dl, "end", r.end);
 		if (s !== null && e !== null) field(dl, "duration", ((e - s) / 1000).toFixed(3) + " s");
@@ -360,7 +383,8 @@
 		if (typeof r.memory_peak === "number") field(dl, "peak memory", (r.memory_peak / 1048576).toFixed(1) + " MiB");
 		Object.keys(r).forEach(function (k) { if (KNOWN_FIELDS.indexOf(k) < 0) field(dl, k, r[k]); });
 		var out = outputText(r.output !== undefined ? r.output : r.output_tail);
-		$("detail-output").textContent = out || "(this run record keeps no output)";
+		$("detail-output").textContent = out ||
+			(r.running ? "(in progress: its output is in its record once it ends)" : "(this run record keeps no output)");
 		$("detail").hidden = false;
 	}
 
