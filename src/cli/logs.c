@@ -28,7 +28,8 @@
 #include "zk.h"
 #include "znode.h"
 
-#define LOGS_MAX_LAST 1000 /* --last at most */
+#define LOGS_MAX_LAST   1000 /* --last at most */
+#define LOGS_MAX_RUN_ID 160  /* a run id is at most this long (PROTO_MAX_RUN_ID) */
 
 /* One run record asked for. */
 struct logs_req {
@@ -46,8 +47,9 @@ logs_settle(struct admin *a)
 
 struct logs_main {
 	const char *job;
-	int64_t run; /* --run ID, -1: the last ones */
-	int last;    /* --last N */
+	int64_t run;        /* --run N (a record's number), -1: the last ones */
+	const char *run_id; /* --run ID (a run's id, as its log lines' run=), or NULL */
+	int last;           /* --last N */
 	json_t *runs;
 };
 
@@ -151,8 +153,8 @@ logs_list_cb(const struct zk_reply *reply, void *arg)
 	for (i = 0; i < n; i++)
 		names[i] = reply->children[i];
 	znode_sort(names, n, "run-");
-	if (l->run < 0 && n > (size_t)l->last)
-		from = n - (size_t)l->last;
+	if (l->run < 0 && l->run_id == NULL && n > (size_t)l->last)
+		from = n - (size_t)l->last; /* a run id: every record kept is read, then matched */
 	for (i = from; i < n; i++) {
 		if (znode_sequence(names[i], "run-", &seq) != 0 || (l->run >= 0 && seq != l->run))
 			continue;
@@ -167,7 +169,7 @@ logs_list_cb(const struct zk_reply *reply, void *arg)
 		free(path);
 	}
 	free(names);
-	if (json_array_size(l->runs) == 0) {
+	if (json_array_size(l->runs) == 0 && l->run_id == NULL) {
 		if (l->run >= 0)
 			fprintf(
 			    stderr,
@@ -247,15 +249,23 @@ logs_print(json_t *runs)
 			       json_string_value(json_object_get(rec, "format_refused")));
 			continue;
 		}
-		reason = logs_field(rec, "reason");
+		/* The outcome (docs/outcomes.md); "reason" only in records older than outcomes. */
+		reason = logs_field(
+		    rec, json_is_string(json_object_get(rec, "outcome")) ? "outcome" : "reason");
 		node = logs_field(rec, "node");
 		start = logs_field(rec, "start");
 		end = logs_field(rec, "end");
 		st = json_object_get(rec, "status");
 		sig = json_object_get(rec, "signal");
 		tick = json_object_get(rec, "tick");
-		printf("%s=== run %lld: %s", i > 0 ? "\n" : "",
-		       (long long)json_integer_value(json_object_get(rec, "run")), reason);
+		if (json_is_string(json_object_get(rec, "run_id"))) {
+			line = logs_field(rec, "run_id");
+			printf("%s=== run %s (record %lld): %s", i > 0 ? "\n" : "", line,
+			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
+			free(line);
+		} else
+			printf("%s=== run %lld: %s", i > 0 ? "\n" : "",
+			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
 		if (json_is_integer(st))
 			printf(", exit status %lld", (long long)json_integer_value(st));
 		if (json_is_integer(sig))
@@ -307,6 +317,56 @@ logs_print(json_t *runs)
 	}
 }
 
+/* --run: a run id ([A-Za-z0-9._-], with a letter or '-'), or a record's number. 0, or -1. */
+static int
+logs_run_option(const char *arg, struct logs_main *l)
+{
+	static const char idchars[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno == 0 && end != arg && *end == '\0' && v >= 0) {
+		l->run = v;
+		return 0;
+	}
+	if (arg[0] != '\0' && strlen(arg) <= LOGS_MAX_RUN_ID &&
+	    strspn(arg, idchars) == strlen(arg)) {
+		l->run_id = arg;
+		return 0;
+	}
+	fprintf(stderr,
+	        "leasekeeper logs: --run takes a run's id (as its log lines' run=) or its record's "
+	        "number, as `logs` shows them\n");
+	return -1;
+}
+
+/* Keep only the runs whose id is l->run_id; 1 if none is left (said on stderr). */
+static int
+logs_match_id(struct logs_main *l)
+{
+	json_t *kept = json_array(), *rec;
+	size_t i;
+
+	json_array_foreach(l->runs, i, rec) {
+		const char *id = json_string_value(json_object_get(rec, "run_id"));
+
+		if (id != NULL && strcmp(id, l->run_id) == 0)
+			json_array_append(kept, rec);
+	}
+	json_decref(l->runs);
+	l->runs = kept;
+	if (json_array_size(kept) > 0)
+		return 0;
+	fprintf(stderr,
+	        "leasekeeper logs: no run %s of %s is recorded (it may be running, or older than "
+	        "the job's history): `leasekeeper logs %s --last 20` lists the runs kept\n",
+	        l->run_id, l->job, l->job);
+	return 1;
+}
+
 static const char logs_usage[] =
     "usage: leasekeeper logs [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
     "                        [--json] [--run ID | --last N] JOB\n"
@@ -315,7 +375,8 @@ static const char logs_usage[] =
     "host. Control characters are escaped.\n"
     "\n"
     "  -j, --json            one JSON object instead of text\n"
-    "  -R, --run ID          this run only (its number, as `logs` and `status` show it)\n"
+    "  -R, --run ID          this run only: its id (as the log lines' run=, the hooks'\n"
+    "                        LEASEKEEPER_RUN_ID), or its record's number\n"
     "  -n, --last N          the last N runs (default 1, at most 1000)\n" TARGET_OPTIONS_HELP;
 
 /* `leasekeeper logs JOB`: the output's end of a job's recent runs, from its run records. */
@@ -333,7 +394,7 @@ logs_main(int argc, char **argv)
 	                                         {NULL, 0, NULL, 0}};
 	struct admin a;
 	struct target_opts o = {NULL, NULL, NULL, NULL};
-	struct logs_main l = {NULL, -1, 1, NULL};
+	struct logs_main l = {NULL, -1, NULL, 1, NULL};
 	char *end, *text, *cause;
 	int ch, as_json = 0, rc, have_last = 0;
 	long long v;
@@ -347,17 +408,8 @@ logs_main(int argc, char **argv)
 			as_json = 1;
 			break;
 		case 'R':
-			errno = 0;
-			v = strtoll(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' || v < 0) {
-				fprintf(
-				    stderr,
-				    "leasekeeper logs: --run takes a run's number as `logs` and "
-				    "`status --json` show it, not \"%s\"\n",
-				    optarg);
+			if (logs_run_option(optarg, &l) != 0)
 				return EXIT_USAGE;
-			}
-			l.run = v;
 			break;
 		case 'n':
 			errno = 0;
@@ -386,7 +438,7 @@ logs_main(int argc, char **argv)
 		        optind == argc ? "name the job" : "one job at a time");
 		return usage_hint("logs");
 	}
-	if (have_last && l.run >= 0) {
+	if (have_last && (l.run >= 0 || l.run_id != NULL)) {
 		fprintf(stderr, "leasekeeper logs: --run or --last, not both\n");
 		return EXIT_USAGE;
 	}
@@ -402,6 +454,8 @@ logs_main(int argc, char **argv)
 	a.ctx = &l;
 	a.ready = logs_ready;
 	rc = admin_run(&a, 10000);
+	if (rc == 0 && l.run_id != NULL)
+		rc = logs_match_id(&l);
 	if (rc == 0) {
 		if (as_json) {
 			text = json_dumps(l.runs, JSON_INDENT(2) | JSON_ENSURE_ASCII);

@@ -153,13 +153,22 @@ status_clock(const json_t *w)
 	       off - err > 1000 || off + err < -1000 ? " OFF: check its time synchronisation" : "");
 }
 
-/* A job's last runs, for the human view. */
+/* A job's runs in progress (from any host) and its last runs. */
 static void
-status_print_runs(json_t *runs)
+status_print_runs(json_t *job)
 {
-	json_t *n;
+	json_t *n, *runs;
 	size_t j;
 
+	/* Runs in progress, from any host: their nodes under <job>/running. */
+	json_array_foreach(json_object_get(job, "running"), j, n)
+		printf("    running  %-16s pid %-8lld since %s fence %lld run=%s\n",
+		       json_string_value(json_object_get(n, "node")) ?: "?",
+		       (long long)json_integer_value(json_object_get(n, "pid")),
+		       json_string_value(json_object_get(n, "since")) ?: "?",
+		       (long long)json_integer_value(json_object_get(n, "fence")),
+		       json_string_value(json_object_get(n, "run_id")) ?: "?");
+	runs = json_object_get(job, "runs");
 	if (json_array_size(runs) > 0)
 		printf("    last runs:\n");
 	json_array_foreach(runs, j, n) {
@@ -170,8 +179,11 @@ status_print_runs(json_t *runs)
 			       json_string_value(json_object_get(n, "format_refused")));
 			continue;
 		}
-		printf("      %s  %-10s %-16s", json_string_value(json_object_get(n, "end")) ?: "-",
-		       json_string_value(json_object_get(n, "reason")) ?: "?",
+		/* The outcome (the reason only in records older than outcomes). */
+		printf("      %s  %-12s %-16s",
+		       json_string_value(json_object_get(n, "end")) ?: "-",
+		       json_string_value(json_object_get(n, "outcome"))
+		           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
 		       json_string_value(json_object_get(n, "node")) ?: "?");
 		if (st != NULL)
 			printf(" exit %lld", (long long)json_integer_value(st));
@@ -186,6 +198,8 @@ status_print_runs(json_t *runs)
 			           (1024.0 * 1024.0));
 		if (json_string_value(json_object_get(n, "error")) != NULL)
 			printf(": %s", json_string_value(json_object_get(n, "error")));
+		if (json_string_value(json_object_get(n, "run_id")) != NULL)
+			printf("  run=%s", json_string_value(json_object_get(n, "run_id")));
 		printf("\n");
 	}
 }
@@ -253,7 +267,12 @@ status_print(json_t *out)
 			        json_object_get(json_object_get(job, "paused"), "stop_running"))
 			        ? " (runs stopped)"
 			        : "");
-		if (json_object_get(job, "schedule") != NULL)
+		/* A paused job runs no tick: "paused", not a next tick it will not run. */
+		if (json_object_get(job, "schedule") != NULL &&
+		    json_object_get(job, "paused") != NULL)
+			printf("    schedule %s, paused\n",
+			       json_string_value(json_object_get(job, "schedule")));
+		else if (json_object_get(job, "schedule") != NULL)
 			printf("    schedule %s%s%s\n",
 			       json_string_value(json_object_get(job, "schedule")),
 			       json_object_get(job, "next_tick") != NULL ? ", next tick " : "",
@@ -292,7 +311,7 @@ status_print(json_t *out)
 		if (state != NULL && json_object_get(state, "format_refused") != NULL)
 			printf("    tick state NEWER FORMAT: %s\n",
 			       json_string_value(json_object_get(state, "format_refused")));
-		status_print_runs(json_object_get(job, "runs"));
+		status_print_runs(job);
 	}
 }
 

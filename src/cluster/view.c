@@ -40,6 +40,7 @@ enum view_role {
 	VIEW_RECORD,    /* <root>/jobs/<job>: the agreed count */
 	VIEW_STATE,     /* <root>/jobs/<job>/state: the claimed tick */
 	VIEW_RUNS,      /* children of <root>/jobs/<job>/runs */
+	VIEW_RUNNING,   /* children of <root>/jobs/<job>/running: the runs in progress */
 	VIEW_HOLDERS,   /* mutex folder, or <sem>/leases */
 	VIEW_WAITERS,   /* <sem>/locks */
 	VIEW_NODE_DATA, /* the data of one node, into an object */
@@ -125,6 +126,10 @@ view_ask_job(struct view *v, json_t *job)
 	p = layout_job_runs(v->o.root, name);
 	json_object_set_new(job, "runs", json_array());
 	view_ask(v, VIEW_RUNS, p, job, json_object_get(job, "runs"));
+	free(p);
+	p = layout_job_running(v->o.root, name);
+	json_object_set_new(job, "running", json_array());
+	view_ask(v, VIEW_RUNNING, p, job, json_object_get(job, "running"));
 	free(p);
 	free(rec);
 }
@@ -400,6 +405,9 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 			break;
 		case VIEW_RUNS:
 			view_list(v, reply, r->list, "run-", v->o.runs, 0, NULL, NULL);
+			break;
+		case VIEW_RUNNING:
+			view_list(v, reply, r->list, NULL, 0, 0, r->target, "running_omitted");
 			break;
 		case VIEW_HOLDERS:
 		case VIEW_WAITERS:

@@ -71,6 +71,13 @@ layout_job_runs(const char *root, const char *job)
 	return layout_job_child(root, job, "runs");
 }
 
+/* <root>/jobs/<job>/running: the runs in progress, one ephemeral node each (jobrunning.c). */
+char *
+layout_job_running(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "running");
+}
+
 /* <root>/jobs/<job>/requests: the run-now requests. */
 char *
 layout_job_requests(const char *root, const char *job)

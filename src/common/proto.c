@@ -320,7 +320,8 @@ proto_spec_number(const char *text, uint64_t max, uint64_t *out)
 	if (*text == '\0')
 		return -1;
 	for (p = text; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9' || v > (max - (uint64_t)(*p - '0')) / 10)
+		if (*p < '0' || *p > '9' || (uint64_t)(*p - '0') > max || v > max / 10 ||
+		    v * 10 > max - (uint64_t)(*p - '0'))
 			return -1;
 		v = v * 10 + (uint64_t)(*p - '0');
 	}
@@ -384,6 +385,8 @@ proto_spec_item(struct proto_run *run, struct proto_spec_raw *raw, char tag, con
 	switch (tag) {
 	case PROTO_TAG_NAME:
 		return proto_spec_once(&run->name, value, tag, cause);
+	case PROTO_TAG_RUN_ID:
+		return proto_spec_once(&run->run_id, value, tag, cause);
 	case PROTO_TAG_ARG:
 	case PROTO_TAG_ENV:
 		return proto_spec_list_add(run, raw, tag, value, cause);
@@ -441,6 +444,14 @@ proto_spec_check(struct proto_run *run, const struct proto_spec_raw *raw, char *
 	lim_out[4] = &run->limits.io_weight;
 	if (run->argv == NULL || run->argv[0][0] == '\0') {
 		*cause = xstrdup("no command");
+		return -1;
+	}
+	if (run->run_id != NULL &&
+	    (run->run_id[0] == '\0' || strlen(run->run_id) > PROTO_MAX_RUN_ID ||
+	     strspn(run->run_id,
+	            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	            "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(run->run_id))) {
+		*cause = xstrdup("bad run id");
 		return -1;
 	}
 	if (run->log_path != NULL &&
@@ -539,21 +550,45 @@ proto_spec_add_limits(struct proto_spec *spec, const struct proto_limits *l)
 	}
 }
 
+/* A usage with nothing known. */
+void
+proto_usage_init(struct proto_usage *u)
+{
+	memset(u, 0, sizeof *u);
+	u->cpu_usec = u->mem_peak = -1;
+	u->exec_ms = u->end_ms = u->term_ms = u->kill_ms = -1;
+	u->term_why = u->kill_why = PROTO_WHY_NONE;
+}
+
+/* Add one number to a usage payload, if it is known (>= 0). */
+static void
+proto_usage_number(struct proto_spec *spec, enum proto_tag tag, int64_t v)
+{
+	char num[32];
+
+	if (v < 0)
+		return;
+	snprintf(num, sizeof num, "%lld", (long long)v);
+	proto_spec_add(spec, tag, num);
+}
+
 /* A run's usage as PROTO_EXITED's payload: the values that are known, and the output. */
 void
 proto_usage_add(struct proto_spec *spec, const struct proto_usage *u)
 {
-	char num[32];
 	size_t n;
 
-	if (u->cpu_usec >= 0) {
-		snprintf(num, sizeof num, "%lld", (long long)u->cpu_usec);
-		proto_spec_add(spec, PROTO_TAG_CPU_USEC, num);
-	}
-	if (u->mem_peak >= 0) {
-		snprintf(num, sizeof num, "%lld", (long long)u->mem_peak);
-		proto_spec_add(spec, PROTO_TAG_MEM_PEAK, num);
-	}
+	proto_usage_number(spec, PROTO_TAG_CPU_USEC, u->cpu_usec);
+	proto_usage_number(spec, PROTO_TAG_MEM_PEAK, u->mem_peak);
+	proto_usage_number(spec, PROTO_TAG_EXEC_MS, u->exec_ms);
+	proto_usage_number(spec, PROTO_TAG_END_MS, u->end_ms);
+	proto_usage_number(spec, PROTO_TAG_TERM_MS, u->term_ms);
+	proto_usage_number(spec, PROTO_TAG_TERM_SIG, u->term_sig > 0 ? u->term_sig : -1);
+	proto_usage_number(spec, PROTO_TAG_TERM_WHY,
+	                   u->term_why != PROTO_WHY_NONE ? (int64_t)u->term_why : -1);
+	proto_usage_number(spec, PROTO_TAG_KILL_MS, u->kill_ms);
+	proto_usage_number(spec, PROTO_TAG_KILL_WHY,
+	                   u->kill_why != PROTO_WHY_NONE ? (int64_t)u->kill_why : -1);
 	if (u->output != NULL) {
 		n = u->output_len < PROTO_MAX_TAIL ? u->output_len : PROTO_MAX_TAIL;
 		n = strnlen(u->output + (u->output_len - n), n); /* NUL-free by contract */
@@ -565,19 +600,61 @@ proto_usage_add(struct proto_spec *spec, const struct proto_usage *u)
 	}
 }
 
+/* Set one number of a usage from its tag: 0, or -1 for a tag or value it cannot hold. */
+static int
+proto_usage_set(struct proto_usage *u, char tag, const char *value)
+{
+	uint64_t n, max = INT64_MAX;
+
+	if (tag == PROTO_TAG_TERM_SIG)
+		max = 64;
+	else if (tag == PROTO_TAG_TERM_WHY || tag == PROTO_TAG_KILL_WHY)
+		max = PROTO_WHY_MAX;
+	if (proto_spec_number(value, max, &n) != 0)
+		return -1;
+	switch (tag) {
+	case PROTO_TAG_CPU_USEC:
+		u->cpu_usec = (int64_t)n;
+		return 0;
+	case PROTO_TAG_MEM_PEAK:
+		u->mem_peak = (int64_t)n;
+		return 0;
+	case PROTO_TAG_EXEC_MS:
+		u->exec_ms = (int64_t)n;
+		return 0;
+	case PROTO_TAG_END_MS:
+		u->end_ms = (int64_t)n;
+		return 0;
+	case PROTO_TAG_TERM_MS:
+		u->term_ms = (int64_t)n;
+		return 0;
+	case PROTO_TAG_TERM_SIG:
+		u->term_sig = (int)n;
+		return 0;
+	case PROTO_TAG_TERM_WHY:
+		u->term_why = (enum proto_signal_why)n;
+		return 0;
+	case PROTO_TAG_KILL_MS:
+		u->kill_ms = (int64_t)n;
+		return 0;
+	case PROTO_TAG_KILL_WHY:
+		u->kill_why = (enum proto_signal_why)n;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 /* Read PROTO_EXITED's payload back. */
 int
 proto_usage_parse(const char *payload, size_t len, struct proto_usage *u)
 {
 	const char *value;
 	size_t off = 0;
-	uint64_t n;
 	char tag;
 	int r;
 
-	u->cpu_usec = u->mem_peak = -1;
-	u->output = NULL;
-	u->output_len = 0;
+	proto_usage_init(u);
 	while ((r = proto_spec_next(payload, len, &off, &tag, &value)) == 1) {
 		if (tag == PROTO_TAG_OUTPUT) {
 			if (u->output != NULL || strlen(value) > PROTO_MAX_TAIL)
@@ -586,18 +663,11 @@ proto_usage_parse(const char *payload, size_t len, struct proto_usage *u)
 			u->output_len = strlen(value);
 			continue;
 		}
-		if ((tag != PROTO_TAG_CPU_USEC && tag != PROTO_TAG_MEM_PEAK) ||
-		    proto_spec_number(value, INT64_MAX, &n) != 0)
+		if (proto_usage_set(u, tag, value) != 0)
 			break;
-		if (tag == PROTO_TAG_CPU_USEC)
-			u->cpu_usec = (int64_t)n;
-		else
-			u->mem_peak = (int64_t)n;
 	}
 	if (r != 0) {
-		u->cpu_usec = u->mem_peak = -1;
-		u->output = NULL;
-		u->output_len = 0;
+		proto_usage_init(u);
 		return -1;
 	}
 	return 0;
@@ -658,15 +728,40 @@ proto_exit_reason_name(enum proto_exit_reason reason)
 {
 	switch (reason) {
 	case PROTO_EXIT_NORMAL:
-		return "ended on its own";
+		return "exited";
 	case PROTO_EXIT_STOPPED:
-		return "stopped";
+		return "stop";
 	case PROTO_EXIT_DEADLINE:
-		return "killed at the lease deadline";
+		return "lease_deadline";
 	case PROTO_EXIT_EPOCH:
-		return "killed: session lost";
+		return "session_ended";
 	case PROTO_EXIT_OOM:
-		return "killed by the OOM killer";
+		return "oom";
+	}
+	return "?";
+}
+
+/* The name of why a run was signalled: the run record's and the logs' word for it. */
+const char *
+proto_signal_why_name(enum proto_signal_why why)
+{
+	switch (why) {
+	case PROTO_WHY_NONE:
+		return "none";
+	case PROTO_WHY_STOP:
+		return "stop";
+	case PROTO_WHY_DEADLINE:
+		return "lease_deadline";
+	case PROTO_WHY_SESSION:
+		return "session_ended";
+	case PROTO_WHY_MAIN_GONE:
+		return "main_gone";
+	case PROTO_WHY_GRACE:
+		return "kill_grace";
+	case PROTO_WHY_LEFTOVERS:
+		return "leftovers";
+	case PROTO_WHY_HOOK_TIMEOUT:
+		return "hook_timeout";
 	}
 	return "?";
 }

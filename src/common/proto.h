@@ -65,9 +65,10 @@ struct proto_msg {
 
 /* Start spec: tagged strings. */
 enum proto_tag {
-	PROTO_TAG_NAME = 'n', /* job name, for logs */
-	PROTO_TAG_ARG = 'a',  /* one argv element, in order */
-	PROTO_TAG_ENV = 'e',  /* one KEY=VALUE, added to the job's environment */
+	PROTO_TAG_NAME = 'n',   /* job name, for logs */
+	PROTO_TAG_RUN_ID = 'r', /* the run's id (docs/design.md, "Run identity"), for logs */
+	PROTO_TAG_ARG = 'a',    /* one argv element, in order */
+	PROTO_TAG_ENV = 'e',    /* one KEY=VALUE, added to the job's environment */
 	PROTO_TAG_INHERIT_ENV =
 	    'i', /* (empty) start from the supervisor's environment, not a clean one */
 	PROTO_TAG_WORKDIR = 'w',
@@ -89,7 +90,28 @@ enum proto_tag {
 	PROTO_TAG_CPU_USEC = 'C', /* CPU time of every process of the run (cpu.stat) */
 	PROTO_TAG_MEM_PEAK = 'P', /* bytes: the most memory the run used (memory.peak) */
 	PROTO_TAG_OUTPUT = 'O',   /* the last bytes of its output, at most the spec's 't', no NUL */
+	/* times, PROTO_EXITED's payload: each wall-clock ms as the supervisor saw it */
+	PROTO_TAG_EXEC_MS = 'S',  /* the command was exec'd */
+	PROTO_TAG_END_MS = 'E',   /* the run's last process was gone (its cgroup or group empty) */
+	PROTO_TAG_TERM_MS = 'Q',  /* the first signal was sent */
+	PROTO_TAG_TERM_SIG = 'q', /* ... which signal */
+	PROTO_TAG_TERM_WHY = 'R', /* ... why (enum proto_signal_why) */
+	PROTO_TAG_KILL_MS = 'K',  /* SIGKILL was sent */
+	PROTO_TAG_KILL_WHY = 'L', /* ... why (enum proto_signal_why) */
 };
+
+/* Why the supervisor signalled a run (PROTO_EXITED's times; the run record's names). */
+enum proto_signal_why {
+	PROTO_WHY_NONE,
+	PROTO_WHY_STOP,         /* main asked */
+	PROTO_WHY_DEADLINE,     /* the lease deadline: near (SIGTERM) or passed (SIGKILL) */
+	PROTO_WHY_SESSION,      /* the session epoch is over */
+	PROTO_WHY_MAIN_GONE,    /* main went away */
+	PROTO_WHY_GRACE,        /* kill_grace passed after the first signal */
+	PROTO_WHY_LEFTOVERS,    /* the leader exited and left processes */
+	PROTO_WHY_HOOK_TIMEOUT, /* a hook ran for its hook_timeout */
+};
+#define PROTO_WHY_MAX PROTO_WHY_HOOK_TIMEOUT
 
 /* A run's limits (0: none). */
 struct proto_limits {
@@ -111,13 +133,17 @@ struct proto_limits {
 /*
  * What a run used, as its cgroup counted it (-1: not known: no cgroup, no controller), and
  * the end of its output (output_len bytes, no NUL; output NULL: none kept). Read back, the
- * output points into the payload.
+ * output points into the payload. The times are the supervisor's, wall-clock ms taken when
+ * it saw each event (-1: it did not happen, or not known); term_sig 0: no first signal.
  */
 struct proto_usage {
 	int64_t cpu_usec;
 	int64_t mem_peak;
 	const char *output;
 	size_t output_len;
+	int64_t exec_ms, end_ms, term_ms, kill_ms;
+	int term_sig;
+	enum proto_signal_why term_why, kill_why;
 };
 
 struct proto_spec {
@@ -143,12 +169,15 @@ void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch
 /* Kill grace when a start spec names none, and the most one may name (a day). */
 #define PROTO_DEFAULT_GRACE_MS 2000
 #define PROTO_MAX_GRACE_MS     86400000ULL
+/* The longest run id a start spec may carry. */
+#define PROTO_MAX_RUN_ID 160
 /* The most arguments, and the most environment entries, in one start spec. */
 #define PROTO_SPEC_MAX_ITEMS 4096
 
 /* A start spec decoded: what the supervisor needs to start one run. */
 struct proto_run {
 	const char *name;     /* NULL: none given */
+	const char *run_id;   /* NULL: none given (a hook); else [A-Za-z0-9._-], at most 160 */
 	const char *log_path; /* absolute, or NULL: inherit the supervisor's output */
 	uint64_t log_max;
 	uint64_t tail_max; /* bytes of output's end to send back in EXITED, 0: none */
@@ -182,11 +211,13 @@ void proto_spec_add_limits(struct proto_spec *, const struct proto_limits *);
  * (main): 0, or -1 when the payload is malformed (usage then all -1, no output). An empty
  * payload is all -1. The output must hold no NUL (the supervisor replaces them).
  */
+void proto_usage_init(struct proto_usage *);
 void proto_usage_add(struct proto_spec *, const struct proto_usage *);
 int proto_usage_parse(const char *payload, size_t len, struct proto_usage *);
 
 const char *proto_type_name(uint32_t type);
 const char *proto_exit_reason_name(enum proto_exit_reason);
 const char *proto_containment_name(enum proto_containment);
+const char *proto_signal_why_name(enum proto_signal_why);
 
 #endif

@@ -54,6 +54,7 @@
 #include "sabotage.h"
 #include "supervisor.h"
 #include "svrun.h"
+#include "svstamp.h"
 #include "xmalloc.h"
 
 #define SV_OUTPUT_BURST (64 * 1024)
@@ -64,7 +65,8 @@ struct sjob {
 	uint32_t id;
 	uint64_t epoch;
 	char *name;
-	pid_t pid; /* leader, and process group id */
+	char *run_id; /* as main named the run (its log lines' run=), or its number */
+	pid_t pid;    /* leader, and process group id */
 	struct svrun run;
 
 	int errfd; /* exec error pipe, until exec or failure */
@@ -79,6 +81,8 @@ struct sjob {
 	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
+	/* When exec, the first signal, SIGKILL and the end happened, on our clock, and why. */
+	struct proto_usage stamp;
 
 	int cgfd;        /* the run's cgroup (-1: process group only) */
 	int cgwd;        /* its cgroup.events inotify watch, or -1 */
@@ -192,29 +196,6 @@ sv_tail_add(struct sjob *j, const char *buf, size_t n)
 }
 
 /*
- * The tail as EXITED carries it: whole lines where the start was cut (unless that leaves
- * nothing), and a NUL byte, which the message cannot carry, as 0xff: main shows it as it
- * shows every byte that is not UTF-8.
- */
-static void
-sv_tail_output(struct sjob *j, struct proto_usage *u)
-{
-	char *nl;
-	size_t i, skip = 0;
-
-	if (j->tail_max == 0)
-		return;
-	if (j->tail_cut && (nl = memchr(j->tail, '\n', j->tail_len)) != NULL &&
-	    (size_t)(nl - j->tail) + 1 < j->tail_len)
-		skip = (size_t)(nl - j->tail) + 1;
-	for (i = skip; i < j->tail_len; i++)
-		if (j->tail[i] == '\0')
-			j->tail[i] = (char)0xff;
-	u->output = j->tail + skip;
-	u->output_len = j->tail_len - skip;
-}
-
-/*
  * Drain a job's output pipe into its log, at most SV_OUTPUT_BURST bytes per call so that
  * a chatty job cannot hold the loop (the deadline timer also has a higher priority).
  */
@@ -248,6 +229,7 @@ static void
 sv_job_free(struct sv *sv, struct sjob *j)
 {
 	TAILQ_REMOVE(&sv->jobs, j, entry);
+	free(j->run_id);
 	if (j->outev != NULL) {
 		sv_output_cb(j->outfd, EV_READ, j);
 		event_free(j->outev);
@@ -288,6 +270,8 @@ static void
 sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 {
 	char t[48];
+
+	svstamp_signal(&j->stamp, sig, svstamp_why(why, j->own_deadline != 0), clock_wall_ms());
 
 	switch (why) {
 	case SVRUN_WHY_DEADLINE_NEAR:
@@ -344,7 +328,7 @@ sv_job_signal(struct sjob *j, int sig, enum svrun_why why, uint64_t deadline)
 static void
 sv_job_exited(struct sv *sv, struct sjob *j)
 {
-	struct proto_usage u = {-1, -1, NULL, 0};
+	struct proto_usage u = j->stamp;
 	struct proto_spec payload = {NULL, 0};
 	enum proto_exit_reason reason = j->run.reason;
 	int64_t ooms = 0;
@@ -367,12 +351,13 @@ sv_job_exited(struct sv *sv, struct sjob *j)
 	if (u.mem_peak >= 0)
 		snprintf(used + strlen(used), sizeof used - strlen(used), ", peak memory %.1f MiB",
 		         (double)u.mem_peak / (1024.0 * 1024.0));
-	log_info("supervisor: job %s (pid %ld) %s (%s)%s run=%lu", j->name, (long)j->pid, what,
-	         proto_exit_reason_name(reason), used, (unsigned long)j->id);
+	log_info("supervisor: job %s (pid %ld) %s%s cause=%s run=%s", j->name, (long)j->pid, what,
+	         used, proto_exit_reason_name(reason), j->run_id);
 	if (j->own_deadline != 0) /* a hook's lines in the job's log say so */
 		snprintf(what + strlen(what), sizeof what - strlen(what), " (hook)");
 	joblog_note(&j->log, j->name, reason == PROTO_EXIT_OOM ? "killed by the OOM killer" : what);
-	sv_tail_output(j, &u);
+	if (j->tail_max > 0)
+		svstamp_output(j->tail, j->tail_len, j->tail_cut, &u);
 	proto_usage_add(&payload, &u);
 	if (sv->conn != NULL)
 		proto_send(sv->conn, PROTO_EXITED, j->id, j->epoch, j->status, reason, payload.buf,
@@ -397,8 +382,9 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
 	if (act.send_started) {
-		log_info("supervisor: job %s started, pid %ld run=%lu", j->name, (long)j->pid,
-		         (unsigned long)j->id);
+		j->stamp.exec_ms = (int64_t)clock_wall_ms();
+		log_info("supervisor: job %s started, pid %ld run=%s", j->name, (long)j->pid,
+		         j->run_id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
 	}
 	if (act.send_start_failed) {
@@ -411,8 +397,10 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 		*wake = act.wake;
 	if (j->run.state != SVRUN_DONE)
 		return 0;
-	if (act.send_exited)
+	if (act.send_exited) {
+		j->stamp.end_ms = (int64_t)clock_wall_ms(); /* the run's last process is gone */
 		sv_job_exited(sv, j);
+	}
 	sv_job_free(sv, j);
 	return 1;
 }
@@ -506,11 +494,12 @@ sv_exec_cb(int fd, short what, void *arg)
 	sv_schedule(sv);
 }
 
-/* Refuse a start, telling main why. */
+/* Refuse a start of run j (NULL: its spec could not be read), telling main why. */
 static void
-sv_refuse(struct sv *sv, const struct proto_msg *msg, const char *why)
+sv_refuse(struct sv *sv, const struct proto_msg *msg, const struct sjob *j, const char *why)
 {
-	log_warnx("supervisor: refusing to start job %u: %s", msg->job, why);
+	log_warnx("supervisor: refusing to start job %s run=%s: %s", j != NULL ? j->name : "?",
+	          j != NULL ? j->run_id : "?", why);
 	proto_send(sv->conn, PROTO_START_FAILED, msg->job, msg->epoch, 0, 0, why, strlen(why));
 }
 
@@ -591,7 +580,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	if (proto_spec_parse(msg->payload, msg->len, &spec, &cause) != 0) {
 		snprintf(why, sizeof why, "bad start spec: %s", cause);
 		free(cause);
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, NULL, why);
 		return;
 	}
 	j = xcalloc(1, sizeof *j);
@@ -600,6 +589,11 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	j->epoch = msg->epoch;
 	j->errfd = j->outfd = j->log.fd = j->log.dirfd = j->cgfd = j->cgwd = -1;
 	j->name = xstrdup(spec.name != NULL ? spec.name : "?");
+	if (spec.run_id != NULL)
+		j->run_id = xstrdup(spec.run_id);
+	else
+		xasprintf(&j->run_id, "%lu", (unsigned long)j->id);
+	proto_usage_init(&j->stamp);
 	svrun_init(&j->run, j->name, spec.grace_ms * CLOCK_NS_PER_MS);
 	if (spec.hook_ms > 0) {
 		/* SIGTERM at hook_timeout, SIGKILL kill_grace later. */
@@ -617,23 +611,23 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	TAILQ_INSERT_TAIL(&sv->jobs, j, entry);
 
 	if (deadline == 0 || now + j->run.grace_ns >= deadline) {
-		sv_refuse(sv, msg, "the lease deadline is too close to start a job");
+		sv_refuse(sv, msg, j, "the lease deadline is too close to start a job");
 		goto discard;
 	}
 	if (sv->containment == PROTO_CONTAIN_FAILED) {
-		sv_refuse(sv, msg, "cgroups = required, and runs cannot get a cgroup");
+		sv_refuse(sv, msg, j, "cgroups = required, and runs cannot get a cgroup");
 		goto discard;
 	}
 	if (j->log.path != NULL && joblog_open(&j->log, geteuid() == 0, &cause) != 0) {
 		snprintf(why, sizeof why, "job %s: cannot open log file: %s", j->name, cause);
 		free(cause);
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	if (pipe2(errpipe, O_CLOEXEC) != 0 ||
 	    (j->log.path != NULL && pipe2(outpipe, O_CLOEXEC) != 0)) {
 		snprintf(why, sizeof why, "pipe: %s", strerror(errno));
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	if (sv->cgfd >= 0 && sv_job_cgroup(sv, j, &spec.limits, why, sizeof why) != 0) {
@@ -643,7 +637,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 			close(outpipe[0]);
 			close(outpipe[1]);
 		}
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	sigfillset(&all);
@@ -665,7 +659,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 		if (outpipe[0] >= 0)
 			close(outpipe[0]);
 		snprintf(why, sizeof why, "fork: %s", strerror(errno));
-		sv_refuse(sv, msg, why);
+		sv_refuse(sv, msg, j, why);
 		goto discard;
 	}
 	j->pid = pid;

@@ -65,6 +65,8 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 	size_t i;
 
 	proto_spec_add(spec, PROTO_TAG_NAME, rs->name);
+	if (rs->run_id != NULL)
+		proto_spec_add(spec, PROTO_TAG_RUN_ID, rs->run_id);
 	for (i = 0; rs->argv[i] != NULL; i++)
 		proto_spec_add(spec, PROTO_TAG_ARG, rs->argv[i]);
 	if (rs->inherit_env)
@@ -86,6 +88,8 @@ runspec_build(const struct runspec *rs, struct proto_spec *spec)
 			runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_FENCES=%s", rs->fences);
 		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_LEASES=%d", rs->leases);
 		runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_DEADLINE_MS=%d", rs->deadline_ms);
+		if (rs->run_id != NULL)
+			runspec_addf(spec, PROTO_TAG_ENV, "LEASEKEEPER_RUN_ID=%s", rs->run_id);
 	}
 	if (rs->tick >= 0) {
 		clock_iso8601((uint64_t)rs->tick * 1000, tick, sizeof tick);

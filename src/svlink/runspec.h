@@ -15,8 +15,9 @@
  */
 struct runspec {
 	const char *name;
-	char *const *argv; /* NULL-terminated */
-	char *const *env;  /* the job's own NAME=VALUE, before LEASEKEEPER_* */
+	const char *run_id; /* a run's id (LEASEKEEPER_RUN_ID), NULL for a hook */
+	char *const *argv;  /* NULL-terminated */
+	char *const *env;   /* the job's own NAME=VALUE, before LEASEKEEPER_* */
 	size_t nenv;
 	char *const *pass_env; /* config_job's pass_env: the worker's variables passed on */
 	int inherit_env; /* exec: the command keeps the caller's environment; jobs: 0, clean */

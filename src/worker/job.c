@@ -60,6 +60,9 @@
 #include "svlink.h"
 #include "xmalloc.h"
 
+/* A start is not asked for this close to the supervisor's refusal (its kill grace). */
+#define JOB_START_MARGIN_MS 100ULL
+
 /* The worker's configuration (replaced at each reload). */
 const struct config *
 job_main_config(const struct job *job)
@@ -119,11 +122,18 @@ job_now_ms(const struct job *job)
 void
 job_input(struct job *job, struct jobfsm_input *in, enum jobfsm_event event)
 {
+	uint64_t deadline = job->zk != NULL ? zk_deadline_ns(job->zk) : 0;
+
 	memset(in, 0, sizeof *in);
 	in->event = event;
 	in->now_ms = job_now_ms(job);
 	in->tick = -1;
 	in->catch_up = -1;
+	/* As the supervisor refuses a start (its grace), with a margin for the message. */
+	in->deadline_near =
+	    deadline == 0 ||
+	    clock_now_ns() + (job->cfg->kill_grace_ms + JOB_START_MARGIN_MS) * CLOCK_NS_PER_MS >=
+	        deadline;
 }
 
 /* Feed the machine an event that needs nothing more. */
@@ -201,6 +211,11 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 		break;
 	case JOBFSM_NOTE_WAIT_RUN:
 		log_info("job %s: waiting for the run to finish (on_shutdown = wait)", job->name);
+		break;
+	case JOBFSM_NOTE_DEADLINE:
+		log_info("job %s: the lease deadline is too close to start a run: waiting for the "
+		         "session to answer",
+		         job->name);
 		break;
 	case JOBFSM_NOTE_AFTER_RUN:
 		log_debug("job %s: after the run: %s", job->name,
@@ -489,6 +504,9 @@ job_free(struct job *job)
 {
 	if (job == NULL)
 		return;
+	job_running_del(job);
+	if (job->zk != NULL)
+		zk_cancel(job->zk, job); /* the running folder's create */
 	lease_free(job->lease);
 	jobrec_free(job->rec);
 	runreq_free(job->req);

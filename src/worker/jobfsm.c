@@ -390,6 +390,17 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 		jobfsm_after_loss(m, in, out);
 		return;
 	}
+	if (in->deadline_near) {
+		/*
+		 * Woken past the deadline (main was stopped): no start the supervisor would
+		 * refuse, and no record of it. The deadline moves on when the session answers;
+		 * its end, if it ended, reaches the lease before the timer.
+		 */
+		jobfsm_note(out, JOBFSM_NOTE_DEADLINE, m->tick, 0);
+		jobfsm_enter(m, JOB_BACKOFF, out);
+		jobfsm_timer(out, JOBFSM_TIMER_RESTART, 0, 0);
+		return;
+	}
 	m->busy = 1;
 	m->timed_out = 0;
 	jobfsm_enter(m, JOB_STARTING, out);
@@ -437,6 +448,10 @@ jobfsm_record(struct jobfsm *m, enum job_outcome outcome, int untrusted, struct 
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_RECORD);
 
 	m->busy = 0;
+	/* Failures are the runs that failed by themselves, not stops and kills (metrics.md). */
+	if (outcome == JOB_OUTCOME_FAILED || outcome == JOB_OUTCOME_TIMEOUT ||
+	    outcome == JOB_OUTCOME_OOM || outcome == JOB_OUTCOME_START_FAILED)
+		m->failures_total++;
 	a->outcome = outcome;
 	a->untrusted = untrusted;
 	a->tick = m->tick;
@@ -523,8 +538,6 @@ jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_
 	m->failures = c.failures;
 	m->cooldowns = c.cooldowns;
 	m->attempt = c.attempt;
-	if (d.counted && d.failed && !e->start_failed)
-		m->failures_total++;
 	jobfsm_note(out, JOBFSM_NOTE_AFTER_RUN, -1, (int)d.action);
 	jobfsm_after_run(m, in, &d, out);
 }
@@ -557,7 +570,6 @@ jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 		return;
 	memset(&e, 0, sizeof e);
 	e.start_failed = 1;
-	m->failures_total++;
 	jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
 	jobfsm_run_end(m, in, &e, out);
 }

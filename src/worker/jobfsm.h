@@ -144,6 +144,7 @@ enum jobfsm_note {
 	JOBFSM_NOTE_TICK_FAILED, /* the tick's lease did not come in time */
 	JOBFSM_NOTE_WAIT_RUN,    /* stopping: waiting for the run (on_shutdown = wait) */
 	JOBFSM_NOTE_AFTER_RUN,   /* what follows a run: a.n is the jobstate action */
+	JOBFSM_NOTE_DEADLINE,    /* the lease deadline is too close to start: waiting */
 };
 
 /* Which hook a record's outcome runs. */
@@ -247,6 +248,7 @@ struct jobfsm_input {
 	int ok;             /* EXITED: exit status 0 */
 	int long_run;       /* EXITED: ran long enough to reset the failure count */
 	enum proto_exit_reason reason; /* EXITED */
+	int deadline_near; /* the lease deadline is past, or too close for a run to start */
 };
 
 void jobfsm_init(struct jobfsm *, const struct jobfsm_config *);

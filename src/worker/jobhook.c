@@ -95,8 +95,11 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 		          (long long)json_integer_value(v));
 	if (json_is_integer(v = json_object_get(rec, "fence")))
 		xasprintf(&facts[n++], "LEASEKEEPER_FENCE=%lld", (long long)json_integer_value(v));
+	/* The run's one id, as its log lines and record have it; the record's name apart. */
+	if (json_is_string(v = json_object_get(rec, "run_id")))
+		xasprintf(&facts[n++], "LEASEKEEPER_RUN_ID=%s", json_string_value(v));
 	if (created != NULL && znode_sequence(znode_basename(created), "run-", &seq) == 0)
-		xasprintf(&facts[n++], "LEASEKEEPER_RUN_ID=%lld", (long long)seq);
+		xasprintf(&facts[n++], "LEASEKEEPER_RUN_RECORD=%lld", (long long)seq);
 	xasprintf(&facts[n++], "LEASEKEEPER_LOG=%s", cj->log_file);
 	facts[n] = NULL;
 	argv[0] = (char *)"/bin/sh";

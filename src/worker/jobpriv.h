@@ -20,6 +20,9 @@ struct jobrec;
 struct lease;
 struct runreq;
 
+/* The longest run id: node (at most 100 bytes kept), boot, number (docs/design.md). */
+#define JOB_RUN_ID_MAX 144
+
 /* Hooks of one job waiting for the running one (misses come in bursts); more are dropped. */
 #define JOB_MAX_HOOKS_QUEUED 8
 
@@ -56,6 +59,9 @@ struct job {
 	char *manual_by;    /* ... who asked */
 
 	uint32_t run;
+	char run_id[JOB_RUN_ID_MAX]; /* the run's one name, fixed at its start (job_run_name) */
+	char *running_path;          /* its node under <job>/running while it runs, or NULL */
+	int running_dir;             /* <job>/running is known to exist */
 	pid_t pid;
 	uint64_t run_start_ns;
 	uint64_t run_start_ms;
@@ -118,6 +124,10 @@ void job_stop_run(struct job *, const struct jobfsm_action *);
 void job_run_ended(struct job *, const struct jobfsm_action *, enum jobfsm_event,
                    const struct job_ctx *);
 void job_run_timer_cb(int, short, void *);
+
+/* jobrunning.c */
+void job_running_add(struct job *);
+void job_running_del(struct job *);
 
 /* jobhook.c */
 void job_recorded_cb(struct jobrec *, json_t *rec, const char *created, void *arg);

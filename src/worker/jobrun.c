@@ -60,6 +60,33 @@ job_runspec(const struct job *job, char *const *argv)
 	};
 }
 
+/*
+ * Name a run at its start: "<node>-<boot>-<n>", the node id (bytes other than letters,
+ * digits, '.', '_' and '-' as '_', at most 100), the wall second this worker process named
+ * its first run, and the process's run number. A node id is one worker at a time in the
+ * cluster, and a worker restarted under it starts a second or more later: no two runs share
+ * an id. The id goes to the log lines (run=), the supervisor, the run's and the hooks'
+ * environment (LEASEKEEPER_RUN_ID), the run record ("run_id") and `logs --run`.
+ */
+static void
+job_run_name(struct job *job, const char *node)
+{
+	static uint64_t boot;
+	size_t i, n = strlen(node) < 100 ? strlen(node) : 100;
+	char *p = job->run_id;
+
+	if (boot == 0)
+		boot = clock_wall_ms() / 1000;
+	for (i = 0; i < n; i++)
+		*p++ = strchr("._-", node[i]) != NULL || (node[i] >= 'a' && node[i] <= 'z') ||
+		               (node[i] >= 'A' && node[i] <= 'Z') ||
+		               (node[i] >= '0' && node[i] <= '9')
+		           ? node[i]
+		           : '_';
+	snprintf(p, sizeof job->run_id - n, "-%llu-%lu", (unsigned long long)boot,
+	         (unsigned long)job->run);
+}
+
 /* Ask the supervisor to start the command under the current session's lease. */
 void
 job_start_run(struct job *job)
@@ -71,11 +98,13 @@ job_start_run(struct job *job)
 	struct runspec rs;
 
 	job->run = job->cb->next_run(job->cb_arg);
+	job_run_name(job, cfg->node_id);
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
 	job->run_fence = lease_fence(job->lease);
 
 	rs = job_runspec(job, cj->argv);
+	rs.run_id = job->run_id;
 	rs.fence = job->run_fence;
 	rs.fences = lease_fences(job->lease);
 	rs.leases = cj->leases;
@@ -127,7 +156,8 @@ job_run_fields(const struct job *job, uint32_t run, char *buf, size_t len)
 {
 	char when[40];
 
-	snprintf(buf, len, " run=%lu fence=%lld", (unsigned long)run, (long long)job->run_fence);
+	(void)run;
+	snprintf(buf, len, " run=%s fence=%lld", job->run_id, (long long)job->run_fence);
 	if (job->fsm.tick >= 0) {
 		clock_iso8601((uint64_t)job->fsm.tick * 1000, when, sizeof when);
 		snprintf(buf + strlen(buf), len - strlen(buf), " tick=%s", when);
@@ -181,24 +211,62 @@ job_record_manual(struct job *job, json_t *o, const struct jobfsm_action *a)
 	job_manual_end(job, res);
 }
 
-/* Record a finished run in ZooKeeper, with its usage when known (u may be NULL). */
+/* A time the supervisor stamped (wall ms, >= 0) into the record as key, ISO 8601. */
+static void
+job_record_time(json_t *o, const char *key, int64_t ms)
+{
+	char when[40];
+
+	if (ms < 0)
+		return;
+	clock_iso8601((uint64_t)ms, when, sizeof when);
+	json_object_set_new(o, key, json_string(when));
+}
+
+/* The signals the supervisor sent the run: when, which, and why (docs/outcomes.md). */
+static void
+job_record_signals(json_t *o, const struct proto_usage *u)
+{
+	if (u->term_ms >= 0) {
+		job_record_time(o, "term_sent", u->term_ms);
+		json_object_set_new(o, "term_signal", json_integer(u->term_sig));
+		json_object_set_new(o, "term_reason",
+		                    json_string(proto_signal_why_name(u->term_why)));
+	}
+	if (u->kill_ms >= 0) {
+		job_record_time(o, "kill_sent", u->kill_ms);
+		json_object_set_new(o, "kill_reason",
+		                    json_string(proto_signal_why_name(u->kill_why)));
+	}
+}
+
+/*
+ * Record a finished run in ZooKeeper, with its usage when known (u may be NULL). Its start
+ * and end are the supervisor's (exec, and the last process gone) when it sent them: main
+ * may have been stopped or slow since, and writes them as they are.
+ */
 static void
 job_record(struct job *job, const struct jobfsm_action *a, const char *reason, int status,
            int have_status, const char *error, const struct proto_usage *u)
 {
 	char start[40], end[40], tick[40];
-	uint64_t end_ms = clock_wall_ms();
+	uint64_t start_ms = job->run_start_ms, end_ms = clock_wall_ms();
 	json_t *o;
 
-	clock_iso8601(job->run_start_ms, start, sizeof start);
+	if (u != NULL && u->exec_ms >= 0)
+		start_ms = (uint64_t)u->exec_ms;
+	if (u != NULL && u->end_ms >= 0)
+		end_ms = (uint64_t)u->end_ms;
+	clock_iso8601(start_ms, start, sizeof start);
 	clock_iso8601(end_ms, end, sizeof end);
 	o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "node", job_main_config(job)->node_id,
 	              "fence", (json_int_t)job->run_fence, "start", start, "end", end, "reason",
 	              reason, "duration_ms",
-	              (json_int_t)(end_ms > job->run_start_ms ? end_ms - job->run_start_ms : 0));
+	              (json_int_t)(end_ms > start_ms ? end_ms - start_ms : 0));
 	/* "outcome", "exit_status" and "tick_time" are additive: older readers read the rest. */
 	json_object_set_new(o, "locks", joblocks_json(job->lease));
 	json_object_set_new(o, "outcome", json_string(job_outcome_name(a->outcome)));
+	json_object_set_new(o, "run_id", json_string(job->run_id));
 	if (a->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(a->tick));
 		clock_iso8601((uint64_t)a->tick * 1000, tick, sizeof tick);
@@ -222,6 +290,8 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		json_object_set_new(o, "output", json_string(job_output_fit(text)));
 		free(text);
 	}
+	if (u != NULL)
+		job_record_signals(o, u);
 	if (a->manual)
 		job_record_manual(job, o, a);
 	jobrec_record_run(job->rec, o, job->cfg->history);
@@ -240,8 +310,7 @@ job_exit_recorded(struct job *job, const struct jobfsm_action *a, const struct j
 		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
 	else
 		snprintf(how, sizeof how, "signal %d", WTERMSIG(status));
-	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
-	what = a->outcome == JOB_OUTCOME_KILLED ? "aborted" : job_outcome_name(a->outcome);
+	what = job_outcome_name(a->outcome); /* one name everywhere (docs/outcomes.md) */
 	if (a->untrusted)
 		job->lease_ends[JOB_LEASE_DEADLINE]++;
 	job_count_end(job, a->outcome, 1);
@@ -267,7 +336,8 @@ job_exit_recorded(struct job *job, const struct jobfsm_action *a, const struct j
 		log_info("job %s: run ended after %llu ms: %s (%s)%s%s", job->name,
 		         (unsigned long long)ctx->ran_ms, how, what, used, ctx->fields);
 	job_set_result(job, "%s (%s)", what, how);
-	job_record(job, a, what, status, 1, NULL, u);
+	/* The record's "reason" as older versions wrote it: "aborted" for killed. */
+	job_record(job, a, a->outcome == JOB_OUTCOME_KILLED ? "aborted" : what, status, 1, NULL, u);
 }
 
 /* The machine's RECORD: the run is over; event says how it ended. */
@@ -277,6 +347,7 @@ job_run_ended(struct job *job, const struct jobfsm_action *a, enum jobfsm_event 
 {
 	job->run = 0;
 	job->pid = 0;
+	job_running_del(job);
 	switch (event) {
 	case JOBFSM_START_FAILED:
 		log_warnx_limited(&job->lim_start, "job %s: could not start: %s", job->name,
@@ -289,7 +360,7 @@ job_run_ended(struct job *job, const struct jobfsm_action *a, enum jobfsm_event 
 		job_exit_recorded(job, a, ctx);
 		break;
 	default: /* JOBFSM_SUPERVISOR_DIED */
-		job_set_result(job, "aborted (the supervisor died)");
+		job_set_result(job, "killed (the supervisor died)");
 		job_count_end(job, JOB_OUTCOME_KILLED, 1);
 		job_record(job, a, "aborted", 0, 0, "the supervisor died", NULL);
 		break;
@@ -316,7 +387,7 @@ void
 job_started(struct job *job, uint32_t run, pid_t pid)
 {
 	struct jobfsm_input in;
-	char fields[96];
+	char fields[256];
 
 	if (run != 0 && run == job->hook_run) {
 		log_debug("job %s: its %s runs, pid %d", job->name, job->hook_key, (int)pid);
@@ -326,6 +397,7 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 		return;
 	job->pid = pid;
 	job->runs++;
+	job_running_add(job); /* visible from any host while it runs */
 	job_run_fields(job, run, fields, sizeof fields);
 	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
 	job_input(job, &in, JOBFSM_STARTED);
@@ -361,7 +433,7 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	uint64_t ran_ms = (clock_now_ns() - job->run_start_ns) / CLOCK_NS_PER_MS;
 	struct job_ctx ctx = {NULL, status, reason, u, ran_ms, NULL};
 	struct jobfsm_input in;
-	char how[64], fields[96];
+	char how[64], fields[256];
 
 	if (run != 0 && run == job->hook_run) {
 		if (WIFEXITED(status))
@@ -374,11 +446,13 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	}
 	if (run != job->run)
 		return;
+	if (u->exec_ms >= 0 && u->end_ms >= u->exec_ms) /* as long as it ran, not as we heard */
+		ctx.ran_ms = (uint64_t)(u->end_ms - u->exec_ms);
 	job_run_fields(job, run, fields, sizeof fields);
 	ctx.fields = fields;
 	job_input(job, &in, JOBFSM_EXITED);
 	in.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	in.long_run = ran_ms >= JOB_LONG_RUN_MS;
+	in.long_run = ctx.ran_ms >= JOB_LONG_RUN_MS;
 	in.reason = reason;
 	job_feed(job, &in, &ctx);
 }

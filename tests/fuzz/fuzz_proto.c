@@ -4,7 +4,7 @@
  * sent as one message on a SOCK_SEQPACKET socketpair and read by a connection's reader
  * (proto_conn_new), which decodes the frame; a start spec it delivers is decoded as the
  * supervisor does (proto_spec_parse, which walks every tag), and an exit's usage as main
- * does (proto_usage_parse, with the output's end main makes valid UTF-8 for the run record,
+ * does (proto_usage_parse: usage, the supervisor's times of the run; with the output's end main makes valid UTF-8 for the run record,
  * utf8_valid, which must give what jansson accepts). The reader must deliver
  * exactly the frames that are well-formed, with their header and payload as sent, and a
  * spec or usage that decodes must survive being written again.
@@ -65,6 +65,8 @@ fuzz_proto_again(const struct proto_run *spec)
 
 	if (spec->name != NULL)
 		proto_spec_add(&out, PROTO_TAG_NAME, spec->name);
+	if (spec->run_id != NULL)
+		proto_spec_add(&out, PROTO_TAG_RUN_ID, spec->run_id);
 	for (i = 0; spec->argv[i] != NULL; i++)
 		proto_spec_add(&out, PROTO_TAG_ARG, spec->argv[i]);
 	for (i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
@@ -135,6 +137,10 @@ fuzz_proto_msg_cb(const struct proto_msg *msg, void *arg)
 			proto_usage_add(&out, &u);
 			if (proto_usage_parse(out.buf, out.len, &u2) != 0 ||
 			    u.cpu_usec != u2.cpu_usec || u.mem_peak != u2.mem_peak ||
+			    u.exec_ms != u2.exec_ms || u.end_ms != u2.end_ms ||
+			    u.term_ms != u2.term_ms || u.kill_ms != u2.kill_ms ||
+			    u.term_sig != u2.term_sig || u.term_why != u2.term_why ||
+			    u.kill_why != u2.kill_why ||
 			    (u.output == NULL) != (u2.output == NULL) ||
 			    u.output_len != u2.output_len ||
 			    (u.output != NULL && memcmp(u.output, u2.output, u.output_len) != 0)) {
@@ -155,7 +161,10 @@ fuzz_proto_msg_cb(const struct proto_msg *msg, void *arg)
 				json_decref(j);
 				free(text);
 			}
-		} else if (u.cpu_usec != -1 || u.mem_peak != -1 || u.output != NULL) {
+		} else if (u.cpu_usec != -1 || u.mem_peak != -1 || u.output != NULL ||
+		           u.exec_ms != -1 || u.end_ms != -1 || u.term_ms != -1 ||
+		           u.kill_ms != -1 || u.term_sig != 0 || u.term_why != PROTO_WHY_NONE ||
+		           u.kill_why != PROTO_WHY_NONE) {
 			fprintf(stderr, "fuzz_proto: a refused usage left values behind\n");
 			abort();
 		}

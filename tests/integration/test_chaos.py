@@ -23,6 +23,12 @@ numbered as in docs/safety.md, with the method that checks them:
    cgroup per run the daemon dies with the run (test_setsid_daemon_dies_with_its_run_in_a_cgroup);
    8b. with cgroups = off it escapes, asserted (test_setsid_daemon_escapes_with_cgroups_off).
 
+Each scenario ends by stopping every worker, so that every run has its run record, and
+checks the records on paper (lktest.paper_overlaps): no two runs of the job overlap by the
+start and end the records give, which are the supervisor's own (exec, and its last process
+gone), even for the run of a main process that was stopped. Scenario 1 also checks that
+the killed run's recorded end lies within 100 ms of the last line its job wrote.
+
 For each scenario the suite prints the overlap count (the assertion: 0) and the smallest
 gap between the old run's death and the next run's start, and appends them to
 $LEASEKEEPER_BUILD_DIR/chaos-results.txt.
@@ -136,23 +142,70 @@ class ChaosTest(lktest.TestCase):
             os.kill(main, signal.SIGCONT)
         return gap
 
-    def assert_safe(self, rep):
+    def wall_ms(self, t_ns):
+        """A record file's CLOCK_MONOTONIC time as wall-clock ms (as run records have it)."""
+        return (t_ns + time.time_ns() - time.monotonic_ns()) / 1e6
+
+    def run_records(self):
+        return lktest.run_records(self.kazoo(), "/leasekeeper", "chaos")
+
+    def stop_workers(self):
+        """SIGTERM every worker and wait for it: each run it had is over and recorded."""
+        for p in self.procs.values():
+            if p.alive():
+                p.signal(signal.SIGTERM)
+        for p in self.procs.values():
+            p.wait(timeout=60)
+
+    def assert_safe(self, rep, final=True):
+        """No overlap by the record file, then (final: workers stopped, every run recorded)
+        none on paper either."""
         self.assertEqual(rep.total, 0, "\n".join(rep.violations[:10]))
+        if not final:
+            return None
+        self.stop_workers()
+        recs = self.run_records()
+        self.assertGreater(len(recs), 0, "no run record at all")
+        bad = lktest.paper_overlaps(recs, leases=1)
+        self.assertEqual(bad, [], "runs overlap in their records:\n" + "\n".join(bad[:10]))
+        return recs
+
+    def assert_recorded_end(self, recs, old):
+        """The record of old's run ends within 100 ms of the last line its job wrote."""
+        last = max(r.t_ns for r in self.rec.records() if r.pid == old.pid)
+        start = self.wall_ms(old.t_ns)
+        mine = [r for r in recs if r.node == old.who and r.start_ms <= start + 5]
+        self.assertTrue(mine, "no run record of %s's run %d" % (old.who, old.pid))
+        r = max(mine, key=lambda r: r.start_ms)
+        self.assertLessEqual(abs(r.end_ms - self.wall_ms(last)), 100,
+                             "%s ends %.0f ms from its job's last line" %
+                             (r.name, r.end_ms - self.wall_ms(last)))
+        self.assertEqual(r.outcome, "killed", r.data)
 
     # -- scenarios --------------------------------------------------------------------------
 
     def test_main_stopped_for_3T_hands_over_without_overlap(self):
         self.cluster()
-        gaps = []
+        gaps, olds = [], []
         for _ in range(REPS):
             old = self.holder()
+            olds.append(old)
             gaps.append(self.stop_holder(old, 3 * T_S))
             self.procs[old.who].wait_log(r"expired; opening a new one", timeout=30)
             self.procs[old.who].wait_log(r"registered as", timeout=30)
             time.sleep(1.0)
             self.assertEqual(len(self.running()), 1,
                              "the stopped worker must not run the job while another holds it")
-        self.assert_safe(report("1 SIGSTOP main 3T", self.rec, gaps))
+        recs = self.assert_safe(report("1 SIGSTOP main 3T", self.rec, gaps))
+        for old in olds:
+            self.assert_recorded_end(recs, old)
+        # Woken past its deadline, the stopped worker records the killed run and nothing
+        # it did not do: no start refused for a lease it no longer had.
+        every = lktest.run_records(self.kazoo(), "/leasekeeper", "chaos", runs_only=False)
+        self.assertEqual([r.data for r in every if r.outcome == "start_failed"
+                          or r.data.get("reason") == "failed" and "error" in r.data], [])
+        for old in olds:
+            self.assertNotRegex(self.procs[old.who].log_text(), r"refusing to start job \d")
 
     def test_main_killed_ends_the_run_at_once_and_hands_over(self):
         self.cluster()
@@ -198,7 +251,7 @@ class ChaosTest(lktest.TestCase):
                 proxy.heal()
             self.procs[old.who].wait_log(r"expired; opening a new one", timeout=30)
             self.procs[old.who].wait_log(r"registered as", timeout=30)
-        self.assert_safe(report("4a blackhole 2T", self.rec, gaps))
+        self.assert_safe(report("4a blackhole 2T", self.rec, gaps), final=False)
         # A short blackhole is absorbed: the deadline keeps the job running.
         for _ in range(REPS):
             old = self.holder()

@@ -85,7 +85,11 @@ class ControlTest(lktest.TestCase):
         st = json.loads(self.ok("status", "-c", cfg, "--json").stdout)
         job = [j for j in st["jobs"] if j["name"] == "tick"][0]
         self.assertEqual(job["paused"]["by"], "ops@test")
-        self.assertIn("PAUSED by ops@test", self.ok("status", "-c", cfg).stdout)
+        text = self.ok("status", "-c", cfg).stdout
+        self.assertIn("PAUSED by ops@test", text)
+        # A paused job shows "paused", not a next tick it will not run.
+        self.assertRegex(text, r"schedule @every 1s, paused\n")
+        self.assertNotIn("next tick", text)
         # The record keeps its lease count and lock through the pause.
         rec = json.loads(kz.get("/leasekeeper/jobs/tick")[0])
         self.assertEqual(rec["leases"], 1)

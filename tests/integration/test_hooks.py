@@ -51,7 +51,7 @@ class HooksTest(lktest.TestCase):
         hooks = self.path("hooks")
         os.makedirs(hooks)
         # The hook appends its LEASEKEEPER_* to a file named for the run, then fails.
-        record = ("env | grep ^LEASEKEEPER_ | sort >> %s/$LEASEKEEPER_HOOK-$LEASEKEEPER_RUN_ID; "
+        record = ("env | grep ^LEASEKEEPER_ | sort >> %s/$LEASEKEEPER_HOOK-$LEASEKEEPER_RUN_RECORD; "
                   "exit 9" % hooks)
         jobs = {"flaky": {"command": "echo about to fail; exit 4", "schedule": "@every 1s",
                           "history": 100, "on_failure": record},
@@ -65,7 +65,7 @@ class HooksTest(lktest.TestCase):
             configs[name] = self.write_config(
                 name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
                 worker={"allow_root_jobs": True,
-                        "on_success": "echo ok >> %s/success-$LEASEKEEPER_RUN_ID" % hooks},
+                        "on_success": "echo ok >> %s/success-$LEASEKEEPER_RUN_RECORD" % hooks},
                 http={"listen": "127.0.0.1:%d" % ports[name]}, jobs=jobs)
             procs[name] = self.worker(configs[name], name=name)
             procs[name].wait_log(r"registered as", timeout=30)
@@ -101,7 +101,13 @@ class HooksTest(lktest.TestCase):
             self.assertEqual(env["LEASEKEEPER_OUTCOME"], ["failed"])
             self.assertEqual(env["LEASEKEEPER_EXIT_STATUS"], ["4"])
             self.assertNotIn("LEASEKEEPER_SIGNAL", env)
-            self.assertEqual(env["LEASEKEEPER_RUN_ID"], [str(i)])
+            self.assertEqual(env["LEASEKEEPER_RUN_RECORD"], [str(i)])
+            # One id per run: the record's, the hook's, and its log lines' run=.
+            self.assertRegex(rec["run_id"], r"^%s-\d+-\d+$" % rec["node"])
+            self.assertEqual(env["LEASEKEEPER_RUN_ID"], [rec["run_id"]])
+            self.assertIn("run=%s " % rec["run_id"], procs[rec["node"]].log_text())
+            self.assertRegex(procs[rec["node"]].log_text(),
+                             r"supervisor: job flaky started, pid \d+ run=%s\n" % rec["run_id"])
             self.assertEqual(env["LEASEKEEPER_JOB"], ["flaky"])
             self.assertEqual(env["LEASEKEEPER_NODE"], [rec["node"]])
             self.assertEqual(env["LEASEKEEPER_FENCE"], [str(rec["fence"])])
@@ -155,7 +161,7 @@ class HooksTest(lktest.TestCase):
         jobs = {"starved": {"command": "sleep 2.5", "schedule": "@every 1s",
                             "start_deadline": "1s", "history": 100,
                             "on_missed": "env | grep ^LEASEKEEPER_ | sort >> "
-                                         "%s/missed-$LEASEKEEPER_RUN_ID" % hooks}}
+                                         "%s/missed-$LEASEKEEPER_RUN_RECORD" % hooks}}
         cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"}, safety=SAFETY,
                                 worker={"allow_root_jobs": True}, jobs=jobs)
         p = self.worker(cfg, name="alpha")
@@ -180,6 +186,7 @@ class HooksTest(lktest.TestCase):
             self.assertEqual(env["LEASEKEEPER_TICK"], [iso(rec["tick"])])
             self.assertEqual(env["LEASEKEEPER_NODE"], ["alpha"])
             self.assertNotIn("LEASEKEEPER_EXIT_STATUS", env)
+            self.assertNotIn("LEASEKEEPER_RUN_ID", env)  # a missed tick is no run
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ escaped on the terminal) from a worker that did not run it, --run, --last, --jso
 record_output = 0."""
 
 import json
+import re
 import subprocess
 
 import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
@@ -31,12 +32,13 @@ class LogsTest(lktest.TestCase):
                          "record_output": "1K"},
                 "quiet": {"command": "echo not kept", "schedule": "@every 1s", "history": 2,
                           "record_output": "0"}}
-        configs = {}
+        configs, procs = {}, {}
         for name in ("alpha", "beta"):
             configs[name] = self.write_config(
                 name=name, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
                 worker={"allow_root_jobs": True}, jobs=jobs)
-            self.worker(configs[name], name=name).wait_log(r"registered as", timeout=30)
+            procs[name] = self.worker(configs[name], name=name)
+            procs[name].wait_log(r"registered as", timeout=30)
         kz = self.kazoo()
         runs = "/leasekeeper/jobs/boom/runs"
         self.wait_until(lambda: kz.exists(runs) and len(kz.get_children(runs)) >= 3, timeout=60)
@@ -64,7 +66,8 @@ class LogsTest(lktest.TestCase):
         r = self.logs(configs[other], "boom")
         self.assertEqual(r.returncode, 0, r.stderr)
         text = r.stdout.decode()
-        self.assertRegex(text, r"^=== run \d+: failed, exit status 3, node %s, tick " % rec["node"])
+        self.assertRegex(text, r"^=== run %s \(record \d+\): failed, exit status 3, node %s, "
+                               r"tick " % (re.escape(rec["run_id"]), rec["node"]))
         self.assertIn("\nline 400 of %s\n" % rec["node"], text)
         self.assertIn("red \\x1b[31mX\\x1b[0m bad \\u{FFFD} nul \\u{FFFD} end\nthe very end\n",
                       text)
@@ -85,6 +88,14 @@ class LogsTest(lktest.TestCase):
         r = self.logs(configs[other], "boom", "--run", str(got[0]["run"]), "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual([g["run"] for g in json.loads(r.stdout)], [got[0]["run"]])
+        # ... or by the run's id, the one its log lines (run=) and its record carry.
+        self.assertIn("run=%s " % got[1]["run_id"], procs[got[1]["node"]].log_text())
+        r = self.logs(configs[other], "boom", "--run", got[1]["run_id"], "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([g["run"] for g in json.loads(r.stdout)], [got[1]["run"]])
+        r = self.logs(configs[other], "boom", "--run", "nosuchnode-1-1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"no run nosuchnode-1-1 of boom", r.stderr)
         r = self.logs(configs[other], "boom", "--run", "99999999")
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"no run 99999999 of boom", r.stderr)
@@ -94,7 +105,7 @@ class LogsTest(lktest.TestCase):
         r = self.logs(configs[other], "quiet")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(b"(no output recorded)", r.stdout)
-        for bad in (["boom", "--last", "0"], ["boom", "--run", "x"], [],
+        for bad in (["boom", "--last", "0"], ["boom", "--run", "x y"], [],
                     ["boom", "--run", "1", "--last", "2"], ["a", "b"]):
             self.assertEqual(self.logs(configs[other], *bad).returncode, 64, bad)
 

@@ -226,6 +226,46 @@ class MetricsTest(lktest.TestCase):
         self.assertEqual(self.get("/livez"), (200, "ok\n"))
         self.assertEqual(self.m(self.get("/metrics")[1], "leasekeeper_ready"), 0)
 
+    def test_operator_stops_are_not_failures(self):
+        """pause --stop-running and drain stop runs: counted as stopped, never as failures."""
+        self.start_zookeeper()
+        self.port = lktest.free_port()
+        jobs = {"cont": {"command": "sleep 3600", "restart_backoff": "1s"},
+                "other": {"command": "sleep 3600", "restart_backoff": "1s"}}
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "4s"},
+                                safety={"safety_margin": "500ms", "kill_grace": "1s"},
+                                worker={"allow_root_jobs": True}, jobs=jobs,
+                                extra={"http": {"listen": "127.0.0.1:%d" % self.port}})
+        w = self.worker(cfg, name="alpha")
+        w.wait_log(r"registered as", timeout=30)
+
+        def metric(name, **labels):
+            return self.m(self.get("/metrics")[1], name, **labels)
+
+        def cli(*args):
+            r = subprocess.run([lktest.leasekeeper_bin()] + list(args) + ["-c", cfg],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+        for job in jobs:
+            self.wait_until(lambda: metric("leasekeeper_job_running", job_name=job) == 1,
+                            timeout=30, msg="%s never ran" % job)
+        cli("pause", "--stop-running", "cont")
+        self.wait_until(lambda: metric("leasekeeper_job_runs_ended_total", job_name="cont",
+                                       outcome="stopped") == 1, timeout=30,
+                        msg="pause --stop-running stopped no run")
+        cli("drain", "--wait")
+        self.wait_until(lambda: metric("leasekeeper_job_runs_ended_total", job_name="other",
+                                       outcome="stopped") == 1, timeout=30,
+                        msg="drain stopped no run")
+        text = self.get("/metrics")[1]
+        self.check_metrics(text)
+        for job in jobs:
+            self.assertEqual(self.m(text, "leasekeeper_job_failures_total", job_name=job), 0,
+                             "%s: an operator's stop counted as a failure" % job)
+            self.assertEqual(self.m(text, "leasekeeper_job_runs_ended_total", job_name=job,
+                                    outcome="failed"), 0)
+
     def test_sample_alerting_rules(self):
         promtool = shutil.which("promtool")
         if promtool is None:

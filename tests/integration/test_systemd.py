@@ -91,11 +91,11 @@ class SystemdTest(lktest.TestCase):
                    timeout=30)
         # A run of the job: the supervisor's lines and the run's fields.
         w.wait_log(r"^<6>main\[%d\] info: job tick: run ended after \d+ ms: exit status 0 "
-                   r"\(ok\).* run=\d+ fence=\d+ tick=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$" % w.pid,
+                   r"\(ok\).* run=[A-Za-z0-9._-]+-\d+-\d+ fence=\d+ tick=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$" % w.pid,
                    timeout=30)
-        w.wait_log(r"^<6>main\[%d\] info: job tick: running, pid \d+ run=\d+ fence=\d+ "
+        w.wait_log(r"^<6>main\[%d\] info: job tick: running, pid \d+ run=[A-Za-z0-9._-]+-\d+-\d+ fence=\d+ "
                    r"tick=\S+$" % w.pid)
-        w.wait_log(r"^<6>supervisor\[\d+\] info: supervisor: job tick started, pid \d+ run=\d+$")
+        w.wait_log(r"^<6>supervisor\[\d+\] info: supervisor: job tick started, pid \d+ run=[A-Za-z0-9._-]+-\d+-\d+$")
         w.stop()
         lines = w.log_text().splitlines()
         self.assertGreater(len(lines), 5)

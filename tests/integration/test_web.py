@@ -276,6 +276,10 @@ class WebTest(lktest.TestCase):
         hold_waiters = [e for e in d.by_class("waiter") if e.text.startswith("beta pid")]
         self.assertTrue(hold_holders, "alpha holds hold's lock: %r" % holders)
         self.assertTrue(hold_waiters, "beta waits behind it")
+        # A holder's time is when it got the lease, a waiter's when it queued (relative).
+        self.assertRegex(hold_holders[0].text, r"^alpha pid \d+ holding since \d+ (s|min|h)")
+        self.assertRegex(hold_waiters[0].text, r"^beta pid \d+ queued \d+ (s|min|h)")
+        self.assertIn("lease since 20", hold_holders[0].attrs.get("title", ""))
         self.assertIn("alpha pid", jobrows["hold"])
         self.assertIn("beta pid", jobrows["hold"])
         # Paused, by whom and since when; its last run the manual one.
@@ -284,6 +288,7 @@ class WebTest(lktest.TestCase):
         self.assertRegex(paused[0].attrs.get("title", ""), r"^by ops@test since 20\d\d-")
         self.assertIn("paused by ops@test since", jobrows["report"])
         self.assertIn("ok (manual)", jobrows["report"])
+        self.assertNotRegex(jobrows["report"], r"\bin \d")  # paused: no next tick
         runs = d.by_class("run")
         outcomes = {c for e in runs for c in e.classes if c.startswith("o-")}
         for o in ("o-ok", "o-failed", "o-timeout", "o-missed", "o-killed"):
@@ -291,8 +296,16 @@ class WebTest(lktest.TestCase):
         # (each run is drawn twice: by job and by worker)
         self.assertEqual({e.attrs["title"].split(",")[0] for e in runs if "manual" in e.classes},
                          {"report: ok (manual) on " + manual[0]["node"]})
-        self.assertIn("keeper: killed at the lease deadline on " + stopped,
+        self.assertIn("keeper: killed on " + stopped,
                       [e.attrs["title"].split(",")[0] for e in runs if "o-killed" in e.classes])
+        # The keeper's run in progress: in its row (worker, pid, since, fence) and drawn
+        # as a bar that ends now, named by its run id in its details.
+        live = [e for e in d.by_class("running-now")]
+        self.assertTrue(any(re.search(r"^ \S+ pid \d+ since \d+ (s|min) ago fence \d+ $", e.text)
+                            for e in live), [e.text for e in live])
+        self.assertIn("running", jobrows["keeper"])
+        bars = [e.attrs["title"] for e in runs if "o-running" in e.classes]
+        self.assertTrue(any(t.startswith("keeper: running on ") for t in bars), bars)
         tl = d.by_id("tl-workers").text
         for n in ("alpha", "beta", "gamma"):
             self.assertIn(n, tl)
@@ -301,7 +314,10 @@ class WebTest(lktest.TestCase):
         self.assertNotIn("hidden", detail.attrs)
         self.assertIn("exitstatus3", d.by_id("detail-fields").text.replace(" ", ""))
         self.assertEqual(d.by_id("detail-output").text.strip(), "broken")
-        self.assertIn(failed["znode"], d.by_id("detail-title").text)
+        # Named by its one id (as its log lines' run=), its record number apart.
+        self.assertIn(failed["run_id"], d.by_id("detail-title").text)
+        self.assertIn("record" + failed["znode"], d.by_id("detail-fields").text.replace(" ", ""))
+        self.assertIn("run" + failed["run_id"], d.by_id("detail-fields").text.replace(" ", ""))
         self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
 
         # It is its own process: stopping it stops nothing else, and it ends cleanly.

@@ -37,8 +37,12 @@ struct env {
 	int open_run;         /* a run started whose record is not written */
 	int req_open;         /* a run-now request taken and not ended */
 	int done;
+	int late; /* main woke past the lease deadline: it stays past until the session answers */
 	uint64_t now_ms;
 };
+
+/* EXITED's b: the supervisor killed the run at the deadline while main was stopped. */
+#define WOKE_LATE 0x100
 
 /* One input the model can feed: an event and its facts. */
 struct input {
@@ -72,6 +76,7 @@ static const struct input inputs[] = {
     {"EXITED(ok)", JOBFSM_EXITED, 1, PROTO_EXIT_NORMAL},
     {"EXITED(failed)", JOBFSM_EXITED, 0, PROTO_EXIT_NORMAL},
     {"EXITED(deadline)", JOBFSM_EXITED, 0, PROTO_EXIT_DEADLINE},
+    {"EXITED(deadline,woke late)", JOBFSM_EXITED, 0, PROTO_EXIT_DEADLINE | WOKE_LATE},
     {"EXITED(stopped)", JOBFSM_EXITED, 0, PROTO_EXIT_STOPPED},
     {"RUN_TIMEOUT", JOBFSM_RUN_TIMEOUT, 0, 0},
     {"SUPERVISOR_DIED", JOBFSM_SUPERVISOR_DIED, 0, 0},
@@ -214,6 +219,8 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			violation(e, "two runs of the job at once");
 		if (e->lease != JOBFSM_LEASE_HELD)
 			violation(e, "a run starts without a held lease");
+		if (e->late)
+			violation(e, "a run starts while the lease deadline is past");
 		if (m->cfg.scheduled && a->tick >= 0 && a->tick != e->claimed_tick)
 			violation(e, "the run of tick %lld starts unclaimed", (long long)a->tick);
 		if (m->cfg.scheduled && a->tick < 0 && m->manual != JOBFSM_MANUAL_ACTIVE)
@@ -316,12 +323,14 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	struct jobfsm_actions out;
 	enum job_state seen = e->m.state;
 	int i, had_run = e->run != RUN_NONE;
+	uint64_t failures = e->m.failures_total, failed = 0;
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
 	fi.now_ms = e->now_ms;
 	fi.catch_up = -1;
 	fi.manual_ms = 3000;
+	fi.deadline_near = e->late;
 	switch (event) {
 	case JOBFSM_AGREED:
 		fi.paused = in->a;
@@ -340,7 +349,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		break;
 	case JOBFSM_EXITED:
 		fi.ok = in->a;
-		fi.reason = (enum proto_exit_reason)in->b;
+		fi.reason = (enum proto_exit_reason)(in->b & ~WOKE_LATE);
 		break;
 	case JOBFSM_DRAIN:
 		fi.stop = in->a;
@@ -367,6 +376,16 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	}
 	if (seen != e->m.state)
 		violation(e, "the ENTER actions do not end in the state");
+	/* The failure counter counts the runs that failed by themselves, nothing else. */
+	for (i = 0; i < out.n; i++)
+		failed +=
+		    out.a[i].act == JOBFSM_RECORD && (out.a[i].outcome == JOB_OUTCOME_FAILED ||
+		                                      out.a[i].outcome == JOB_OUTCOME_TIMEOUT ||
+		                                      out.a[i].outcome == JOB_OUTCOME_OOM ||
+		                                      out.a[i].outcome == JOB_OUTCOME_START_FAILED);
+	if (e->m.failures_total != failures + failed)
+		violation(e, "failures_total moved by %lld for %llu failed runs",
+		          (long long)(e->m.failures_total - failures), (unsigned long long)failed);
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
 	if ((event == JOBFSM_LEASE_LOST) && e->run != RUN_NONE) {
@@ -402,6 +421,7 @@ bring(struct env *e, const struct input *in)
 		break;
 	case JOBFSM_LEASE_VERIFIED: /* RECONNECT */
 		e->connected = 1;
+		e->late = 0; /* the session answered: the deadline moved on */
 		if (e->lease == JOBFSM_LEASE_UNVERIFIED) {
 			e->lease = JOBFSM_LEASE_HELD;
 			feed(e, JOBFSM_LEASE_VERIFIED, in);
@@ -420,6 +440,7 @@ bring(struct env *e, const struct input *in)
 			feed(e, JOBFSM_LEASE_FAILED, in);
 		}
 		feed(e, JOBFSM_SESSION_EXPIRED, in);
+		e->late = 0; /* a new session: no lease of the old one is left */
 		break;
 	case JOBFSM_TICK:
 		e->now_ms += 1000;
@@ -458,6 +479,8 @@ bring(struct env *e, const struct input *in)
 	case JOBFSM_EXITED:
 	case JOBFSM_SUPERVISOR_DIED:
 		e->run = RUN_NONE;
+		if (in->event == JOBFSM_EXITED && (in->b & WOKE_LATE))
+			e->late = 1;
 		feed(e, in->event, in);
 		break;
 	case JOBFSM_RUN_TIMEOUT:

@@ -333,10 +333,13 @@ test_spec_limits(void **state)
 static void
 test_usage(void **state)
 {
-	struct proto_usage u = {1234567, 40960, NULL, 0}, back;
+	struct proto_usage u, back;
 	struct proto_spec s = {NULL, 0};
 
 	(void)state;
+	proto_usage_init(&u);
+	u.cpu_usec = 1234567;
+	u.mem_peak = 40960;
 	proto_usage_add(&s, &u);
 	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
 	assert_int_equal(back.cpu_usec, 1234567);
@@ -357,19 +360,94 @@ test_usage(void **state)
 	assert_int_equal(proto_usage_parse("Z1", 3, &back), -1);
 	assert_int_equal(proto_usage_parse("C1", 2, &back), -1);
 	assert_int_equal(back.cpu_usec, -1);
-	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "killed by the OOM killer");
+	assert_string_equal(proto_exit_reason_name(PROTO_EXIT_OOM), "oom");
+}
+
+/* A run's id rides in the start spec: read back; empty, too long or odd bytes refused. */
+static void
+test_spec_run_id(void **state)
+{
+	struct proto_spec s = {NULL, 0};
+	struct proto_run spec;
+	char *cause = NULL, longid[PROTO_MAX_RUN_ID + 2];
+	const char *bad[] = {"", "a b", "a\nrun=x", longid};
+	size_t i;
+
+	(void)state;
+	memset(longid, 'x', sizeof longid - 1);
+	longid[sizeof longid - 1] = '\0';
+	proto_spec_add(&s, PROTO_TAG_ARG, "true");
+	proto_spec_add(&s, PROTO_TAG_RUN_ID, "alpha-1764150000-4");
+	assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), 0);
+	assert_string_equal(spec.run_id, "alpha-1764150000-4");
+	proto_run_free(&spec);
+	proto_spec_free(&s);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		proto_spec_add(&s, PROTO_TAG_ARG, "true");
+		proto_spec_add(&s, PROTO_TAG_RUN_ID, bad[i]);
+		assert_int_equal(proto_spec_parse(s.buf, s.len, &spec, &cause), -1);
+		assert_string_equal(cause, "bad run id");
+		free(cause);
+		cause = NULL;
+		proto_spec_free(&s);
+	}
+}
+
+/* The supervisor's times ride in EXITED: each reads back; a why or signal out of range is refused. */
+static void
+test_usage_times(void **state)
+{
+	struct proto_usage u, back;
+	struct proto_spec s = {NULL, 0};
+
+	(void)state;
+	proto_usage_init(&u);
+	u.exec_ms = 1764150000123;
+	u.term_ms = 1764150003100;
+	u.term_sig = 15;
+	u.term_why = PROTO_WHY_DEADLINE;
+	u.kill_ms = 1764150004100;
+	u.kill_why = PROTO_WHY_GRACE;
+	u.end_ms = 1764150004120;
+	proto_usage_add(&s, &u);
+	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
+	assert_int_equal(back.exec_ms, u.exec_ms);
+	assert_int_equal(back.term_ms, u.term_ms);
+	assert_int_equal(back.term_sig, 15);
+	assert_int_equal(back.term_why, PROTO_WHY_DEADLINE);
+	assert_int_equal(back.kill_ms, u.kill_ms);
+	assert_int_equal(back.kill_why, PROTO_WHY_GRACE);
+	assert_int_equal(back.end_ms, u.end_ms);
+	assert_int_equal(back.cpu_usec, -1);
+	proto_spec_free(&s);
+	/* none sent: -1, no signal */
+	assert_int_equal(proto_usage_parse("", 0, &back), 0);
+	assert_int_equal(back.exec_ms, -1);
+	assert_int_equal(back.kill_ms, -1);
+	assert_int_equal(back.term_sig, 0);
+	assert_int_equal(back.kill_why, PROTO_WHY_NONE);
+	assert_int_equal(proto_usage_parse("R99", 4, &back), -1);
+	assert_int_equal(proto_usage_parse("q65", 4, &back), -1);
+	assert_int_equal(proto_usage_parse("R8", 3, &back), -1); /* one digit past the most */
+	assert_int_equal(proto_usage_parse("R7", 3, &back), 0);
+	assert_int_equal(back.term_sig, 0);
+	assert_string_equal(proto_signal_why_name(PROTO_WHY_DEADLINE), "lease_deadline");
 }
 
 /* The output's end rides in EXITED: it reads back; twice, or over PROTO_MAX_TAIL, is refused. */
 static void
 test_usage_output(void **state)
 {
-	struct proto_usage u = {-1, 7, "last line\n", 10}, back;
+	struct proto_usage u, back;
 	struct proto_spec s = {NULL, 0};
 	struct proto_run spec;
 	char *big, *cause = NULL;
 
 	(void)state;
+	proto_usage_init(&u);
+	u.mem_peak = 7;
+	u.output = "last line\n";
+	u.output_len = 10;
 	proto_usage_add(&s, &u);
 	assert_int_equal(proto_usage_parse(s.buf, s.len, &back), 0);
 	assert_int_equal(back.mem_peak, 7);
@@ -447,7 +525,8 @@ main(void)
 	    cmocka_unit_test(test_spec_bad),     cmocka_unit_test(test_spec_truncated),
 	    cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_truncated_frame),
 	    cmocka_unit_test(test_spec_limits),  cmocka_unit_test(test_usage),
-	    cmocka_unit_test(test_usage_output),
+	    cmocka_unit_test(test_usage_output), cmocka_unit_test(test_usage_times),
+	    cmocka_unit_test(test_spec_run_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,13 +9,14 @@
 (function () {
 	var OUTCOMES = {
 		ok: "ok", failed: "failed", timeout: "timeout",
-		killed: "killed at the lease deadline", missed: "missed", manual: "manual",
-		oom: "out of memory", stopped: "stopped", start_failed: "did not start",
-		paused: "paused (not run)", other: "other"
+		killed: "killed", missed: "missed", manual: "manual",
+		oom: "oom", stopped: "stopped", start_failed: "start_failed",
+		paused: "paused", running: "running", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
-		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v"];
+		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v", "run_id", "running",
+		"since", "pid"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -119,12 +120,24 @@
 		return typeof n.session === "number" ? "0x" + n.session.toString(16) : str(n.session);
 	}
 
-	/* A holder or waiter: who, pid, since; another client's node by its data. */
+	/*
+	 * A holder or waiter: who, pid, and since when: a holder since it got the lease
+	 * (held_since, or since when it got it at once), its queue time apart when it waited; a
+	 * waiter since it queued. Another client's node by its data.
+	 */
 	function contender(n, cls) {
-		var li = el("li", cls);
-		li.textContent = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "") +
-			(n.since ? " since " + str(n.since) : "");
-		li.title = str(n.znode) + (n.session !== undefined ? " session " + session(n) : "");
+		var li = el("li", cls), now = time(doc && doc.generated) || Date.now();
+		var held = cls === "holder" ? (n.held_since || n.since) : null;
+		var text = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "");
+		if (held) {
+			text += " holding since " + since(time(held), now);
+			if (n.held_since && n.since && n.held_since !== n.since)
+				text += " (queued " + since(time(n.since), now) + ")";
+		} else if (n.since)
+			text += " queued " + since(time(n.since), now);
+		li.textContent = text;
+		li.title = str(n.znode) + (n.session !== undefined ? " session " + session(n) : "") +
+			(held ? ", lease since " + str(held) : "") + (n.since ? ", queued since " + str(n.since) : "");
 		return li;
 	}
 
@@ -192,7 +205,21 @@
 
 	function runStart(r) { var t = time(r.start); return t !== null ? t : time(r.tick); }
 
-	function runEnd(r) { var t = time(r.end); return t !== null ? t : runStart(r); }
+	/* A run in progress ends now: its bar grows at each refresh. */
+	function runEnd(r) {
+		if (r.running) return time(doc.generated) || Date.now();
+		var t = time(r.end);
+		return t !== null ? t : runStart(r);
+	}
+
+	/* A job's runs in progress (<job>/running), as runs: outcome "running", since its start. */
+	function runningRuns(j) {
+		return (Array.isArray(j.running) ? j.running : []).map(function (n) {
+			return {running: true, outcome: "running", start: n.since, node: n.node, pid: n.pid,
+				fence: n.fence, run_id: n.run_id, znode: "running/" + str(n.znode),
+				tick_time: n.tick_time};
+		});
+	}
 
 	function renderJobs(now) {
 		var body = $("jobs").tBodies[0];
@@ -219,14 +246,20 @@
 			if (j.warning) name.appendChild(badge("warning", "bad", j.warning));
 			tr.appendChild(name);
 			tr.appendChild(el("td", "mono", j.schedule));
-			var next = el("td", null, j.next_tick ? since(time(j.next_tick), now) : "");
+			var next = el("td", null, flagged(j.paused) ? "paused" :
+				j.next_tick ? since(time(j.next_tick), now) : "");
 			next.title = str(j.next_tick);
 			tr.appendChild(next);
 			tr.appendChild(el("td", null, str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)")));
 			tr.appendChild(list(j.holders, "holder", j.holders_omitted));
 			tr.appendChild(list(j.waiters, "waiter", j.waiters_omitted));
-			var runs = sortedRuns(j), last = el("td");
-			if (runs.length) {
+			var runs = sortedRuns(j), last = el("td"), live = runningRuns(j);
+			live.forEach(function (r) {
+				last.appendChild(el("span", "badge o-running", "running"));
+				last.appendChild(el("span", "muted running-now", " " + nodeName(r) + " pid " +
+					str(r.pid) + " since " + since(time(r.start), now) + " fence " + str(r.fence) + " "));
+			});
+			if (live.length) { /* the runs in progress say it all */ } else if (runs.length) {
 				var r = runs[runs.length - 1], o = outcome(r);
 				var chip = el("span", "badge o-" + o, OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 				last.appendChild(chip);
@@ -242,7 +275,9 @@
 	function allRuns() {
 		var out = [];
 		(doc.jobs || []).forEach(function (j) {
-			(j.runs || []).forEach(function (r) { out.push({job: str(j.name || j.lock_path), r: r}); });
+			(j.runs || []).concat(runningRuns(j)).forEach(function (r) {
+				out.push({job: str(j.name || j.lock_path), r: r});
+			});
 		});
 		return out;
 	}
@@ -331,13 +366,16 @@
 		selected = x;
 		document.querySelectorAll(".run.selected").forEach(function (n) { n.classList.remove("selected"); });
 		if (b) b.classList.add("selected");
-		$("detail-title").textContent = x.job + " " + str(r.znode);
+		$("detail-title").textContent = x.job + " " + str(r.run_id || r.znode);
 		clear(dl);
 		field(dl, "job", x.job);
+		field(dl, "run", r.run_id); /* its one id: the log lines' run=, LEASEKEEPER_RUN_ID */
+		field(dl, "record", r.znode);
 		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 		field(dl, "reason", r.reason);
 		field(dl, "worker", nodeName(r));
 		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
+		field(dl, "pid", r.pid);
 		field(dl, "start", r.start);
 		field(dl, "end", r.end);
 		if (s !== null && e !== null) field(dl, "duration", ((e - s) / 1000).toFixed(3) + " s");
@@ -353,7 +391,8 @@
 		if (typeof r.memory_peak === "number") field(dl, "peak memory", (r.memory_peak / 1048576).toFixed(1) + " MiB");
 		Object.keys(r).forEach(function (k) { if (KNOWN_FIELDS.indexOf(k) < 0) field(dl, k, r[k]); });
 		var out = outputText(r.output !== undefined ? r.output : r.output_tail);
-		$("detail-output").textContent = out || "(this run record keeps no output)";
+		$("detail-output").textContent = out ||
+			(r.running ? "(in progress: its output is in its record once it ends)" : "(this run record keeps no output)");
 		$("detail").hidden = false;
 	}
 
