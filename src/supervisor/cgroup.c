@@ -570,37 +570,38 @@ cgroup_locate_self(const char *name, char **cause)
 	return dir;
 }
 
+/* How often setup starts over when the folder vanished under it (an older supervisor). */
+#define CGROUP_SETUP_TRIES 20
+
 /*
- * Set up the worker's folder: <mount><the cgroup the worker started in>/<name>, with the
- * leaf CGROUP_DAEMON_LEAF holding main (our parent) and the supervisor, since cgroup v2
- * lets a cgroup that hands controllers down to children hold no process itself. Returns
- * the folder's descriptor and its path in *dir, or -1 with *cause.
+ * One attempt of cgroup_setup: the folder's descriptor, or -1 with *cause and *vanished: 1
+ * when the folder or its leaf was removed meanwhile (ENOENT, ENODEV: an older incarnation's
+ * supervisor, leaving, removed them), so that the caller tries again; 2 when another worker
+ * is still in the leaf.
  */
-int
-cgroup_setup(const char *name, char **dir, char **cause)
+static int
+cgroup_setup_once(const char *path, char **cause, int *vanished)
 {
-	char *base = NULL, *path = NULL, pid[32];
+	char pid[32];
 	pid_t mine[2] = {getpid(), getppid()}, foreign = 0;
 	int fd = -1, leaf = -1, i;
 
-	*dir = NULL;
-	*cause = NULL;
-	if ((base = cgroup_locate_self(name, cause)) == NULL)
-		goto fail;
-	xasprintf(&path, "%s/%s", base, name);
+	*vanished = 0;
 	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
 		xasprintf(cause,
 		          "cannot create %s: %s (is the cgroup delegated to this user? "
 		          "under systemd: Delegate=yes)",
 		          path, strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || cgroup_populated(fd) < 0) {
+		*vanished = errno == ENOENT || errno == ENODEV;
 		xasprintf(cause, "%s is not a cgroup v2: %s", path, strerror(errno));
 		goto fail;
 	}
 	if ((mkdirat(fd, CGROUP_DAEMON_LEAF, 0755) != 0 && errno != EEXIST) ||
 	    (leaf = openat(fd, CGROUP_DAEMON_LEAF, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		*vanished = errno == ENOENT || errno == ENODEV;
 		xasprintf(cause, "cannot create %s/%s: %s", path, CGROUP_DAEMON_LEAF,
 		          strerror(errno));
 		goto fail;
@@ -613,18 +614,22 @@ cgroup_setup(const char *name, char **dir, char **cause)
 		          "another worker (pid %ld) runs with this node_id and state_dir (it is in "
 		          "%s/%s)",
 		          (long)foreign, path, CGROUP_DAEMON_LEAF);
+		*vanished = 2;
 		goto fail;
 	}
+	/*
+	 * Once main and the supervisor are in the leaf, neither the leaf (populated) nor the
+	 * folder (not empty) can be removed by anyone: a move that works is for good.
+	 */
 	snprintf(pid, sizeof pid, "%ld", (long)mine[1]);
 	if (cgroup_write(leaf, "cgroup.procs", pid) != 0 ||
 	    cgroup_write(leaf, "cgroup.procs", "0") != 0) {
+		*vanished = errno == ENOENT || errno == ENODEV;
 		xasprintf(cause, "cannot move the worker into %s/%s: %s", path, CGROUP_DAEMON_LEAF,
 		          strerror(errno));
 		goto fail;
 	}
 	close(leaf);
-	free(base);
-	*dir = path;
 	return fd;
 
 fail:
@@ -632,9 +637,48 @@ fail:
 		close(leaf);
 	if (fd >= 0)
 		close(fd);
-	free(base);
-	free(path);
 	return -1;
+}
+
+/*
+ * Set up the worker's folder: <mount><the cgroup the worker started in>/<name>, with the
+ * leaf CGROUP_DAEMON_LEAF holding main (our parent) and the supervisor, since cgroup v2
+ * lets a cgroup that hands controllers down to children hold no process itself. Returns
+ * the folder's descriptor and its path in *dir, or -1 with *cause and *usable: the host's
+ * cgroup v2 works, the folder kept vanishing or another worker is in it, which is no
+ * reason to fall back to process groups. A folder that vanishes meanwhile (the supervisor
+ * of an older incarnation, leaving, removed what it left empty) is made again.
+ */
+int
+cgroup_setup(const char *name, char **dir, char **cause, int *usable)
+{
+	char *base, *path;
+	int fd = -1, vanished = 1, i;
+
+	*dir = NULL;
+	*cause = NULL;
+	*usable = 0;
+	if ((base = cgroup_locate_self(name, cause)) == NULL)
+		return -1;
+	xasprintf(&path, "%s/%s", base, name);
+	free(base);
+	for (i = 0; fd < 0 && vanished == 1 && i < CGROUP_SETUP_TRIES; i++) {
+		if (i > 0) {
+			log_info("cgroups: %s (an older supervisor removed it): making it again",
+			         *cause);
+			free(*cause);
+			*cause = NULL;
+			usleep(10000);
+		}
+		fd = cgroup_setup_once(path, cause, &vanished);
+	}
+	if (fd < 0) {
+		*usable = vanished != 0;
+		free(path);
+		return -1;
+	}
+	*dir = path;
+	return fd;
 }
 
 /*
@@ -718,7 +762,8 @@ cgroup_probe(const char *name, char **where, unsigned *controllers, char **cause
  * At the supervisor's end: move main (if it is still our parent) and the supervisor back
  * to the cgroup the worker started in and remove the worker's folder, which goes only if
  * no run cgroup is left in it. Where that is refused (controllers enabled there), the
- * folder stays; the next start uses it again.
+ * folder stays; the next start uses it again. When main is gone (killed), a new worker may
+ * be setting the folder up already: it is left as it is, for that one or the next.
  */
 void
 cgroup_teardown(int dirfd, const char *name, pid_t main_pid)
@@ -729,9 +774,11 @@ cgroup_teardown(int dirfd, const char *name, pid_t main_pid)
 	if ((base = openat(dirfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
 	snprintf(pid, sizeof pid, "%ld", (long)main_pid);
-	if ((getppid() != main_pid || cgroup_write(base, "cgroup.procs", pid) == 0) &&
-	    cgroup_write(base, "cgroup.procs", "0") == 0 &&
-	    unlinkat(dirfd, CGROUP_DAEMON_LEAF, AT_REMOVEDIR) == 0)
+	if (getppid() != main_pid)
+		cgroup_write(base, "cgroup.procs", "0");
+	else if (cgroup_write(base, "cgroup.procs", pid) == 0 &&
+	         cgroup_write(base, "cgroup.procs", "0") == 0 &&
+	         unlinkat(dirfd, CGROUP_DAEMON_LEAF, AT_REMOVEDIR) == 0)
 		unlinkat(base, name, AT_REMOVEDIR);
 	close(base);
 }

@@ -50,9 +50,10 @@ int cgroup_remove(int parentfd, const char *name);
 /*
  * The worker's folder, <mount><the cgroup it started in>/name, with main and the
  * supervisor moved into its leaf CGROUP_DAEMON_LEAF: its descriptor and *dir, or -1 with
- * *cause (caller frees both).
+ * *cause (caller frees both) and *usable (the host's cgroup v2 is usable: the failure must
+ * not make runs fall back to process groups). Made again if it vanishes meanwhile.
  */
-int cgroup_setup(const char *name, char **dir, char **cause);
+int cgroup_setup(const char *name, char **dir, char **cause, int *usable);
 
 /* Kill, wait for and remove the run cgroups a previous incarnation left. How many. */
 int cgroup_clean_stale(int dirfd, const char *dir);
@@ -90,7 +91,10 @@ int cgroup_set_limits(int dirfd, const struct proto_limits *, unsigned *skipped,
  */
 void cgroup_usage(int dirfd, struct proto_usage *, int64_t *oom_kills);
 
-/* Leave the worker's folder at a clean end, and remove it if no run is left in it. */
+/*
+ * Leave the worker's folder at a clean end, and remove it if no run is left in it; when
+ * main is gone (a newer worker may be setting the folder up), leave it be.
+ */
 void cgroup_teardown(int dirfd, const char *name, pid_t main_pid);
 
 #endif

@@ -793,12 +793,12 @@ sv_containment(struct sv *sv, const struct supervisor_opts *opts)
 {
 	char *cause = NULL;
 	const char *note;
-	int n;
+	int n, usable = 0;
 
 	sv->containment = PROTO_CONTAIN_PGROUP;
 	note = "cgroups = off";
 	if (opts->cgroups != SUPERVISOR_CGROUPS_OFF) {
-		sv->cgfd = cgroup_setup(opts->cgroup_name, &sv->cgdir, &cause);
+		sv->cgfd = cgroup_setup(opts->cgroup_name, &sv->cgdir, &cause, &usable);
 		if (sv->cgfd >= 0 && (sv->inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 			xasprintf(&cause, "inotify_init1: %s", strerror(errno));
 			close(sv->cgfd);
@@ -817,8 +817,8 @@ sv_containment(struct sv *sv, const struct supervisor_opts *opts)
 		event_add(sv->inoev, NULL);
 		log_debug("supervisor: each run gets a cgroup under %s", sv->cgdir);
 	} else if (cause != NULL) {
-		note = cause;
-		if (opts->cgroups == SUPERVISOR_CGROUPS_REQUIRED)
+		note = cause; /* never process groups where cgroups work (but failed us now) */
+		if (opts->cgroups == SUPERVISOR_CGROUPS_REQUIRED || usable)
 			sv->containment = PROTO_CONTAIN_FAILED;
 	}
 	proto_send(sv->conn, PROTO_HELLO, 0, 0, sv->containment, sv->controllers, note,

@@ -358,6 +358,15 @@ worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char
 	struct worker_job *wj, *next;
 
 	(void)controllers; /* svlink_controllers */
+	if (mode == PROTO_CONTAIN_FAILED && w->cfg->cgroups != CONFIG_CGROUPS_REQUIRED) {
+		/* cgroups = auto on a host whose cgroups work: no fall-back, a restart */
+		log_warnx("runs cannot get a cgroup: %s; not running jobs rather than fall back "
+		          "to process groups",
+		          note);
+		w->exit_code = 1;
+		worker_finish(w);
+		return;
+	}
 	if (mode == PROTO_CONTAIN_FAILED) {
 		log_warnx("[worker] cgroups = required, but runs cannot get a cgroup: %s; set up "
 		          "a delegated cgroup v2 (see docs/safety.md) or set cgroups = auto",
