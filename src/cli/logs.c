@@ -229,6 +229,11 @@ logs_print(json_t *runs)
 			printf("error: %s\n", line);
 			free(line);
 		}
+		if (json_string_value(json_object_get(rec, "stopped_by")) != NULL) {
+			line = logs_field(rec, "stopped_by"); /* `leasekeeper stop` */
+			printf("stopped by: %s\n", line);
+			free(line);
+		}
 		out = json_object_get(rec, "output");
 		if (json_is_true(json_object_get(rec, "deleted")))
 			printf("(the record was deleted while it was read: past the history)\n");

@@ -53,6 +53,7 @@
 #include "jobstate.h"
 #include "lease.h"
 #include "runreq.h"
+#include "stopreq.h"
 #include "schedule.h"
 #include "svlink.h"
 #include "xmalloc.h"
@@ -226,6 +227,7 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		break;
 	case JOBFSM_RUNREQ_START:
 		runreq_start(job->req, cfg->node_id);
+		stopreq_start(job->stops, cfg->node_id);
 		break;
 	case JOBFSM_RUNREQ_CHECK:
 		runreq_check(job->req);
@@ -299,6 +301,7 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		break;
 	case JOBFSM_RECORD:
 		job_run_ended(job, a, event, ctx);
+		job_halt_recorded(job, a, event, ctx);
 		break;
 	case JOBFSM_NOTE:
 		job_note(job, a, ctx);
@@ -438,6 +441,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
 	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb};
 	static const struct runreq_cb qcb = {job_can_take_cb, job_take_cb};
+	static const struct stopreq_cb scb = {job_running_cb, job_halt_cb};
 	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
 	struct jobfsm_config fc = job_fsm_config(cj);
@@ -459,6 +463,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	free(data);
 	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);
+	job->stops = stopreq_new(zk, cfg->root, cj->name, &scb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
@@ -474,6 +479,8 @@ job_free(struct job *job)
 	lease_free(job->lease);
 	jobrec_free(job->rec);
 	runreq_free(job->req);
+	stopreq_free(job->stops);
+	free(job->halt_by);
 	free(job->manual_req);
 	free(job->manual_by);
 	event_free(job->timer);
@@ -512,6 +519,7 @@ job_session(struct job *job, enum zk_event event)
 		job_event(job, JOBFSM_SESSION_SUSPECT);
 	jobrec_session(job->rec, event);
 	runreq_session(job->req, event);
+	stopreq_session(job->stops, event);
 	if (event == ZK_EVENT_EXPIRED)
 		job_event(job, JOBFSM_SESSION_EXPIRED); /* nothing survives it but a run */
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jobfsm.h"
+#include "jobfsmpriv.h"
 #include "jobstate.h"
 
 #define JOBFSM_RETRY_MS 5000ULL /* after an unexpected acquire failure */
@@ -52,7 +53,7 @@ jobfsm_active(const struct jobfsm *m)
 }
 
 /* Add an action; its fields are filled by the caller. */
-static struct jobfsm_action *
+struct jobfsm_action *
 jobfsm_act(struct jobfsm_actions *out, enum jobfsm_act act)
 {
 	static struct jobfsm_action spare;
@@ -70,7 +71,7 @@ jobfsm_act(struct jobfsm_actions *out, enum jobfsm_act act)
 }
 
 /* The one place the state changes: the caller logs the move by name. */
-static void
+void
 jobfsm_enter(struct jobfsm *m, enum job_state next, struct jobfsm_actions *out)
 {
 	struct jobfsm_action *a;
@@ -123,7 +124,7 @@ jobfsm_timer(struct jobfsm_actions *out, enum jobfsm_timer timer, int n, uint64_
 }
 
 /* Ask the supervisor to stop the run. */
-static void
+void
 jobfsm_stop_run(struct jobfsm_actions *out, int sig, enum jobfsm_why why)
 {
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_STOP_RUN);
@@ -424,7 +425,8 @@ jobfsm_outcome(const struct jobfsm *m, const struct jobfsm_input *in, int ok)
 		return JOB_OUTCOME_OOM;
 	if (m->timed_out)
 		return JOB_OUTCOME_TIMEOUT;
-	if (m->stop_requested || m->conflict_pending || in->reason == PROTO_EXIT_STOPPED)
+	if (m->stop_requested || m->conflict_pending || m->halted ||
+	    in->reason == PROTO_EXIT_STOPPED)
 		return JOB_OUTCOME_STOPPED;
 	return ok ? JOB_OUTCOME_OK : JOB_OUTCOME_FAILED;
 }
@@ -512,6 +514,8 @@ jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_
 	e->lease_held = m->lease == JOBFSM_LEASE_HELD;
 	e->held_back = m->paused || m->drained;
 	e->manual_restart = m->manual == JOBFSM_MANUAL_RESTART;
+	e->halted = m->halted;
+	m->halted = 0;
 	e->max_failures = m->cfg.max_failures;
 	e->retries = manual ? 0 : m->cfg.retries; /* a manual run is tried once */
 	d = jobstate_run_ended(e, &c);
@@ -572,7 +576,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	m->lost_pending = m->conflict_pending = m->await_verify = 0;
-	m->manual_ended = 0;
+	m->manual_ended = m->halted = 0;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
 		return;
@@ -974,6 +978,9 @@ jobfsm_step(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		break;
 	case JOBFSM_RUN_REQUEST:
 		jobfsm_run_request(m, in, out);
+		break;
+	case JOBFSM_HALT:
+		jobfsm_halt(m, in, out);
 		break;
 	default:
 		jobfsm_step_session(m, in, out);

@@ -67,6 +67,7 @@ enum jobfsm_event {
 	JOBFSM_UNDRAIN,
 	JOBFSM_RUN_REQUEST, /* a run-now request was taken for the job */
 	JOBFSM_STOP,        /* stop for good; wait: let the run finish */
+	JOBFSM_HALT,        /* `leasekeeper stop` took the run: kill (at once), hold (paused) */
 	JOBFSM_EVENTS
 };
 
@@ -129,6 +130,7 @@ enum jobfsm_why {
 	JOBFSM_WHY_NO_LEASE,      /* the acquire failed: the event's own reason */
 	JOBFSM_WHY_EXPIRED,       /* the session expired before the request's run started */
 	JOBFSM_WHY_SV_DIED,       /* the supervisor died */
+	JOBFSM_WHY_HALT,          /* `leasekeeper stop` asked for it */
 };
 
 /* A log line the machine asks for (the caller words it). */
@@ -222,6 +224,7 @@ struct jobfsm {
 	int busy;             /* a run is under way (started or starting) */
 	int timed_out;        /* the run reached its timeout */
 	int manual_ended;     /* the run that just ended was the request's */
+	int halted;           /* the run is stopped by `leasekeeper stop` */
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
 	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
 	int attempt;          /* scheduled: retries of this tick so far */
@@ -241,6 +244,7 @@ struct jobfsm_input {
 	uint64_t manual_ms; /* RUN_REQUEST: its timeout */
 	int paused, stop;   /* AGREED: the pause, and its stop_running; DRAIN: stop */
 	int wait;           /* STOP: let the run finish */
+	int kill, hold;     /* HALT: SIGKILL at once; the command paused the job first */
 	int taken;          /* PEEKED, CLAIM_LOST: someone has the tick */
 	int timed_out;      /* LEASE_FAILED: at its timeout */
 	int ok;             /* EXITED: exit status 0 */

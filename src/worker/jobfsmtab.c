@@ -16,12 +16,12 @@
 #define TIMERS     (E(TICK) | E(TIMER) | E(PEEKED) | E(CLAIMED) | E(CLAIM_LOST))
 #define LEASES     (E(LEASE_ACQUIRED) | E(LEASE_LOST) | E(LEASE_FAILED) | E(LEASE_VERIFIED))
 #define RUNS       (E(STARTED) | E(START_FAILED) | E(EXITED) | E(RUN_TIMEOUT))
-#define EVERYWHERE (ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST))
+#define EVERYWHERE (ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST) | E(HALT))
 
 /*
  * The legal (state, event) pairs. Every state hears the session, the record, the tick
  * timer, stale timer and claim callbacks (ignored unless they are for the state), the
- * supervisor's death and run-now requests. Lease events come only where a lease is asked
+ * supervisor's death, run-now requests and stop requests. Lease events come only where a lease is asked
  * for or held; news of a run only where a run may be under way.
  */
 static const uint32_t jobfsm_table[JOB_STATES] = {
@@ -53,6 +53,7 @@ static const char *jobfsm_event_names[] = {
     "LEASE_VERIFIED", "CLAIMED",         "CLAIM_LOST",   "STARTED",
     "START_FAILED",   "EXITED",          "RUN_TIMEOUT",  "SUPERVISOR_DIED",
     "DRAIN",          "UNDRAIN",         "RUN_REQUEST",  "STOP",
+    "HALT",
 };
 
 /* clang-format off */
@@ -83,6 +84,7 @@ static const char *jobfsm_why_texts[] = {
     "no lease",
     "the session expired before the run started",
     "the supervisor died",
+    "`leasekeeper stop` asked for it",
 };
 
 static const char *jobfsm_outcome_names[] = {

@@ -18,6 +18,8 @@ struct event;
 struct jobrec;
 struct lease;
 struct runreq;
+struct stopreq;
+struct stoprec;
 
 /* Hooks of one job waiting for the running one (misses come in bursts); more are dropped. */
 #define JOB_MAX_HOOKS_QUEUED 8
@@ -53,6 +55,9 @@ struct job {
 	struct runreq *req; /* the run-now requests */
 	char *manual_req;   /* the run-now request taken, until it is reported */
 	char *manual_by;    /* ... who asked */
+
+	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
+	char *halt_by;         /* who stopped the run under way, for its record */
 
 	uint32_t run;
 	pid_t pid;
@@ -127,6 +132,12 @@ void job_take_cb(struct runreq *, const char *name, const char *by, int64_t time
 void job_manual_end(struct job *, json_t *result);
 void job_manual_abort(struct job *, const char *outcome, const char *why);
 void job_manual_restarted(struct job *);
+
+/* jobstop.c */
+int64_t job_running_cb(void *arg);
+void job_halt_cb(struct stopreq *, const char *name, const struct stoprec *, void *arg);
+void job_halt_recorded(struct job *, const struct jobfsm_action *, enum jobfsm_event,
+                       const struct job_ctx *);
 
 /* jobstats.c */
 void job_count_end(struct job *, enum job_outcome, int ran);

@@ -21,6 +21,7 @@
 #include "nodedata.h"
 #include "rank.h"
 #include "schedule.h"
+#include "stoprec.h"
 #include "tickstate.h"
 #include "utf8.h"
 
@@ -160,6 +161,19 @@ fuzz_request(const char *s, size_t n)
 		abort();
 }
 
+/* A stop request as workers and `leasekeeper stop` read it: what a request has, and sane. */
+static void
+fuzz_stop(const char *s, size_t n)
+{
+	struct stoprec r;
+
+	if (stoprec_parse(s, (int)n, &r) != r.req.valid)
+		abort();
+	if (r.fence == 0 || r.fence < -1 || (r.kill != 0 && r.kill != 1) ||
+	    (r.no_restart != 0 && r.no_restart != 1) || strlen(r.req.by) > CTLREC_MAX_BY)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -183,6 +197,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)
 			abort();
 		fuzz_request(s, n);
+		fuzz_stop(s, n);
 		break;
 	case 1:
 		fuzz_tickstate(s, n);

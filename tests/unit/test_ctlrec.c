@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "ctlrec.h"
+#include "stoprec.h"
 #include "leasekeeper.h"
 
 /* ctlrec_request of a NUL-terminated text. */
@@ -104,6 +105,30 @@ test_request_exit(void **state)
 	assert_int_equal(ctlrec_request_exit(&r), 1);
 }
 
+/* A stop request: the run it names, kill, no_restart; anything else insane is absent. */
+static void
+test_stop_request(void **state)
+{
+	struct stoprec r;
+	const char *ok = "{\"by\":\"ops\",\"fence\":42,\"kill\":true,\"no_restart\":true,"
+	                 "\"claimed\":{\"node\":\"a\"}}";
+	const char *bad = "{\"fence\":-5,\"kill\":1,\"no_restart\":\"yes\"}";
+
+	(void)state;
+	assert_int_equal(stoprec_parse(ok, (int)strlen(ok), &r), 1);
+	assert_int_equal(r.fence, 42);
+	assert_int_equal(r.kill, 1);
+	assert_int_equal(r.no_restart, 1);
+	assert_string_equal(r.req.by, "ops");
+	assert_int_equal(r.req.claimed, 1);
+	assert_int_equal(stoprec_parse(bad, (int)strlen(bad), &r), 1);
+	assert_int_equal(r.fence, -1);
+	assert_int_equal(r.kill, 0);
+	assert_int_equal(r.no_restart, 0);
+	assert_int_equal(stoprec_parse("[1]", 3, &r), 0);
+	assert_int_equal(stoprec_parse("{\"fence\":", 10, &r), 0);
+}
+
 int
 main(void)
 {
@@ -111,6 +136,7 @@ main(void)
 	    cmocka_unit_test(test_request_lifecycle),
 	    cmocka_unit_test(test_request_hostile),
 	    cmocka_unit_test(test_request_exit),
+	    cmocka_unit_test(test_stop_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

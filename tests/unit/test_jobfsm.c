@@ -35,6 +35,7 @@ struct env {
 	int64_t claimed_tick; /* the tick whose claim landed last, -1 */
 	int open_run;         /* a run started whose record is not written */
 	int req_open;         /* a run-now request taken and not ended */
+	int halt_open;        /* a stop request (`leasekeeper stop`) took the run under way */
 	int done;
 	uint64_t now_ms;
 };
@@ -80,6 +81,8 @@ static const struct input inputs[] = {
     {"RUN_REQUEST", JOBFSM_RUN_REQUEST, 0, 0},
     {"STOP", JOBFSM_STOP, 0, 0},
     {"STOP(wait)", JOBFSM_STOP, 1, 0},
+    {"HALT", JOBFSM_HALT, 0, 0},
+    {"HALT(kill,hold)", JOBFSM_HALT, 1, 1},
 };
 #define NINPUTS ((int)(sizeof inputs / sizeof inputs[0]))
 
@@ -152,6 +155,8 @@ enabled(const struct env *e, const struct input *in)
 		return e->run_timer && e->run != RUN_NONE;
 	case JOBFSM_RUN_REQUEST:
 		return e->list;
+	case JOBFSM_HALT:
+		return e->run != RUN_NONE; /* stopreq.c takes a request only for a run under way */
 	case JOBFSM_SUPERVISOR_DIED:
 	case JOBFSM_DRAIN:
 	case JOBFSM_UNDRAIN:
@@ -246,6 +251,12 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		if (jobfsm_hook(job_outcome_name(a->outcome)) != expected_hook(a->outcome))
 			violation(e, "the hook does not follow the outcome %s",
 			          job_outcome_name(a->outcome));
+		if (e->halt_open && a->outcome != JOB_OUTCOME_STOPPED &&
+		    a->outcome != JOB_OUTCOME_KILLED && a->outcome != JOB_OUTCOME_TIMEOUT &&
+		    a->outcome != JOB_OUTCOME_OOM && a->outcome != JOB_OUTCOME_START_FAILED)
+			violation(e, "a run taken by a stop request records %s",
+			          job_outcome_name(a->outcome));
+		e->halt_open = 0;
 		if (a->manual_result) {
 			if (!e->req_open)
 				violation(e, "a run-now result for no request");
@@ -307,6 +318,31 @@ check(struct env *e)
 		violation(e, "a run goes on without its lease, not being stopped");
 }
 
+/*
+ * Whether a step that ended a run a stop request took (recorded "stopped") then retried the
+ * tick or started a copy at once: the schedule goes on, a copy waits restart_backoff.
+ */
+static int
+halted_end(const struct jobfsm_actions *out)
+{
+	int i, stopped = 0, bad = 0;
+
+	for (i = 0; i < out->n; i++) {
+		const struct jobfsm_action *a = &out->a[i];
+
+		if (a->act == JOBFSM_RECORD)
+			stopped = a->outcome == JOB_OUTCOME_STOPPED;
+		else if (stopped && a->act == JOBFSM_START_RUN)
+			bad = 1;
+		else if (stopped && a->act == JOBFSM_TIMER_SET && a->timer == JOBFSM_TIMER_RETRY)
+			bad = 1;
+		else if (stopped && a->act == JOBFSM_TIMER_SET &&
+		         a->timer == JOBFSM_TIMER_RESTART && a->n != 0)
+			bad = 1;
+	}
+	return bad;
+}
+
 /* Feed one event to the machine and apply its actions to the model. */
 static void
 feed(struct env *e, enum jobfsm_event event, const struct input *in)
@@ -315,6 +351,8 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	struct jobfsm_actions out;
 	enum job_state seen = e->m.state;
 	int i, had_run = e->run != RUN_NONE;
+	/* A run-now restart of the copy asked for a new copy at once: it is one. */
+	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
@@ -347,6 +385,9 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	case JOBFSM_STOP:
 		fi.wait = in->a;
 		break;
+	case JOBFSM_HALT:
+		fi.kill = fi.hold = in->a;
+		break;
 	default:
 		break;
 	}
@@ -368,6 +409,17 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		violation(e, "the ENTER actions do not end in the state");
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
+	if (event == JOBFSM_HALT) {
+		int sent = 0;
+
+		for (i = 0; i < out.n; i++)
+			sent |= out.a[i].act == JOBFSM_STOP_RUN &&
+			        out.a[i].sig == (in->a ? SIGKILL : SIGTERM);
+		if (!sent)
+			violation(e, "a stop request took the run and it was not signalled");
+	}
+	if (halting && !e->halt_open && halted_end(&out))
+		violation(e, "a run ended by a stop request is retried or restarted at once");
 	if ((event == JOBFSM_LEASE_LOST) && e->run != RUN_NONE) {
 		int killed = 0;
 
@@ -467,6 +519,10 @@ bring(struct env *e, const struct input *in)
 		e->list = 0;
 		if (e->m.manual == JOBFSM_MANUAL_NONE && !e->m.stop_requested)
 			e->req_open = 1;
+		feed(e, in->event, in);
+		break;
+	case JOBFSM_HALT:
+		e->halt_open = 1;
 		feed(e, in->event, in);
 		break;
 	default:

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+# ctest: timeout=400 split
+"""Workflows against a real ZooKeeper and three workers. `leasekeeper stop`: a scheduled run
+ended on whichever worker runs it, recorded "stopped" with who asked, not retried, and the
+next tick runs; --kill ends a run that ignores SIGTERM at once; --run naming an old run stops
+nothing; an @continuous copy restarts after
+restart_backoff, and --no-restart holds it until `resume`."""
+
+import json
+import os
+import subprocess
+import time
+
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
+
+NAMES = ("alpha", "beta", "gamma")
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+
+read = lktest.read_text
+
+
+class StopTest(lktest.TestCase):
+    def cluster(self, jobs, session="4s"):
+        # ZooKeeper grants sessions up to 20 ticks: a 20s one needs 1s ticks.
+        self.start_zookeeper(tick_ms=1000 if session == "20s" else 500)
+        for n in NAMES:
+            cfg = self.write_config(name=n, zookeeper={"session_timeout": session}, safety=SAFETY,
+                                    worker={"allow_root_jobs": True}, jobs=jobs)
+            p = self.worker(cfg, name="%s-%d" % (n, time.monotonic_ns()))
+            p.wait_log(r"registered as", timeout=30)
+
+    def cli(self, cmd, *args):
+        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
+                              + list(args), capture_output=True, text=True, timeout=120)
+
+    def runs(self, kz, job):
+        path = "/leasekeeper/jobs/%s/runs" % job
+        if not kz.exists(path):
+            return []
+        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
+
+    def lines(self, path):
+        return read(path).split("\n")[:-1] if os.path.exists(path) else []
+
+    def test_stop_a_scheduled_run_the_next_tick_runs(self):
+        out = self.path("out.txt")
+        flag = self.path("flag")
+        # The first run hangs; the later ones end at once. retries = 2: a stop is no failure,
+        # so the stopped tick must not be tried again.
+        cmd = ('echo "$LEASEKEEPER_TICK $LEASEKEEPER_NODE" >> %s; '
+               'if [ ! -e %s ]; then touch %s; exec sleep 600; fi' % (out, flag, flag))
+        self.cluster({"tick": {"command": cmd, "schedule": "@every 4s",
+                               "start_deadline": "3s", "retries": 2, "retry_backoff": "1s",
+                               "history": 100},
+                      "stubborn": {"command": "trap '' TERM; echo up >> %s; sleep 600 & wait"
+                                   % self.path("stubborn.txt"),
+                                   "schedule": "@every 2s", "kill_grace": "9s"}},
+                     session="20s")
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.lines(out)) >= 1, timeout=60, msg="the first run")
+        time.sleep(1)
+        first_tick, holder = self.lines(out)[0].split()
+        r = self.cli("stop", "--by", "ops@test", "--json", "tick")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["node"], holder)
+        self.assertEqual(res["result"]["outcome"], "stopped")
+        self.assertEqual(res["result"]["signal"], 15)
+        stopped = [x for x in self.runs(kz, "tick") if x.get("stopped_by") == "ops@test"]
+        self.assertEqual(len(stopped), 1, self.runs(kz, "tick"))
+        self.assertEqual(stopped[0]["outcome"], "stopped")
+        self.assertEqual(stopped[0]["node"], holder)
+        self.assertEqual(stopped[0]["tick_time"].replace(".000Z", "Z"), first_tick)
+        r = self.cli("logs", "--last", "100", "tick")
+        self.assertIn("stopped by: ops@test", r.stdout)
+        req = json.loads(kz.get("/leasekeeper/jobs/tick/stops/" + res["request"])[0])
+        self.assertEqual(req["claimed"]["node"], holder)
+        # The schedule goes on: later ticks run, and the stopped one is not retried.
+        self.wait_until(lambda: len(self.lines(out)) >= 3, timeout=30, msg="the next ticks")
+        ticks = [x.split()[0] for x in self.lines(out)]
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick ran twice: %s" % ticks)
+        self.assertEqual(ticks.count(first_tick), 1)
+
+        # --run naming the old run (its fence): nothing is under way with it, nothing stops.
+        before = len(self.runs(kz, "tick"))
+        t0 = time.monotonic()
+        r = self.cli("stop", "--run", str(stopped[0]["fence"]), "--timeout", "2s", "tick")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("nothing stopped", r.stderr)
+        self.assertGreaterEqual(time.monotonic() - t0, 2.0)
+        self.assertFalse([x for x in self.runs(kz, "tick")[before:] if x["outcome"] == "stopped"])
+        # Unknown to the cluster: exit 1.
+        self.assertEqual(self.cli("stop", "nosuchjob").returncode, 1)
+
+        # --kill: a run that ignores SIGTERM (kill_grace 9s) ends at once, by SIGKILL.
+        self.wait_until(lambda: len(self.lines(self.path("stubborn.txt"))) >= 1, timeout=30)
+        t0 = time.monotonic()
+        r = self.cli("stop", "--kill", "--json", "stubborn")
+        took = time.monotonic() - t0
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["result"]["outcome"], "stopped")
+        self.assertEqual(res["result"]["signal"], 9)
+        self.assertLess(took, 9, "--kill waited for kill_grace")
+        print("\nstop --kill of a run that ignores SIGTERM: %.2f s" % took)
+
+    def test_stop_a_continuous_copy_restarts_or_holds(self):
+        out = self.path("out.txt")
+        self.cluster({"work": {"command": 'echo "$LEASEKEEPER_NODE" >> %s; exec sleep 600' % out,
+                               "restart_backoff": "3s"}})
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.lines(out)) >= 1, timeout=60, msg="the first copy")
+        r = self.cli("stop", "--json", "--by", "ops@test", "work")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        t_stopped = time.monotonic()
+        self.assertEqual(json.loads(r.stdout)["result"]["outcome"], "stopped")
+        # The copy restarts after restart_backoff (3s), not at once.
+        self.wait_until(lambda: len(self.lines(out)) >= 2, timeout=30, msg="the restart")
+        gap = time.monotonic() - t_stopped
+        self.assertGreaterEqual(gap, 2.5, "restarted before restart_backoff")
+        print("\nstop of an @continuous copy: restarted after %.2f s (restart_backoff 3s)" % gap)
+        recs = [x for x in self.runs(kz, "work") if x.get("stopped_by") == "ops@test"]
+        self.assertEqual([x["outcome"] for x in recs], ["stopped"])
+
+        # --no-restart: stopped, and held (paused) until resume.
+        r = self.cli("stop", "--no-restart", "work")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        n = len(self.lines(out))
+        record = json.loads(kz.get("/leasekeeper/jobs/work")[0])
+        self.assertIn("paused", record)
+        time.sleep(3 * 3)  # three times restart_backoff
+        self.assertEqual(len(self.lines(out)), n, "a held copy started again")
+        r = self.cli("resume", "work")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.wait_until(lambda: len(self.lines(out)) > n, timeout=30, msg="the copy after resume")
+        # Two stops, two "stopped" records: the resumed copy runs on.
+        self.assertEqual(len([x for x in self.runs(kz, "work") if x["outcome"] == "stopped"]), 2)
+
+
+if __name__ == "__main__":
+    lktest.main()
