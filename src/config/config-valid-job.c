@@ -535,6 +535,7 @@ config_resolve_job_process(struct config_ctx *ctx, const struct config *cfg,
 		while (n-- > 0)
 			job->pass_env[n] = xstrdup(cfg->pass_env[n]);
 	}
+	config_resolve_params(ctx, sec, job);
 	config_check_size(ctx, sec, job);
 	config_get_limits(ctx, sec, &cfg->limits, cfg->cgroups, &job->limits);
 }

@@ -483,6 +483,9 @@ job_free(struct job *job)
 	free(job->halt_by);
 	free(job->manual_req);
 	free(job->manual_by);
+	job_free_env(job->manual_env);
+	if (job->manual_params != NULL)
+		json_decref(job->manual_params);
 	event_free(job->timer);
 	event_free(job->tick_timer);
 	event_free(job->run_timer);

@@ -52,9 +52,11 @@ struct job {
 	struct jobrec *rec;
 	int expiring; /* the session's expiry is being told to the lease */
 
-	struct runreq *req; /* the run-now requests */
-	char *manual_req;   /* the run-now request taken, until it is reported */
-	char *manual_by;    /* ... who asked */
+	struct runreq *req;    /* the run-now requests */
+	char *manual_req;      /* the run-now request taken, until it is reported */
+	char *manual_by;       /* ... who asked */
+	char **manual_env;     /* ... its LEASEKEEPER_PARAM_* (NULL terminated) */
+	json_t *manual_params; /* ... and their values, for the record */
 
 	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
 	char *halt_by;         /* who stopped the run under way, for its record */
@@ -132,6 +134,8 @@ void job_take_cb(struct runreq *, const char *name, const char *by, int64_t time
 void job_manual_end(struct job *, json_t *result);
 void job_manual_abort(struct job *, const char *outcome, const char *why);
 void job_manual_restarted(struct job *);
+void job_free_env(char **env);
+char **job_params_env(struct job *, struct runspec *);
 
 /* jobstop.c */
 int64_t job_running_cb(void *arg);

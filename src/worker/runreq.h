@@ -26,5 +26,6 @@ void runreq_start(struct runreq *, const char *node);
 void runreq_session(struct runreq *, enum zk_event);
 void runreq_check(struct runreq *);
 void runreq_finish(struct runreq *, json_t *result);
+const json_t *runreq_taken_data(const struct runreq *);
 
 #endif

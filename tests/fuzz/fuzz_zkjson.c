@@ -19,6 +19,8 @@
 #include "jobrec.h"
 #include "leasekeeper.h"
 #include "nodedata.h"
+#include "param.h"
+#include "paramrec.h"
 #include "rank.h"
 #include "schedule.h"
 #include "stoprec.h"
@@ -174,6 +176,31 @@ fuzz_stop(const char *s, size_t n)
 		abort();
 }
 
+/* A request's "params" as the worker checks them: refused, or only declared and bounded. */
+static void
+fuzz_params(const char *s, size_t n)
+{
+	static char *declared[] = {"TARGET", "DRY_RUN=false", NULL};
+	json_t *o = json_loadb(s, n, 0, NULL), *values;
+	char **env, why[160];
+	size_t i;
+
+	if (paramrec_resolve(o, declared, &env, &values, why, sizeof why)) {
+		for (i = 0; env[i] != NULL; i++)
+			if (i >= 2 || strncmp(env[i], PARAM_ENV, strlen(PARAM_ENV)) != 0 ||
+			    strlen(env[i]) >
+			        strlen(PARAM_ENV) + PARAM_MAX_NAME + 1 + PARAM_MAX_VALUE)
+				abort();
+		for (i = 0; env[i] != NULL; i++)
+			free(env[i]);
+		free(env);
+		json_decref(values);
+	} else if (env != NULL || values != NULL || strlen(why) == 0)
+		abort();
+	if (o != NULL)
+		json_decref(o);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -201,6 +228,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		fuzz_tickstate(s, n);
+		fuzz_params(s, n);
 		break;
 	default:
 		o = json_object();

@@ -4,7 +4,9 @@
 ended on whichever worker runs it, recorded "stopped" with who asked, not retried, and the
 next tick runs; --kill ends a run that ignores SIGTERM at once; --run naming an old run stops
 nothing; an @continuous copy restarts after
-restart_backoff, and --no-restart holds it until `resume`."""
+restart_backoff, and --no-restart holds it until `resume`. Parameters of a manual run
+(`params`, `run-now --param`): passed as LEASEKEEPER_PARAM_*, defaulted, never spliced into
+the command line, recorded and shown by `logs`; refused by the command and by the worker."""
 
 import json
 import os
@@ -20,7 +22,9 @@ SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 read = lktest.read_text
 
 
-class StopTest(lktest.TestCase):
+class WorkflowCase(lktest.TestCase):
+    """What the tests share: three workers on one ZooKeeper, the commands, the records."""
+
     def cluster(self, jobs, session="4s"):
         # ZooKeeper grants sessions up to 20 ticks: a 20s one needs 1s ticks.
         self.start_zookeeper(tick_ms=1000 if session == "20s" else 500)
@@ -43,6 +47,9 @@ class StopTest(lktest.TestCase):
     def lines(self, path):
         return read(path).split("\n")[:-1] if os.path.exists(path) else []
 
+
+
+class StopTest(WorkflowCase):
     def test_stop_a_scheduled_run_the_next_tick_runs(self):
         out = self.path("out.txt")
         flag = self.path("flag")
@@ -136,6 +143,68 @@ class StopTest(lktest.TestCase):
         self.wait_until(lambda: len(self.lines(out)) > n, timeout=30, msg="the copy after resume")
         # Two stops, two "stopped" records: the resumed copy runs on.
         self.assertEqual(len([x for x in self.runs(kz, "work") if x["outcome"] == "stopped"]), 2)
+
+
+class ParamsTest(WorkflowCase):
+    def test_params_passed_defaulted_recorded_and_refused(self):
+        out = self.path("out.txt")
+        pwned = self.path("pwned")
+        cmd = ('printf "%%s|%%s\\n" "${LEASEKEEPER_PARAM_TARGET-unset}" '
+               '"${LEASEKEEPER_PARAM_DRY_RUN-unset}" >> %s' % out)
+        self.cluster({"deploy": {"command": cmd, "schedule": "0 3 1 1 *",
+                                 "params": "TARGET, DRY_RUN=false"},
+                      "ticker": {"command": 'echo "$LEASEKEEPER_PARAM_MODE" >> %s'
+                                 % self.path("ticks.txt"),
+                                 "schedule": "@every 2s", "params": "MODE=auto"}})
+        kz = self.kazoo()
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/deploy/requests"), timeout=30)
+        r = self.cli("run-now", "--wait", "--json", "--param", "TARGET=db2", "deploy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.lines(out), ["db2|false"])
+        rec = [x for x in self.runs(kz, "deploy") if x.get("reason") == "manual"][-1]
+        self.assertEqual(rec["params"], {"TARGET": "db2", "DRY_RUN": "false"})
+        r = self.cli("logs", "deploy")
+        self.assertIn("params: TARGET=db2 DRY_RUN=false", r.stdout)
+        # Not given: the default, and nothing for a parameter without one.
+        r = self.cli("run-now", "--wait", "deploy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.lines(out)[-1], "unset|false")
+        # Never spliced into the command line: the value arrives as it was given.
+        evil = "$(touch %s); `touch %s` ' \" ;" % (pwned, pwned)
+        r = self.cli("run-now", "--wait", "--param", "TARGET=" + evil, "--param",
+                     "DRY_RUN=true", "deploy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.lines(out)[-1], evil + "|true")
+        self.assertFalse(os.path.exists(pwned))
+        # Scheduled runs get the defaults.
+        self.wait_until(lambda: len(self.lines(self.path("ticks.txt"))) >= 1, timeout=30)
+        self.assertEqual(set(self.lines(self.path("ticks.txt"))), {"auto"})
+
+        n = len(self.lines(out))
+        # Refused by the command: a bad name, a value too long, an undeclared name (with -c).
+        for bad in ("target=x", "TARGET", "1X=y", "TARGET=" + "x" * 1025):
+            r = self.cli("run-now", "--param", bad, "deploy")
+            self.assertEqual(r.returncode, 64, bad + ": " + r.stdout + r.stderr)
+        cfg = os.path.join(self.dir, "alpha", "worker.ini")
+        r = subprocess.run([lktest.leasekeeper_bin(), "run-now", "-c", cfg, "--zk",
+                            self.zk.connect_string, "--param", "NOPE=1", "deploy"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 64, r.stdout + r.stderr)
+        self.assertIn("declares no parameter NOPE", r.stderr)
+        # Refused by the worker: undeclared (the command had no configuration); a NUL written
+        # into a request by hand makes it no request at all (the JSON reader refuses \u0000):
+        # no worker claims it, nothing runs.
+        r = self.cli("run-now", "--wait", "--json", "--param", "NOPE=1", "deploy")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["result"]["outcome"], "refused")
+        self.assertIn("not declared", res["result"]["error"])
+        path = kz.create("/leasekeeper/jobs/deploy/requests/req-", sequence=True,
+                         value=json.dumps({"by": "test", "timeout_ms": 10000,
+                                           "params": {"TARGET": "a\u0000b"}}).encode())
+        time.sleep(3)
+        self.assertNotIn("claimed", json.loads(kz.get(path)[0]))
+        self.assertEqual(len(self.lines(out)), n, "a refused request ran")
 
 
 if __name__ == "__main__":

@@ -325,6 +325,12 @@ static const struct bad_case bad_cases[] = {
     {"pass_env with reserved prefix", NULL, "[job a]\ncommand = true\npass_env = LEASEKEEPER_X\n",
      "jobs/a.ini", 3, "pass_env LEASEKEEPER_X uses the reserved prefix LEASEKEEPER_", "remove it",
      0},
+    {"params with a bad name", NULL, "[job a]\ncommand = true\nparams = TARGET, dry_run\n",
+     "jobs/a.ini", 3, "bad parameter name \"dry_run\"", "starting with a capital", 0},
+    {"params twice", NULL, "[job a]\ncommand = true\nparams = A=1, B, A\n", "jobs/a.ini", 3,
+     "params names A twice", "keep one", 0},
+    {"params with an empty item", NULL, "[job a]\ncommand = true\nparams = A,, B\n", "jobs/a.ini",
+     3, "params has an empty item", "separated by commas", 0},
     {"pass_env twice", NULL, "[job a]\ncommand = true\npass_env = A LC_* A\n", "jobs/a.ini", 3,
      "pass_env names A twice", "keep one", 0},
     {"pass_env empty", NULL, "[job a]\ncommand = true\npass_env =\n", "jobs/a.ini", 3,
@@ -864,7 +870,8 @@ test_every_key(void **state)
 	                    "lock = shared\n"
 	                    "max_failures = 1\n"
 	                    "restart_backoff = 2500ms\n"
-	                    "pass_env = none\n");
+	                    "pass_env = none\n"
+	                    "params = TARGET , DRY_RUN = false,EMPTY=\n");
 	if (load("conf/worker.ini", &cfg, &errors) != 0)
 		dump(&errors);
 	assert_non_null(cfg);
@@ -887,6 +894,14 @@ test_every_key(void **state)
 	assert_int_equal(cfg->njob_files, 1);
 	assert_string_equal(cfg->job_files[0], at("jobs/all.ini")); /* conf/.. folded */
 	assert_int_equal(cfg->njobs, 3);
+
+	job = config_find_job(cfg, "sem");
+	assert_non_null(job->params);
+	assert_string_equal(job->params[0], "TARGET");
+	assert_string_equal(job->params[1], "DRY_RUN=false");
+	assert_string_equal(job->params[2], "EMPTY=");
+	assert_null(job->params[3]);
+	assert_null(config_find_job(cfg, "all")->params);
 
 	job = config_find_job(cfg, "all");
 	assert_non_null(job);

@@ -104,6 +104,7 @@ struct config_job {
 	char **env;    /* "KEY=VALUE", NULL terminated */
 	size_t nenv;
 	char **pass_env; /* names (or PREFIX*) passed from the worker's environment; NULL ends */
+	char **params;   /* "NAME" or "NAME=DEFAULT" a manual run may be given; NULL: none */
 
 	struct config_limits limits; /* [worker]'s, unless the job sets its own ("max": none) */
 
