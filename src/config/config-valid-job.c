@@ -602,6 +602,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	ok_sched = config_resolve_job_schedule(ctx, cfg, sec, job);
 	config_resolve_job_lease(ctx, cfg, sec, job, ok_sched);
 	config_resolve_job_runs(ctx, cfg, sec, job, ok_sched);
+	config_resolve_policy(ctx, sec, job, ok_sched);
 	config_resolve_job_process(ctx, cfg, sec, job);
 	config_resolve_job_output(ctx, cfg, sec, job);
 	return job;

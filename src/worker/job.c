@@ -156,8 +156,13 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 		clock_iso8601((uint64_t)a->tick * 1000, when, sizeof when);
 	switch (a->note) {
 	case JOBFSM_NOTE_CATCH_UP:
-		log_info("job %s: catching up the tick of %s, still inside its start_deadline",
-		         job->name, when);
+		if (a->n) /* catch_up = all */
+			log_info("job %s: catching up the tick of %s (catch_up = all)", job->name,
+			         when);
+		else
+			log_info("job %s: catching up the tick of %s, still inside its "
+			         "start_deadline",
+			         job->name, when);
 		break;
 	case JOBFSM_NOTE_MANUAL_RUN:
 		log_info("job %s: running it at the request of %s (%s)", job->name, job->manual_by,
@@ -402,6 +407,8 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	struct job *job = arg;
 	struct jobfsm_input in;
 	int stop, paused = jobrec_paused(jr, &stop);
+	int all = job->cfg->catch_up == CONFIG_CATCH_UP_ALL;
+	int starting = job->fsm.state == JOB_IDLE || job->fsm.state == JOB_CONFLICT;
 
 	if (job->fsm.state == JOB_CONFLICT)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
@@ -411,8 +418,10 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	job_input(job, &in, JOBFSM_AGREED);
 	in.paused = paused;
 	in.stop = stop;
-	in.catch_up = job_catch_up(job);
+	in.catch_up = all ? -1 : job_catch_up(job);
 	job_feed(job, &in, NULL);
+	if (all && starting && job->fsm.state == JOB_WAITING)
+		job_catch_up_read(job); /* catch_up = all: what was missed, from the tick state */
 }
 
 /* The cluster's lease count is not ours: stop contending until that changes. */
@@ -476,6 +485,7 @@ job_free(struct job *job)
 {
 	if (job == NULL)
 		return;
+	zk_cancel(job->zk, job); /* a read of the tick state under way (catch_up = all) */
 	lease_free(job->lease);
 	jobrec_free(job->rec);
 	runreq_free(job->req);

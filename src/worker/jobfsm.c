@@ -22,11 +22,8 @@
 
 #define JOBFSM_RETRY_MS 5000ULL /* after an unexpected acquire failure */
 
-static void jobfsm_contend(struct jobfsm *, const struct jobfsm_input *, int64_t tick,
-                           struct jobfsm_actions *);
 static void jobfsm_wait_tick(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 static void jobfsm_start_run(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
-static void jobfsm_manual_go(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 
 /* A job that has not heard of its session yet. */
 void
@@ -85,7 +82,7 @@ jobfsm_enter(struct jobfsm *m, enum job_state next, struct jobfsm_actions *out)
 }
 
 /* A log line. */
-static void
+void
 jobfsm_note(struct jobfsm_actions *out, enum jobfsm_note note, int64_t tick, int n)
 {
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_NOTE);
@@ -104,7 +101,7 @@ jobfsm_release(struct jobfsm *m, struct jobfsm_actions *out)
 }
 
 /* Contend for the lease, giving up after ms (0: never). */
-static void
+void
 jobfsm_acquire(struct jobfsm *m, uint64_t ms, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_ACQUIRE)->ms = ms;
@@ -226,7 +223,7 @@ jobfsm_after_loss(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 }
 
 /* Contend for the lease (for tick, if scheduled), unless paused, drained or too late. */
-static void
+void
 jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
                struct jobfsm_actions *out)
 {
@@ -246,8 +243,12 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 	if (jobfsm_hold(m, out))
 		return;
 	m->tick = tick;
+	if (tick >= 0 && !m->catching)
+		jobfsm_catch_drop(m, tick); /* claims only move forward */
 	if (tick >= 0) {
-		uint64_t until = (uint64_t)tick * 1000 + m->cfg.start_deadline_ms;
+		/* A catch-up tick's start_deadline counts from when it could first run. */
+		uint64_t until =
+		    (m->catching ? in->now_ms : (uint64_t)tick * 1000) + m->cfg.start_deadline_ms;
 
 		if (in->now_ms >= until) {
 			jobfsm_act(out, JOBFSM_RECORD_MISSED)->tick = tick;
@@ -273,10 +274,15 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 
 	m->tick = -1;
 	m->pending_tick = -1;
+	m->catching = 0;
 	jobfsm_enter(m, JOB_WAITING, out);
 	jobfsm_act(out, JOBFSM_TICK_ARM_IF_IDLE);
 	if (pending >= 0 && jobfsm_active(m))
 		jobfsm_contend(m, in, pending, out);
+	if (m->paused || m->drained)
+		m->ncatch = 0; /* held: the next claim records them missed */
+	if (m->state == JOB_WAITING && m->ncatch > 0)
+		jobfsm_catch_next(m, in, out);
 	if (m->state == JOB_WAITING && m->manual == JOBFSM_MANUAL_QUEUED)
 		jobfsm_manual_go(m, in, out);
 	else if (m->state == JOB_WAITING)
@@ -397,7 +403,7 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 }
 
 /* Act on the run-now request taken: contend for a lease and run, or restart the copy. */
-static void
+void
 jobfsm_manual_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	(void)in;
@@ -592,6 +598,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 static void
 jobfsm_tick_due(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
+	m->catching = 0;
 	if (in->delay_ms == 0) {
 		jobfsm_contend(m, in, in->tick, out);
 		return;
@@ -606,7 +613,7 @@ static void
 jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_TICK_ARM);
-	if (!jobfsm_active(m))
+	if (!jobfsm_active(m) || jobfsm_catch_queue(m, in->tick))
 		return;
 	switch (m->state) {
 	case JOB_WAITING:
@@ -831,39 +838,6 @@ jobfsm_stop(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 	jobfsm_enter(m, JOB_STOPPING, out);
 }
 
-/* A run-now request was taken for the job: act on it now, or once the job is free. */
-static void
-jobfsm_run_request(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	if (m->manual != JOBFSM_MANUAL_NONE || m->stop_requested) {
-		/* can_take said no: the request must not hang. */
-		jobfsm_act(out, JOBFSM_REFUSE_REQ);
-		return;
-	}
-	m->manual = JOBFSM_MANUAL_QUEUED;
-	m->manual_ms = in->manual_ms;
-	if (m->cfg.scheduled ? m->state == JOB_WAITING : m->state == JOB_RUNNING && m->busy)
-		jobfsm_manual_go(m, in, out);
-}
-
-/* The supervisor started the run. */
-static void
-jobfsm_started(struct jobfsm *m, struct jobfsm_actions *out)
-{
-	if (!m->busy)
-		return;
-	if (m->state == JOB_STARTING)
-		jobfsm_enter(m, JOB_RUNNING, out);
-	jobfsm_act(out, JOBFSM_RUN_TIMER_SET);
-	if (!m->cfg.scheduled) {
-		/* run-now of a continuous job: done once a new copy runs. */
-		if (m->manual != JOBFSM_MANUAL_NONE)
-			jobfsm_act(out, JOBFSM_MANUAL_DONE);
-		m->manual = JOBFSM_MANUAL_NONE;
-		jobfsm_act(out, JOBFSM_RUNREQ_CHECK);
-	}
-}
-
 /* Events that only the session or the record bring. */
 static void
 jobfsm_step_session(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
@@ -981,6 +955,9 @@ jobfsm_step(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		break;
 	case JOBFSM_HALT:
 		jobfsm_halt(m, in, out);
+		break;
+	case JOBFSM_CATCH_UP:
+		jobfsm_catch_up(m, in, out);
 		break;
 	default:
 		jobfsm_step_session(m, in, out);

@@ -68,6 +68,7 @@ enum jobfsm_event {
 	JOBFSM_RUN_REQUEST, /* a run-now request was taken for the job */
 	JOBFSM_STOP,        /* stop for good; wait: let the run finish */
 	JOBFSM_HALT,        /* `leasekeeper stop` took the run: kill (at once), hold (paused) */
+	JOBFSM_CATCH_UP,    /* catch_up = all: the missed ticks, oldest first (ticks, nticks) */
 	JOBFSM_EVENTS
 };
 
@@ -135,7 +136,7 @@ enum jobfsm_why {
 
 /* A log line the machine asks for (the caller words it). */
 enum jobfsm_note {
-	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick */
+	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick (a.n: from catch_up = all's queue) */
 	JOBFSM_NOTE_MANUAL_RUN,  /* running it at the request */
 	JOBFSM_NOTE_MANUAL_GO,   /* the request: contending, or restarting the copy */
 	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed */
@@ -207,6 +208,8 @@ struct jobfsm_config {
 	uint64_t start_deadline_ms; /* scheduled: a tick starts within this or is missed */
 };
 
+#define JOBFSM_MAX_CATCH_UP 100 /* catch_up = all: ticks queued at most */
+
 /* A job's life: every field is written by jobfsm_step alone. */
 struct jobfsm {
 	enum job_state state;
@@ -232,23 +235,28 @@ struct jobfsm {
 	int cooldowns;        /* consecutive cool-downs */
 	uint64_t manual_ms;   /* the request taken: how long its lease may take */
 	uint64_t failures_total;
+	int catching;                        /* the tick handled is a catch-up one */
+	int ncatch;                          /* catch_up = all: ticks queued */
+	int64_t catchq[JOBFSM_MAX_CATCH_UP]; /* ... oldest first */
 };
 
 /* One event and the facts that come with it. */
 struct jobfsm_input {
 	enum jobfsm_event event;
-	uint64_t now_ms;    /* wall clock */
-	int64_t tick;       /* TICK: the tick due */
-	uint64_t delay_ms;  /* TICK: the rank's delay; 0: contend now */
-	int64_t catch_up;   /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
-	uint64_t manual_ms; /* RUN_REQUEST: its timeout */
-	int paused, stop;   /* AGREED: the pause, and its stop_running; DRAIN: stop */
-	int wait;           /* STOP: let the run finish */
-	int kill, hold;     /* HALT: SIGKILL at once; the command paused the job first */
-	int taken;          /* PEEKED, CLAIM_LOST: someone has the tick */
-	int timed_out;      /* LEASE_FAILED: at its timeout */
-	int ok;             /* EXITED: exit status 0 */
-	int long_run;       /* EXITED: ran long enough to reset the failure count */
+	uint64_t now_ms;      /* wall clock */
+	int64_t tick;         /* TICK: the tick due */
+	uint64_t delay_ms;    /* TICK: the rank's delay; 0: contend now */
+	int64_t catch_up;     /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
+	uint64_t manual_ms;   /* RUN_REQUEST: its timeout */
+	int paused, stop;     /* AGREED: the pause, and its stop_running; DRAIN: stop */
+	int wait;             /* STOP: let the run finish */
+	int kill, hold;       /* HALT: SIGKILL at once; the command paused the job first */
+	const int64_t *ticks; /* CATCH_UP: the missed ticks, oldest first */
+	int nticks;
+	int taken;                     /* PEEKED, CLAIM_LOST: someone has the tick */
+	int timed_out;                 /* LEASE_FAILED: at its timeout */
+	int ok;                        /* EXITED: exit status 0 */
+	int long_run;                  /* EXITED: ran long enough to reset the failure count */
 	enum proto_exit_reason reason; /* EXITED */
 };
 

@@ -10,13 +10,14 @@
 
 #include "jobfsm.h"
 
-#define E(ev)      (1u << JOBFSM_##ev)
-#define ALWAYS     (E(READY) | E(SESSION_SUSPECT) | E(SESSION_GONE) | E(SESSION_EXPIRED))
-#define RECORDS    (E(AGREED) | E(CONFLICT) | E(DRAIN) | E(UNDRAIN) | E(STOP))
-#define TIMERS     (E(TICK) | E(TIMER) | E(PEEKED) | E(CLAIMED) | E(CLAIM_LOST))
-#define LEASES     (E(LEASE_ACQUIRED) | E(LEASE_LOST) | E(LEASE_FAILED) | E(LEASE_VERIFIED))
-#define RUNS       (E(STARTED) | E(START_FAILED) | E(EXITED) | E(RUN_TIMEOUT))
-#define EVERYWHERE (ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST) | E(HALT))
+#define E(ev)   (1u << JOBFSM_##ev)
+#define ALWAYS  (E(READY) | E(SESSION_SUSPECT) | E(SESSION_GONE) | E(SESSION_EXPIRED))
+#define RECORDS (E(AGREED) | E(CONFLICT) | E(DRAIN) | E(UNDRAIN) | E(STOP))
+#define TIMERS  (E(TICK) | E(TIMER) | E(PEEKED) | E(CLAIMED) | E(CLAIM_LOST))
+#define LEASES  (E(LEASE_ACQUIRED) | E(LEASE_LOST) | E(LEASE_FAILED) | E(LEASE_VERIFIED))
+#define RUNS    (E(STARTED) | E(START_FAILED) | E(EXITED) | E(RUN_TIMEOUT))
+#define EVERYWHERE                                                                                 \
+	(ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST) | E(HALT) | E(CATCH_UP))
 
 /*
  * The legal (state, event) pairs. Every state hears the session, the record, the tick
@@ -53,7 +54,7 @@ static const char *jobfsm_event_names[] = {
     "LEASE_VERIFIED", "CLAIMED",         "CLAIM_LOST",   "STARTED",
     "START_FAILED",   "EXITED",          "RUN_TIMEOUT",  "SUPERVISOR_DIED",
     "DRAIN",          "UNDRAIN",         "RUN_REQUEST",  "STOP",
-    "HALT",
+    "HALT",           "CATCH_UP",
 };
 
 /* clang-format off */

@@ -110,6 +110,7 @@ void job_feed(struct job *, const struct jobfsm_input *, const struct job_ctx *)
 void job_arm_tick(struct job *);
 void job_arm_tick_if_idle(struct job *);
 int64_t job_catch_up(const struct job *);
+void job_catch_up_read(struct job *);
 void job_tick_cb(int, short, void *);
 void job_timer_cb(int, short, void *);
 void job_claim(struct job *, int64_t tick);

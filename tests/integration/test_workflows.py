@@ -6,8 +6,11 @@ next tick runs; --kill ends a run that ignores SIGTERM at once; --run naming an 
 nothing; an @continuous copy restarts after
 restart_backoff, and --no-restart holds it until `resume`. Parameters of a manual run
 (`params`, `run-now --param`): passed as LEASEKEEPER_PARAM_*, defaulted, never spliced into
-the command line, recorded and shown by `logs`; refused by the command and by the worker."""
+the command line, recorded and shown by `logs`; refused by the command and by the worker.
+catch_up = all after an outage of every worker: the newest catch_up_limit missed ticks run
+once each, oldest first, each with its own LEASEKEEPER_TICK."""
 
+import calendar
 import json
 import os
 import subprocess
@@ -205,6 +208,45 @@ class ParamsTest(WorkflowCase):
         time.sleep(3)
         self.assertNotIn("claimed", json.loads(kz.get(path)[0]))
         self.assertEqual(len(self.lines(out)), n, "a refused request ran")
+
+
+class CatchUpTest(WorkflowCase):
+    def test_catch_up_all_after_an_outage_runs_each_missed_tick_once_in_order(self):
+        out = self.path("out.txt")
+        jobs = {"every": {"command": 'echo "$LEASEKEEPER_TICK $LEASEKEEPER_NODE" >> %s' % out,
+                          "schedule": "@every 5s", "start_deadline": "3s",
+                          "catch_up": "all", "catch_up_limit": 3, "history": 100}}
+        self.start_zookeeper()
+        cfgs = {n: self.write_config(name=n, zookeeper={"session_timeout": "4s"},
+                                     safety=SAFETY, worker={"allow_root_jobs": True}, jobs=jobs)
+                for n in NAMES}
+        procs = {n: self.worker(cfgs[n], name="%s-1" % n) for n in NAMES}
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=30)
+        self.wait_until(lambda: len(self.lines(out)) >= 2, timeout=30, msg="two ticks")
+        for p in procs.values():
+            p.stop(timeout=30)
+        before = [x.split()[0] for x in self.lines(out)]
+        down = time.time()
+        time.sleep(32)  # about six ticks missed by every worker
+        up = time.time()
+        procs = {n: self.worker(cfgs[n], name="%s-2" % n) for n in NAMES}
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=30)
+        # The catch-up runs, then at least two regular ticks.
+        self.wait_until(lambda: len(self.lines(out)) >= len(before) + 5, timeout=60,
+                        msg="the catch-up and the ticks after it")
+        ticks = [x.split()[0] for x in self.lines(out)]
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick ran twice: %s" % ticks)
+        self.assertEqual(ticks, sorted(ticks), "not in order: %s" % ticks)
+        epoch = [calendar.timegm(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ")) for t in ticks]
+        outage = [t for t in epoch[len(before):] if down < t <= up]
+        # catch_up_limit = 3: the newest three ticks of the outage, five seconds apart.
+        self.assertEqual(len(outage), 3, "outage ticks run: %s (down %d, up %d)"
+                         % (outage, down, up))
+        self.assertEqual([b - a for a, b in zip(outage, outage[1:])], [5, 5])
+        self.assertGreater(outage[-1], up - 5 - 1)
+        print("\ncatch_up = all: ran %s of the outage %d..%d" % (outage, down, up))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ struct env {
 	int open_run;         /* a run started whose record is not written */
 	int req_open;         /* a run-now request taken and not ended */
 	int halt_open;        /* a stop request (`leasekeeper stop`) took the run under way */
+	int64_t last_claim;   /* the newest tick a CLAIM asked for, -1 */
+	int64_t catch[3];     /* CATCH_UP: the missed ticks given */
 	int done;
 	uint64_t now_ms;
 };
@@ -83,6 +85,7 @@ static const struct input inputs[] = {
     {"STOP(wait)", JOBFSM_STOP, 1, 0},
     {"HALT", JOBFSM_HALT, 0, 0},
     {"HALT(kill,hold)", JOBFSM_HALT, 1, 1},
+    {"CATCH_UP", JOBFSM_CATCH_UP, 0, 0},
 };
 #define NINPUTS ((int)(sizeof inputs / sizeof inputs[0]))
 
@@ -157,6 +160,10 @@ enabled(const struct env *e, const struct input *in)
 		return e->list;
 	case JOBFSM_HALT:
 		return e->run != RUN_NONE; /* stopreq.c takes a request only for a run under way */
+	case JOBFSM_CATCH_UP:
+		/* The state read finds ticks after the last claim, at or before now. */
+		return e->m.cfg.scheduled && e->registered &&
+		       (int64_t)(e->now_ms / 1000) > e->last_claim;
 	case JOBFSM_SUPERVISOR_DIED:
 	case JOBFSM_DRAIN:
 	case JOBFSM_UNDRAIN:
@@ -205,6 +212,11 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 	case JOBFSM_CLAIM:
 		if (e->lease != JOBFSM_LEASE_HELD)
 			violation(e, "CLAIM without the lease");
+		if (a->tick < e->last_claim)
+			violation(
+			    e, "a claim of tick %lld after one of %lld (claims only move forward)",
+			    (long long)a->tick, (long long)e->last_claim);
+		e->last_claim = a->tick;
 		e->claim = 1;
 		break;
 	case JOBFSM_PEEK:
@@ -388,6 +400,13 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	case JOBFSM_HALT:
 		fi.kill = fi.hold = in->a;
 		break;
+	case JOBFSM_CATCH_UP:
+		fi.ticks = e->catch;
+		fi.nticks = 0;
+		for (i = 2; i >= 0; i--)
+			if ((int64_t)(e->now_ms / 1000) - i > e->last_claim)
+				e->catch[fi.nticks++] = (int64_t)(e->now_ms / 1000) - i;
+		break;
 	default:
 		break;
 	}
@@ -542,6 +561,7 @@ env_init(struct env *e, int scheduled)
 	jobfsm_init(&e->m, &cfg);
 	e->connected = 1;
 	e->claimed_tick = -1;
+	e->last_claim = -1;
 	e->now_ms = 1000000;
 }
 

@@ -12,6 +12,8 @@ struct schedule;
 
 /* What a job does with its running command when the worker is asked to stop. */
 enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
+/* What a scheduled job does with the ticks it missed (catch_up). */
+enum config_catch_up { CONFIG_CATCH_UP_LATEST, CONFIG_CATCH_UP_NONE, CONFIG_CATCH_UP_ALL };
 
 /* How the workers share a scheduled job's tick ([worker] tick_claim). */
 enum config_tick_claim {
@@ -88,9 +90,11 @@ struct config_job {
 	size_t nconstraint;
 	uint64_t start_deadline_ms; /* scheduled: a tick not started by then is missed */
 
-	uint64_t timeout_ms;       /* 0: none */
-	int retries;               /* scheduled: extra attempts after a failed run */
-	uint64_t retry_backoff_ms; /* first retry delay, doubled each time, with jitter */
+	uint64_t timeout_ms;           /* 0: none */
+	int retries;                   /* scheduled: extra attempts after a failed run */
+	enum config_catch_up catch_up; /* scheduled: the missed ticks run (latest, none, all) */
+	int catch_up_limit;            /* catch_up = all: at most this many, the newest */
+	uint64_t retry_backoff_ms;     /* first retry delay, doubled each time, with jitter */
 	int max_failures; /* @continuous: consecutive failures before handing the lease over */
 	uint64_t restart_backoff_ms; /* @continuous: first restart delay, doubled per failure */
 	uint64_t kill_grace_ms; /* SIGTERM to SIGKILL when the job is stopped; default [safety] */
@@ -174,6 +178,7 @@ void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
+const char *config_catch_up_name(enum config_catch_up);
 const char *config_tick_claim_name(enum config_tick_claim);
 const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);
