@@ -514,7 +514,12 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	if (strcmp(reason, "paused") == 0)
 		log_info("job %s: the tick of %s is not run: the job is paused",
 		         znode_basename(jr->path), when);
-	else {
+	else if (strcmp(reason, "overlap") == 0) {
+		log_info("job %s: the tick of %s is missed: the run before it goes on "
+		         "(overlap = skip)",
+		         znode_basename(jr->path), when);
+		jr->missed++;
+	} else {
 		log_warnx("job %s: the tick of %s was missed: no worker started it within its "
 		          "start_deadline",
 		          znode_basename(jr->path), when);
@@ -522,7 +527,8 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	}
 	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
 	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
-	                   "node", node, "reason", reason, "outcome", reason);
+	                   "node", node, "reason", reason, "outcome",
+	                   strcmp(reason, "paused") == 0 ? "paused" : "missed");
 	jobrec_record_run(jr, record, history);
 }
 
@@ -755,6 +761,18 @@ jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history)
 
 	t->history = history;
 	t->reason = "missed";
+	jobrec_missed_step(t);
+}
+
+/* Record tick as missed for reason (a string that lives on: "overlap"), once cluster-wide. */
+void
+jobrec_missed_reason(struct jobrec *jr, int64_t tick, const char *node, int history,
+                     const char *reason)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	t->reason = reason;
 	jobrec_missed_step(t);
 }
 

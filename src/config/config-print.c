@@ -220,6 +220,7 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 			fprintf(f, "  catch_up         all, at most %d\n", job->catch_up_limit);
 		else
 			fprintf(f, "  catch_up         %s\n", config_catch_up_name(job->catch_up));
+		fprintf(f, "  overlap          %s\n", config_overlap_name(job->overlap));
 	}
 	duration_format(job->kill_grace_ms, d2, sizeof d2);
 	fprintf(f, "  kill_grace       %s\n", d2);

@@ -48,16 +48,27 @@ static const char *config_keys_worker[] = {
     "on_missed",     "hook_timeout", NULL};
 static const char *config_keys_safety[] = {"safety_margin", "kill_grace", NULL};
 static const char *config_keys_http[] = {"listen", NULL};
-static const char *config_keys_job[] = {
-    "command",    "shell",         "schedule",      "timezone",        "leases",
-    "lock",       "lock_path",     "per_tick",      "start_deadline",  "timeout",
-    "retries",    "retry_backoff", "max_failures",  "restart_backoff", "kill_grace",
-    "user",       "group",         "umask",         "workdir",         "env",
-    "log_file",   "log_max",       "history",       "on_shutdown",     "pass_env",
-    "memory_max", "memory_high",   "cpu_max",       "tasks_max",       "io_weight",
-    "jitter",     "constraint",    "record_output", "on_failure",      "on_success",
-    "on_missed",  "hook_timeout",  "params",        "catch_up",        "catch_up_limit",
-    NULL};
+static const char *config_keys_job[] = {"command",        "shell",
+                                        "schedule",       "timezone",
+                                        "leases",         "lock",
+                                        "lock_path",      "per_tick",
+                                        "start_deadline", "timeout",
+                                        "retries",        "retry_backoff",
+                                        "max_failures",   "restart_backoff",
+                                        "kill_grace",     "user",
+                                        "group",          "umask",
+                                        "workdir",        "env",
+                                        "log_file",       "log_max",
+                                        "history",        "on_shutdown",
+                                        "pass_env",       "memory_max",
+                                        "memory_high",    "cpu_max",
+                                        "tasks_max",      "io_weight",
+                                        "jitter",         "constraint",
+                                        "record_output",  "on_failure",
+                                        "on_success",     "on_missed",
+                                        "hook_timeout",   "params",
+                                        "catch_up",       "catch_up_limit",
+                                        "overlap",        NULL};
 
 static const char **config_keys[CONFIG_NKINDS] = {config_keys_zookeeper, config_keys_worker,
                                                   config_keys_safety, config_keys_http,

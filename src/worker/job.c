@@ -99,6 +99,7 @@ job_fsm_config(const struct config_job *cj)
 	    .max_failures = cj->max_failures,
 	    .retries = cj->retries,
 	    .start_deadline_ms = cj->start_deadline_ms,
+	    .overlap = (enum jobfsm_overlap)cj->overlap, /* the same order */
 	};
 }
 
@@ -243,7 +244,8 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
-		jobrec_missed(job->rec, a->tick, cfg->node_id, job->cfg->history);
+		jobrec_missed_reason(job->rec, a->tick, cfg->node_id, job->cfg->history,
+		                     a->n ? "overlap" : "missed");
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;

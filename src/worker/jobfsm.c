@@ -431,6 +431,8 @@ jobfsm_outcome(const struct jobfsm *m, const struct jobfsm_input *in, int ok)
 		return JOB_OUTCOME_OOM;
 	if (m->timed_out)
 		return JOB_OUTCOME_TIMEOUT;
+	if (m->replacing)
+		return JOB_OUTCOME_REPLACED;
 	if (m->stop_requested || m->conflict_pending || m->halted ||
 	    in->reason == PROTO_EXIT_STOPPED)
 		return JOB_OUTCOME_STOPPED;
@@ -520,8 +522,8 @@ jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_
 	e->lease_held = m->lease == JOBFSM_LEASE_HELD;
 	e->held_back = m->paused || m->drained;
 	e->manual_restart = m->manual == JOBFSM_MANUAL_RESTART;
-	e->halted = m->halted;
-	m->halted = 0;
+	e->halted = m->halted || m->replacing;
+	m->halted = m->replacing = 0;
 	e->max_failures = m->cfg.max_failures;
 	e->retries = manual ? 0 : m->cfg.retries; /* a manual run is tried once */
 	d = jobstate_run_ended(e, &c);
@@ -582,7 +584,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	m->lost_pending = m->conflict_pending = m->await_verify = 0;
-	m->manual_ended = m->halted = 0;
+	m->manual_ended = m->halted = m->replacing = 0;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
 		return;
@@ -641,7 +643,8 @@ jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		break;
 	default:
 		/* Busy with a run: the tick is for the others, or for us right after. */
-		m->pending_tick = in->tick;
+		if (!(m->busy && jobfsm_overlap(m, in, out)))
+			m->pending_tick = in->tick;
 		break;
 	}
 }

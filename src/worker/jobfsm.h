@@ -20,6 +20,7 @@ enum job_outcome {
 	                           * deadline, a lost lease, a new session, the supervisor died */
 	JOB_OUTCOME_STOPPED,      /* stopped on purpose: shutdown, reload, a changed lease count */
 	JOB_OUTCOME_START_FAILED, /* the command could not be started */
+	JOB_OUTCOME_REPLACED,     /* stopped for the next tick (overlap = replace) */
 	JOB_OUTCOMES
 };
 
@@ -132,6 +133,7 @@ enum jobfsm_why {
 	JOBFSM_WHY_EXPIRED,       /* the session expired before the request's run started */
 	JOBFSM_WHY_SV_DIED,       /* the supervisor died */
 	JOBFSM_WHY_HALT,          /* `leasekeeper stop` asked for it */
+	JOBFSM_WHY_REPLACED,      /* overlap = replace: the next tick is due */
 };
 
 /* A log line the machine asks for (the caller words it). */
@@ -162,7 +164,8 @@ struct jobfsm_action {
 	enum job_state from, to;  /* JOBFSM_ENTER */
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
-	int n;                    /* TIMER_SET: the back-off's exponent; NOTE */
+	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
+	                           * 1 when for overlap = skip */
 	int in_a_row;             /* TIMER_SET, COOLDOWN: the failures that led to it */
 	int sig;                  /* STOP_RUN */
 	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT */
@@ -200,12 +203,20 @@ enum jobfsm_lease {
 	JOBFSM_LEASE_UNVERIFIED,
 };
 
+/* What a scheduled job does with a tick due while its run holds the lease (overlap). */
+enum jobfsm_overlap {
+	JOBFSM_OVERLAP_QUEUE,   /* the tick waits for the lease, up to start_deadline */
+	JOBFSM_OVERLAP_SKIP,    /* the tick is recorded missed (reason overlap) at once */
+	JOBFSM_OVERLAP_REPLACE, /* the run is stopped (outcome replaced); the tick runs */
+};
+
 /* The job's configuration as the machine reads it. */
 struct jobfsm_config {
 	int scheduled;              /* runs at ticks, not continuously */
 	int max_failures;           /* continuous: failures in a row before a cool-down */
 	int retries;                /* scheduled: retries of a tick */
 	uint64_t start_deadline_ms; /* scheduled: a tick starts within this or is missed */
+	enum jobfsm_overlap overlap;
 };
 
 #define JOBFSM_MAX_CATCH_UP 100 /* catch_up = all: ticks queued at most */
@@ -228,6 +239,7 @@ struct jobfsm {
 	int timed_out;        /* the run reached its timeout */
 	int manual_ended;     /* the run that just ended was the request's */
 	int halted;           /* the run is stopped by `leasekeeper stop` */
+	int replacing;        /* the run is stopped for the next tick (overlap = replace) */
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
 	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
 	int attempt;          /* scheduled: retries of this tick so far */

@@ -116,3 +116,32 @@ jobfsm_catch_drop(struct jobfsm *m, int64_t tick)
 			m->catchq[n++] = m->catchq[i];
 	m->ncatch = n;
 }
+
+/*
+ * A tick came due while this worker's run holds the lease: overlap = skip records it missed
+ * (reason overlap) at once; overlap = replace stops the run (outcome replaced) and runs the
+ * tick after it, as any tick due during a run. 0: queue (the tick waits, as before).
+ */
+int
+jobfsm_overlap(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
+{
+	struct jobfsm_action *a;
+
+	switch (m->cfg.overlap) {
+	case JOBFSM_OVERLAP_SKIP:
+		a = jobfsm_act(out, JOBFSM_RECORD_MISSED);
+		a->tick = in->tick;
+		a->n = 1;
+		return 1;
+	case JOBFSM_OVERLAP_REPLACE:
+		m->pending_tick = in->tick;
+		if (m->replacing || m->state == JOB_STOPPING)
+			return 1; /* on its way out already */
+		m->replacing = 1;
+		jobfsm_stop_run(out, SIGTERM, JOBFSM_WHY_REPLACED);
+		jobfsm_enter(m, JOB_STOPPING, out);
+		return 1;
+	default:
+		return 0;
+	}
+}

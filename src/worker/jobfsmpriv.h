@@ -22,5 +22,6 @@ void jobfsm_catch_up(struct jobfsm *, const struct jobfsm_input *, struct jobfsm
 void jobfsm_catch_next(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 int jobfsm_catch_queue(struct jobfsm *, int64_t tick);
 void jobfsm_catch_drop(struct jobfsm *, int64_t tick);
+int jobfsm_overlap(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 
 #endif

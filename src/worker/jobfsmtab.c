@@ -86,10 +86,11 @@ static const char *jobfsm_why_texts[] = {
     "the session expired before the run started",
     "the supervisor died",
     "`leasekeeper stop` asked for it",
+    "the next tick is due (overlap = replace)",
 };
 
 static const char *jobfsm_outcome_names[] = {
-    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed",
+    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed", "replaced",
 };
 
 /* The name of a state, for logs and the status. */
@@ -143,7 +144,8 @@ jobfsm_legal(enum job_state state, enum jobfsm_event event)
 enum jobfsm_hook
 jobfsm_hook(const char *outcome)
 {
-	if (outcome == NULL || strcmp(outcome, "stopped") == 0 || strcmp(outcome, "paused") == 0)
+	if (outcome == NULL || strcmp(outcome, "stopped") == 0 || strcmp(outcome, "paused") == 0 ||
+	    strcmp(outcome, "replaced") == 0)
 		return JOBFSM_HOOK_NONE;
 	if (strcmp(outcome, "ok") == 0)
 		return JOBFSM_HOOK_SUCCESS;

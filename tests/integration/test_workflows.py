@@ -8,7 +8,9 @@ restart_backoff, and --no-restart holds it until `resume`. Parameters of a manua
 (`params`, `run-now --param`): passed as LEASEKEEPER_PARAM_*, defaulted, never spliced into
 the command line, recorded and shown by `logs`; refused by the command and by the worker.
 catch_up = all after an outage of every worker: the newest catch_up_limit missed ticks run
-once each, oldest first, each with its own LEASEKEEPER_TICK."""
+once each, oldest first, each with its own LEASEKEEPER_TICK. overlap = skip records a tick
+due during a run missed (reason overlap) at once; overlap = replace stops the run (outcome
+replaced) and runs the new tick."""
 
 import calendar
 import json
@@ -247,6 +249,43 @@ class CatchUpTest(WorkflowCase):
         self.assertEqual([b - a for a, b in zip(outage, outage[1:])], [5, 5])
         self.assertGreater(outage[-1], up - 5 - 1)
         print("\ncatch_up = all: ran %s of the outage %d..%d" % (outage, down, up))
+
+
+class OverlapTest(WorkflowCase):
+    def test_overlap_skip_and_replace(self):
+        skip_out = self.path("skip.txt")
+        rep_out = self.path("replace.txt")
+        self.cluster({
+            "skipper": {"command": 'echo "$LEASEKEEPER_TICK" >> %s; sleep 7' % skip_out,
+                        "schedule": "@every 3s", "start_deadline": "2s", "overlap": "skip",
+                        "history": 100},
+            "replacer": {"command": 'echo "$LEASEKEEPER_TICK" >> %s; exec sleep 600' % rep_out,
+                         "schedule": "@every 4s", "start_deadline": "3s",
+                         "overlap": "replace", "history": 100}})
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.lines(skip_out)) >= 3, timeout=60, msg="three runs")
+        self.wait_until(lambda: len(self.lines(rep_out)) >= 4, timeout=60, msg="four runs")
+        # skip: ticks due during a run are recorded missed with the reason overlap, at once
+        # (not after start_deadline), and never run; the runs never overlap.
+        recs = self.runs(kz, "skipper")
+        skipped = [x for x in recs if x.get("reason") == "overlap"]
+        self.assertTrue(skipped, recs)
+        self.assertTrue(all(x["outcome"] == "missed" for x in skipped))
+        ran = [x.split()[0] for x in self.lines(skip_out)]
+        self.assertEqual(len(ran), len(set(ran)))
+        skipped_ticks = {x["tick_time"].replace(".000Z", "Z") for x in skipped}
+        self.assertFalse(skipped_ticks & set(ran), "a skipped tick ran")
+        runs = sorted((x["start"], x["end"]) for x in recs if x.get("outcome") == "ok")
+        for (s1, e1), (s2, e2) in zip(runs, runs[1:]):
+            self.assertLessEqual(e1, s2, "two runs at once")
+        # replace: each run is replaced by the next tick (outcome replaced), which runs.
+        recs = self.runs(kz, "replacer")
+        replaced = [x for x in recs if x.get("outcome") == "replaced"]
+        self.assertGreaterEqual(len(replaced), 3, recs)
+        ran = [x.split()[0] for x in self.lines(rep_out)]
+        self.assertEqual(len(ran), len(set(ran)), "a tick ran twice")
+        self.assertEqual(ran, sorted(ran))
+        self.assertFalse([x for x in recs if x.get("outcome") == "missed"], recs)
 
 
 if __name__ == "__main__":

@@ -178,9 +178,9 @@ enabled(const struct env *e, const struct input *in)
 static enum jobfsm_hook
 expected_hook(enum job_outcome o)
 {
-	return o == JOB_OUTCOME_OK        ? JOBFSM_HOOK_SUCCESS
-	       : o == JOB_OUTCOME_STOPPED ? JOBFSM_HOOK_NONE
-	                                  : JOBFSM_HOOK_FAILURE;
+	return o == JOB_OUTCOME_OK                                     ? JOBFSM_HOOK_SUCCESS
+	       : o == JOB_OUTCOME_STOPPED || o == JOB_OUTCOME_REPLACED ? JOBFSM_HOOK_NONE
+	                                                               : JOBFSM_HOOK_FAILURE;
 }
 
 /* Carry out one action in the model, checking what it may do. */
@@ -260,12 +260,15 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		if (!e->open_run)
 			violation(e, "a record for no run, or a second one");
 		e->open_run = 0;
+		if (a->outcome == JOB_OUTCOME_REPLACED && m->cfg.overlap != JOBFSM_OVERLAP_REPLACE)
+			violation(e, "a run replaced without overlap = replace");
 		if (jobfsm_hook(job_outcome_name(a->outcome)) != expected_hook(a->outcome))
 			violation(e, "the hook does not follow the outcome %s",
 			          job_outcome_name(a->outcome));
 		if (e->halt_open && a->outcome != JOB_OUTCOME_STOPPED &&
 		    a->outcome != JOB_OUTCOME_KILLED && a->outcome != JOB_OUTCOME_TIMEOUT &&
-		    a->outcome != JOB_OUTCOME_OOM && a->outcome != JOB_OUTCOME_START_FAILED)
+		    a->outcome != JOB_OUTCOME_OOM && a->outcome != JOB_OUTCOME_START_FAILED &&
+		    a->outcome != JOB_OUTCOME_REPLACED)
 			violation(e, "a run taken by a stop request records %s",
 			          job_outcome_name(a->outcome));
 		e->halt_open = 0;
@@ -355,6 +358,27 @@ halted_end(const struct jobfsm_actions *out)
 	return bad;
 }
 
+/*
+ * Whether a step for a tick due during a run misses what overlap asks: skip records the tick
+ * missed at once; replace signals the run (unless it is being stopped already).
+ */
+static int
+overlap_missing(const struct env *e, const struct jobfsm_input *fi,
+                const struct jobfsm_actions *out)
+{
+	int i;
+
+	for (i = 0; i < out->n; i++) {
+		if (e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP &&
+		    out->a[i].act == JOBFSM_RECORD_MISSED && out->a[i].tick == fi->tick)
+			return 0;
+		if (e->m.cfg.overlap == JOBFSM_OVERLAP_REPLACE &&
+		    out->a[i].act == JOBFSM_STOP_RUN && out->a[i].sig == SIGTERM)
+			return 0;
+	}
+	return e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP || e->m.state != JOB_STOPPING;
+}
+
 /* Feed one event to the machine and apply its actions to the model. */
 static void
 feed(struct env *e, enum jobfsm_event event, const struct input *in)
@@ -363,6 +387,9 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	struct jobfsm_actions out;
 	enum job_state seen = e->m.state;
 	int i, had_run = e->run != RUN_NONE;
+	/* A tick due while a run goes on here, to be skipped or to replace it (not catching up). */
+	int overlapping = e->run != RUN_NONE && e->m.cfg.overlap != JOBFSM_OVERLAP_QUEUE &&
+	                  jobfsm_active(&e->m) && !e->m.catching && e->m.ncatch == 0;
 	/* A run-now restart of the copy asked for a new copy at once: it is one. */
 	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
 
@@ -428,6 +455,9 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		violation(e, "the ENTER actions do not end in the state");
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
+	if (event == JOBFSM_TICK && overlapping && overlap_missing(e, &fi, &out))
+		violation(e, "a tick due during a run was not handled as overlap = %s says",
+		          e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP ? "skip" : "replace");
 	if (event == JOBFSM_HALT) {
 		int sent = 0;
 
@@ -551,11 +581,13 @@ bring(struct env *e, const struct input *in)
 	check(e);
 }
 
-/* A job just created, scheduled or not. */
+/* A job just created: kind 0 continuous, 1 scheduled, 2 with overlap = skip, 3 replace. */
 static void
-env_init(struct env *e, int scheduled)
+env_init(struct env *e, int kind)
 {
-	struct jobfsm_config cfg = {scheduled, 2, 1, 1500};
+	static const enum jobfsm_overlap overlap[] = {JOBFSM_OVERLAP_QUEUE, JOBFSM_OVERLAP_QUEUE,
+	                                              JOBFSM_OVERLAP_SKIP, JOBFSM_OVERLAP_REPLACE};
+	struct jobfsm_config cfg = {kind != 0, 2, 1, 1500, overlap[kind]};
 
 	memset(e, 0, sizeof *e);
 	jobfsm_init(&e->m, &cfg);
@@ -595,9 +627,18 @@ walk_depth(void)
 	return s != NULL ? atoi(s) : 7;
 }
 
+static void walk_from_agreed_to(int kind, int to);
+
 /* Every sequence to the depth, from a job registered in its session and agreed. */
 static void
-walk_from_agreed(int scheduled)
+walk_from_agreed(int kind)
+{
+	walk_from_agreed_to(kind, walk_depth());
+}
+
+/* Every sequence to depth to, from a new job (two shorter) and from an agreed one. */
+static void
+walk_from_agreed_to(int scheduled, int to)
 {
 	static const struct input ready = {"READY", JOBFSM_READY, 0, 0};
 	static const struct input agreed = {"AGREED", JOBFSM_AGREED, 0, 0};
@@ -605,13 +646,13 @@ walk_from_agreed(int scheduled)
 
 	env_init(&e, scheduled);
 	depth = 0;
-	walk(&e, walk_depth() - 2); /* from the start, shorter */
+	walk(&e, to - 2); /* from the start, shorter */
 	env_init(&e, scheduled);
 	path[depth++] = ready.name;
 	bring(&e, &ready);
 	path[depth++] = agreed.name;
 	bring(&e, &agreed);
-	walk(&e, walk_depth());
+	walk(&e, to);
 	depth = 0;
 }
 
@@ -623,6 +664,18 @@ test_every_sequence_scheduled(void **state)
 	walk_from_agreed(1);
 	fprintf(stderr, "scheduled: %llu steps to depth %d\n", (unsigned long long)steps,
 	        walk_depth());
+}
+
+/* overlap = skip and replace, one event shallower (the scheduled walk covers the rest). */
+static void
+test_every_sequence_overlap(void **state)
+{
+	(void)state;
+	steps = 0;
+	walk_from_agreed_to(2, walk_depth() - 1);
+	walk_from_agreed_to(3, walk_depth() - 1);
+	fprintf(stderr, "overlap skip and replace: %llu steps to depth %d\n",
+	        (unsigned long long)steps, walk_depth() - 1);
 }
 
 static void
@@ -649,7 +702,7 @@ test_random_sequences(void **state)
 	for (run = 0; run < 4000; run++) {
 		struct env e;
 
-		env_init(&e, run % 2);
+		env_init(&e, run % 4);
 		depth = 0;
 		for (n = 0; n < 150 && depth < MAX_PATH; n++) {
 			npick = 0;
@@ -680,7 +733,7 @@ test_names_and_table(void **state)
 	/* A run's news where no run can be: illegal, and nothing happens. */
 	{
 		struct jobfsm m;
-		struct jobfsm_config cfg = {1, 2, 1, 1500};
+		struct jobfsm_config cfg = {1, 2, 1, 1500, JOBFSM_OVERLAP_QUEUE};
 		struct jobfsm_input in = {.event = JOBFSM_EXITED, .catch_up = -1};
 		struct jobfsm_actions out;
 
@@ -707,6 +760,7 @@ main(void)
 	    cmocka_unit_test(test_names_and_table),
 	    cmocka_unit_test(test_every_sequence_scheduled),
 	    cmocka_unit_test(test_every_sequence_continuous),
+	    cmocka_unit_test(test_every_sequence_overlap),
 	    cmocka_unit_test(test_random_sequences),
 	};
 

@@ -14,6 +14,8 @@ struct schedule;
 enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
 /* What a scheduled job does with the ticks it missed (catch_up). */
 enum config_catch_up { CONFIG_CATCH_UP_LATEST, CONFIG_CATCH_UP_NONE, CONFIG_CATCH_UP_ALL };
+/* What a scheduled job does with a tick due while its run goes on (overlap). */
+enum config_overlap { CONFIG_OVERLAP_QUEUE, CONFIG_OVERLAP_SKIP, CONFIG_OVERLAP_REPLACE };
 
 /* How the workers share a scheduled job's tick ([worker] tick_claim). */
 enum config_tick_claim {
@@ -94,6 +96,7 @@ struct config_job {
 	int retries;                   /* scheduled: extra attempts after a failed run */
 	enum config_catch_up catch_up; /* scheduled: the missed ticks run (latest, none, all) */
 	int catch_up_limit;            /* catch_up = all: at most this many, the newest */
+	enum config_overlap overlap;   /* scheduled: a tick due while the run goes on */
 	uint64_t retry_backoff_ms;     /* first retry delay, doubled each time, with jitter */
 	int max_failures; /* @continuous: consecutive failures before handing the lease over */
 	uint64_t restart_backoff_ms; /* @continuous: first restart delay, doubled per failure */
@@ -179,6 +182,7 @@ struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
 const char *config_catch_up_name(enum config_catch_up);
+const char *config_overlap_name(enum config_overlap);
 const char *config_tick_claim_name(enum config_tick_claim);
 const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);
