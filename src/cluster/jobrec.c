@@ -69,7 +69,8 @@ struct jobrec_task {
 	void *arg;
 	json_t *record;
 	int history;
-	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick) */
+	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick);
+	                               * claim: the reason its skipped ticks are recorded with */
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
 	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
 	TAILQ_ENTRY(jobrec_task) entry;
@@ -81,10 +82,11 @@ struct jobrec {
 	char *state_path;
 	char *runs_path;
 	int leases;
-	char *lock_path; /* recorded with the count, so that status can find the lock */
-	int cluster;     /* the agreed count, 0 until known */
-	int paused;      /* the record says "paused" (`leasekeeper pause`) */
-	int paused_stop; /* ... with --stop-running */
+	char *lock_path;         /* recorded with the count, so that status can find the lock */
+	int cluster;             /* the agreed count, 0 until known */
+	int paused;              /* the record says "paused" (`leasekeeper pause`) */
+	int paused_stop;         /* ... with --stop-running */
+	const char *skip_reason; /* the next claim's skipped ticks: "catch_up"; NULL: "missed" */
 	int checking;
 	int recheck;                   /* check again after the reconnect */
 	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
@@ -519,6 +521,11 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 		         "(overlap = skip)",
 		         znode_basename(jr->path), when);
 		jr->missed++;
+	} else if (strcmp(reason, "catch_up") == 0) {
+		log_info("job %s: the tick of %s is missed: no worker ran it, and the job's "
+		         "catch_up does not run it late",
+		         znode_basename(jr->path), when);
+		jr->missed++;
 	} else {
 		log_warnx("job %s: the tick of %s was missed: no worker started it within its "
 		          "start_deadline",
@@ -575,7 +582,7 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc == ZOK) {
 		json_array_foreach(t->skipped, i, v)
 			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history,
-			                     "missed");
+			                     t->reason != NULL ? t->reason : "missed");
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
@@ -668,7 +675,19 @@ jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
 	t->per_tick = per_tick;
 	t->cb = cb;
 	t->arg = arg;
+	t->reason = jr->skip_reason;
+	jr->skip_reason = NULL;
 	jobrec_claim_step(t);
+}
+
+/*
+ * The next claim is a catch-up one: the ticks it skips (not run since the last claim) are
+ * recorded with reason (a string that lives on: "catch_up") instead of "missed".
+ */
+void
+jobrec_skip_reason(struct jobrec *jr, const char *reason)
+{
+	jr->skip_reason = reason;
 }
 
 /*

@@ -48,6 +48,7 @@ void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
                  const struct schedule *, jobrec_claim_cb, void *arg);
 void jobrec_cancel_claim(struct jobrec *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history);
+void jobrec_skip_reason(struct jobrec *, const char *reason);
 void jobrec_missed_reason(struct jobrec *, int64_t tick, const char *node, int history,
                           const char *reason);
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);

@@ -220,7 +220,7 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_release(job);
 		break;
 	case JOBFSM_CLAIM:
-		job_claim(job, a->tick);
+		job_claim(job, a->tick, a->n);
 		break;
 	case JOBFSM_PEEK:
 		job_peek(job, a->tick);

@@ -274,7 +274,7 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 
 	m->tick = -1;
 	m->pending_tick = -1;
-	m->catching = 0;
+	m->catching = m->catch_claim = 0;
 	jobfsm_enter(m, JOB_WAITING, out);
 	jobfsm_act(out, JOBFSM_TICK_ARM_IF_IDLE);
 	if (pending >= 0 && jobfsm_active(m))
@@ -307,6 +307,7 @@ jobfsm_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions
 	if (in->catch_up >= 0) {
 		jobfsm_note(out, JOBFSM_NOTE_CATCH_UP, in->catch_up, 0);
 		jobfsm_contend(m, in, in->catch_up, out);
+		m->catch_claim = m->tick == in->catch_up;
 	}
 }
 
@@ -600,7 +601,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 static void
 jobfsm_tick_due(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
-	m->catching = 0;
+	m->catching = m->catch_claim = 0;
 	if (in->delay_ms == 0) {
 		jobfsm_contend(m, in, in->tick, out);
 		return;
@@ -639,6 +640,7 @@ jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		 */
 		m->tick = in->tick;
 		m->attempt = 0;
+		m->catch_claim = 0;
 		jobfsm_act(out, JOBFSM_RETIME)->ms = m->cfg.start_deadline_ms;
 		break;
 	default:
@@ -677,6 +679,8 @@ jobfsm_timer_fired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 static void
 jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
+	struct jobfsm_action *a;
+
 	m->lease = JOBFSM_LEASE_HELD;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
@@ -689,7 +693,9 @@ jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jo
 	}
 	if (m->cfg.scheduled) {
 		jobfsm_enter(m, JOB_CLAIMING, out);
-		jobfsm_act(out, JOBFSM_CLAIM)->tick = m->tick;
+		a = jobfsm_act(out, JOBFSM_CLAIM);
+		a->tick = m->tick;
+		a->n = m->catching || m->catch_claim; /* its skipped ticks: reason catch_up */
 		return;
 	}
 	jobfsm_start_run(m, in, out);

@@ -165,7 +165,7 @@ struct jobfsm_action {
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
 	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
-	                           * 1 when for overlap = skip */
+	                           * 1 when for overlap = skip; CLAIM: 1 for a catch-up */
 	int in_a_row;             /* TIMER_SET, COOLDOWN: the failures that led to it */
 	int sig;                  /* STOP_RUN */
 	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT */
@@ -247,8 +247,9 @@ struct jobfsm {
 	int cooldowns;        /* consecutive cool-downs */
 	uint64_t manual_ms;   /* the request taken: how long its lease may take */
 	uint64_t failures_total;
-	int catching;                        /* the tick handled is a catch-up one */
-	int ncatch;                          /* catch_up = all: ticks queued */
+	int catching;    /* the tick handled is a catch-up one (catch_up = all) */
+	int catch_claim; /* ... or catch_up = latest's: its claim's skipped ticks say catch_up */
+	int ncatch;      /* catch_up = all: ticks queued */
 	int64_t catchq[JOBFSM_MAX_CATCH_UP]; /* ... oldest first */
 };
 

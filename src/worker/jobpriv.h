@@ -113,7 +113,7 @@ int64_t job_catch_up(const struct job *);
 void job_catch_up_read(struct job *);
 void job_tick_cb(int, short, void *);
 void job_timer_cb(int, short, void *);
-void job_claim(struct job *, int64_t tick);
+void job_claim(struct job *, int64_t tick, int catch_up);
 void job_peek(struct job *, int64_t tick);
 void job_set_timer(struct job *, const struct jobfsm_action *);
 

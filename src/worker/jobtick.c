@@ -109,10 +109,12 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 	job_feed(job, &in, NULL);
 }
 
-/* Claim tick in the tick state. */
+/* Claim tick in the tick state; catch_up: its skipped ticks are recorded so. */
 void
-job_claim(struct job *job, int64_t tick)
+job_claim(struct job *job, int64_t tick, int catch_up)
 {
+	if (catch_up)
+		jobrec_skip_reason(job->rec, "catch_up");
 	jobrec_claim(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
 	             job->cfg->sched, job->cfg->history, job_claim_cb, job);
 }

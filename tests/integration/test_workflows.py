@@ -248,6 +248,14 @@ class CatchUpTest(WorkflowCase):
                          % (outage, down, up))
         self.assertEqual([b - a for a, b in zip(outage, outage[1:])], [5, 5])
         self.assertGreater(outage[-1], up - 5 - 1)
+        # The outage ticks beyond the limit are recorded missed once, with the reason catch_up.
+        kz = self.kazoo()
+        skipped = [x for x in self.runs(kz, "every") if x.get("reason") == "catch_up"]
+        self.assertTrue(skipped, self.runs(kz, "every"))
+        skipped_ticks = [x["tick"] for x in skipped]
+        self.assertEqual(len(skipped_ticks), len(set(skipped_ticks)))
+        self.assertTrue(all(x["outcome"] == "missed" for x in skipped))
+        self.assertTrue(all(down < t < outage[0] for t in skipped_ticks), skipped_ticks)
         print("\ncatch_up = all: ran %s of the outage %d..%d" % (outage, down, up))
 
 
