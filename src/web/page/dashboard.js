@@ -11,7 +11,7 @@
 		ok: "ok", failed: "failed", timeout: "timeout",
 		killed: "killed at the lease deadline", missed: "missed", manual: "manual",
 		oom: "out of memory", stopped: "stopped", start_failed: "did not start",
-		paused: "paused (not run)", other: "other"
+		paused: "paused (not run)", replaced: "replaced by the next tick", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "cpu_usec",
