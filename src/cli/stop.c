@@ -202,8 +202,9 @@ stop_delete_cb(const struct zk_reply *reply, void *arg)
 		snprintf(which, sizeof which, "a run");
 	xasprintf(&line,
 	          "job %s: no live worker has %s under way (none took %s within %s): nothing "
-	          "stopped",
-	          s->job, which, znode_basename(s->path), dur);
+	          "stopped%s",
+	          s->job, which, znode_basename(s->path), dur,
+	          s->no_restart ? "; the job stays paused (`leasekeeper resume` undoes it)" : "");
 	json_object_set_new(s->out, "error", json_string("no run under way"));
 	fprintf(stderr, "leasekeeper stop: %s\n", line);
 	stop_end(a, NULL, 1);
