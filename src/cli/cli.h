@@ -10,6 +10,7 @@ int status_main(int argc, char **argv);
 int setleases_main(int argc, char **argv);
 int logs_main(int argc, char **argv);
 int runnow_main(int argc, char **argv);
+int stop_main(int argc, char **argv);
 int exec_main(int argc, char **argv);
 int control_pause(int argc, char **argv);
 int control_resume(int argc, char **argv);

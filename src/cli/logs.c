@@ -234,6 +234,27 @@ logs_locks(json_t *rec)
 	printf("\n");
 }
 
+/* A manual run's parameters, one line, each name and value escaped (untrusted record). */
+static void
+logs_params(json_t *params)
+{
+	const char *name;
+	char *n, *v;
+	json_t *val;
+
+	if (!json_is_object(params) || json_object_size(params) == 0)
+		return;
+	printf("params:");
+	json_object_foreach(params, name, val) {
+		n = utf8_escape(name);
+		v = utf8_escape(json_is_string(val) ? json_string_value(val) : "?");
+		printf(" %s=%s", n, v);
+		free(n);
+		free(v);
+	}
+	printf("\n");
+}
+
 /* The human view: one header line per run, then its output, every line escaped. */
 static void
 logs_print(json_t *runs)
@@ -284,6 +305,12 @@ logs_print(json_t *runs)
 		if (json_string_value(json_object_get(rec, "error")) != NULL) {
 			line = logs_field(rec, "error");
 			printf("error: %s\n", line);
+			free(line);
+		}
+		logs_params(json_object_get(rec, "params"));
+		if (json_string_value(json_object_get(rec, "stopped_by")) != NULL) {
+			line = logs_field(rec, "stopped_by"); /* `leasekeeper stop` */
+			printf("stopped by: %s\n", line);
 			free(line);
 		}
 		out = json_object_get(rec, "output");

@@ -28,6 +28,8 @@
 #include "ctlrec.h"
 #include "duration.h"
 #include "layout.h"
+#include "param.h"
+#include "paramrec.h"
 #include "cli.h"
 #include "leasekeeper.h"
 #include "usage.h"
@@ -45,12 +47,13 @@ struct runnow {
 	int force;
 	int as_json;
 	uint64_t timeout_ms;
-	char *record;  /* the job record */
-	char *dir;     /* its requests */
-	char *path;    /* the request made */
-	char *claimer; /* the worker that claimed it, once seen */
-	int gave_up;   /* the timeout passed: deleting at version 0 */
-	int finished;  /* the exit status is decided: later answers (the close) are ignored */
+	json_t *params; /* --param NAME=VALUE, as {"NAME": "VALUE"}; NULL: none */
+	char *record;   /* the job record */
+	char *dir;      /* its requests */
+	char *path;     /* the request made */
+	char *claimer;  /* the worker that claimed it, once seen */
+	int gave_up;    /* the timeout passed: deleting at version 0 */
+	int finished;   /* the exit status is decided: later answers (the close) are ignored */
 	struct event *timer;
 	json_t *out;
 };
@@ -343,6 +346,8 @@ runnow_list_cb(const struct zk_reply *reply, void *arg)
 	              (json_int_t)r->timeout_ms);
 	if (r->force)
 		json_object_set_new(o, "force", json_true());
+	if (r->params != NULL)
+		json_object_set(o, "params", r->params);
 	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -408,7 +413,8 @@ runnow_event(struct admin *a, enum zk_event event)
 
 static const char runnow_usage[] =
     "usage: leasekeeper run-now [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
-    "                           [--json] [--by WHO] [--wait] [--timeout DUR] [--force] JOB\n"
+    "                           [--json] [--by WHO] [--wait] [--timeout DUR] [--force]\n"
+    "                           [--param NAME=VALUE ...] JOB\n"
     "\n"
     "Ask for one run of a job now: exactly one live worker that carries the job takes the\n"
     "request and runs it under the job's lease, recorded as a manual run.\n"
@@ -417,9 +423,79 @@ static const char runnow_usage[] =
     "  -b, --by WHO          who asks, for the records (default: the user and host)\n"
     "  -w, --wait            wait for the run's end and exit with its status\n"
     "  -t, --timeout DUR     how long a worker may wait for the lease (1s to 24h, default 1m)\n"
-    "  -f, --force           run a paused job too\n" TARGET_OPTIONS_HELP;
+    "  -f, --force           run a paused job too\n"
+    "  -P, --param NAME=VALUE  a parameter the job declares (its params), for this run\n"
+    "                        only, as LEASEKEEPER_PARAM_NAME (repeat for "
+    "more)\n" TARGET_OPTIONS_HELP;
 
-/* `run-now JOB`. */
+/*
+ * --param NAME=VALUE: a parameter for the run (refused as the worker would refuse it: a bad
+ * name, a value over PARAM_MAX_VALUE bytes, a name given twice, too many); 0 or EXIT_USAGE.
+ */
+static int
+runnow_param(struct runnow *r, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	size_t nlen = eq != NULL ? (size_t)(eq - arg) : 0;
+	char *name;
+	json_t *value;
+
+	if (eq == NULL || !param_name_ok(arg, nlen)) {
+		fprintf(
+		    stderr,
+		    "leasekeeper run-now: --param takes NAME=VALUE, NAME of capitals, digits and "
+		    "'_' starting with a capital (at most %d bytes), e.g. --param TARGET=db2\n",
+		    PARAM_MAX_NAME);
+		return EXIT_USAGE;
+	}
+	value = json_string(eq + 1); /* NULL: not UTF-8 */
+	if (!param_value_ok(eq + 1, strlen(eq + 1)) || value == NULL) {
+		if (value != NULL)
+			json_decref(value);
+		fprintf(stderr,
+		        "leasekeeper run-now: --param %.*s: the value must be UTF-8 of at most %d "
+		        "bytes\n",
+		        (int)nlen, arg, PARAM_MAX_VALUE);
+		return EXIT_USAGE;
+	}
+	if (r->params == NULL)
+		r->params = json_object();
+	name = xstrndup(arg, nlen);
+	if (json_object_get(r->params, name) != NULL || json_object_size(r->params) == PARAM_MAX) {
+		fprintf(stderr, "leasekeeper run-now: --param %s: given twice, or more than %d\n",
+		        name, PARAM_MAX);
+		free(name);
+		json_decref(value);
+		return EXIT_USAGE;
+	}
+	json_object_set_new(r->params, name, value);
+	free(name);
+	return 0;
+}
+
+/* With the job's configuration at hand (-c), refuse a parameter it does not declare. */
+static int
+runnow_params_declared(const struct runnow *r, const struct config *cfg)
+{
+	const struct config_job *cj = cfg != NULL ? config_find_job(cfg, r->job) : NULL;
+	const char *name;
+	json_t *v;
+
+	if (cj == NULL || r->params == NULL)
+		return 1;
+	json_object_foreach(r->params, name, v) {
+		if (paramrec_declared(cj->params, name, strlen(name)) == NULL) {
+			fprintf(stderr,
+			        "leasekeeper run-now: job %s declares no parameter %s (its params: "
+			        "%s): add it to the job's params, or leave it out\n",
+			        r->job, name,
+			        cj->params != NULL ? "see `leasekeeper check`" : "none");
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* The loop is about to go: free our timer with it. */
 static void
 runnow_finish(struct admin *a)
@@ -434,17 +510,13 @@ runnow_finish(struct admin *a)
 int
 runnow_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-	                                         {"zk", required_argument, NULL, 'z'},
-	                                         {"root", required_argument, NULL, 'r'},
-	                                         {"auth-file", required_argument, NULL, 'A'},
-	                                         {"json", no_argument, NULL, 'j'},
-	                                         {"by", required_argument, NULL, 'b'},
-	                                         {"wait", no_argument, NULL, 'w'},
-	                                         {"timeout", required_argument, NULL, 't'},
-	                                         {"force", no_argument, NULL, 'f'},
-	                                         {"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"zk", required_argument, NULL, 'z'},
+	    {"root", required_argument, NULL, 'r'},   {"auth-file", required_argument, NULL, 'A'},
+	    {"json", no_argument, NULL, 'j'},         {"by", required_argument, NULL, 'b'},
+	    {"wait", no_argument, NULL, 'w'},         {"timeout", required_argument, NULL, 't'},
+	    {"force", no_argument, NULL, 'f'},        {"param", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
 	struct admin a;
 	struct target_opts o = {NULL, NULL, NULL, NULL};
 	struct runnow r;
@@ -470,6 +542,10 @@ runnow_main(int argc, char **argv)
 			break;
 		case 'f':
 			r.force = 1;
+			break;
+		case 'P':
+			if ((rc = runnow_param(&r, optarg)) != 0)
+				return rc;
 			break;
 		case 't':
 			if (duration_parse(optarg, &r.timeout_ms, &cause) != 0) {
@@ -508,6 +584,11 @@ runnow_main(int argc, char **argv)
 	if ((rc = admin_setup(&a, &o, "run-now")) != 0)
 		return rc;
 	admin_control_note(&a, "run-now");
+	if (!runnow_params_declared(&r, a.cfg)) {
+		config_free(a.cfg);
+		json_decref(r.params);
+		return EXIT_USAGE;
+	}
 	r.by = admin_who(by);
 	r.record = layout_job_record(a.root, r.job);
 	r.dir = layout_job_requests(a.root, r.job);
@@ -518,6 +599,8 @@ runnow_main(int argc, char **argv)
 	a.finish = runnow_finish;
 	rc = admin_run(&a, 10000);
 	json_decref(r.out);
+	if (r.params != NULL)
+		json_decref(r.params);
 	free(r.by);
 	free(r.record);
 	free(r.dir);

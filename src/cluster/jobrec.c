@@ -72,7 +72,8 @@ struct jobrec_task {
 	void *arg;
 	json_t *record;
 	int history;
-	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick) */
+	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick);
+	                               * claim: the reason its skipped ticks are recorded with */
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
 	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
 	TAILQ_ENTRY(jobrec_task) entry;
@@ -84,10 +85,11 @@ struct jobrec {
 	char *state_path;
 	char *runs_path;
 	int leases;
-	char *lock_path; /* recorded with the count, so that status can find the lock */
-	int cluster;     /* the agreed count, 0 until known */
-	int paused;      /* the record says "paused" (`leasekeeper pause`) */
-	int paused_stop; /* ... with --stop-running */
+	char *lock_path;         /* recorded with the count, so that status can find the lock */
+	int cluster;             /* the agreed count, 0 until known */
+	int paused;              /* the record says "paused" (`leasekeeper pause`) */
+	int paused_stop;         /* ... with --stop-running */
+	const char *skip_reason; /* the next claim's skipped ticks: "catch_up"; NULL: "missed" */
 	int checking;
 	int newer;                     /* the record's format, when this release cannot read it */
 	int state_newer;               /* the tick state's format, likewise */
@@ -578,7 +580,17 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	if (strcmp(reason, "paused") == 0)
 		log_info("job %s: the tick of %s is not run: the job is paused",
 		         znode_basename(jr->path), when);
-	else {
+	else if (strcmp(reason, "overlap") == 0) {
+		log_info("job %s: the tick of %s is missed: the run before it goes on "
+		         "(overlap = skip)",
+		         znode_basename(jr->path), when);
+		jr->missed++;
+	} else if (strcmp(reason, "catch_up") == 0) {
+		log_info("job %s: the tick of %s is missed: no worker ran it, and the job's "
+		         "catch_up does not run it late",
+		         znode_basename(jr->path), when);
+		jr->missed++;
+	} else {
 		log_warnx("job %s: the tick of %s was missed: no worker %s within its "
 		          "start_deadline",
 		          znode_basename(jr->path), when,
@@ -588,7 +600,7 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
 	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
 	                   "node", node, "reason", reason, "outcome",
-	                   strcmp(reason, "locks") == 0 ? "missed" : reason);
+	                   strcmp(reason, "paused") == 0 ? "paused" : "missed");
 	jobrec_record_run(jr, record, history);
 }
 
@@ -640,7 +652,7 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc == ZOK) {
 		json_array_foreach(t->skipped, i, v)
 			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history,
-			                     "missed");
+			                     t->reason != NULL ? t->reason : "missed");
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
@@ -740,7 +752,19 @@ jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
 	t->per_tick = per_tick;
 	t->cb = cb;
 	t->arg = arg;
+	t->reason = jr->skip_reason;
+	jr->skip_reason = NULL;
 	jobrec_claim_step(t);
+}
+
+/*
+ * The next claim is a catch-up one: the ticks it skips (not run since the last claim) are
+ * recorded with reason (a string that lives on: "catch_up") instead of "missed".
+ */
+void
+jobrec_skip_reason(struct jobrec *jr, const char *reason)
+{
+	jr->skip_reason = reason;
 }
 
 /*
@@ -854,6 +878,18 @@ jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history, in
 
 	t->history = history;
 	t->reason = locks ? "locks" : "missed";
+	jobrec_missed_step(t);
+}
+
+/* Record tick as missed for reason (a string that lives on: "overlap"), once cluster-wide. */
+void
+jobrec_missed_reason(struct jobrec *jr, int64_t tick, const char *node, int history,
+                     const char *reason)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->history = history;
+	t->reason = reason;
 	jobrec_missed_step(t);
 }
 

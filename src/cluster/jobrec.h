@@ -51,6 +51,9 @@ void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
 void jobrec_cancel_claim(struct jobrec *);
 void jobrec_schedule(struct jobrec *, const struct schedule *);
 void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history, int locks);
+void jobrec_skip_reason(struct jobrec *, const char *reason);
+void jobrec_missed_reason(struct jobrec *, int64_t tick, const char *node, int history,
+                          const char *reason);
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);

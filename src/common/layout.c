@@ -85,6 +85,13 @@ layout_job_requests(const char *root, const char *job)
 	return layout_job_child(root, job, "requests");
 }
 
+/* <root>/jobs/<job>/stops: its stop requests (`leasekeeper stop`). */
+char *
+layout_job_stops(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "stops");
+}
+
 /* <root>/workers. */
 char *
 layout_workers(const char *root)

@@ -10,6 +10,7 @@ char *layout_job_state(const char *root, const char *job);
 char *layout_job_runs(const char *root, const char *job);
 char *layout_job_running(const char *root, const char *job);
 char *layout_job_requests(const char *root, const char *job);
+char *layout_job_stops(const char *root, const char *job);
 char *layout_workers(const char *root);
 char *layout_worker(const char *root, const char *node_id);
 char *layout_drains(const char *root);

@@ -55,12 +55,15 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 		return 0;
 	if (a->timeout_ms != b->timeout_ms || a->retries != b->retries ||
 	    a->retry_backoff_ms != b->retry_backoff_ms || a->max_failures != b->max_failures ||
-	    a->restart_backoff_ms != b->restart_backoff_ms || a->kill_grace_ms != b->kill_grace_ms)
+	    a->restart_backoff_ms != b->restart_backoff_ms ||
+	    a->kill_grace_ms != b->kill_grace_ms || a->catch_up != b->catch_up ||
+	    a->catch_up_limit != b->catch_up_limit)
 		return 0;
 	if (!config_str_equal(a->user, b->user) || !config_str_equal(a->group, b->group) ||
 	    a->uid != b->uid || a->gid != b->gid || a->umask != b->umask ||
 	    !config_str_equal(a->workdir, b->workdir) || a->nenv != b->nenv ||
-	    !config_argv_equal(a->env, b->env) || !config_argv_equal(a->pass_env, b->pass_env))
+	    !config_argv_equal(a->env, b->env) || !config_argv_equal(a->pass_env, b->pass_env) ||
+	    !config_argv_equal(a->params, b->params))
 		return 0;
 	if (memcmp(&a->limits, &b->limits, sizeof a->limits) != 0)
 		return 0;

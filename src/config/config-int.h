@@ -144,6 +144,9 @@ int config_check_zone(struct config_ctx *ctx, const struct config_sec *sec,
                       const struct config_kv *kv);
 int config_parse_size(const char *text, uint64_t *bytes, char **cause);
 int config_valid_identifier(const char *name, size_t len);
+void config_resolve_policy(struct config_ctx *, const struct config_sec *, struct config_job *,
+                           int ok_sched);
+void config_resolve_params(struct config_ctx *, const struct config_sec *, struct config_job *);
 void config_resolve_pass_env(struct config_ctx *ctx, const struct config_sec *sec,
                              const struct config_kv *kv, char ***out);
 

@@ -537,6 +537,7 @@ config_resolve_job_process(struct config_ctx *ctx, const struct config *cfg,
 		while (n-- > 0)
 			job->pass_env[n] = xstrdup(cfg->pass_env[n]);
 	}
+	config_resolve_params(ctx, sec, job);
 	config_check_size(ctx, sec, job);
 	config_get_limits(ctx, sec, &cfg->limits, cfg->cgroups, &job->limits);
 }
@@ -603,6 +604,7 @@ config_resolve_job(struct config_ctx *ctx, const struct config *cfg, const struc
 	ok_sched = config_resolve_job_schedule(ctx, cfg, sec, job);
 	config_resolve_job_lease(ctx, cfg, sec, job, ok_sched);
 	config_resolve_job_runs(ctx, cfg, sec, job, ok_sched);
+	config_resolve_policy(ctx, sec, job, ok_sched);
 	config_resolve_job_process(ctx, cfg, sec, job);
 	config_resolve_job_output(ctx, cfg, sec, job);
 	return job;

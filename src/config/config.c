@@ -132,6 +132,7 @@ config_job_free(struct config_job *job)
 	free(job->workdir);
 	config_free_argv(job->env);
 	config_free_argv(job->pass_env);
+	config_free_argv(job->params);
 	config_free_constraint(job);
 	free(job->log_file);
 	config_hooks_free(&job->hooks);

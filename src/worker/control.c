@@ -23,7 +23,7 @@
 #define CONTROL_SEEN    64  /* ignored records remembered, so each is logged once */
 #define CONTROL_REFUSED 256 /* refused requests remembered, so each is logged once */
 
-static const char *control_kind_names[CONTROL_NKINDS] = {"run_request", "pause", "drain"};
+static const char *control_kind_names[CONTROL_NKINDS] = {"run_request", "pause", "drain", "stop"};
 
 static struct {
 	int decided;

@@ -13,6 +13,7 @@ enum control_kind {
 	CONTROL_RUN_REQUEST, /* <root>/jobs/<job>/requests/<node> */
 	CONTROL_PAUSE,       /* "paused" in <root>/jobs/<job> */
 	CONTROL_DRAIN,       /* <root>/drain/<node_id> */
+	CONTROL_STOP,        /* <root>/jobs/<job>/stops/<node> (`leasekeeper stop`) */
 	CONTROL_NKINDS,
 };
 

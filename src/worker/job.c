@@ -56,6 +56,7 @@
 #include "jobstate.h"
 #include "lease.h"
 #include "runreq.h"
+#include "stopreq.h"
 #include "schedule.h"
 #include "svlink.h"
 #include "xmalloc.h"
@@ -104,6 +105,7 @@ job_fsm_config(const struct config_job *cj)
 	    .max_failures = cj->max_failures,
 	    .retries = cj->retries,
 	    .start_deadline_ms = cj->start_deadline_ms,
+	    .overlap = (enum jobfsm_overlap)cj->overlap, /* the same order */
 	};
 }
 
@@ -178,8 +180,13 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 		clock_iso8601((uint64_t)a->tick * 1000, when, sizeof when);
 	switch (a->note) {
 	case JOBFSM_NOTE_CATCH_UP:
-		log_info("job %s: catching up the tick of %s, still inside its start_deadline",
-		         job->name, when);
+		if (a->n) /* catch_up = all */
+			log_info("job %s: catching up the tick of %s (catch_up = all)", job->name,
+			         when);
+		else
+			log_info("job %s: catching up the tick of %s, still inside its "
+			         "start_deadline",
+			         job->name, when);
 		break;
 	case JOBFSM_NOTE_MANUAL_RUN:
 		log_info("job %s: running it at the request of %s (%s)", job->name, job->manual_by,
@@ -241,7 +248,7 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_release(job);
 		break;
 	case JOBFSM_CLAIM:
-		job_claim(job, a->tick);
+		job_claim(job, a->tick, a->n);
 		break;
 	case JOBFSM_PEEK:
 		job_peek(job, a->tick);
@@ -254,6 +261,7 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		break;
 	case JOBFSM_RUNREQ_START:
 		runreq_start(job->req, cfg->node_id);
+		stopreq_start(job->stops, cfg->node_id);
 		break;
 	case JOBFSM_RUNREQ_CHECK:
 		runreq_check(job->req);
@@ -264,9 +272,11 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
-		/* A lease of several locks that did not all come in time: reason "locks". */
-		jobrec_missed(job->rec, a->tick, cfg->node_id, job->cfg->history,
-		              lease_count(job->lease) > 1);
+		/* An overlap (skip), or a lease of several locks that did not all come in time. */
+		jobrec_missed_reason(job->rec, a->tick, cfg->node_id, job->cfg->history,
+		                     a->n                          ? "overlap"
+		                     : lease_count(job->lease) > 1 ? "locks"
+		                                                   : "missed");
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;
@@ -329,6 +339,7 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		break;
 	case JOBFSM_RECORD:
 		job_run_ended(job, a, event, ctx);
+		job_halt_recorded(job, a, event, ctx);
 		break;
 	case JOBFSM_NOTE:
 		job_note(job, a, ctx);
@@ -431,6 +442,8 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	/* A pause counts only where control records are honoured (control.c). */
 	int stop,
 	    paused = jobrec_paused(jr, &stop) && control_allow(CONTROL_PAUSE, job->name, "paused");
+	int all = job->cfg->catch_up == CONFIG_CATCH_UP_ALL;
+	int starting = job->fsm.state == JOB_IDLE || job->fsm.state == JOB_CONFLICT;
 
 	if (job->fsm.state == JOB_CONFLICT)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
@@ -441,8 +454,10 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	job_input(job, &in, JOBFSM_AGREED);
 	in.paused = paused;
 	in.stop = stop;
-	in.catch_up = job_catch_up(job);
+	in.catch_up = all ? -1 : job_catch_up(job);
 	job_feed(job, &in, NULL);
+	if (all && starting && job->fsm.state == JOB_WAITING)
+		job_catch_up_read(job); /* catch_up = all: what was missed, from the tick state */
 }
 
 /* The cluster's lease count is not ours: stop contending until that changes. */
@@ -471,6 +486,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
 	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb};
 	static const struct runreq_cb qcb = {job_can_take_cb, job_take_cb};
+	static const struct stopreq_cb scb = {job_running_cb, job_halt_cb};
 	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
 	struct jobfsm_config fc = job_fsm_config(cj);
@@ -492,6 +508,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	free(data);
 	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
 	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);
+	job->stops = stopreq_new(zk, cfg->root, cj->name, &scb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
@@ -506,12 +523,18 @@ job_free(struct job *job)
 		return;
 	job_running_del(job);
 	if (job->zk != NULL)
-		zk_cancel(job->zk, job); /* the running folder's create */
+		zk_cancel(job->zk, job); /* the running folder's create; a read of the tick state
+	                            * under way (catch_up = all) */
 	lease_free(job->lease);
 	jobrec_free(job->rec);
 	runreq_free(job->req);
+	stopreq_free(job->stops);
+	free(job->halt_by);
 	free(job->manual_req);
 	free(job->manual_by);
+	job_free_env(job->manual_env);
+	if (job->manual_params != NULL)
+		json_decref(job->manual_params);
 	event_free(job->timer);
 	event_free(job->tick_timer);
 	event_free(job->run_timer);
@@ -548,6 +571,7 @@ job_session(struct job *job, enum zk_event event)
 		job_event(job, JOBFSM_SESSION_SUSPECT);
 	jobrec_session(job->rec, event);
 	runreq_session(job->req, event);
+	stopreq_session(job->stops, event);
 	if (event == ZK_EVENT_EXPIRED)
 		job_event(job, JOBFSM_SESSION_EXPIRED); /* nothing survives it but a run */
 }

@@ -18,15 +18,13 @@
 #include <string.h>
 
 #include "jobfsm.h"
+#include "jobfsmpriv.h"
 #include "jobstate.h"
 
 #define JOBFSM_RETRY_MS 5000ULL /* after an unexpected acquire failure */
 
-static void jobfsm_contend(struct jobfsm *, const struct jobfsm_input *, int64_t tick,
-                           struct jobfsm_actions *);
 static void jobfsm_wait_tick(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 static void jobfsm_start_run(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
-static void jobfsm_manual_go(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 
 /* A job that has not heard of its session yet. */
 void
@@ -53,7 +51,7 @@ jobfsm_active(const struct jobfsm *m)
 }
 
 /* Add an action; its fields are filled by the caller. */
-static struct jobfsm_action *
+struct jobfsm_action *
 jobfsm_act(struct jobfsm_actions *out, enum jobfsm_act act)
 {
 	static struct jobfsm_action spare;
@@ -71,7 +69,7 @@ jobfsm_act(struct jobfsm_actions *out, enum jobfsm_act act)
 }
 
 /* The one place the state changes: the caller logs the move by name. */
-static void
+void
 jobfsm_enter(struct jobfsm *m, enum job_state next, struct jobfsm_actions *out)
 {
 	struct jobfsm_action *a;
@@ -85,7 +83,7 @@ jobfsm_enter(struct jobfsm *m, enum job_state next, struct jobfsm_actions *out)
 }
 
 /* A log line. */
-static void
+void
 jobfsm_note(struct jobfsm_actions *out, enum jobfsm_note note, int64_t tick, int n)
 {
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_NOTE);
@@ -104,7 +102,7 @@ jobfsm_release(struct jobfsm *m, struct jobfsm_actions *out)
 }
 
 /* Contend for the lease, giving up after ms (0: never). */
-static void
+void
 jobfsm_acquire(struct jobfsm *m, uint64_t ms, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_ACQUIRE)->ms = ms;
@@ -124,7 +122,7 @@ jobfsm_timer(struct jobfsm_actions *out, enum jobfsm_timer timer, int n, uint64_
 }
 
 /* Ask the supervisor to stop the run. */
-static void
+void
 jobfsm_stop_run(struct jobfsm_actions *out, int sig, enum jobfsm_why why)
 {
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_STOP_RUN);
@@ -226,7 +224,7 @@ jobfsm_after_loss(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 }
 
 /* Contend for the lease (for tick, if scheduled), unless paused, drained or too late. */
-static void
+void
 jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
                struct jobfsm_actions *out)
 {
@@ -246,8 +244,12 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 	if (jobfsm_hold(m, out))
 		return;
 	m->tick = tick;
+	if (tick >= 0 && !m->catching)
+		jobfsm_catch_drop(m, tick); /* claims only move forward */
 	if (tick >= 0) {
-		uint64_t until = (uint64_t)tick * 1000 + m->cfg.start_deadline_ms;
+		/* A catch-up tick's start_deadline counts from when it could first run. */
+		uint64_t until =
+		    (m->catching ? in->now_ms : (uint64_t)tick * 1000) + m->cfg.start_deadline_ms;
 
 		if (in->now_ms >= until) {
 			jobfsm_act(out, JOBFSM_RECORD_MISSED)->tick = tick;
@@ -273,10 +275,15 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 
 	m->tick = -1;
 	m->pending_tick = -1;
+	m->catching = m->catch_claim = 0;
 	jobfsm_enter(m, JOB_WAITING, out);
 	jobfsm_act(out, JOBFSM_TICK_ARM_IF_IDLE);
 	if (pending >= 0 && jobfsm_active(m))
 		jobfsm_contend(m, in, pending, out);
+	if (m->paused || m->drained)
+		m->ncatch = 0; /* held: the next claim records them missed */
+	if (m->state == JOB_WAITING && m->ncatch > 0)
+		jobfsm_catch_next(m, in, out);
 	if (m->state == JOB_WAITING && m->manual == JOBFSM_MANUAL_QUEUED)
 		jobfsm_manual_go(m, in, out);
 	else if (m->state == JOB_WAITING)
@@ -301,6 +308,7 @@ jobfsm_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions
 	if (in->catch_up >= 0) {
 		jobfsm_note(out, JOBFSM_NOTE_CATCH_UP, in->catch_up, 0);
 		jobfsm_contend(m, in, in->catch_up, out);
+		m->catch_claim = m->tick == in->catch_up;
 	}
 }
 
@@ -408,7 +416,7 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 }
 
 /* Act on the run-now request taken: contend for a lease and run, or restart the copy. */
-static void
+void
 jobfsm_manual_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	(void)in;
@@ -436,7 +444,10 @@ jobfsm_outcome(const struct jobfsm *m, const struct jobfsm_input *in, int ok)
 		return JOB_OUTCOME_OOM;
 	if (m->timed_out)
 		return JOB_OUTCOME_TIMEOUT;
-	if (m->stop_requested || m->conflict_pending || in->reason == PROTO_EXIT_STOPPED)
+	if (m->replacing)
+		return JOB_OUTCOME_REPLACED;
+	if (m->stop_requested || m->conflict_pending || m->halted ||
+	    in->reason == PROTO_EXIT_STOPPED)
 		return JOB_OUTCOME_STOPPED;
 	return ok ? JOB_OUTCOME_OK : JOB_OUTCOME_FAILED;
 }
@@ -528,6 +539,8 @@ jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_
 	e->lease_held = m->lease == JOBFSM_LEASE_HELD;
 	e->held_back = m->paused || m->drained;
 	e->manual_restart = m->manual == JOBFSM_MANUAL_RESTART;
+	e->halted = m->halted || m->replacing;
+	m->halted = m->replacing = 0;
 	e->max_failures = m->cfg.max_failures;
 	e->retries = manual ? 0 : m->cfg.retries; /* a manual run is tried once */
 	d = jobstate_run_ended(e, &c);
@@ -585,7 +598,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	m->lost_pending = m->conflict_pending = m->await_verify = 0;
-	m->manual_ended = 0;
+	m->manual_ended = m->halted = m->replacing = 0;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
 		return;
@@ -601,6 +614,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 static void
 jobfsm_tick_due(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
+	m->catching = m->catch_claim = 0;
 	if (in->delay_ms == 0) {
 		jobfsm_contend(m, in, in->tick, out);
 		return;
@@ -615,7 +629,7 @@ static void
 jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_TICK_ARM);
-	if (!jobfsm_active(m))
+	if (!jobfsm_active(m) || jobfsm_catch_queue(m, in->tick))
 		return;
 	switch (m->state) {
 	case JOB_WAITING:
@@ -639,11 +653,13 @@ jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		 */
 		m->tick = in->tick;
 		m->attempt = 0;
+		m->catch_claim = 0;
 		jobfsm_act(out, JOBFSM_RETIME)->ms = m->cfg.start_deadline_ms;
 		break;
 	default:
 		/* Busy with a run: the tick is for the others, or for us right after. */
-		m->pending_tick = in->tick;
+		if (!(m->busy && jobfsm_overlap(m, in, out)))
+			m->pending_tick = in->tick;
 		break;
 	}
 }
@@ -676,6 +692,8 @@ jobfsm_timer_fired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 static void
 jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
+	struct jobfsm_action *a;
+
 	m->lease = JOBFSM_LEASE_HELD;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
@@ -688,7 +706,9 @@ jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jo
 	}
 	if (m->cfg.scheduled) {
 		jobfsm_enter(m, JOB_CLAIMING, out);
-		jobfsm_act(out, JOBFSM_CLAIM)->tick = m->tick;
+		a = jobfsm_act(out, JOBFSM_CLAIM);
+		a->tick = m->tick;
+		a->n = m->catching || m->catch_claim; /* its skipped ticks: reason catch_up */
 		return;
 	}
 	jobfsm_start_run(m, in, out);
@@ -840,39 +860,6 @@ jobfsm_stop(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 	jobfsm_enter(m, JOB_STOPPING, out);
 }
 
-/* A run-now request was taken for the job: act on it now, or once the job is free. */
-static void
-jobfsm_run_request(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	if (m->manual != JOBFSM_MANUAL_NONE || m->stop_requested) {
-		/* can_take said no: the request must not hang. */
-		jobfsm_act(out, JOBFSM_REFUSE_REQ);
-		return;
-	}
-	m->manual = JOBFSM_MANUAL_QUEUED;
-	m->manual_ms = in->manual_ms;
-	if (m->cfg.scheduled ? m->state == JOB_WAITING : m->state == JOB_RUNNING && m->busy)
-		jobfsm_manual_go(m, in, out);
-}
-
-/* The supervisor started the run. */
-static void
-jobfsm_started(struct jobfsm *m, struct jobfsm_actions *out)
-{
-	if (!m->busy)
-		return;
-	if (m->state == JOB_STARTING)
-		jobfsm_enter(m, JOB_RUNNING, out);
-	jobfsm_act(out, JOBFSM_RUN_TIMER_SET);
-	if (!m->cfg.scheduled) {
-		/* run-now of a continuous job: done once a new copy runs. */
-		if (m->manual != JOBFSM_MANUAL_NONE)
-			jobfsm_act(out, JOBFSM_MANUAL_DONE);
-		m->manual = JOBFSM_MANUAL_NONE;
-		jobfsm_act(out, JOBFSM_RUNREQ_CHECK);
-	}
-}
-
 /* Events that only the session or the record bring. */
 static void
 jobfsm_step_session(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
@@ -987,6 +974,12 @@ jobfsm_step(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		break;
 	case JOBFSM_RUN_REQUEST:
 		jobfsm_run_request(m, in, out);
+		break;
+	case JOBFSM_HALT:
+		jobfsm_halt(m, in, out);
+		break;
+	case JOBFSM_CATCH_UP:
+		jobfsm_catch_up(m, in, out);
 		break;
 	default:
 		jobfsm_step_session(m, in, out);

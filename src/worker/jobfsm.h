@@ -21,6 +21,7 @@ enum job_outcome {
 	                           * deadline, a lost lease, a new session, the supervisor died */
 	JOB_OUTCOME_STOPPED,      /* stopped on purpose: shutdown, reload, a changed lease count */
 	JOB_OUTCOME_START_FAILED, /* the command could not be started */
+	JOB_OUTCOME_REPLACED,     /* stopped for the next tick (overlap = replace) */
 	JOB_OUTCOMES
 };
 
@@ -68,6 +69,8 @@ enum jobfsm_event {
 	JOBFSM_UNDRAIN,
 	JOBFSM_RUN_REQUEST, /* a run-now request was taken for the job */
 	JOBFSM_STOP,        /* stop for good; wait: let the run finish */
+	JOBFSM_HALT,        /* `leasekeeper stop` took the run: kill (at once), hold (paused) */
+	JOBFSM_CATCH_UP,    /* catch_up = all: the missed ticks, oldest first (ticks, nticks) */
 	JOBFSM_EVENTS
 };
 
@@ -130,11 +133,13 @@ enum jobfsm_why {
 	JOBFSM_WHY_NO_LEASE,      /* the acquire failed: the event's own reason */
 	JOBFSM_WHY_EXPIRED,       /* the session expired before the request's run started */
 	JOBFSM_WHY_SV_DIED,       /* the supervisor died */
+	JOBFSM_WHY_HALT,          /* `leasekeeper stop` asked for it */
+	JOBFSM_WHY_REPLACED,      /* overlap = replace: the next tick is due */
 };
 
 /* A log line the machine asks for (the caller words it). */
 enum jobfsm_note {
-	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick */
+	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick (a.n: from catch_up = all's queue) */
 	JOBFSM_NOTE_MANUAL_RUN,  /* running it at the request */
 	JOBFSM_NOTE_MANUAL_GO,   /* the request: contending, or restarting the copy */
 	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed */
@@ -161,7 +166,8 @@ struct jobfsm_action {
 	enum job_state from, to;  /* JOBFSM_ENTER */
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
-	int n;                    /* TIMER_SET: the back-off's exponent; NOTE */
+	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
+	                           * 1 when for overlap = skip; CLAIM: 1 for a catch-up */
 	int in_a_row;             /* TIMER_SET, COOLDOWN: the failures that led to it */
 	int sig;                  /* STOP_RUN */
 	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT */
@@ -199,13 +205,23 @@ enum jobfsm_lease {
 	JOBFSM_LEASE_UNVERIFIED,
 };
 
+/* What a scheduled job does with a tick due while its run holds the lease (overlap). */
+enum jobfsm_overlap {
+	JOBFSM_OVERLAP_QUEUE,   /* the tick waits for the lease, up to start_deadline */
+	JOBFSM_OVERLAP_SKIP,    /* the tick is recorded missed (reason overlap) at once */
+	JOBFSM_OVERLAP_REPLACE, /* the run is stopped (outcome replaced); the tick runs */
+};
+
 /* The job's configuration as the machine reads it. */
 struct jobfsm_config {
 	int scheduled;              /* runs at ticks, not continuously */
 	int max_failures;           /* continuous: failures in a row before a cool-down */
 	int retries;                /* scheduled: retries of a tick */
 	uint64_t start_deadline_ms; /* scheduled: a tick starts within this or is missed */
+	enum jobfsm_overlap overlap;
 };
+
+#define JOBFSM_MAX_CATCH_UP 100 /* catch_up = all: ticks queued at most */
 
 /* A job's life: every field is written by jobfsm_step alone. */
 struct jobfsm {
@@ -224,6 +240,8 @@ struct jobfsm {
 	int busy;             /* a run is under way (started or starting) */
 	int timed_out;        /* the run reached its timeout */
 	int manual_ended;     /* the run that just ended was the request's */
+	int halted;           /* the run is stopped by `leasekeeper stop` */
+	int replacing;        /* the run is stopped for the next tick (overlap = replace) */
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
 	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
 	int attempt;          /* scheduled: retries of this tick so far */
@@ -231,22 +249,29 @@ struct jobfsm {
 	int cooldowns;        /* consecutive cool-downs */
 	uint64_t manual_ms;   /* the request taken: how long its lease may take */
 	uint64_t failures_total;
+	int catching;    /* the tick handled is a catch-up one (catch_up = all) */
+	int catch_claim; /* ... or catch_up = latest's: its claim's skipped ticks say catch_up */
+	int ncatch;      /* catch_up = all: ticks queued */
+	int64_t catchq[JOBFSM_MAX_CATCH_UP]; /* ... oldest first */
 };
 
 /* One event and the facts that come with it. */
 struct jobfsm_input {
 	enum jobfsm_event event;
-	uint64_t now_ms;    /* wall clock */
-	int64_t tick;       /* TICK: the tick due */
-	uint64_t delay_ms;  /* TICK: the rank's delay; 0: contend now */
-	int64_t catch_up;   /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
-	uint64_t manual_ms; /* RUN_REQUEST: its timeout */
-	int paused, stop;   /* AGREED: the pause, and its stop_running; DRAIN: stop */
-	int wait;           /* STOP: let the run finish */
-	int taken;          /* PEEKED, CLAIM_LOST: someone has the tick */
-	int timed_out;      /* LEASE_FAILED: at its timeout */
-	int ok;             /* EXITED: exit status 0 */
-	int long_run;       /* EXITED: ran long enough to reset the failure count */
+	uint64_t now_ms;      /* wall clock */
+	int64_t tick;         /* TICK: the tick due */
+	uint64_t delay_ms;    /* TICK: the rank's delay; 0: contend now */
+	int64_t catch_up;     /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
+	uint64_t manual_ms;   /* RUN_REQUEST: its timeout */
+	int paused, stop;     /* AGREED: the pause, and its stop_running; DRAIN: stop */
+	int wait;             /* STOP: let the run finish */
+	int kill, hold;       /* HALT: SIGKILL at once; the command paused the job first */
+	const int64_t *ticks; /* CATCH_UP: the missed ticks, oldest first */
+	int nticks;
+	int taken;                     /* PEEKED, CLAIM_LOST: someone has the tick */
+	int timed_out;                 /* LEASE_FAILED: at its timeout */
+	int ok;                        /* EXITED: exit status 0 */
+	int long_run;                  /* EXITED: ran long enough to reset the failure count */
 	enum proto_exit_reason reason; /* EXITED */
 	int deadline_near; /* the lease deadline is past, or too close for a run to start */
 };

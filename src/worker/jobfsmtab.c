@@ -11,18 +11,19 @@
 
 #include "jobfsm.h"
 
-#define E(ev)      (1u << JOBFSM_##ev)
-#define ALWAYS     (E(READY) | E(SESSION_SUSPECT) | E(SESSION_GONE) | E(SESSION_EXPIRED))
-#define RECORDS    (E(AGREED) | E(CONFLICT) | E(DRAIN) | E(UNDRAIN) | E(STOP))
-#define TIMERS     (E(TICK) | E(TIMER) | E(PEEKED) | E(CLAIMED) | E(CLAIM_LOST))
-#define LEASES     (E(LEASE_ACQUIRED) | E(LEASE_LOST) | E(LEASE_FAILED) | E(LEASE_VERIFIED))
-#define RUNS       (E(STARTED) | E(START_FAILED) | E(EXITED) | E(RUN_TIMEOUT))
-#define EVERYWHERE (ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST))
+#define E(ev)   (1u << JOBFSM_##ev)
+#define ALWAYS  (E(READY) | E(SESSION_SUSPECT) | E(SESSION_GONE) | E(SESSION_EXPIRED))
+#define RECORDS (E(AGREED) | E(CONFLICT) | E(DRAIN) | E(UNDRAIN) | E(STOP))
+#define TIMERS  (E(TICK) | E(TIMER) | E(PEEKED) | E(CLAIMED) | E(CLAIM_LOST))
+#define LEASES  (E(LEASE_ACQUIRED) | E(LEASE_LOST) | E(LEASE_FAILED) | E(LEASE_VERIFIED))
+#define RUNS    (E(STARTED) | E(START_FAILED) | E(EXITED) | E(RUN_TIMEOUT))
+#define EVERYWHERE                                                                                 \
+	(ALWAYS | RECORDS | TIMERS | E(SUPERVISOR_DIED) | E(RUN_REQUEST) | E(HALT) | E(CATCH_UP))
 
 /*
  * The legal (state, event) pairs. Every state hears the session, the record, the tick
  * timer, stale timer and claim callbacks (ignored unless they are for the state), the
- * supervisor's death and run-now requests. Lease events come only where a lease is asked
+ * supervisor's death, run-now requests and stop requests. Lease events come only where a lease is asked
  * for or held; news of a run only where a run may be under way.
  */
 static const uint32_t jobfsm_table[JOB_STATES] = {
@@ -54,6 +55,7 @@ static const char *jobfsm_event_names[] = {
     "LEASE_VERIFIED", "CLAIMED",         "CLAIM_LOST",   "STARTED",
     "START_FAILED",   "EXITED",          "RUN_TIMEOUT",  "SUPERVISOR_DIED",
     "DRAIN",          "UNDRAIN",         "RUN_REQUEST",  "STOP",
+    "HALT",           "CATCH_UP",
 };
 
 /* clang-format off */
@@ -84,10 +86,12 @@ static const char *jobfsm_why_texts[] = {
     "no lease",
     "the session expired before the run started",
     "the supervisor died",
+    "`leasekeeper stop` asked for it",
+    "the next tick is due (overlap = replace)",
 };
 
 static const char *jobfsm_outcome_names[] = {
-    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed",
+    "ok", "failed", "timeout", "oom", "killed", "stopped", "start_failed", "replaced",
 };
 
 /* The name of a state, for logs and the status. */
@@ -141,7 +145,8 @@ jobfsm_legal(enum job_state state, enum jobfsm_event event)
 enum jobfsm_hook
 jobfsm_hook(const char *outcome)
 {
-	if (outcome == NULL || strcmp(outcome, "stopped") == 0 || strcmp(outcome, "paused") == 0)
+	if (outcome == NULL || strcmp(outcome, "stopped") == 0 || strcmp(outcome, "paused") == 0 ||
+	    strcmp(outcome, "replaced") == 0)
 		return JOBFSM_HOOK_NONE;
 	if (strcmp(outcome, "ok") == 0)
 		return JOBFSM_HOOK_SUCCESS;

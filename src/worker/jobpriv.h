@@ -19,6 +19,8 @@ struct event;
 struct jobrec;
 struct lease;
 struct runreq;
+struct stopreq;
+struct stoprec;
 
 /* The longest run id: node (at most 100 bytes kept), boot, number (docs/design.md). */
 #define JOB_RUN_ID_MAX 144
@@ -54,9 +56,14 @@ struct job {
 	struct jobrec *rec;
 	int expiring; /* the session's expiry is being told to the lease */
 
-	struct runreq *req; /* the run-now requests */
-	char *manual_req;   /* the run-now request taken, until it is reported */
-	char *manual_by;    /* ... who asked */
+	struct runreq *req;    /* the run-now requests */
+	char *manual_req;      /* the run-now request taken, until it is reported */
+	char *manual_by;       /* ... who asked */
+	char **manual_env;     /* ... its LEASEKEEPER_PARAM_* (NULL terminated) */
+	json_t *manual_params; /* ... and their values, for the record */
+
+	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
+	char *halt_by;         /* who stopped the run under way, for its record */
 
 	uint32_t run;
 	char run_id[JOB_RUN_ID_MAX]; /* the run's one name, fixed at its start (job_run_name) */
@@ -111,9 +118,10 @@ void job_feed(struct job *, const struct jobfsm_input *, const struct job_ctx *)
 void job_arm_tick(struct job *);
 void job_arm_tick_if_idle(struct job *);
 int64_t job_catch_up(const struct job *);
+void job_catch_up_read(struct job *);
 void job_tick_cb(int, short, void *);
 void job_timer_cb(int, short, void *);
-void job_claim(struct job *, int64_t tick);
+void job_claim(struct job *, int64_t tick, int catch_up);
 void job_peek(struct job *, int64_t tick);
 void job_set_timer(struct job *, const struct jobfsm_action *);
 
@@ -139,6 +147,14 @@ void job_take_cb(struct runreq *, const char *name, const char *by, int64_t time
 void job_manual_end(struct job *, json_t *result);
 void job_manual_abort(struct job *, const char *outcome, const char *why);
 void job_manual_restarted(struct job *);
+void job_free_env(char **env);
+char **job_params_env(struct job *, struct runspec *);
+
+/* jobstop.c */
+int64_t job_running_cb(void *arg);
+void job_halt_cb(struct stopreq *, const char *name, const struct stoprec *, void *arg);
+void job_halt_recorded(struct job *, const struct jobfsm_action *, enum jobfsm_event,
+                       const struct job_ctx *);
 
 /* jobstats.c */
 void job_count_end(struct job *, enum job_outcome, int ran);

@@ -96,6 +96,7 @@ job_start_run(struct job *job)
 	struct zk *zk = job->zk;
 	struct proto_spec spec = {NULL, 0};
 	struct runspec rs;
+	char **env;
 
 	job->run = job->cb->next_run(job->cb_arg);
 	job_run_name(job, cfg->node_id);
@@ -105,6 +106,7 @@ job_start_run(struct job *job)
 
 	rs = job_runspec(job, cj->argv);
 	rs.run_id = job->run_id;
+	env = job_params_env(job, &rs); /* the job's env and its parameters */
 	rs.fence = job->run_fence;
 	rs.fences = lease_fences(job->lease);
 	rs.leases = cj->leases;
@@ -115,6 +117,7 @@ job_start_run(struct job *job)
 	    (struct proto_limits){cj->limits.memory_max, cj->limits.memory_high, cj->limits.cpu_max,
 	                          cj->limits.tasks_max, cj->limits.io_weight};
 	runspec_build(&rs, &spec);
+	job_free_env(env);
 	/* A refusal comes back at once (job_start_failed): the machine made this its last act. */
 	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);
@@ -199,6 +202,8 @@ job_record_manual(struct job *job, json_t *o, const struct jobfsm_action *a)
 
 	json_object_set_new(o, "by", json_string(job->manual_by));
 	json_object_set_new(o, "request", json_string(job->manual_req));
+	if (job->manual_params != NULL && json_object_size(job->manual_params) > 0)
+		json_object_set(o, "params", job->manual_params);
 	if (!a->manual_result)
 		return;
 	res = json_deep_copy(o);
@@ -294,6 +299,8 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		job_record_signals(o, u);
 	if (a->manual)
 		job_record_manual(job, o, a);
+	if (job->halt_by != NULL) /* `leasekeeper stop` ended it */
+		json_object_set_new(o, "stopped_by", json_string(job->halt_by));
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
 

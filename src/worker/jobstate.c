@@ -12,7 +12,9 @@
  * scheduled job retries a failed tick up to `retries` times, then waits for the next.
  * A paused or drained job neither restarts nor retries: it lets the lease go (HOLD). A
  * continuous copy stopped for a run-now request starts again at once, unless something
- * else ended it meanwhile.
+ * else ended it meanwhile. A run ended by `leasekeeper stop` is no failure and is not
+ * retried: a scheduled job waits for its next tick, a continuous copy restarts after
+ * restart_backoff.
  */
 
 #include "jobstate.h"
@@ -83,6 +85,12 @@ jobstate_decide(const struct jobstate_end *e, struct jobstate_counts *c)
 				c->attempt++;
 			d.action = JOBSTATE_RUN_AGAIN;
 		}
+		return d;
+	}
+	if (!e->start_failed && e->halted) {
+		/* `leasekeeper stop`: the schedule goes on; a copy restarts after restart_backoff. */
+		d.failed = 0;
+		d.action = e->scheduled ? JOBSTATE_NEXT_TICK : JOBSTATE_RESTART;
 		return d;
 	}
 	d.counted = 1;

@@ -17,6 +17,7 @@ struct jobstate_end {
 	int lease_held;     /* the lease is held and verified */
 	int held_back;      /* paused or drained: no restart, no retry */
 	int manual_restart; /* continuous: the copy was stopped to restart it (run-now) */
+	int halted;         /* stopped by `leasekeeper stop`: not a failure, no retry */
 	int max_failures;   /* continuous: failures in a row before a cool-down */
 	int retries;        /* scheduled: retries of a tick */
 };

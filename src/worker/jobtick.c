@@ -13,6 +13,8 @@
 #include "clock.h"
 #include "config.h"
 #include "jobpriv.h"
+#include "layout.h"
+#include "tickstate.h"
 #include "jobrec.h"
 #include "members.h"
 #include "rank.h"
@@ -108,10 +110,12 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 	job_feed(job, &in, NULL);
 }
 
-/* Claim tick in the tick state. */
+/* Claim tick in the tick state; catch_up: its skipped ticks are recorded so. */
 void
-job_claim(struct job *job, int64_t tick)
+job_claim(struct job *job, int64_t tick, int catch_up)
 {
+	if (catch_up)
+		jobrec_skip_reason(job->rec, "catch_up");
 	jobrec_claim(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
 	             job->cfg->sched, job->cfg->history, job_claim_cb, job);
 }
@@ -201,17 +205,73 @@ job_arm_tick_if_idle(struct job *job)
 		job_arm_tick(job);
 }
 
-/* Catch-up: the latest tick still within its start deadline (-1: none, or continuous). */
+/*
+ * Catch-up: the latest tick still within its start deadline (-1: none, continuous, or
+ * catch_up = none).
+ */
 int64_t
 job_catch_up(const struct job *job)
 {
 	uint64_t now = job_now_ms(job);
 	int64_t prev;
 
-	if (!job_scheduled(job))
+	if (!job_scheduled(job) || job->cfg->catch_up == CONFIG_CATCH_UP_NONE)
 		return -1;
 	prev = schedule_prev(job->cfg->sched, (int64_t)(now / 1000));
 	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms)
 		return prev;
 	return -1;
+}
+
+/*
+ * catch_up = all: the tick state as read. The ticks after the last one claimed (or marked
+ * missed), up to now, the newest catch_up_limit of them, go to the machine oldest first. A
+ * job with no tick state yet (new) catches nothing up.
+ */
+static void
+job_catch_up_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job *job = arg;
+	const struct config_job *cj = job->cfg;
+	int64_t ticks[JOBFSM_MAX_CATCH_UP], x = (int64_t)(clock_wall_ms() / 1000);
+	struct tickstate st;
+	struct jobfsm_input in;
+	int n = 0, steps = 0, i;
+
+	if (reply->rc != ZOK)
+		return;
+	tickstate_parse(reply->value, (size_t)reply->value_len, &st);
+	while (st.tick >= 0 && n < cj->catch_up_limit && n < JOBFSM_MAX_CATCH_UP &&
+	       steps++ < cj->catch_up_limit + TICKSTATE_MAX_LIST) {
+		x = schedule_prev(cj->sched, x);
+		if (x < 0 || x <= st.tick)
+			break;
+		if (tickstate_mark_missed(&st, x)) /* not marked missed already: to run */
+			ticks[n++] = x;
+		x--;
+	}
+	tickstate_free(&st);
+	if (n == 0)
+		return;
+	for (i = 0; i < n / 2; i++) {
+		int64_t t = ticks[i];
+
+		ticks[i] = ticks[n - 1 - i];
+		ticks[n - 1 - i] = t;
+	}
+	log_info("job %s: catch_up = all: %d missed tick(s) to run, oldest first", job->name, n);
+	job_input(job, &in, JOBFSM_CATCH_UP);
+	in.ticks = ticks;
+	in.nticks = n;
+	job_feed(job, &in, NULL);
+}
+
+/* catch_up = all: read the tick state, to run what was missed (job_catch_up_cb). */
+void
+job_catch_up_read(struct job *job)
+{
+	char *path = layout_job_state(job_main_config(job)->root, job->name);
+
+	zk_get(job->zk, path, NULL, job_catch_up_cb, job);
+	free(path);
 }

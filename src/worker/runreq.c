@@ -186,6 +186,13 @@ runreq_finish(struct runreq *rr, json_t *result)
 	runreq_write(rr);
 }
 
+/* The request taken, as claimed (its "params", ...); NULL if none is taken. */
+const json_t *
+runreq_taken_data(const struct runreq *rr)
+{
+	return rr->taken != NULL ? rr->claim : NULL;
+}
+
 /* Our claim was answered (or lost in a reconnect: the next listing tells). */
 static void
 runreq_claim_cb(const struct zk_reply *reply, void *arg)

@@ -28,5 +28,6 @@ void runreq_session(struct runreq *, enum zk_event);
 void runreq_check(struct runreq *);
 void runreq_finish(struct runreq *, json_t *result);
 void runreq_paused(struct runreq *, int paused);
+const json_t *runreq_taken_data(const struct runreq *);
 
 #endif

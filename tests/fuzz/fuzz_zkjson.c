@@ -23,8 +23,11 @@
 #include "jobrec.h"
 #include "leasekeeper.h"
 #include "nodedata.h"
+#include "param.h"
+#include "paramrec.h"
 #include "rank.h"
 #include "schedule.h"
+#include "stoprec.h"
 #include "tickstate.h"
 #include "utf8.h"
 
@@ -189,6 +192,44 @@ fuzz_request(const char *s, size_t n)
 		abort();
 }
 
+/* A stop request as workers and `leasekeeper stop` read it: what a request has, and sane. */
+static void
+fuzz_stop(const char *s, size_t n)
+{
+	struct stoprec r;
+
+	if (stoprec_parse(s, (int)n, &r) != r.req.valid)
+		abort();
+	if (r.fence == 0 || r.fence < -1 || (r.kill != 0 && r.kill != 1) ||
+	    (r.no_restart != 0 && r.no_restart != 1) || strlen(r.req.by) > CTLREC_MAX_BY)
+		abort();
+}
+
+/* A request's "params" as the worker checks them: refused, or only declared and bounded. */
+static void
+fuzz_params(const char *s, size_t n)
+{
+	static char *declared[] = {"TARGET", "DRY_RUN=false", NULL};
+	json_t *o = json_loadb(s, n, 0, NULL), *values;
+	char **env, why[160];
+	size_t i;
+
+	if (paramrec_resolve(o, declared, &env, &values, why, sizeof why)) {
+		for (i = 0; env[i] != NULL; i++)
+			if (i >= 2 || strncmp(env[i], PARAM_ENV, strlen(PARAM_ENV)) != 0 ||
+			    strlen(env[i]) >
+			        strlen(PARAM_ENV) + PARAM_MAX_NAME + 1 + PARAM_MAX_VALUE)
+				abort();
+		for (i = 0; env[i] != NULL; i++)
+			free(env[i]);
+		free(env);
+		json_decref(values);
+	} else if (env != NULL || values != NULL || strlen(why) == 0)
+		abort();
+	if (o != NULL)
+		json_decref(o);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -215,9 +256,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fmt = format_of_data(s, n);
 		if (fmt < FORMAT_INVALID || fmt > FORMAT_MAX)
 			abort();
+		fuzz_stop(s, n);
 		break;
 	case 1:
 		fuzz_tickstate(s, n);
+		fuzz_params(s, n);
 		break;
 	default:
 		o = json_object();

@@ -19,6 +19,7 @@ SOURCES = {
     "run": "src/worker/runcmd.c", "check": "src/cli/check.c", "next": "src/cli/next.c",
     "status": "src/cli/status.c", "logs": "src/cli/logs.c", "exec": "src/cli/exec.c",
     "set-leases": "src/cli/setleases.c", "run-now": "src/cli/runnow.c",
+    "stop": "src/cli/stop.c",
     "pause": "src/cli/control.c", "resume": "src/cli/control.c", "drain": "src/cli/control.c",
     "undrain": "src/cli/control.c", "forget": "src/cli/control.c", "web": "src/web/web.c",
     "init-auth": "src/cli/initauth.c",

@@ -326,6 +326,29 @@ static const struct bad_case bad_cases[] = {
     {"pass_env with reserved prefix", NULL, "[job a]\ncommand = true\npass_env = LEASEKEEPER_X\n",
      "jobs/a.ini", 3, "pass_env LEASEKEEPER_X uses the reserved prefix LEASEKEEPER_", "remove it",
      0},
+    {"catch_up unknown", NULL, "[job a]\ncommand = true\nschedule = @every 1m\ncatch_up = some\n",
+     "jobs/a.ini", 4, "bad catch_up \"some\"", "write latest", 0},
+    {"catch_up on a continuous job", NULL, "[job a]\ncommand = true\ncatch_up = all\n",
+     "jobs/a.ini", 3, "catch_up applies only to scheduled jobs", "remove it", 0},
+    {"catch_up_limit without all", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\ncatch_up_limit = 3\n", "jobs/a.ini", 4,
+     "catch_up_limit applies only with catch_up = all", "set catch_up = all", 0},
+    {"catch_up_limit too large", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\ncatch_up = all\ncatch_up_limit = 101\n",
+     "jobs/a.ini", 5, "catch_up_limit", "100", 0},
+    {"overlap unknown", NULL, "[job a]\ncommand = true\nschedule = @every 1m\noverlap = drop\n",
+     "jobs/a.ini", 4, "bad overlap \"drop\"", "write queue", 0},
+    {"overlap on a continuous job", NULL, "[job a]\ncommand = true\noverlap = skip\n", "jobs/a.ini",
+     3, "overlap applies only to scheduled jobs", "remove it", 0},
+    {"overlap with more leases", NULL,
+     "[job a]\ncommand = true\nschedule = @every 1m\nleases = 2\noverlap = replace\n", "jobs/a.ini",
+     5, "overlap = replace needs leases = 1", "set leases = 1", 0},
+    {"params with a bad name", NULL, "[job a]\ncommand = true\nparams = TARGET, dry_run\n",
+     "jobs/a.ini", 3, "bad parameter name \"dry_run\"", "starting with a capital", 0},
+    {"params twice", NULL, "[job a]\ncommand = true\nparams = A=1, B, A\n", "jobs/a.ini", 3,
+     "params names A twice", "keep one", 0},
+    {"params with an empty item", NULL, "[job a]\ncommand = true\nparams = A,, B\n", "jobs/a.ini",
+     3, "params has an empty item", "separated by commas", 0},
     {"pass_env twice", NULL, "[job a]\ncommand = true\npass_env = A LC_* A\n", "jobs/a.ini", 3,
      "pass_env names A twice", "keep one", 0},
     {"pass_env empty", NULL, "[job a]\ncommand = true\npass_env =\n", "jobs/a.ini", 3,
@@ -959,7 +982,8 @@ test_every_key(void **state)
 	                    "lock = shared\n"
 	                    "max_failures = 1\n"
 	                    "restart_backoff = 2500ms\n"
-	                    "pass_env = none\n");
+	                    "pass_env = none\n"
+	                    "params = TARGET , DRY_RUN = false,EMPTY=\n");
 	if (load("conf/worker.ini", &cfg, &errors) != 0)
 		dump(&errors);
 	assert_non_null(cfg);
@@ -982,6 +1006,14 @@ test_every_key(void **state)
 	assert_int_equal(cfg->njob_files, 1);
 	assert_string_equal(cfg->job_files[0], at("jobs/all.ini")); /* conf/.. folded */
 	assert_int_equal(cfg->njobs, 3);
+
+	job = config_find_job(cfg, "sem");
+	assert_non_null(job->params);
+	assert_string_equal(job->params[0], "TARGET");
+	assert_string_equal(job->params[1], "DRY_RUN=false");
+	assert_string_equal(job->params[2], "EMPTY=");
+	assert_null(job->params[3]);
+	assert_null(config_find_job(cfg, "all")->params);
 
 	job = config_find_job(cfg, "all");
 	assert_non_null(job);

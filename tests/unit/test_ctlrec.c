@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include "ctlrec.h"
+#include "paramrec.h"
+#include "stoprec.h"
 #include "leasekeeper.h"
 
 /* ctlrec_request of a NUL-terminated text. */
@@ -146,14 +148,77 @@ test_request_invalid(void **state)
 	assert_non_null(ctlrec_request_invalid(NULL, 0));
 }
 
+/* A stop request: the run it names, kill, no_restart; anything else insane is absent. */
+static void
+test_stop_request(void **state)
+{
+	struct stoprec r;
+	const char *ok = "{\"by\":\"ops\",\"fence\":42,\"kill\":true,\"no_restart\":true,"
+	                 "\"claimed\":{\"node\":\"a\"}}";
+	const char *bad = "{\"fence\":-5,\"kill\":1,\"no_restart\":\"yes\"}";
+
+	(void)state;
+	assert_int_equal(stoprec_parse(ok, (int)strlen(ok), &r), 1);
+	assert_int_equal(r.fence, 42);
+	assert_int_equal(r.kill, 1);
+	assert_int_equal(r.no_restart, 1);
+	assert_string_equal(r.req.by, "ops");
+	assert_int_equal(r.req.claimed, 1);
+	assert_int_equal(stoprec_parse(bad, (int)strlen(bad), &r), 1);
+	assert_int_equal(r.fence, -1);
+	assert_int_equal(r.kill, 0);
+	assert_int_equal(r.no_restart, 0);
+	assert_int_equal(stoprec_parse("[1]", 3, &r), 0);
+	assert_int_equal(stoprec_parse("{\"fence\":", 10, &r), 0);
+}
+
+/* A request's params: declared ones pass with the defaults filled in; anything else is refused. */
+static void
+test_params(void **state)
+{
+	char *declared[] = {"TARGET", "DRY_RUN=false", NULL}, **env, why[160];
+	json_t *given = json_pack("{s:s}", "TARGET", "db2"), *values;
+	int i;
+	static const char *bad[] = {"[1]", "{\"NOPE\":\"1\"}", "{\"target\":\"1\"}",
+	                            "{\"TARGET\":1}", NULL};
+
+	(void)state;
+	assert_int_equal(paramrec_resolve(given, declared, &env, &values, why, sizeof why), 1);
+	assert_string_equal(env[0], "LEASEKEEPER_PARAM_TARGET=db2");
+	assert_string_equal(env[1], "LEASEKEEPER_PARAM_DRY_RUN=false");
+	assert_null(env[2]);
+	assert_string_equal(json_string_value(json_object_get(values, "DRY_RUN")), "false");
+	for (i = 0; env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+	json_decref(values);
+	json_decref(given);
+	assert_int_equal(paramrec_resolve(NULL, declared, &env, &values, why, sizeof why), 1);
+	assert_string_equal(env[0], "LEASEKEEPER_PARAM_DRY_RUN=false"); /* TARGET: no default */
+	assert_null(env[1]);
+	free(env[0]);
+	free(env);
+	json_decref(values);
+	for (i = 0; bad[i] != NULL; i++) {
+		given = json_loads(bad[i], 0, NULL);
+		assert_int_equal(paramrec_resolve(given, declared, &env, &values, why, sizeof why),
+		                 0);
+		assert_null(env);
+		assert_true(strlen(why) > 0);
+		json_decref(given);
+	}
+	given = json_pack("{s:s%}", "TARGET", "a\0b", (size_t)3);
+	assert_int_equal(paramrec_resolve(given, declared, &env, &values, why, sizeof why), 0);
+	json_decref(given);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_request_lifecycle),
-	    cmocka_unit_test(test_request_hostile),
-	    cmocka_unit_test(test_request_exit),
-	    cmocka_unit_test(test_request_invalid),
+	    cmocka_unit_test(test_request_lifecycle), cmocka_unit_test(test_request_hostile),
+	    cmocka_unit_test(test_request_exit),      cmocka_unit_test(test_request_invalid),
+	    cmocka_unit_test(test_stop_request),      cmocka_unit_test(test_params),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

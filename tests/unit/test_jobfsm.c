@@ -36,6 +36,9 @@ struct env {
 	int64_t claimed_tick; /* the tick whose claim landed last, -1 */
 	int open_run;         /* a run started whose record is not written */
 	int req_open;         /* a run-now request taken and not ended */
+	int halt_open;        /* a stop request (`leasekeeper stop`) took the run under way */
+	int64_t last_claim;   /* the newest tick a CLAIM asked for, -1 */
+	int64_t catch[3];     /* CATCH_UP: the missed ticks given */
 	int done;
 	int late; /* main woke past the lease deadline: it stays past until the session answers */
 	uint64_t now_ms;
@@ -86,6 +89,9 @@ static const struct input inputs[] = {
     {"RUN_REQUEST", JOBFSM_RUN_REQUEST, 0, 0},
     {"STOP", JOBFSM_STOP, 0, 0},
     {"STOP(wait)", JOBFSM_STOP, 1, 0},
+    {"HALT", JOBFSM_HALT, 0, 0},
+    {"HALT(kill,hold)", JOBFSM_HALT, 1, 1},
+    {"CATCH_UP", JOBFSM_CATCH_UP, 0, 0},
 };
 #define NINPUTS ((int)(sizeof inputs / sizeof inputs[0]))
 
@@ -158,6 +164,12 @@ enabled(const struct env *e, const struct input *in)
 		return e->run_timer && e->run != RUN_NONE;
 	case JOBFSM_RUN_REQUEST:
 		return e->list;
+	case JOBFSM_HALT:
+		return e->run != RUN_NONE; /* stopreq.c takes a request only for a run under way */
+	case JOBFSM_CATCH_UP:
+		/* The state read finds ticks after the last claim, at or before now. */
+		return e->m.cfg.scheduled && e->registered &&
+		       (int64_t)(e->now_ms / 1000) > e->last_claim;
 	case JOBFSM_SUPERVISOR_DIED:
 	case JOBFSM_DRAIN:
 	case JOBFSM_UNDRAIN:
@@ -172,9 +184,9 @@ enabled(const struct env *e, const struct input *in)
 static enum jobfsm_hook
 expected_hook(enum job_outcome o)
 {
-	return o == JOB_OUTCOME_OK        ? JOBFSM_HOOK_SUCCESS
-	       : o == JOB_OUTCOME_STOPPED ? JOBFSM_HOOK_NONE
-	                                  : JOBFSM_HOOK_FAILURE;
+	return o == JOB_OUTCOME_OK                                     ? JOBFSM_HOOK_SUCCESS
+	       : o == JOB_OUTCOME_STOPPED || o == JOB_OUTCOME_REPLACED ? JOBFSM_HOOK_NONE
+	                                                               : JOBFSM_HOOK_FAILURE;
 }
 
 /* Carry out one action in the model, checking what it may do. */
@@ -206,6 +218,11 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 	case JOBFSM_CLAIM:
 		if (e->lease != JOBFSM_LEASE_HELD)
 			violation(e, "CLAIM without the lease");
+		if (a->tick < e->last_claim)
+			violation(
+			    e, "a claim of tick %lld after one of %lld (claims only move forward)",
+			    (long long)a->tick, (long long)e->last_claim);
+		e->last_claim = a->tick;
 		e->claim = 1;
 		break;
 	case JOBFSM_PEEK:
@@ -251,9 +268,18 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		if (!e->open_run)
 			violation(e, "a record for no run, or a second one");
 		e->open_run = 0;
+		if (a->outcome == JOB_OUTCOME_REPLACED && m->cfg.overlap != JOBFSM_OVERLAP_REPLACE)
+			violation(e, "a run replaced without overlap = replace");
 		if (jobfsm_hook(job_outcome_name(a->outcome)) != expected_hook(a->outcome))
 			violation(e, "the hook does not follow the outcome %s",
 			          job_outcome_name(a->outcome));
+		if (e->halt_open && a->outcome != JOB_OUTCOME_STOPPED &&
+		    a->outcome != JOB_OUTCOME_KILLED && a->outcome != JOB_OUTCOME_TIMEOUT &&
+		    a->outcome != JOB_OUTCOME_OOM && a->outcome != JOB_OUTCOME_START_FAILED &&
+		    a->outcome != JOB_OUTCOME_REPLACED)
+			violation(e, "a run taken by a stop request records %s",
+			          job_outcome_name(a->outcome));
+		e->halt_open = 0;
 		if (a->manual_result) {
 			if (!e->req_open)
 				violation(e, "a run-now result for no request");
@@ -315,6 +341,52 @@ check(struct env *e)
 		violation(e, "a run goes on without its lease, not being stopped");
 }
 
+/*
+ * Whether a step that ended a run a stop request took (recorded "stopped") then retried the
+ * tick or started a copy at once: the schedule goes on, a copy waits restart_backoff.
+ */
+static int
+halted_end(const struct jobfsm_actions *out)
+{
+	int i, stopped = 0, bad = 0;
+
+	for (i = 0; i < out->n; i++) {
+		const struct jobfsm_action *a = &out->a[i];
+
+		if (a->act == JOBFSM_RECORD)
+			stopped = a->outcome == JOB_OUTCOME_STOPPED;
+		else if (stopped && a->act == JOBFSM_START_RUN)
+			bad = 1;
+		else if (stopped && a->act == JOBFSM_TIMER_SET && a->timer == JOBFSM_TIMER_RETRY)
+			bad = 1;
+		else if (stopped && a->act == JOBFSM_TIMER_SET &&
+		         a->timer == JOBFSM_TIMER_RESTART && a->n != 0)
+			bad = 1;
+	}
+	return bad;
+}
+
+/*
+ * Whether a step for a tick due during a run misses what overlap asks: skip records the tick
+ * missed at once; replace signals the run (unless it is being stopped already).
+ */
+static int
+overlap_missing(const struct env *e, const struct jobfsm_input *fi,
+                const struct jobfsm_actions *out)
+{
+	int i;
+
+	for (i = 0; i < out->n; i++) {
+		if (e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP &&
+		    out->a[i].act == JOBFSM_RECORD_MISSED && out->a[i].tick == fi->tick)
+			return 0;
+		if (e->m.cfg.overlap == JOBFSM_OVERLAP_REPLACE &&
+		    out->a[i].act == JOBFSM_STOP_RUN && out->a[i].sig == SIGTERM)
+			return 0;
+	}
+	return e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP || e->m.state != JOB_STOPPING;
+}
+
 /* Feed one event to the machine and apply its actions to the model. */
 static void
 feed(struct env *e, enum jobfsm_event event, const struct input *in)
@@ -324,6 +396,11 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	enum job_state seen = e->m.state;
 	int i, had_run = e->run != RUN_NONE;
 	uint64_t failures = e->m.failures_total, failed = 0;
+	/* A tick due while a run goes on here, to be skipped or to replace it (not catching up). */
+	int overlapping = e->run != RUN_NONE && e->m.cfg.overlap != JOBFSM_OVERLAP_QUEUE &&
+	                  jobfsm_active(&e->m) && !e->m.catching && e->m.ncatch == 0;
+	/* A run-now restart of the copy asked for a new copy at once: it is one. */
+	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
@@ -357,6 +434,16 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	case JOBFSM_STOP:
 		fi.wait = in->a;
 		break;
+	case JOBFSM_HALT:
+		fi.kill = fi.hold = in->a;
+		break;
+	case JOBFSM_CATCH_UP:
+		fi.ticks = e->catch;
+		fi.nticks = 0;
+		for (i = 2; i >= 0; i--)
+			if ((int64_t)(e->now_ms / 1000) - i > e->last_claim)
+				e->catch[fi.nticks++] = (int64_t)(e->now_ms / 1000) - i;
+		break;
 	default:
 		break;
 	}
@@ -388,6 +475,20 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		          (long long)(e->m.failures_total - failures), (unsigned long long)failed);
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
+	if (event == JOBFSM_TICK && overlapping && overlap_missing(e, &fi, &out))
+		violation(e, "a tick due during a run was not handled as overlap = %s says",
+		          e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP ? "skip" : "replace");
+	if (event == JOBFSM_HALT) {
+		int sent = 0;
+
+		for (i = 0; i < out.n; i++)
+			sent |= out.a[i].act == JOBFSM_STOP_RUN &&
+			        out.a[i].sig == (in->a ? SIGKILL : SIGTERM);
+		if (!sent)
+			violation(e, "a stop request took the run and it was not signalled");
+	}
+	if (halting && !e->halt_open && halted_end(&out))
+		violation(e, "a run ended by a stop request is retried or restarted at once");
 	if ((event == JOBFSM_LEASE_LOST) && e->run != RUN_NONE) {
 		int killed = 0;
 
@@ -493,6 +594,10 @@ bring(struct env *e, const struct input *in)
 			e->req_open = 1;
 		feed(e, in->event, in);
 		break;
+	case JOBFSM_HALT:
+		e->halt_open = 1;
+		feed(e, in->event, in);
+		break;
 	default:
 		feed(e, in->event, in);
 		break;
@@ -500,16 +605,19 @@ bring(struct env *e, const struct input *in)
 	check(e);
 }
 
-/* A job just created, scheduled or not. */
+/* A job just created: kind 0 continuous, 1 scheduled, 2 with overlap = skip, 3 replace. */
 static void
-env_init(struct env *e, int scheduled)
+env_init(struct env *e, int kind)
 {
-	struct jobfsm_config cfg = {scheduled, 2, 1, 1500};
+	static const enum jobfsm_overlap overlap[] = {JOBFSM_OVERLAP_QUEUE, JOBFSM_OVERLAP_QUEUE,
+	                                              JOBFSM_OVERLAP_SKIP, JOBFSM_OVERLAP_REPLACE};
+	struct jobfsm_config cfg = {kind != 0, 2, 1, 1500, overlap[kind]};
 
 	memset(e, 0, sizeof *e);
 	jobfsm_init(&e->m, &cfg);
 	e->connected = 1;
 	e->claimed_tick = -1;
+	e->last_claim = -1;
 	e->now_ms = 1000000;
 }
 
@@ -543,9 +651,18 @@ walk_depth(void)
 	return s != NULL ? atoi(s) : 7;
 }
 
+static void walk_from_agreed_to(int kind, int to);
+
 /* Every sequence to the depth, from a job registered in its session and agreed. */
 static void
-walk_from_agreed(int scheduled)
+walk_from_agreed(int kind)
+{
+	walk_from_agreed_to(kind, walk_depth());
+}
+
+/* Every sequence to depth to, from a new job (two shorter) and from an agreed one. */
+static void
+walk_from_agreed_to(int scheduled, int to)
 {
 	static const struct input ready = {"READY", JOBFSM_READY, 0, 0};
 	static const struct input agreed = {"AGREED", JOBFSM_AGREED, 0, 0};
@@ -553,13 +670,13 @@ walk_from_agreed(int scheduled)
 
 	env_init(&e, scheduled);
 	depth = 0;
-	walk(&e, walk_depth() - 2); /* from the start, shorter */
+	walk(&e, to - 2); /* from the start, shorter */
 	env_init(&e, scheduled);
 	path[depth++] = ready.name;
 	bring(&e, &ready);
 	path[depth++] = agreed.name;
 	bring(&e, &agreed);
-	walk(&e, walk_depth());
+	walk(&e, to);
 	depth = 0;
 }
 
@@ -571,6 +688,18 @@ test_every_sequence_scheduled(void **state)
 	walk_from_agreed(1);
 	fprintf(stderr, "scheduled: %llu steps to depth %d\n", (unsigned long long)steps,
 	        walk_depth());
+}
+
+/* overlap = skip and replace, one event shallower (the scheduled walk covers the rest). */
+static void
+test_every_sequence_overlap(void **state)
+{
+	(void)state;
+	steps = 0;
+	walk_from_agreed_to(2, walk_depth() - 1);
+	walk_from_agreed_to(3, walk_depth() - 1);
+	fprintf(stderr, "overlap skip and replace: %llu steps to depth %d\n",
+	        (unsigned long long)steps, walk_depth() - 1);
 }
 
 static void
@@ -597,7 +726,7 @@ test_random_sequences(void **state)
 	for (run = 0; run < 4000; run++) {
 		struct env e;
 
-		env_init(&e, run % 2);
+		env_init(&e, run % 4);
 		depth = 0;
 		for (n = 0; n < 150 && depth < MAX_PATH; n++) {
 			npick = 0;
@@ -628,7 +757,7 @@ test_names_and_table(void **state)
 	/* A run's news where no run can be: illegal, and nothing happens. */
 	{
 		struct jobfsm m;
-		struct jobfsm_config cfg = {1, 2, 1, 1500};
+		struct jobfsm_config cfg = {1, 2, 1, 1500, JOBFSM_OVERLAP_QUEUE};
 		struct jobfsm_input in = {.event = JOBFSM_EXITED, .catch_up = -1};
 		struct jobfsm_actions out;
 
@@ -655,6 +784,7 @@ main(void)
 	    cmocka_unit_test(test_names_and_table),
 	    cmocka_unit_test(test_every_sequence_scheduled),
 	    cmocka_unit_test(test_every_sequence_continuous),
+	    cmocka_unit_test(test_every_sequence_overlap),
 	    cmocka_unit_test(test_random_sequences),
 	};
 

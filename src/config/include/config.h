@@ -13,6 +13,10 @@ struct schedule;
 
 /* What a job does with its running command when the worker is asked to stop. */
 enum config_on_shutdown { CONFIG_SHUTDOWN_TERMINATE, CONFIG_SHUTDOWN_WAIT };
+/* What a scheduled job does with the ticks it missed (catch_up). */
+enum config_catch_up { CONFIG_CATCH_UP_LATEST, CONFIG_CATCH_UP_NONE, CONFIG_CATCH_UP_ALL };
+/* What a scheduled job does with a tick due while its run goes on (overlap). */
+enum config_overlap { CONFIG_OVERLAP_QUEUE, CONFIG_OVERLAP_SKIP, CONFIG_OVERLAP_REPLACE };
 
 /* How the workers share a scheduled job's tick ([worker] tick_claim). */
 enum config_tick_claim {
@@ -108,9 +112,12 @@ struct config_job {
 	size_t nconstraint;
 	uint64_t start_deadline_ms; /* scheduled: a tick not started by then is missed */
 
-	uint64_t timeout_ms;       /* 0: none */
-	int retries;               /* scheduled: extra attempts after a failed run */
-	uint64_t retry_backoff_ms; /* first retry delay, doubled each time, with jitter */
+	uint64_t timeout_ms;           /* 0: none */
+	int retries;                   /* scheduled: extra attempts after a failed run */
+	enum config_catch_up catch_up; /* scheduled: the missed ticks run (latest, none, all) */
+	int catch_up_limit;            /* catch_up = all: at most this many, the newest */
+	enum config_overlap overlap;   /* scheduled: a tick due while the run goes on */
+	uint64_t retry_backoff_ms;     /* first retry delay, doubled each time, with jitter */
 	int max_failures; /* @continuous: consecutive failures before handing the lease over */
 	uint64_t restart_backoff_ms; /* @continuous: first restart delay, doubled per failure */
 	uint64_t kill_grace_ms; /* SIGTERM to SIGKILL when the job is stopped; default [safety] */
@@ -124,6 +131,7 @@ struct config_job {
 	char **env;    /* "KEY=VALUE", NULL terminated */
 	size_t nenv;
 	char **pass_env; /* names (or PREFIX*) passed from the worker's environment; NULL ends */
+	char **params;   /* "NAME" or "NAME=DEFAULT" a manual run may be given; NULL: none */
 
 	struct config_limits limits; /* [worker]'s, unless the job sets its own ("max": none) */
 
@@ -198,6 +206,8 @@ int config_job_equal(const struct config_job *, const struct config_job *);
 int config_locks_equal(const struct config_job *, const struct config_job *);
 const char *config_on_shutdown_name(enum config_on_shutdown);
 const char *config_lock_kind_name(enum config_lock_kind);
+const char *config_catch_up_name(enum config_catch_up);
+const char *config_overlap_name(enum config_overlap);
 const char *config_tick_claim_name(enum config_tick_claim);
 const char *config_cgroups_name(enum config_cgroups);
 const char *config_auth_warning(const struct config *);

@@ -11,7 +11,7 @@
 		ok: "ok", failed: "failed", timeout: "timeout",
 		killed: "killed", missed: "missed", manual: "manual",
 		oom: "oom", stopped: "stopped", start_failed: "start_failed",
-		paused: "paused", running: "running", other: "other"
+		paused: "paused", replaced: "replaced", running: "running", other: "other"
 	};
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
