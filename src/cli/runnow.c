@@ -187,9 +187,10 @@ runnow_follow_cb(const struct zk_reply *reply, void *arg)
 				free(err);
 		}
 	}
-	if (q.done && reply->stat != NULL &&
-	    reply->stat->version != (strcmp(q.outcome, "refused") == 0 ? 1 : 2)) {
-		/* The claim made version 1 and the claimer's result version 2: not this. */
+	if (q.done && reply->stat != NULL && reply->stat->version != 2 &&
+	    !(reply->stat->version == 1 && strcmp(q.outcome, "refused") == 0)) {
+		/* The claim made version 1 and the claimer's result version 2 (a refusal before
+		 * any claim, version 1; one by the claimer, e.g. of parameters, 2): not this. */
 		fprintf(stderr,
 		        "leasekeeper run-now: %s holds a result its claimer did not write (version "
 		        "%d): someone else changed the request; not trusted\n",
