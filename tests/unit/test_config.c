@@ -618,6 +618,7 @@ test_locks(void **state)
 	assert_non_null(strstr(out, "/leasekeeper/semaphore/pool (semaphore)\n"));
 	free(out);
 	config_free(cfg);
+	config_errors_free(&errors);
 }
 
 /* Each broken configuration fails with exactly one error, at the right file and line. */
