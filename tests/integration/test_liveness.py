@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# ctest: timeout=600 split
+# ctest: timeout=600 split label=timing
 """The loop never stalls (issue 20): a worker with 2,000 jobs (10 @continuous, 10 @every 10s,
 1,980 @every 1h) gets a reload that changes the 1,980 idle jobs, then a storm of 100 SIGHUPs
 in 10 s with nothing changed. The 10 unchanged @continuous jobs are never sent SIGTERM (each
