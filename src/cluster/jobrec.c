@@ -119,38 +119,6 @@ jobrec_recorded(struct jobrec *jr, json_t *record, const char *created)
 		jr->cb.recorded(jr, record, created, jr->arg);
 }
 
-/*
- * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
- * key), -1 if it is corrupt (too large, not an object, or a count that is not an integer in
- * 1..LK_MAX_LEASES): a corrupt record is a conflict, never "no count", or a worker would
- * rewrite it in a loop against whoever wrote it.
- */
-int
-jobrec_parse_leases(const char *data, int len)
-{
-	json_t *o, *n;
-	int leases = -1;
-
-	if (data == NULL || len <= 0)
-		return 0;
-	if (len > JOBREC_MAX_SIZE)
-		return -1;
-	o = json_loadb(data, (size_t)len, 0, NULL);
-	if (!json_is_object(o)) {
-		if (o != NULL)
-			json_decref(o);
-		return -1;
-	}
-	n = json_object_get(o, "leases");
-	if (n == NULL)
-		leases = 0;
-	else if (json_is_integer(n) && json_integer_value(n) >= 1 &&
-	         json_integer_value(n) <= LK_MAX_LEASES)
-		leases = (int)json_integer_value(n);
-	json_decref(o);
-	return leases;
-}
-
 /* Whether one more event fits in w's window of max; else counted as dropped. */
 static int
 jobrec_window_take(struct jobrec_window *w, int max)
@@ -167,21 +135,6 @@ jobrec_window_take(struct jobrec_window *w, int max)
 	}
 	w->count++;
 	return 1;
-}
-
-/* Whether a job record's JSON names its lock. */
-static int
-jobrec_has_lock(const char *data, int len)
-{
-	json_t *o;
-	int has;
-
-	if (data == NULL || len <= 0 || len > JOBREC_MAX_SIZE ||
-	    (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
-		return 0;
-	has = json_is_string(json_object_get(o, "lock"));
-	json_decref(o);
-	return has;
 }
 
 /* A job's records; call jobrec_check once the session is ready. */

@@ -59,5 +59,6 @@ int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
 
 int jobrec_parse_leases(const char *data, int len);
+int jobrec_has_lock(const char *data, int len);
 
 #endif
