@@ -87,6 +87,7 @@ struct jobrec {
 	int leases;
 	char *lock_path;         /* recorded with the count, so that status can find the lock */
 	int cluster;             /* the agreed count, 0 until known */
+	int64_t created_ms;      /* the record's ctime (the servers' clock), 0 until read */
 	int paused;              /* the record says "paused" (`leasekeeper pause`) */
 	int paused_stop;         /* ... with --stop-running */
 	const char *skip_reason; /* the next claim's skipped ticks: "catch_up"; NULL: "missed" */
@@ -194,6 +195,16 @@ uint64_t
 jobrec_missed_ticks(const struct jobrec *jr)
 {
 	return jr->missed;
+}
+
+/*
+ * When the job's record was created, by the servers' clock (ms; 0 until read): when the
+ * cluster first knew the job. A tick before it was never the job's to run.
+ */
+int64_t
+jobrec_created_ms(const struct jobrec *jr)
+{
+	return jr->created_ms;
 }
 
 /* How many times the tick state was found corrupt or claimed too far ahead, and repaired. */
@@ -329,6 +340,8 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (jobrec_refused(jr, reply))
 		return;
+	if (reply->stat != NULL)
+		jr->created_ms = reply->stat->ctime;
 	jr->paused = ctlrec_paused(reply->value, reply->value_len, &jr->paused_stop);
 	n = jobrec_parse_leases(reply->value, reply->value_len);
 	if (n < 0) {

@@ -41,6 +41,7 @@ void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
 int jobrec_refused_format(const struct jobrec *);
 int64_t jobrec_corrupt_states(const struct jobrec *);
+int64_t jobrec_created_ms(const struct jobrec *);
 uint64_t jobrec_missed_ticks(const struct jobrec *);
 
 struct schedule;

@@ -206,8 +206,8 @@ job_arm_tick_if_idle(struct job *job)
 }
 
 /*
- * Catch-up: the latest tick still within its start deadline (-1: none, continuous, or
- * catch_up = none).
+ * Catch-up: the latest tick still within its start deadline (-1: none, continuous,
+ * catch_up = none, or a tick due before the job's record was created: a new job).
  */
 int64_t
 job_catch_up(const struct job *job)
@@ -218,6 +218,9 @@ job_catch_up(const struct job *job)
 	if (!job_scheduled(job) || job->cfg->catch_up == CONFIG_CATCH_UP_NONE)
 		return -1;
 	prev = schedule_prev(job->cfg->sched, (int64_t)(now / 1000));
+	/* A new job starts with its next tick: none due before the cluster knew it. */
+	if (prev >= 0 && prev * 1000 < jobrec_created_ms(job->rec))
+		return -1;
 	if (prev >= 0 && now < (uint64_t)prev * 1000 + job->cfg->start_deadline_ms)
 		return prev;
 	return -1;

@@ -147,11 +147,11 @@ class ScheduledTest(lktest.TestCase):
     def test_retries_with_growing_backoff(self):
         self.start_zookeeper()
         out = self.path("attempts.txt")
-        jobs = {"flaky": {"command": "date +%%s.%%N >> %s; exit 1" % out, "schedule": "@every 1m",
-                          "retries": 2, "retry_backoff": "1s", "start_deadline": "50s"}}
+        jobs = {"flaky": {"command": "date +%%s.%%N >> %s; exit 1" % out, "schedule": "@every 20s",
+                          "retries": 2, "retry_backoff": "1s", "start_deadline": "15s"}}
         p = self.start("alpha", jobs)
-        # The catch-up of the current minute's tick runs at once.
-        self.wait_until(lambda: len(read(out).split()) >= 3, timeout=30)
+        # A new job starts with its next tick (within 20 s), then retries twice.
+        self.wait_until(lambda: len(read(out).split()) >= 3, timeout=60)
         times = [float(x) for x in read(out).split()]
         self.assertEqual(len(times), 3)
         # The back-offs the worker chose (base * 2^(n-1), +-20% jitter) must grow, and no
@@ -213,6 +213,24 @@ class ScheduledTest(lktest.TestCase):
         self.assertEqual(len({r["tick"] for r in missed}), len(missed),
                          "a missed tick is recorded once cluster-wide")
         self.assertEqual(rec.check(leases=1).total, 0)
+
+    def test_a_new_job_starts_with_its_next_tick(self):
+        """A job the cluster has never had (no record) runs no tick due before its record was
+        made, even one still inside its start_deadline (issue 20, goal 6); it starts with
+        the next tick, as cron and Kubernetes do."""
+        self.start_zookeeper()
+        out = self.path("ticks.txt")
+        jobs = {"fresh": {"command": self.tick_log_command(out, "0"), "schedule": "@every 6s",
+                          "start_deadline": "5900ms"}}
+        p = self.start("alpha", jobs)
+        kz = self.kazoo()
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/fresh"), timeout=30)
+        created = kz.exists("/leasekeeper/jobs/fresh").ctime / 1000.0
+        self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=30)
+        first = min(self.ticks(out))
+        self.assertGreaterEqual(first, iso(int(created)), "a tick due before the job existed ran")
+        self.assertNotRegex(p.log_text(), r"job fresh: catching up",
+                            "a new job caught up a tick")
 
     def test_catch_up_after_a_full_outage_runs_the_latest_tick_once(self):
         self.start_zookeeper()
@@ -341,7 +359,7 @@ class ScheduledTest(lktest.TestCase):
         self.start_zookeeper()
         rec = self.record_file()
         p = self.start("alpha", {"w": {"command": rec.command("w", hold_ms=2500),
-                                       "schedule": "@every 1m", "start_deadline": "50s",
+                                       "schedule": "@every 10s", "start_deadline": "8s",
                                        "on_shutdown": "wait"}})
         rec.wait_for("start", who="w", timeout=30)
         p.signal(signal.SIGTERM)
