@@ -357,7 +357,7 @@ class LeaseTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         kz = self.kazoo()
         self.assertEqual(json.loads(kz.get("/leasekeeper/jobs/agree")[0]),
-                         {"leases": 1, "lock": "/leasekeeper/mutex/agree"})
+                         {"leases": 1, "lock": "/leasekeeper/mutex/agree", "v": 1})
         r = self.run_exec("agree", ["true"], leases=2, timeout="5s")
         self.assertEqual(r.returncode, 69)
         self.assertRegex(r.stderr, r"the cluster agreed on 1 lease\(s\).*--leases is 2")
