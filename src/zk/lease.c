@@ -24,7 +24,6 @@
 #include "lease.h"
 #include "log.h"
 #include "mutex.h"
-#include "rwlock.h"
 #include "semaphore.h"
 #include "xmalloc.h"
 
@@ -36,9 +35,8 @@ struct lease_lock {
 	char *path;
 	enum lease_kind kind;
 	int leases;
-	struct mutex *mutex;         /* LEASE_MUTEX */
+	struct mutex *mutex;         /* LEASE_MUTEX, LEASE_READ, LEASE_WRITE */
 	struct semaphore *semaphore; /* LEASE_SEMAPHORE */
-	struct rwlock *rwlock;       /* LEASE_READ, LEASE_WRITE */
 	int held;
 	int unverified; /* held, the connection dropped since, not confirmed yet */
 };
@@ -96,10 +94,8 @@ lease_lock_write(struct lease_lock *k, const char *data)
 {
 	if (k->mutex != NULL)
 		mutex_write_held(k->mutex, data);
-	else if (k->semaphore != NULL)
-		semaphore_write_held(k->semaphore, data);
 	else
-		rwlock_write_held(k->rwlock, data);
+		semaphore_write_held(k->semaphore, data);
 }
 
 /*
@@ -139,10 +135,8 @@ lease_lock_acquire(struct lease_lock *k)
 	k->held = k->unverified = 0;
 	if (k->mutex != NULL)
 		mutex_acquire(k->mutex);
-	else if (k->semaphore != NULL)
-		semaphore_acquire(k->semaphore);
 	else
-		rwlock_acquire(k->rwlock);
+		semaphore_acquire(k->semaphore);
 }
 
 /* Stop taking one lock, or give it back. */
@@ -152,10 +146,8 @@ lease_lock_release(struct lease_lock *k)
 	k->held = k->unverified = 0;
 	if (k->mutex != NULL)
 		mutex_release(k->mutex);
-	else if (k->semaphore != NULL)
-		semaphore_release(k->semaphore);
 	else
-		rwlock_release(k->rwlock);
+		semaphore_release(k->semaphore);
 }
 
 /* Record "path=fence,..." for every lock, in the order given. */
@@ -327,8 +319,6 @@ lease_new_set(struct event_base *base, struct zk *zk, const struct lease_spec *s
 	                                    lease_verified_cb};
 	static const struct semaphore_cb scb = {lease_acquired_cb, lease_lost_cb, lease_failed_cb,
 	                                        lease_verified_cb};
-	static const struct rwlock_cb rcb = {lease_acquired_cb, lease_lost_cb, lease_failed_cb,
-	                                     lease_verified_cb};
 	struct lease *l = xcalloc(1, sizeof *l);
 	struct lease_lock *k;
 	int i;
@@ -348,12 +338,14 @@ lease_new_set(struct event_base *base, struct zk *zk, const struct lease_spec *s
 		k->path = xstrdup(specs[i].path);
 		k->kind = specs[i].kind;
 		k->leases = specs[i].kind == LEASE_SEMAPHORE ? specs[i].leases : 1;
-		if (k->kind == LEASE_MUTEX)
-			k->mutex = mutex_new(zk, k->path, data, &mcb, k);
-		else if (k->kind == LEASE_SEMAPHORE)
+		if (k->kind == LEASE_SEMAPHORE)
 			k->semaphore = semaphore_new(zk, k->path, k->leases, data, &scb, k);
 		else
-			k->rwlock = rwlock_new(zk, k->path, k->kind == LEASE_WRITE, data, &rcb, k);
+			k->mutex = mutex_new_side(zk, k->path,
+			                          k->kind == LEASE_READ    ? MUTEX_READ
+			                          : k->kind == LEASE_WRITE ? MUTEX_WRITE
+			                                                   : MUTEX_EXCLUSIVE,
+			                          data, &mcb, k);
 	}
 	lease_sort_order(l);
 	l->timer = evtimer_new(base, lease_timeout_cb, l);
@@ -435,7 +427,6 @@ lease_free(struct lease *l)
 		k = &l->locks[i];
 		mutex_free(k->mutex);
 		semaphore_free(k->semaphore);
-		rwlock_free(k->rwlock);
 		free(k->path);
 	}
 	free(l->locks);
@@ -454,10 +445,8 @@ lease_lock_session(struct lease_lock *k, enum zk_event event)
 		k->unverified = 1;
 	if (k->mutex != NULL)
 		mutex_session(k->mutex, event);
-	else if (k->semaphore != NULL)
-		semaphore_session(k->semaphore, event);
 	else
-		rwlock_session(k->rwlock, event);
+		semaphore_session(k->semaphore, event);
 }
 
 /*
@@ -534,9 +523,7 @@ lease_lock_fence(const struct lease *l, int i)
 
 	if (k->mutex != NULL)
 		return mutex_czxid(k->mutex);
-	if (k->semaphore != NULL)
-		return semaphore_czxid(k->semaphore);
-	return rwlock_czxid(k->rwlock);
+	return semaphore_czxid(k->semaphore);
 }
 
 /* Replace the data written into our nodes at the next acquire. */
@@ -552,10 +539,8 @@ lease_set_data(struct lease *l, const char *data)
 		k = &l->locks[i];
 		if (k->mutex != NULL)
 			mutex_set_data(k->mutex, data);
-		else if (k->semaphore != NULL)
-			semaphore_set_data(k->semaphore, data);
 		else
-			rwlock_set_data(k->rwlock, data);
+			semaphore_set_data(k->semaphore, data);
 	}
 }
 

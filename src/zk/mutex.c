@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
 /*
- * mutex.c: Curator's InterProcessMutex protocol, asynchronous.
+ * mutex.c: Curator's InterProcessMutex protocol, asynchronous; and, with another order, one
+ * side of its InterProcessReadWriteLock (mutex_new_side).
  *
  * A contender creates a protected ephemeral sequential node "_c_<uuid>-lock-" in the lock
  * folder and pipelines a listing right behind the create: the server answers a
@@ -17,6 +18,12 @@
  * lists again. Every other wake-up lists again, as does any wake-up once names that do
  * not parse, wrapped (negative) sequences, or sequences near 2^31 were seen, since then a
  * newer node could sort in front.
+ *
+ * A read-write lock's side is the same machine on nodes "_c_<uuid>-__READ__" or
+ * "_c_<uuid>-__WRIT__", ordered by sequence across both kinds (rworder.c): a writer holds at
+ * the head, a reader when no writer is ahead of it, and each waits on the last node that
+ * keeps it from holding; when that node was the last obstacle and is deleted, it holds
+ * without listing again.
  */
 
 #include <stdlib.h>
@@ -25,6 +32,7 @@
 #include "log.h"
 #include "mutex.h"
 #include "pnode.h"
+#include "rworder.h"
 #include "utf8.h"
 #include "xmalloc.h"
 #include "znode.h"
@@ -47,12 +55,12 @@ struct mutex {
 	struct pnode *node;
 	struct mutex_cb cb;
 	void *arg;
+	enum mutex_side side; /* exclusive (InterProcessMutex), or a read-write lock's side */
 
 	enum mutex_state state;
-	int listing; /* listings in flight */
-	char *pred;  /* the predecessor we watch */
-	int pred_was_head;
-	int shortcut_ok;
+	int listing;  /* listings in flight */
+	char *pred;   /* the predecessor we watch */
+	int shortcut; /* the node watched deleted means we hold (mutex_place) */
 	int wrapped;
 	uint64_t shortcuts;
 
@@ -169,7 +177,7 @@ mutex_pred_cb(const struct zk_reply *reply, void *arg)
 		return;
 	if (reply->rc == ZOK || zk_connection_error(reply->rc))
 		return; /* watching; or relist after the reconnect */
-	if (reply->rc == ZNONODE && m->pred_was_head && m->shortcut_ok) {
+	if (reply->rc == ZNONODE && m->shortcut) {
 		m->shortcuts++;
 		mutex_hold(m);
 		return;
@@ -185,7 +193,7 @@ mutex_watch_cb(int type, const char *path, void *arg)
 
 	if (m->state != MUTEX_WAITING || m->pred == NULL || strcmp(path, m->pred) != 0)
 		return;
-	if (type == ZOO_DELETED_EVENT && m->pred_was_head && m->shortcut_ok) {
+	if (type == ZOO_DELETED_EVENT && m->shortcut) {
 		log_debug("mutex %s: predecessor (the head) deleted: holding without a listing",
 		          m->dir);
 		m->shortcuts++;
@@ -195,25 +203,26 @@ mutex_watch_cb(int type, const char *path, void *arg)
 	mutex_list(m);
 }
 
-/* Find our place in a listing: hold, or watch the predecessor. */
+/*
+ * An exclusive contender's place in a listing (sorted, and which node to watch): index 0
+ * holds; the shortcut (hold when the node watched is deleted) needs it to be the head, and
+ * every name parsed and far from the 2^31 wrap.
+ */
 static void
-mutex_place(struct mutex *m, char *const *children, int n)
+mutex_order_exclusive(struct mutex *m, char **sorted, int n, struct rworder_place *pl)
 {
 	const char *own = pnode_name(m->node);
-	char **sorted;
-	int i, index = -1, ok = 1;
+	int i, ok = 1;
 	int64_t seq;
 
-	sorted = xcalloc((size_t)n + 1, sizeof *sorted);
 	for (i = 0; i < n; i++) {
-		sorted[i] = children[i];
-		if (znode_sequence(children[i], MUTEX_BASE, &seq) != 0)
+		if (znode_sequence(sorted[i], MUTEX_BASE, &seq) != 0)
 			ok = 0;
 		else if (seq < 0 || seq > MUTEX_NEAR_WRAP) {
 			ok = 0;
 			if (seq < 0 && !m->wrapped) {
 				/* Anyone who may create in the folder names it: quoted. */
-				char *q = utf8_quote_str(children[i]);
+				char *q = utf8_quote_str(sorted[i]);
 
 				m->wrapped = 1;
 				log_warnx("lock %s: sequence numbers have wrapped past 2^31 (node "
@@ -226,33 +235,68 @@ mutex_place(struct mutex *m, char *const *children, int n)
 		}
 	}
 	znode_sort(sorted, (size_t)n, MUTEX_BASE);
-	for (i = 0; i < n; i++) {
-		if (strcmp(sorted[i], own) == 0) {
-			index = i;
-			break;
-		}
+	pl->index = -1;
+	for (i = 0; i < n && pl->index < 0; i++) {
+		if (strcmp(sorted[i], own) == 0)
+			pl->index = i;
 	}
-	if (index < 0) {
+	pl->holds = pl->index == 0;
+	pl->watch = pl->index - 1;
+	pl->shortcut = pl->index == 1 && ok;
+}
+
+/* A read-write lock side's place (rworder.c): Curator's order across both kinds. */
+static void
+mutex_order_rw(struct mutex *m, char **sorted, int n, struct rworder_place *pl)
+{
+	rworder_sort(sorted, (size_t)n);
+	rworder_place(sorted, n, pnode_name(m->node), m->side == MUTEX_WRITE, pl);
+	if (pl->wrapped && !m->wrapped) {
+		m->wrapped = 1;
+		log_warnx("lock %s: sequence numbers have wrapped past 2^31; leasekeeper orders "
+		          "them correctly but Curator clients on this lock will not: delete the "
+		          "lock folder while no one contends for it",
+		          m->dir);
+	}
+}
+
+/* Find our place in a listing: hold, or watch the node we wait for. */
+static void
+mutex_place(struct mutex *m, char *const *children, int n)
+{
+	char **sorted = xcalloc((size_t)n + 1, sizeof *sorted);
+	struct rworder_place pl;
+
+	memset(&pl, 0, sizeof pl);
+	memcpy(sorted, children, (size_t)n * sizeof *sorted);
+	if (m->side == MUTEX_EXCLUSIVE)
+		mutex_order_exclusive(m, sorted, n, &pl);
+	else
+		mutex_order_rw(m, sorted, n, &pl);
+	if (pl.index < 0) {
 		free(sorted);
 		log_warnx_limited(&m->lim_gone,
 		                  "lock %s: our node %s is not in the folder any more; contending "
 		                  "again",
-		                  m->dir, own);
+		                  m->dir, pnode_name(m->node));
 		mutex_restart(m);
 		return;
 	}
-	if (index == 0) {
+	if (pl.holds) {
 		free(sorted);
 		mutex_hold(m);
 		return;
 	}
 	free(m->pred);
-	m->pred = znode_join(m->dir, sorted[index - 1]);
-	m->pred_was_head = index == 1;
-	m->shortcut_ok = ok;
+	m->pred = znode_join(m->dir, sorted[pl.watch]);
+	m->shortcut = pl.shortcut;
 	free(sorted);
 	mutex_set_state(m, MUTEX_WAITING);
-	log_debug("mutex %s: position %d, watching %s", m->dir, index, m->pred);
+	log_debug("mutex %s: %sposition %d, watching %s", m->dir,
+	          m->side == MUTEX_READ    ? "reader at "
+	          : m->side == MUTEX_WRITE ? "writer at "
+	                                   : "",
+	          pl.index, m->pred);
 	zk_get(m->zk, m->pred, mutex_watch_cb, mutex_pred_cb, m);
 }
 
@@ -305,9 +349,15 @@ mutex_restart(struct mutex *m)
 	mutex_start(m);
 }
 
-/* A contender on the lock folder dir; data is written into its node. */
+/*
+ * A contender on the lock folder dir, of Curator's InterProcessMutex (MUTEX_EXCLUSIVE: its
+ * node "_c_<uuid>-lock-") or one side of its InterProcessReadWriteLock (MUTEX_READ,
+ * MUTEX_WRITE: "_c_<uuid>-__READ__" or "-__WRIT__", ordered by rworder.c); data is written
+ * into its node.
+ */
 struct mutex *
-mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_cb *cb, void *arg)
+mutex_new_side(struct zk *zk, const char *dir, enum mutex_side side, const char *data,
+               const struct mutex_cb *cb, void *arg)
 {
 	static const struct pnode_cb pcb = {mutex_created_cb, mutex_create_failed_cb, mutex_lost_cb,
 	                                    mutex_verified_cb};
@@ -317,8 +367,20 @@ mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_c
 	m->dir = xstrdup(dir);
 	m->cb = *cb;
 	m->arg = arg;
-	m->node = pnode_new(zk, dir, MUTEX_BASE, data, &pcb, m);
+	m->side = side;
+	m->node = pnode_new(zk, dir,
+	                    side == MUTEX_READ    ? RWORDER_READ
+	                    : side == MUTEX_WRITE ? RWORDER_WRITE
+	                                          : MUTEX_BASE,
+	                    data, &pcb, m);
 	return m;
+}
+
+/* An exclusive contender (Curator's InterProcessMutex) on the lock folder dir. */
+struct mutex *
+mutex_new(struct zk *zk, const char *dir, const char *data, const struct mutex_cb *cb, void *arg)
+{
+	return mutex_new_side(zk, dir, MUTEX_EXCLUSIVE, data, cb, arg);
 }
 
 /* Start contending. */

@@ -18,6 +18,11 @@ struct mutex_cb {
 	void (*verified)(void *arg);                /* held, confirmed after a reconnect */
 };
 
+/* Which lock a contender takes: Curator's mutex, or a side of its read-write lock. */
+enum mutex_side { MUTEX_EXCLUSIVE, MUTEX_READ, MUTEX_WRITE };
+
+struct mutex *mutex_new_side(struct zk *, const char *dir, enum mutex_side, const char *data,
+                             const struct mutex_cb *, void *arg);
 struct mutex *mutex_new(struct zk *, const char *dir, const char *data, const struct mutex_cb *,
                         void *arg);
 void mutex_acquire(struct mutex *);

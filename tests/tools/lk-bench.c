@@ -33,7 +33,7 @@
  *	"release WHO T"; acquire again at once (the release and the next create are pipelined).
  *	Two such peers alternate: the waiter's acquired T minus the holder's release T is one
  *	hand-over. With --read or --write the peer takes that side of the read-write lock at
- *	PATH (rwlock.c) instead: a reader and a writer alternate as two writers do, each
+ *	PATH (mutex.c's read-write sides) instead: a reader and a writer alternate as two writers do, each
  *	waiting for the other's release.
  *
  * floor: the same ping-pong without the recipe. Each peer keeps two ephemeral nodes,
@@ -69,7 +69,6 @@
 
 #include "log.h"
 #include "mutex.h"
-#include "rwlock.h"
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
@@ -101,7 +100,6 @@ struct bench {
 	uint64_t hold_ns;
 	int via_zk; /* floor through the zk module */
 	int rw;     /* handoff: 1 the read side, 2 the write side of a read-write lock */
-	struct rwlock *rwl;
 
 	struct event_base *base;
 	struct event *stdin_ev;
@@ -439,17 +437,14 @@ uncontended_cycle(struct bench *b)
 static void
 handoff_acquire(struct bench *b)
 {
-	if (b->rwl != NULL)
-		rwlock_acquire(b->rwl);
-	else
-		mutex_acquire(b->m);
+	mutex_acquire(b->m);
 }
 
 /* How many times the handoff's lock was taken over without a listing. */
 static uint64_t
 handoff_shortcuts(struct bench *b)
 {
-	return b->rwl != NULL ? rwlock_shortcuts(b->rwl) : mutex_shortcuts(b->m);
+	return mutex_shortcuts(b->m);
 }
 
 /* Held: say so, then hold. */
@@ -471,10 +466,7 @@ handoff_release(struct bench *b)
 {
 	uint64_t t = bench_now();
 
-	if (b->rwl != NULL)
-		rwlock_release(b->rwl);
-	else
-		mutex_release(b->m);
+	mutex_release(b->m);
 	bench_say("release %s %" PRIu64, b->who, t);
 	if (b->acquired < b->n) {
 		handoff_acquire(b);
@@ -894,8 +886,6 @@ bench_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 	(void)zk;
 	if (b->m != NULL)
 		mutex_session(b->m, event);
-	if (b->rwl != NULL)
-		rwlock_session(b->rwl, event);
 	switch (event) {
 	case ZK_EVENT_SESSION_NEW:
 		if (b->connected)
@@ -969,8 +959,6 @@ main(int argc, char **argv)
 {
 	static const struct mutex_cb mcb = {bench_acquired_cb, bench_lost_cb, bench_failed_cb,
 	                                    NULL};
-	static const struct rwlock_cb rcb = {bench_acquired_cb, bench_lost_cb, bench_failed_cb,
-	                                     NULL};
 	struct bench b;
 	struct event_config *cfg;
 
@@ -995,7 +983,8 @@ main(int argc, char **argv)
 
 	b.zk = zk_create(b.base, b.hosts, BENCH_SESSION_MS, BENCH_MARGIN_MS, NULL, bench_zk_cb, &b);
 	if (b.rw != 0)
-		b.rwl = rwlock_new(b.zk, b.path, b.rw == 2, b.who, &rcb, &b);
+		b.m = mutex_new_side(b.zk, b.path, b.rw == 2 ? MUTEX_WRITE : MUTEX_READ, b.who,
+		                     &mcb, &b);
 	else if (b.mode != BENCH_FLOOR)
 		b.m = mutex_new(b.zk, b.path, b.who != NULL ? b.who : "lk-bench", &mcb, &b);
 
@@ -1008,7 +997,6 @@ main(int argc, char **argv)
 		event_free(b.io);
 	}
 	mutex_free(b.m);
-	rwlock_free(b.rwl);
 	zk_free(b.zk);
 	event_free(b.hold_ev);
 	event_free(b.stdin_ev);
