@@ -140,9 +140,10 @@ class RankedTest(lktest.TestCase):
         last = max(t for _, t in runs)
         judged = {k: v for k, v in runs.items() if k[1] >= settled}
         self.assert_once_and_none_missing(judged, jobs, settled, last - 2, 1)
-        # gamma is first in rank for a third of the ticks, but fires each 3 s late: a backup
-        # has run it by then, so gamma runs none (its clock says the tick is 3 s off).
-        self.assertEqual([k for k, v in judged.items() if v[0][0] == "gamma"], [])
+        # gamma's own clock is 3 s late, but ticks come due by the cluster's clock (the offset
+        # it measured to the servers), so it takes the ticks it is first in rank for.
+        self.assertGreaterEqual(len([k for k, v in judged.items() if v[0][0] == "gamma"]), 1,
+                                "gamma ran no tick: ticks not timed by the cluster's clock")
 
 
 if __name__ == "__main__":
