@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# ctest: timeout=600
+# ctest: timeout=600 label=upgrade
 """Rolling upgrades: the previous release (tests/upgrade/previous-release, built from git with
 `git worktree` and cmake, cached under the build directory) and this code on one root. Three
 workers of the previous release run a scheduled job, an @continuous job and a semaphore job;
