@@ -271,6 +271,9 @@ worker_node_registered(struct worker *w)
 		worker_notify_status(w, "READY=1");
 	}
 	worker_node_watch_own(w);
+	/* The node was written before the ACL check: what changed since (the supervisor's
+	 * containment, which it may have reported meanwhile) goes in now. */
+	worker_node_update(w);
 	worker_node_clock_later(w, WORKER_CLOCK_FIRST_MS);
 	members_start(w->members);
 	worker_drain_watch(w);
