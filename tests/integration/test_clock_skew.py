@@ -80,7 +80,8 @@ class ClockSkewTest(lktest.TestCase):
                           re.M)
         self.assertIsNotNone(m, "no leasekeeper_clock_offset_seconds")
         self.assertAlmostEqual(float(m.group(1)), SKEW_S, delta=2.0)
-        self.assertRegex(alpha.log_text(), r"this host's clock is (29|30|31)\.\d+ s ahead of ZooKeeper's")
+        self.assertRegex(alpha.log_text(),
+                         r"this host's clock is (29|30|31)\.\d+ s ahead of ZooKeeper's")
 
 
 if __name__ == "__main__":
