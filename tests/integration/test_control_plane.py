@@ -108,9 +108,12 @@ class ControlPlaneTest(lktest.TestCase):
         r = self.lk("check", "-c", cfg)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("run requests, pauses and drains ignored: no credentials", r.stdout)
-        w.wait_log(r'ignoring a run_request \(job "hourly", node "req-\d{10}"\)', timeout=30)
-        w.wait_log(r'ignoring a drain \(job "", node "alpha"\)', timeout=30)
-        w.wait_log(r'ignoring a pause \(job "ticker", node "paused"\)', timeout=30)
+        # One line each, in whatever order the worker read them.
+        ignored = [r'ignoring a run_request \(job "hourly", node "req-\d{10}"\)',
+                   r'ignoring a drain \(job "", node "alpha"\)',
+                   r'ignoring a pause \(job "ticker", node "paused"\)']
+        self.wait_until(lambda: all(re.search(x, w.log_text()) for x in ignored), timeout=30,
+                        msg="not every ignored record was logged")
         self.assertEqual(self.metric(port, "leasekeeper_control_honoured"), 0)
         self.assertEqual(self.metric(port, "leasekeeper_control_ignored_total",
                                      kind="run_request"), 1)
