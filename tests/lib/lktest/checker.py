@@ -195,7 +195,10 @@ def _check_ticks(h, rep):
                             "was not paused then" % (name, tick, r.get("node")))
         if not j.get("judge_ticks", True):
             continue
-        ticks = expected_ticks(j.get("schedule"), h["window"][0], h["window"][1])
+        # A tick due before the job's record was made was never the job's (a new job starts
+        # with its next tick).
+        start = max(h["window"][0], j.get("created", 0))
+        ticks = expected_ticks(j.get("schedule"), start, h["window"][1])
         for tick in ticks or []:
             if not starts.get((name, tick)) and not records.get(tick):
                 rep.add("ticks_lost", "job %s tick %s (%s): not started, no record"

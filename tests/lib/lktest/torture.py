@@ -635,8 +635,14 @@ class Torture:
             if new > self.sv_kills.get(w, 0):
                 crashes.append("%s: %d supervisor restarts, %d supervisor kills by the "
                                "nemesis" % (w, new, self.sv_kills.get(w, 0)))
+        jobs = describe_jobs(self.spec, self.extra)
+        for name, j in jobs.items():
+            # A new job starts with its next tick: none due before its record was made.
+            st = self.kazoo.exists("/leasekeeper/jobs/%s" % name)
+            if st is not None:
+                j["created"] = st.ctime / 1000.0
         return {
-            "jobs": describe_jobs(self.spec, self.extra),
+            "jobs": jobs,
             "window": [self.started_wall + 5, self.stop_wall - 10 - 5],
             "T_s": T_S, "faults": self.faults, "pauses": self.pauses, "skew": self.skew,
             "lines": lines, "heartbeats": hbs, "runs": runs, "lock_nodes": locks,
