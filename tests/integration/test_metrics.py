@@ -95,6 +95,10 @@ class MetricsTest(lktest.TestCase):
             return (ended(t, "good", "ok") >= 2 and ended(t, "bad", "failed") >= 2 and
                     ended(t, "slow", "timeout") >= 1 and
                     ended(t, "nostart", "start_failed") >= 2 and
+                    # A lease is given back after its run's end is counted (the tick's
+                    # record is written first): wait for the second one too.
+                    (self.m(t, "leasekeeper_job_lease_losses_total", job_name="good",
+                            cause="released") or 0) >= 2 and
                     self.m(t, "leasekeeper_job_running", job_name="cont") == 1) and t
         text = self.wait_until(enough, timeout=60, msg="not every outcome came")
         sys.stderr.write("every outcome after %.1f s\n" % (time.monotonic() - began))

@@ -265,16 +265,18 @@ class TestCase(unittest.TestCase):
             self._lk_logs.append(path)
 
     def _failed(self):
-        """Whether the test failed so far. outcome.success cannot tell: unittest resets it
-        around each clean-up; the result's lists (3.11+) or outcome.errors (older) can."""
+        """Whether the test failed so far, and how (the tracebacks, or True when unknown).
+        outcome.success cannot tell: unittest resets it around each clean-up; the result's
+        lists (3.11+) or outcome.errors (older) can."""
         outcome = getattr(self, "_outcome", None)
         if outcome is None:
             return False
         result = getattr(outcome, "result", None)
         if result is not None:
-            for test, _ in list(result.errors) + list(result.failures):
-                if test is self or getattr(test, "test_case", None) is self:  # subTests too
-                    return True
+            found = [tb for test, tb in list(result.errors) + list(result.failures)
+                     if test is self or getattr(test, "test_case", None) is self]  # subTests
+            if found:
+                return "\n".join(found)
         errors = getattr(outcome, "errors", None)  # Python < 3.11
         return bool(errors and any(exc for _, exc in errors))
 
@@ -288,6 +290,9 @@ class TestCase(unittest.TestCase):
             except Exception as e:  # keep cleaning up
                 problems.append("%r.%s(): %s" % (obj, how, e))
         sanitizer = self._sanitizer_reports()
+        if isinstance(failed, str):
+            # Before the logs: a long dump must not hide why the test failed.
+            sys.stderr.write("lktest: the test failed:\n%s\n" % failed)
         if failed or problems or sanitizer:
             self._dump_logs()
         for p in problems:
