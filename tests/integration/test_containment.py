@@ -31,18 +31,6 @@ import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
 import lktest
 
 
-def heartbeats(path):
-    """{daemon pid: (who, parent run pid, first beat, last beat)} from a heartbeat file."""
-    out = {}
-    for line in lktest.read_text(path).splitlines():
-        p = line.split()
-        if len(p) == 5 and p[0] == "hb":
-            pid, t = int(p[2]), int(p[4])
-            first = out[pid][2] if pid in out else t
-            out[pid] = (p[1], int(p[3]), first, t)
-    return out
-
-
 class ContainmentTest(lktest.TestCase):
     def setUp(self):
         super().setUp()
@@ -54,7 +42,7 @@ class ContainmentTest(lktest.TestCase):
         self.rec = self.record_file()
 
     def kill_daemons(self):
-        for pid in heartbeats(self.hb):
+        for pid in lktest.heartbeats(self.hb):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -65,7 +53,7 @@ class ContainmentTest(lktest.TestCase):
                                                     "cgroups": "required"},
                                  jobs={"orphan": dict({"restart_backoff": "1s"}, **job)})
 
-    def test_1_lease_held_until_the_setsid_daemon_is_gone(self):
+    def test_lease_held_until_the_setsid_daemon_is_gone(self):
         for n in ("w1", "w2"):
             cmd = self.rec.command(n, hold_ms=300, exit=1, daemon=self.hb)
             self.worker(self.config(n, command=cmd, max_failures=1, kill_grace="2s"),
@@ -76,7 +64,7 @@ class ContainmentTest(lktest.TestCase):
         time.sleep(0.5)  # a daemon that outlived its run beats on meanwhile
         starts = sorted(self.rec.starts(), key=lambda s: s.t_ns)
         first, second = starts[0], [s for s in starts if s.who != starts[0].who][0]
-        beats = {d: v for d, v in heartbeats(self.hb).items() if v[1] == first.pid}
+        beats = {d: v for d, v in lktest.heartbeats(self.hb).items() if v[1] == first.pid}
         self.assertEqual(len(beats), 1, "the first run started one daemon")
         (_, _, born, last), = beats.values()
         ended = [r for r in self.rec.records() if r.kind == "end" and r.pid == first.pid][0]
@@ -90,11 +78,11 @@ class ContainmentTest(lktest.TestCase):
                          "run %.0f ms after its last beat\n"
                          % ((last - ended.t_ns) / 1e6, (second.t_ns - last) / 1e6))
 
-    def test_2_sigkilled_worker_cleans_up_before_contending(self):
+    def test_sigkilled_worker_cleans_up_before_contending(self):
         cfg = self.config("solo", command=self.rec.command("solo", daemon=self.hb))
         w = self.worker(cfg, name="solo-1")
         self.rec.wait_for("start", timeout=30)
-        self.wait_until(lambda: heartbeats(self.hb), timeout=10, msg="no daemon")
+        self.wait_until(lambda: lktest.heartbeats(self.hb), timeout=10, msg="no daemon")
         folder = lktest.cgroup_folder("solo", self.path("solo", "state"))
         runs = [d for d in os.listdir(folder) if d.startswith("run-")]
         self.assertEqual(len(runs), 1, "one run cgroup under %s" % folder)
@@ -102,14 +90,14 @@ class ContainmentTest(lktest.TestCase):
         os.kill(sv, signal.SIGKILL)
         os.kill(w.pid, signal.SIGKILL)
         time.sleep(0.5)
-        (daemon, (_, _, _, last)), = heartbeats(self.hb).items()
+        (daemon, (_, _, _, last)), = lktest.heartbeats(self.hb).items()
         self.assertGreater(last, time.monotonic_ns() - 200e6, "the daemon died with its "
                            "worker (test broken: it must outlive both processes)")
         w2 = self.worker(cfg, name="solo-2")
         self.rec.wait_for("start", count=2, timeout=60)
         new = sorted(self.rec.starts(), key=lambda s: s.t_ns)[-1]
         time.sleep(0.5)  # an old daemon still alive beats on meanwhile
-        (_, _, _, last), = [v for d, v in heartbeats(self.hb).items() if d == daemon]
+        (_, _, _, last), = [v for d, v in lktest.heartbeats(self.hb).items() if d == daemon]
         self.assertLess(last, new.t_ns, "the old daemon still ran when the job started again")
         log = w2.log_text()
         removed = log.find("removed 1 cgroup(s) left by a previous run")
@@ -118,7 +106,7 @@ class ContainmentTest(lktest.TestCase):
         self.assertLess(removed, acquired, "the worker contended before its clean-up")
         self.assertFalse(lktest.pid_alive(daemon))
 
-    def test_3_containment_and_cpu_time_in_status_and_metrics(self):
+    def test_containment_and_cpu_time_in_status_and_metrics(self):
         port = lktest.free_port()
         # The leader waits for a child in a session of its own that burns 0.4 s of CPU.
         burn = ('setsid /usr/bin/python3 -c "import time; t = time.process_time(); '
@@ -163,7 +151,7 @@ class ContainmentTest(lktest.TestCase):
                          r"cpu [1-9]")
         sys.stderr.write("\ncontainment: the run was charged %.3f s of CPU\n" % cpu)
 
-    def test_4_exec_runs_in_a_cgroup(self):
+    def test_exec_runs_in_a_cgroup(self):
         out = self.path("exec-cgroup")
         r = subprocess.run([lktest.leasekeeper_bin(), "exec", "--zk", self.zk.connect_string,
                             "-v", "solo", "--", "/bin/sh", "-c", "cat /proc/self/cgroup > " + out],

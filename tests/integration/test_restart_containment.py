@@ -34,18 +34,6 @@ import lktest
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 
 
-def heartbeats(path):
-    """{daemon pid: (who, parent run pid, first beat, last beat)} from a heartbeat file."""
-    out = {}
-    for line in lktest.read_text(path).splitlines():
-        p = line.split()
-        if len(p) == 5 and p[0] == "hb":
-            pid, t = int(p[2]), int(p[4])
-            first = out[pid][2] if pid in out else t
-            out[pid] = (p[1], int(p[3]), first, t)
-    return out
-
-
 def cgroup_of(pid):
     """The cgroup v2 path of a live process ("/a/b"), or None once it is gone."""
     for line in lktest.read_text("/proc/%d/cgroup" % pid).splitlines():
@@ -91,7 +79,7 @@ class RestartContainmentTest(lktest.TestCase):
                 f.write("0")
         except OSError:
             pass
-        for pid in list(heartbeats(self.hb)) + self.strays:
+        for pid in list(lktest.heartbeats(self.hb)) + self.strays:
             for sig in (signal.SIGKILL, signal.SIGCONT):
                 try:
                     os.kill(pid, sig)
@@ -105,7 +93,7 @@ class RestartContainmentTest(lktest.TestCase):
         a = self.worker(self.cfg, name="w1-a")
         a.wait_log(r"each run gets a cgroup of its own", timeout=30)
         self.rec.wait_for("start", timeout=30)
-        self.wait_until(lambda: heartbeats(self.hb), timeout=10, msg="no daemon")
+        self.wait_until(lambda: lktest.heartbeats(self.hb), timeout=10, msg="no daemon")
         old_sv = int(a.wait_log(r"supervisor pid (\d+)", since=0).group(1))
         self.strays.append(old_sv)
         # Frozen with the cgroup freezer, not SIGSTOP: once main is dead, the kernel sends
@@ -140,7 +128,7 @@ class RestartContainmentTest(lktest.TestCase):
                 if s.t_ns < since_ns or s.pid in checked:
                     continue
                 where = cgroup_of(s.pid)
-                daemons = [d for d, v in heartbeats(self.hb).items() if v[1] == s.pid]
+                daemons = [d for d, v in lktest.heartbeats(self.hb).items() if v[1] == s.pid]
                 where = where or (cgroup_of(daemons[0]) if daemons else None)
                 if where is None:
                     continue  # gone before it was seen; a later run is checked instead
@@ -152,7 +140,7 @@ class RestartContainmentTest(lktest.TestCase):
         self.assertEqual(rep.flock_overlaps, 0, "\n".join(rep.violations[:5]))
         self.assertEqual(rep.overlaps, 0, "\n".join(rep.violations[:5]))
         starts = sorted(self.rec.starts(), key=lambda s: s.t_ns)
-        for d, (_, parent, _, last) in heartbeats(self.hb).items():
+        for d, (_, parent, _, last) in lktest.heartbeats(self.hb).items():
             later = [s for s in starts if s.pid != parent and
                      s.t_ns > min(x.t_ns for x in starts if x.pid == parent)]
             if later:
@@ -160,7 +148,7 @@ class RestartContainmentTest(lktest.TestCase):
                                 "the next run started" % (d, parent))
         self.assertEqual(b.stop(timeout=30), 0)
 
-    def test_1_old_supervisor_leaves_the_folder_to_the_new_worker(self):
+    def test_old_supervisor_leaves_the_folder_to_the_new_worker(self):
         old_sv, b, new_sv = self.old_worker_dies_with_its_supervisor_frozen()
         since = time.monotonic_ns()
         self.freeze(0)  # the old supervisor sees its main gone: kills its runs, leaves
@@ -168,7 +156,7 @@ class RestartContainmentTest(lktest.TestCase):
                         msg="the old supervisor did not exit")
         self.check_new_runs_contained(b, since)
 
-    def test_2_folder_removed_under_the_new_supervisor_is_made_again(self):
+    def test_folder_removed_under_the_new_supervisor_is_made_again(self):
         old_sv, b, new_sv = self.old_worker_dies_with_its_supervisor_frozen()
         os.kill(new_sv, signal.SIGSTOP)
         self.wait_until(lambda: stopped(new_sv), timeout=30, msg="the supervisor stopped")

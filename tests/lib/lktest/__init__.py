@@ -20,7 +20,7 @@ from .peers import compile_curator_peer, curator_peer, curator_peer_argv
 from .ports import free_port, release_port
 from .procs import Proc, ProcExited, cleanup_all, pid_alive, tail
 from .proxy import Proxy
-from .record import (DeathWatcher, OverlapReport, Record, Recorder, check_overlaps,
+from .record import (DeathWatcher, OverlapReport, Record, Recorder, check_overlaps, heartbeats,
                      kill_recorded, parse_records)
 from .runrecords import RunRecord, iso_ms, paper_overlaps, run_records
 from .zk import Ensemble, ZooKeeper, ZooKeeperError, four_letter
@@ -32,7 +32,7 @@ __all__ = [
     "free_port", "release_port", "RunRecord", "iso_ms", "paper_overlaps", "run_records",
     "Proc", "ProcExited", "cleanup_all", "pid_alive", "tail",
     "Proxy",
-    "DeathWatcher", "OverlapReport", "Record", "Recorder", "check_overlaps", "kill_recorded",
+    "DeathWatcher", "OverlapReport", "Record", "Recorder", "check_overlaps", "heartbeats", "kill_recorded",
     "parse_records",
     "ZooKeeper", "Ensemble", "ZooKeeperError", "four_letter",
 ]

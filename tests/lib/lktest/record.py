@@ -330,6 +330,20 @@ def check_overlaps(records, leases=1, job=None, who=None):
     return rep
 
 
+
+def heartbeats(path):
+    """{daemon pid: (who, parent run pid, first beat, last beat)} from the heartbeat file that
+    lk-record --daemon HB_FILE writes."""
+    from .case import read_text
+    out = {}
+    for line in read_text(path).splitlines():
+        p = line.split()
+        if len(p) == 5 and p[0] == "hb":
+            pid, t = int(p[2]), int(p[4])
+            first = out[pid][2] if pid in out else t
+            out[pid] = (p[1], int(p[3]), first, t)
+    return out
+
 def _proc_stat(pid):
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
