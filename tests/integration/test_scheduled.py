@@ -74,12 +74,12 @@ class ScheduledTest(lktest.TestCase):
         procs = {"alpha": self.start("alpha", jobs), "beta": self.start("beta", jobs),
                  "gamma": self.start("gamma", jobs, env=late)}
         first = time.time()
-        self.wait_until(lambda: len(self.ticks(out)) >= 15, timeout=60)
+        self.wait_until(lambda: len(self.ticks(out)) >= 9, timeout=60)
         procs["beta"].signal(signal.SIGTERM)
         self.assertEqual(procs["beta"].wait(timeout=10), 0)
         time.sleep(3)
         procs["beta"] = self.start("beta", jobs)
-        self.wait_until(lambda: len(self.ticks(out)) >= 31, timeout=60)
+        self.wait_until(lambda: len(self.ticks(out)) >= 19, timeout=60)
         last = time.time()
         ticks = self.ticks(out)
         twice = {t: n for t, n in ticks.items() if len(n) != 1}
@@ -88,7 +88,7 @@ class ScheduledTest(lktest.TestCase):
         want = [iso(t) for t in range(int(first) // 2 * 2 + 2, int(last) // 2 * 2 - 2, 2)]
         missing = [t for t in want if t not in ticks]
         self.assertEqual(missing, [], "ticks that no worker ran")
-        self.assertGreaterEqual(len(ticks), 30)
+        self.assertGreaterEqual(len(ticks), 18)
         # gamma's clock is 3 s late, but ticks come due by the cluster's clock (the offset
         # it measured to the servers): it takes its turn in the ranking like the others.
         settled = iso(int(first) + 4)
