@@ -23,6 +23,7 @@
 #include "log.h"
 #include "format.h"
 #include "nodedata.h"
+#include "runline.h"
 #include "utf8.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -255,52 +256,20 @@ logs_params(json_t *params)
 	printf("\n");
 }
 
-/* The human view: one header line per run, then its output, every line escaped. */
+/* The human view: one header line per run (runline.c), then its output, every line escaped. */
 static void
 logs_print(json_t *runs)
 {
-	json_t *rec, *st, *sig, *tick, *out;
-	char *reason, *node, *start, *end, *line, *text, *p, *nl, when[40];
+	json_t *rec, *out;
+	char *line, *text, *p, *nl;
 	size_t i;
 
 	json_array_foreach(runs, i, rec) {
-		if (json_object_get(rec, "format_refused") != NULL) {
-			printf("%s=== run %lld: %s\n", i > 0 ? "\n" : "",
-			       (long long)json_integer_value(json_object_get(rec, "run")),
-			       json_string_value(json_object_get(rec, "format_refused")));
+		if (i > 0)
+			printf("\n");
+		runline_print(stdout, rec, RUNLINE_HEADER, 0);
+		if (json_object_get(rec, "format_refused") != NULL)
 			continue;
-		}
-		/* The outcome (docs/outcomes.md); "reason" only in records older than outcomes. */
-		reason = logs_field(
-		    rec, json_is_string(json_object_get(rec, "outcome")) ? "outcome" : "reason");
-		node = logs_field(rec, "node");
-		start = logs_field(rec, "start");
-		end = logs_field(rec, "end");
-		st = json_object_get(rec, "status");
-		sig = json_object_get(rec, "signal");
-		tick = json_object_get(rec, "tick");
-		if (json_is_string(json_object_get(rec, "run_id"))) {
-			line = logs_field(rec, "run_id");
-			printf("%s=== run %s (record %lld): %s", i > 0 ? "\n" : "", line,
-			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
-			free(line);
-		} else
-			printf("%s=== run %lld: %s", i > 0 ? "\n" : "",
-			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
-		if (json_is_integer(st))
-			printf(", exit status %lld", (long long)json_integer_value(st));
-		if (json_is_integer(sig))
-			printf(", signal %lld", (long long)json_integer_value(sig));
-		printf(", node %s", node);
-		if (json_is_integer(tick) && json_integer_value(tick) >= 0) {
-			clock_iso8601((uint64_t)json_integer_value(tick) * 1000, when, sizeof when);
-			printf(", tick %s", when);
-		}
-		printf(", %s to %s", start, end);
-		if (json_is_integer(json_object_get(rec, "fence")))
-			printf(", fence %lld",
-			       (long long)json_integer_value(json_object_get(rec, "fence")));
-		printf("\n");
 		logs_locks(rec);
 		if (json_string_value(json_object_get(rec, "error")) != NULL) {
 			line = logs_field(rec, "error");
@@ -337,10 +306,6 @@ logs_print(json_t *runs)
 			}
 			free(text);
 		}
-		free(reason);
-		free(node);
-		free(start);
-		free(end);
 	}
 }
 
