@@ -31,6 +31,7 @@
 
 #include "control.h"
 #include "endpoints.h"
+#include "follow.h"
 #include "http.h"
 #include "job.h"
 #include "leasekeeper.h"
@@ -61,7 +62,12 @@ static void
 endpoints_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	struct endpoints *h = arg;
+	const char *uri = evhttp_request_get_uri(req);
 
+	if (h->cb->output != NULL && strncmp(uri, FOLLOW_PREFIX, strlen(FOLLOW_PREFIX)) == 0) {
+		h->cb->output(h->arg, h->http, req); /* GET /runs/<run id>/output?from=N */
+		return;
+	}
 	http_reply(h->http, req, 404, "text/plain", "not found\n");
 }
 
