@@ -80,7 +80,7 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
 		return -1;
 	memcpy(&hdr, buf, sizeof hdr);
-	if (hdr.type < PROTO_START || hdr.type > PROTO_HELLO)
+	if (hdr.type < PROTO_START || hdr.type > PROTO_OUTPUT)
 		return -1;
 	out->type = hdr.type;
 	out->job = hdr.job;
