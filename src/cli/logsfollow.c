@@ -32,8 +32,10 @@
 #include "zk.h"
 #include "znode.h"
 
-#define LOGSFOLLOW_IDLE_MS    300   /* the next poll when nothing new came */
-#define LOGSFOLLOW_BUSY_MS    20    /* ... when output came: there may be more */
+#define LOGSFOLLOW_IDLE_MS    300 /* the next poll when nothing new came */
+#define LOGSFOLLOW_SOME_MS    100 /* ... when some came */
+#define LOGSFOLLOW_BUSY_MS    20  /* ... when much came (LOGSFOLLOW_MUCH): there is more */
+#define LOGSFOLLOW_MUCH       16384
 #define LOGSFOLLOW_LOOK_MS    1000  /* the next look for a run in progress (next) */
 #define LOGSFOLLOW_HTTP_S     10    /* one request's time, at most */
 #define LOGSFOLLOW_MAX_BODY   65536 /* an answer's body, at most (the worker sends 32 KiB) */
@@ -272,6 +274,10 @@ logsfollow_http_cb(struct evhttp_request *req, void *arg)
 		logsfollow_later(f, logsfollow_poll, LOGSFOLLOW_LOOK_MS);
 		return;
 	}
+	if (code == 503) { /* the worker answers so many followers a second: later */
+		logsfollow_later(f, logsfollow_poll, LOGSFOLLOW_LOOK_MS);
+		return;
+	}
 	if (code != 200) {
 		logsfollow_refused(f, req, code);
 		return;
@@ -302,7 +308,10 @@ logsfollow_http_cb(struct evhttp_request *req, void *arg)
 		logsfollow_ended(f, outcome);
 		return;
 	}
-	logsfollow_later(f, logsfollow_poll, n > 0 ? LOGSFOLLOW_BUSY_MS : LOGSFOLLOW_IDLE_MS);
+	logsfollow_later(f, logsfollow_poll,
+	                 n >= LOGSFOLLOW_MUCH ? LOGSFOLLOW_BUSY_MS
+	                 : n > 0              ? LOGSFOLLOW_SOME_MS
+	                                      : LOGSFOLLOW_IDLE_MS);
 }
 
 /* Ask the worker for the output from f->from. */

@@ -12,7 +12,8 @@
  * draining, with the reason when not ready; GET /livez says the loop is alive: it answers
  * from the loop, 503 if the loop's own once-a-second timer has not run for
  * HTTP_LIVEZ_STALE_MS (a loop wedged outright does not answer at all, which a probe's
- * timeout counts as a failure too). Neither depends on ZooKeeper.
+ * timeout counts as a failure too). Neither depends on ZooKeeper. GET /runs/<run id>/output
+ * is a run's output for `logs --follow` (runout.c), with the worker's output token.
  *
  * A listen address that cannot be bound (a local user took the port first, or the address
  * is not up yet) does not stop the worker: its jobs run, the failure is logged, the bind is

@@ -9,8 +9,10 @@
  * RUNOUT_KEEP bytes of each, and a run that ended RUNOUT_LINGER_MS more, with its outcome,
  * so that a follower reads its end. Each answer is what is there now, at most
  * RUNOUT_MAX_READ bytes from memory: nothing waits, nothing reads a file, the loop never
- * blocks; followers poll (`logs --follow` every 300 ms, or at once while there is
- * more), and the listener's bounds (16 connections, 10 s) bound them.
+ * blocks. Followers poll (`logs --follow` every 300 ms, sooner while output comes, at
+ * most 50 times a second); the worker gives at most RUNOUT_RATE answers a second to all
+ * of them (then 503: the command waits a second), within the listener's bounds (16
+ * connections, 10 s).
  *
  * Access: whoever may read the output in run records may follow it. The worker makes a
  * random token at its start and writes it in its worker node, which only holders of the
@@ -42,6 +44,7 @@
 #define RUNOUT_MAX_READ  (32 * 1024) /* bytes one answer carries at most */
 #define RUNOUT_LINGER_MS 60000       /* an ended run is still served this long */
 #define RUNOUT_MAX_RUNS  256         /* runs kept at once; past that the oldest ended goes */
+#define RUNOUT_RATE      100         /* answers a second to all followers, at most (then 503) */
 
 /* One run's output, in progress or just ended. */
 struct runout_run {
@@ -63,6 +66,8 @@ struct runout {
 	TAILQ_HEAD(, runout_run) runs;
 	int nruns;
 	char token[FOLLOW_TOKEN_LEN + 1];
+	uint64_t window_ns; /* the second RUNOUT_RATE counts answers in */
+	int answers;        /* ... and how many it gave */
 };
 
 /* A new store, with its random token (hex). */
@@ -194,6 +199,18 @@ runout_end(struct runout *ro, uint32_t run, const char *outcome)
 	snprintf(r->outcome, sizeof r->outcome, "%s", outcome);
 }
 
+/* Every run in progress ended so (the supervisor died, and they with it). */
+void
+runout_end_all(struct runout *ro, const char *outcome)
+{
+	struct runout_run *r;
+
+	TAILQ_FOREACH(r, &ro->runs, entry) {
+		if (!r->ended)
+			runout_end(ro, r->run, outcome);
+	}
+}
+
 /* An error answer, text. */
 static void
 runout_refuse(struct http *h, struct evhttp_request *req, int code, const char *reason,
@@ -226,6 +243,23 @@ runout_token_ok(const struct runout *ro, struct evhttp_request *req)
 	for (i = 0; i < FOLLOW_TOKEN_LEN; i++)
 		diff |= (unsigned char)(auth[7 + i] ^ ro->token[i]);
 	return diff == 0;
+}
+
+/*
+ * Whether one more answer fits in this second's RUNOUT_RATE: however many follow, answers
+ * cost the loop at most so much (a follower polls at most 50 times a second, while more
+ * than 16 KiB an answer comes).
+ */
+static int
+runout_rate_ok(struct runout *ro)
+{
+	uint64_t now = clock_now_ns();
+
+	if (now - ro->window_ns >= CLOCK_NS_PER_MS * 1000) {
+		ro->window_ns = now;
+		ro->answers = 0;
+	}
+	return ++ro->answers <= RUNOUT_RATE;
 }
 
 /* The run named id, the newest of that name. */
@@ -261,6 +295,12 @@ runout_serve(struct runout *ro, struct http *h, struct evhttp_request *req)
 	if (follow_parse_uri(evhttp_request_get_uri(req), id, sizeof id, &from) != 0) {
 		runout_refuse(h, req, 400, "Bad Request",
 		              "GET /runs/<run id>/output?from=<offset>, nothing else");
+		return;
+	}
+	if (!runout_rate_ok(ro)) {
+		evhttp_add_header(out, "Retry-After", "1");
+		runout_refuse(h, req, 503, "Service Unavailable",
+		              "too many followers: try again in a second");
 		return;
 	}
 	runout_prune(ro);

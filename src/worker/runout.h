@@ -16,6 +16,7 @@ const char *runout_token(const struct runout *);
 void runout_start(struct runout *, uint32_t run, const char *job, const char *run_id, int kept);
 void runout_add(struct runout *, uint32_t run, uint64_t offset, const char *buf, size_t len);
 void runout_end(struct runout *, uint32_t run, const char *outcome);
+void runout_end_all(struct runout *, const char *outcome);
 void runout_serve(struct runout *, struct http *, struct evhttp_request *);
 void runout_free(struct runout *);
 

@@ -276,6 +276,7 @@ worker_sv_died_cb(void *arg)
 	uint64_t now = clock_now_ns();
 	int i, recent = 0;
 
+	runout_end_all(w->runout, "killed"); /* its runs died with it (docs/outcomes.md) */
 	/*
 	 * With a cgroup per run, what the dead supervisor's runs left (a process that called
 	 * setsid()) is killed by the next supervisor before it says hello: only then are the
