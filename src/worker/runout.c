@@ -275,15 +275,40 @@ runout_named(struct runout *ro, const char *id)
 	return found;
 }
 
+/*
+ * What a follower of run_id from offset from gets now: 200 and *sl, 404 no such run (in
+ * progress, or ended in the last RUNOUT_LINGER_MS), 403 its output is not kept. From the
+ * oldest byte kept if the follower is behind it (sl->at says so).
+ */
+int
+runout_slice(struct runout *ro, const char *run_id, uint64_t from, struct runout_slice *sl)
+{
+	struct runout_run *r;
+	uint64_t n;
+
+	runout_prune(ro);
+	if ((r = runout_named(ro, run_id)) == NULL)
+		return 404;
+	if (!r->kept)
+		return 403;
+	sl->at = from < r->base ? r->base : from > r->next ? r->next : from;
+	n = r->next - sl->at;
+	sl->n = n > RUNOUT_MAX_READ ? RUNOUT_MAX_READ : (size_t)n;
+	sl->bytes = sl->n > 0 ? r->buf + (sl->at - r->base) : NULL;
+	sl->ended = r->ended;
+	sl->outcome = r->ended && sl->at + sl->n == r->next ? r->outcome : NULL;
+	return 200;
+}
+
 /* GET /runs/<run id>/output?from=N: what is there from N now, and the run's state. */
 void
 runout_serve(struct runout *ro, struct http *h, struct evhttp_request *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	struct evbuffer *body;
-	struct runout_run *r;
+	struct runout_slice sl;
 	char id[FOLLOW_MAX_RUN_ID + 1], num[32];
-	uint64_t from, at, n;
+	uint64_t from;
 
 	if (!runout_token_ok(ro, req)) {
 		runout_refuse(h, req, 401, "Unauthorized",
@@ -303,34 +328,28 @@ runout_serve(struct runout *ro, struct http *h, struct evhttp_request *req)
 		              "too many followers: try again in a second");
 		return;
 	}
-	runout_prune(ro);
-	if ((r = runout_named(ro, id)) == NULL) {
+	switch (runout_slice(ro, id, from, &sl)) {
+	case 404:
 		runout_refuse(h, req, 404, "Not Found",
 		              "no run of that id is in progress here, or ended in the last minute");
 		return;
-	}
-	if (!r->kept) {
+	case 403:
 		runout_refuse(
 		    h, req, 403, "Forbidden",
 		    "this job's output is not kept (record_output = 0, no log_file, or no "
 		    "credentials without allow_open_output): there is nothing to follow");
 		return;
 	}
-	/* From the oldest byte kept if the follower is behind it (its offset says so). */
-	at = from < r->base ? r->base : from > r->next ? r->next : from;
-	n = r->next - at;
-	if (n > RUNOUT_MAX_READ)
-		n = RUNOUT_MAX_READ;
 	body = evbuffer_new();
-	if (n > 0)
-		evbuffer_add(body, r->buf + (at - r->base), (size_t)n);
-	snprintf(num, sizeof num, "%llu", (unsigned long long)at);
+	if (sl.n > 0)
+		evbuffer_add(body, sl.bytes, sl.n);
+	snprintf(num, sizeof num, "%llu", (unsigned long long)sl.at);
 	evhttp_add_header(out, FOLLOW_H_OFFSET, num);
-	snprintf(num, sizeof num, "%llu", (unsigned long long)(at + n));
+	snprintf(num, sizeof num, "%llu", (unsigned long long)(sl.at + sl.n));
 	evhttp_add_header(out, FOLLOW_H_NEXT, num);
-	evhttp_add_header(out, FOLLOW_H_STATE, r->ended ? "ended" : "running");
-	if (r->ended && at + n == r->next)
-		evhttp_add_header(out, FOLLOW_H_OUTCOME, r->outcome);
+	evhttp_add_header(out, FOLLOW_H_STATE, sl.ended ? "ended" : "running");
+	if (sl.outcome != NULL)
+		evhttp_add_header(out, FOLLOW_H_OUTCOME, sl.outcome);
 	evhttp_add_header(out, "Content-Type", "application/octet-stream");
 	evhttp_add_header(out, "Cache-Control", "no-store");
 	http_respond(h, req, 200, "OK", body);
