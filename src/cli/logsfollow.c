@@ -342,7 +342,7 @@ logsfollow_poll(struct logsfollow *f)
 	snprintf(uri, sizeof uri, FOLLOW_PREFIX "%s" FOLLOW_SUFFIX "?from=%llu", f->run_id,
 	         (unsigned long long)f->from);
 	if (evhttp_make_request(f->conn, req, EVHTTP_REQ_GET, uri) != 0) {
-		evhttp_connection_free(f->conn); /* frees req too */
+		evhttp_connection_free(f->conn); /* (a connect that failed at once) */
 		f->conn = NULL;
 		logsfollow_http_cb(NULL, f);
 	}

@@ -180,7 +180,7 @@ worker_http_run_started(struct worker *w, const struct job *job, uint32_t run)
 	const struct config_job *cj = job_config(job);
 	const char *id = job_run_id(job, run);
 
-	if (id != NULL)
+	if (id != NULL && w->http_listen != NULL) /* no listener: no follower */
 		runout_start(w->runout, run, job_name(job), id,
 		             cj->record_output > 0 && cj->log_file != NULL);
 }
