@@ -23,6 +23,7 @@
 
 #include "admin.h"
 #include "follow.h"
+#include "format.h"
 #include "layout.h"
 #include "leasekeeper.h"
 #include "logsfollow.h"
@@ -395,6 +396,21 @@ logsfollow_address(struct logsfollow *f, const char *listen, const char *hostnam
 	return 0;
 }
 
+/* Whether a node's data is of a format this release reads; if not, said, and give up. */
+static int
+logsfollow_readable(struct logsfollow *f, const struct zk_reply *reply)
+{
+	int v = reply->value_len > 0 ? format_of_data(reply->value, (size_t)reply->value_len)
+	                             : FORMAT_NONE;
+	char why[200], what[300];
+
+	if (format_readable(v))
+		return 1;
+	snprintf(what, sizeof what, "%s is %s", reply->path, format_refusal(v, why, sizeof why));
+	logsfollow_fail(f, EXIT_UNAVAILABLE, what, NULL);
+	return 0;
+}
+
 /* The worker node of the run's worker: where it serves the output, and its token. */
 static void
 logsfollow_worker_cb(const struct zk_reply *reply, void *arg)
@@ -415,6 +431,10 @@ logsfollow_worker_cb(const struct zk_reply *reply, void *arg)
 		logsfollow_fail(f,
 		                reply->rc == ZNOAUTH ? LOGSFOLLOW_EXIT_REFUSED : EXIT_UNAVAILABLE,
 		                what, zerror(reply->rc));
+		json_decref(w);
+		return;
+	}
+	if (!logsfollow_readable(f, reply)) {
 		json_decref(w);
 		return;
 	}
@@ -478,6 +498,10 @@ logsfollow_running_cb(const struct zk_reply *reply, void *arg)
 			return;
 		}
 		logsfollow_later(f, logsfollow_look, f->next ? LOGSFOLLOW_LOOK_MS : 0);
+		return;
+	}
+	if (!logsfollow_readable(f, reply)) {
+		json_decref(r);
 		return;
 	}
 	nodedata_merge(r, reply->value, reply->value_len);
