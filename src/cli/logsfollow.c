@@ -43,6 +43,7 @@
 #define LOGSFOLLOW_MAX_LINE   65536 /* a line without its end is printed past this */
 #define LOGSFOLLOW_MAX_ERRORS 10    /* failed requests in a row before giving up */
 
+/* One follower: the run it follows, where, and how far it read. */
 struct logsfollow {
 	struct admin *a;
 	const char *job;
@@ -66,6 +67,7 @@ struct logsfollow {
 static void logsfollow_look(struct logsfollow *);
 static void logsfollow_poll(struct logsfollow *);
 
+/* The timer: what was asked of it (look again, poll again). */
 static void
 logsfollow_timer_cb(int fd, short what, void *arg)
 {
@@ -474,6 +476,7 @@ logsfollow_node_ok(const char *node)
 	return ok && strlen(node) <= 255;
 }
 
+/* Run ids in byte order. */
 static int
 logsfollow_cmp_cb(const void *a, const void *b)
 {
@@ -581,6 +584,7 @@ logsfollow_look(struct logsfollow *f)
 	free(dir);
 }
 
+/* The session is up: the timer, and the first look. */
 static void
 logsfollow_ready(struct admin *a)
 {

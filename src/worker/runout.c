@@ -94,6 +94,7 @@ runout_token(const struct runout *ro)
 	return ro->token;
 }
 
+/* Forget one run. */
 static void
 runout_run_free(struct runout *ro, struct runout_run *r)
 {
@@ -120,6 +121,7 @@ runout_prune(struct runout *ro)
 	}
 }
 
+/* The run in progress the supervisor numbers run, or NULL. */
 static struct runout_run *
 runout_find(struct runout *ro, uint32_t run)
 {
@@ -356,6 +358,7 @@ runout_serve(struct runout *ro, struct http *h, struct evhttp_request *req)
 	evbuffer_free(body);
 }
 
+/* The store and every run in it. */
 void
 runout_free(struct runout *ro)
 {
