@@ -5,7 +5,7 @@
 worker's HTTP listener (GET /runs/<run id>/output, with the output token of its worker
 node), on a root with credentials. Every line of a run that writes for about 3 s is seen
 in order exactly once, then the outcome and its exit status (0 ok, 1 failed); an
-@continuous job is followed from run to run; a follower without the credential, without
+@continuous job is followed from run to run, from the other worker's configuration; a follower without the credential, without
 the token or through a foreign Host name is refused."""
 
 import json
@@ -41,15 +41,33 @@ class LogsFollowTest(lktest.TestCase):
         os.chmod(self.auth, 0o600)
         self.port = lktest.free_port()
 
-    def config(self, jobs):
-        return self.write_config(name="alpha", zookeeper={"session_timeout": "4s",
-                                                          "auth_file": self.auth},
+    def config(self, jobs, name="alpha", port=None):
+        return self.write_config(name=name, zookeeper={"session_timeout": "4s",
+                                                       "auth_file": self.auth},
                                  safety=SAFETY, worker={"allow_root_jobs": True}, jobs=jobs,
-                                 extra={"http": {"listen": "127.0.0.1:%d" % self.port}})
+                                 extra={"http": {"listen": "127.0.0.1:%d"
+                                                 % (port or self.port)}})
 
     def running(self, kz, job):
         path = "/leasekeeper/jobs/%s/running" % job
         return kz.get_children(path) if kz.exists(path) else []
+
+    def run_in_progress(self, kz, job):
+        """(run id, its node's data) of a run of job in progress, once there is one."""
+        from kazoo.exceptions import NoNodeError
+        got = []
+
+        def look():
+            for run in self.running(kz, job):
+                try:
+                    got[:] = [run, json.loads(kz.get("/leasekeeper/jobs/%s/running/%s"
+                                                     % (job, run))[0])]
+                    return True
+                except NoNodeError:  # it ended between the listing and the read
+                    pass
+            return False
+        self.wait_until(look, timeout=60, msg="a run of %s in progress" % job)
+        return got[0], got[1]
 
     def follow(self, cfg, job, *more):
         """`logs --follow JOB` started, its output to a file; (process, output path)."""
@@ -123,21 +141,28 @@ class LogsFollowTest(lktest.TestCase):
     def test_continuous_and_refusals(self):
         loop = ("i=1; while [ $i -le 4 ]; do echo \"tick $i of $LEASEKEEPER_RUN_ID\"; "
                 "i=$((i+1)); sleep 0.2; done")
-        cfg = self.config({"loop": {"command": loop}})
-        w = self.worker(cfg, name="alpha")
-        w.wait_log(r"registered as", timeout=30)
+        # Two workers; the command runs with the configuration of the one that does not hold
+        # the loop's lease, and finds the holder's listener in its worker node.
+        ports = {"alpha": self.port, "beta": lktest.free_port()}
+        cfgs = {n: self.config({"loop": {"command": loop}}, name=n, port=ports[n])
+                for n in ports}
+        for n in ports:
+            self.worker(cfgs[n], name=n).wait_log(r"registered as", timeout=30)
         kz = self.kazoo(auth_data=[("digest", CREDS)])
-        self.wait_until(lambda: self.running(kz, "loop"), timeout=60, msg="the loop runs")
+        holder = self.run_in_progress(kz, "loop")[1]["node"]
+        other = "beta" if holder == "alpha" else "alpha"
 
         # An @continuous job (as -c says): run after run, until interrupted.
-        p, out = self.follow(cfg, "loop")
+        p, out = self.follow(cfgs[other], "loop")
         self.wait_until(lambda: len(re.findall(r"ended: ok\n", self.text(out))) >= 2,
                         timeout=60, msg="two runs followed to their end")
         p.send_signal(signal.SIGINT)
         p.wait(timeout=30)
+        p.stderr.close()
         text = self.text(out)
         runs = re.findall(r"=== run (\S+) ended: ok\n", text)
         self.assertEqual(len(set(runs)), len(runs), "each run followed once")
+        self.assertIn("of loop on %s, following" % holder, text)
         for r in runs[1:]:  # the first may have been joined midway; the next ones whole
             self.assertIn("".join("tick %d of %s\n" % (i, r) for i in range(1, 5)), text)
 
@@ -147,10 +172,10 @@ class LogsFollowTest(lktest.TestCase):
         self.assertEqual(r.returncode, 77, r.stdout + r.stderr)
         self.assertIn("NoAuth", r.stderr.replace("not authenticated", "NoAuth"))
         # The endpoint itself: no token, a wrong one, a foreign Host: refused.
-        self.wait_until(lambda: self.running(kz, "loop"), timeout=60, msg="the next run")
-        run = self.running(kz, "loop")[0]
-        token = json.loads(kz.get("/leasekeeper/workers/alpha")[0])["output_token"]
-        url = "http://127.0.0.1:%d/runs/%s/output?from=0" % (self.port, run)
+        run, data = self.run_in_progress(kz, "loop")
+        holder = data["node"]
+        token = json.loads(kz.get("/leasekeeper/workers/" + holder)[0])["output_token"]
+        url = "http://127.0.0.1:%d/runs/%s/output?from=0" % (ports[holder], run)
         for headers, code in (({}, 401), ({"Authorization": "Bearer " + "0" * 32}, 401),
                               ({"Authorization": "Bearer " + token, "Host": "evil.example"},
                                403)):
