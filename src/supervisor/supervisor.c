@@ -221,8 +221,8 @@ sv_output_cb(int fd, short what, void *arg)
 		}
 		joblog_write(&j->log, buf, (size_t)n);
 		sv_tail_add(j, buf, (size_t)n);
-		if (j->tail_max > 0 &&
-		    j->own_deadline == 0) /* kept output of a run, for followers */
+		/* A run's kept output, for its followers (logs --follow); not a hook's. */
+		if (j->tail_max > 0 && j->own_deadline == 0)
 			proto_send_lossy(j->sv->conn, PROTO_OUTPUT, j->id, j->epoch,
 			                 (int64_t)j->out_off, buf, (size_t)n);
 		j->out_off += (uint64_t)n;
