@@ -23,6 +23,9 @@
 #include "log.h"
 #include "format.h"
 #include "nodedata.h"
+#include "logsfollow.h"
+#include "runline.h"
+#include "schedule.h"
 #include "utf8.h"
 #include "xmalloc.h"
 #include "zk.h"
@@ -255,52 +258,20 @@ logs_params(json_t *params)
 	printf("\n");
 }
 
-/* The human view: one header line per run, then its output, every line escaped. */
+/* The human view: one header line per run (runline.c), then its output, every line escaped. */
 static void
 logs_print(json_t *runs)
 {
-	json_t *rec, *st, *sig, *tick, *out;
-	char *reason, *node, *start, *end, *line, *text, *p, *nl, when[40];
+	json_t *rec, *out;
+	char *line, *text, *p, *nl;
 	size_t i;
 
 	json_array_foreach(runs, i, rec) {
-		if (json_object_get(rec, "format_refused") != NULL) {
-			printf("%s=== run %lld: %s\n", i > 0 ? "\n" : "",
-			       (long long)json_integer_value(json_object_get(rec, "run")),
-			       json_string_value(json_object_get(rec, "format_refused")));
+		if (i > 0)
+			printf("\n");
+		runline_print(stdout, rec, RUNLINE_HEADER, 0);
+		if (json_object_get(rec, "format_refused") != NULL)
 			continue;
-		}
-		/* The outcome (docs/outcomes.md); "reason" only in records older than outcomes. */
-		reason = logs_field(
-		    rec, json_is_string(json_object_get(rec, "outcome")) ? "outcome" : "reason");
-		node = logs_field(rec, "node");
-		start = logs_field(rec, "start");
-		end = logs_field(rec, "end");
-		st = json_object_get(rec, "status");
-		sig = json_object_get(rec, "signal");
-		tick = json_object_get(rec, "tick");
-		if (json_is_string(json_object_get(rec, "run_id"))) {
-			line = logs_field(rec, "run_id");
-			printf("%s=== run %s (record %lld): %s", i > 0 ? "\n" : "", line,
-			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
-			free(line);
-		} else
-			printf("%s=== run %lld: %s", i > 0 ? "\n" : "",
-			       (long long)json_integer_value(json_object_get(rec, "run")), reason);
-		if (json_is_integer(st))
-			printf(", exit status %lld", (long long)json_integer_value(st));
-		if (json_is_integer(sig))
-			printf(", signal %lld", (long long)json_integer_value(sig));
-		printf(", node %s", node);
-		if (json_is_integer(tick) && json_integer_value(tick) >= 0) {
-			clock_iso8601((uint64_t)json_integer_value(tick) * 1000, when, sizeof when);
-			printf(", tick %s", when);
-		}
-		printf(", %s to %s", start, end);
-		if (json_is_integer(json_object_get(rec, "fence")))
-			printf(", fence %lld",
-			       (long long)json_integer_value(json_object_get(rec, "fence")));
-		printf("\n");
 		logs_locks(rec);
 		if (json_string_value(json_object_get(rec, "error")) != NULL) {
 			line = logs_field(rec, "error");
@@ -337,10 +308,6 @@ logs_print(json_t *runs)
 			}
 			free(text);
 		}
-		free(reason);
-		free(node);
-		free(start);
-		free(end);
 	}
 }
 
@@ -397,6 +364,8 @@ logs_match_id(struct logs_main *l)
 static const char logs_usage[] =
     "usage: leasekeeper logs [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
     "                        [--json] [--run ID | --last N] JOB\n"
+    "       leasekeeper logs [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
+    "                        --follow [--next] JOB\n"
     "\n"
     "The end of the output of a job's recent runs, as their run records keep it, from any\n"
     "host. Control characters are escaped.\n"
@@ -404,7 +373,13 @@ static const char logs_usage[] =
     "  -j, --json            one JSON object instead of text\n"
     "  -R, --run ID          this run only: its id (as the log lines' run=, the hooks'\n"
     "                        LEASEKEEPER_RUN_ID), or its record's number\n"
-    "  -n, --last N          the last N runs (default 1, at most 1000)\n" TARGET_OPTIONS_HELP;
+    "  -n, --last N          the last N runs (default 1, at most 1000)\n"
+    "  -f, --follow          the output of the run in progress, from its worker, as it is\n"
+    "                        written; then its outcome, and exit 0 if ok, 1 if failed, 2\n"
+    "                        if it ended otherwise, 3 if no run is in progress\n"
+    "  -N, --next            with --follow: then wait for the next run and follow it too,\n"
+    "                        until Ctrl-C (the default for an @continuous job of "
+    "-c)\n" TARGET_OPTIONS_HELP;
 
 /* `leasekeeper logs JOB`: the output's end of a job's recent runs, from its run records. */
 int
@@ -417,17 +392,20 @@ logs_main(int argc, char **argv)
 	                                         {"json", no_argument, NULL, 'j'},
 	                                         {"run", required_argument, NULL, 'R'},
 	                                         {"last", required_argument, NULL, 'n'},
+	                                         {"follow", no_argument, NULL, 'f'},
+	                                         {"next", no_argument, NULL, 'N'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	struct admin a;
 	struct target_opts o = {NULL, NULL, NULL, NULL};
 	struct logs_main l = {NULL, -1, NULL, 1, NULL};
 	char *end, *text, *cause;
-	int ch, as_json = 0, rc, have_last = 0;
+	int ch, as_json = 0, rc, have_last = 0, follow = 0, next = 0;
+	const struct config_job *cj;
 	long long v;
 
 	memset(&a, 0, sizeof a);
-	while ((ch = getopt_long(argc, argv, "c:z:r:A:jR:n:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:z:r:A:jR:n:fNh", longopts, NULL)) != -1) {
 		if (target_option(ch, optarg, &o))
 			continue;
 		switch (ch) {
@@ -453,6 +431,12 @@ logs_main(int argc, char **argv)
 			l.last = (int)v;
 			have_last = 1;
 			break;
+		case 'f':
+			follow = 1;
+			break;
+		case 'N':
+			next = 1;
+			break;
 		case 'h':
 			fputs(logs_usage, stdout);
 			return 0;
@@ -469,6 +453,15 @@ logs_main(int argc, char **argv)
 		fprintf(stderr, "leasekeeper logs: --run or --last, not both\n");
 		return EXIT_USAGE;
 	}
+	if (follow && (as_json || have_last || l.run >= 0 || l.run_id != NULL)) {
+		fprintf(stderr, "leasekeeper logs: --follow shows the run in progress: not with "
+		                "--json, --run or --last\n");
+		return EXIT_USAGE;
+	}
+	if (next && !follow) {
+		fprintf(stderr, "leasekeeper logs: --next goes with --follow\n");
+		return EXIT_USAGE;
+	}
 	l.job = argv[optind];
 	if (!znode_valid_name(l.job, &cause)) {
 		fprintf(stderr, "leasekeeper logs: bad job name: %s\n", cause);
@@ -477,6 +470,16 @@ logs_main(int argc, char **argv)
 	}
 	if ((rc = admin_setup(&a, &o, "logs")) != 0)
 		return rc;
+	if (follow) {
+		/* An @continuous job runs again when its run ends: follow that one too. */
+		cj = a.cfg != NULL ? config_find_job(a.cfg, l.job) : NULL;
+		if (cj != NULL && cj->sched != NULL &&
+		    schedule_kind(cj->sched) == SCHEDULE_CONTINUOUS)
+			next = 1;
+		rc = logsfollow_run(&a, l.job, next);
+		config_free(a.cfg);
+		return rc;
+	}
 	l.runs = json_array();
 	a.ctx = &l;
 	a.ready = logs_ready;

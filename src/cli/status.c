@@ -18,6 +18,7 @@
 #include "usage.h"
 #include "log.h"
 #include "nodedata.h"
+#include "runline.h"
 #include "utf8.h"
 #include "view.h"
 #include "xmalloc.h"
@@ -171,37 +172,8 @@ status_print_runs(json_t *job)
 	runs = json_object_get(job, "runs");
 	if (json_array_size(runs) > 0)
 		printf("    last runs:\n");
-	json_array_foreach(runs, j, n) {
-		json_t *st = json_object_get(n, "status"), *sig = json_object_get(n, "signal");
-
-		if (json_object_get(n, "format_refused") != NULL) {
-			printf("      %s  %s\n", json_string_value(json_object_get(n, "znode")),
-			       json_string_value(json_object_get(n, "format_refused")));
-			continue;
-		}
-		/* The outcome (the reason only in records older than outcomes). */
-		printf("      %s  %-12s %-16s",
-		       json_string_value(json_object_get(n, "end")) ?: "-",
-		       json_string_value(json_object_get(n, "outcome"))
-		           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
-		       json_string_value(json_object_get(n, "node")) ?: "?");
-		if (st != NULL)
-			printf(" exit %lld", (long long)json_integer_value(st));
-		if (sig != NULL)
-			printf(" signal %lld", (long long)json_integer_value(sig));
-		if (json_is_integer(json_object_get(n, "cpu_usec")))
-			printf(", cpu %.3f s",
-			       (double)json_integer_value(json_object_get(n, "cpu_usec")) / 1e6);
-		if (json_is_integer(json_object_get(n, "memory_peak")))
-			printf(", peak memory %.1f MiB",
-			       (double)json_integer_value(json_object_get(n, "memory_peak")) /
-			           (1024.0 * 1024.0));
-		if (json_string_value(json_object_get(n, "error")) != NULL)
-			printf(": %s", json_string_value(json_object_get(n, "error")));
-		if (json_string_value(json_object_get(n, "run_id")) != NULL)
-			printf("  run=%s", json_string_value(json_object_get(n, "run_id")));
-		printf("\n");
-	}
+	json_array_foreach(runs, j, n)
+		runline_print(stdout, n, RUNLINE_ROW, RUNLINE_ESCAPED); /* status_escape'd */
 }
 
 /* The human view of status. */

@@ -423,6 +423,8 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 		case VIEW_LOCK_DATA:
 			if (r->role == VIEW_LOCK_DATA || !view_refused(v, reply, r->target, NULL))
 				nodedata_merge(r->target, reply->value, reply->value_len);
+			/* A worker's key to its runs' output (runout.c): not for display. */
+			json_object_del(r->target, "output_token");
 			/* As the logs print it: 64 bits are not safe in JSON. "0x0": persistent. */
 			if (reply->stat != NULL) {
 				char session[24];

@@ -80,7 +80,7 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
 		return -1;
 	memcpy(&hdr, buf, sizeof hdr);
-	if (hdr.type < PROTO_START || hdr.type > PROTO_HELLO)
+	if (hdr.type < PROTO_START || hdr.type > PROTO_OUTPUT)
 		return -1;
 	out->type = hdr.type;
 	out->job = hdr.job;
@@ -96,6 +96,8 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 static void
 proto_log(const char *verb, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1, int64_t v2)
 {
+	if (type == PROTO_OUTPUT)
+		return; /* one a chunk of output: too many to log */
 	if (type == PROTO_EXITED)
 		log_debug("proto: %s %s job %u epoch %llu v1 %lld (%s)", verb,
 		          proto_type_name(type), job, (unsigned long long)epoch, (long long)v1,
@@ -270,6 +272,31 @@ proto_send(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, in
 	o->len = len;
 	TAILQ_INSERT_TAIL(&c->outbox, o, entry);
 	event_add(c->wev, NULL);
+}
+
+/*
+ * Send a message only if it goes now, nothing queued before it: 0 sent, -1 dropped. For
+ * what may be lost (a run's output to followers): it never grows the queue, so a stopped
+ * or slow peer costs the sender no memory.
+ */
+int
+proto_send_lossy(struct proto_conn *c, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
+                 const void *payload, size_t len)
+{
+	struct proto_hdr hdr;
+	int rc;
+
+	if (c->eof || !TAILQ_EMPTY(&c->outbox) || len > PROTO_MAX_PAYLOAD)
+		return -1;
+	memset(&hdr, 0, sizeof hdr);
+	hdr.type = type;
+	hdr.job = job;
+	hdr.epoch = epoch;
+	hdr.v1 = v1;
+	rc = proto_write(c, &hdr, payload, len);
+	if (rc == -2)
+		proto_conn_eof(c);
+	return rc == 0 ? 0 : -1;
 }
 
 /* Append one tagged string to a start spec. */
@@ -703,6 +730,8 @@ proto_type_name(uint32_t type)
 		return "EXITED";
 	case PROTO_HELLO:
 		return "HELLO";
+	case PROTO_OUTPUT:
+		return "OUTPUT";
 	}
 	return "?";
 }

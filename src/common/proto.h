@@ -27,6 +27,10 @@ enum proto_type {
 	                       proto_controller bits); payload: the run cgroups' folder, or
 	                       why there is none. Sent once, when the cgroups of a previous
 	                       supervisor or worker are empty and removed: jobs may start */
+	PROTO_OUTPUT,       /* job; v1 the offset of the payload's first byte in the run's
+	                       output; payload: what the run wrote (runs whose output is kept,
+	                       record_output). Sent only when nothing else waits: a gap in the
+	                       offsets is output main never got (`logs --follow` says so) */
 };
 
 /* How the supervisor keeps a run's processes together (PROTO_HELLO). */
@@ -163,6 +167,8 @@ typedef void (*proto_eof_cb)(void *arg);
 struct proto_conn *proto_conn_new(struct event_base *, int fd, proto_msg_cb, proto_eof_cb,
                                   void *arg);
 void proto_conn_free(struct proto_conn *);
+int proto_send_lossy(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
+                     const void *payload, size_t len);
 void proto_send(struct proto_conn *, uint32_t type, uint32_t job, uint64_t epoch, int64_t v1,
                 int64_t v2, const void *payload, size_t len);
 

@@ -78,6 +78,7 @@ struct sjob {
 	size_t tail_len;       /* at most tail_max */
 	size_t tail_max;       /* 0: none kept */
 	int tail_cut;          /* output before the tail was dropped */
+	uint64_t out_off;      /* bytes of output so far (PROTO_OUTPUT's offsets) */
 	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
@@ -220,6 +221,11 @@ sv_output_cb(int fd, short what, void *arg)
 		}
 		joblog_write(&j->log, buf, (size_t)n);
 		sv_tail_add(j, buf, (size_t)n);
+		/* A run's kept output, for its followers (logs --follow); not a hook's. */
+		if (j->tail_max > 0 && j->own_deadline == 0)
+			proto_send_lossy(j->sv->conn, PROTO_OUTPUT, j->id, j->epoch,
+			                 (int64_t)j->out_off, buf, (size_t)n);
+		j->out_off += (uint64_t)n;
 		done += (size_t)n;
 	}
 }

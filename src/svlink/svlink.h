@@ -25,6 +25,8 @@ struct svlink_cb {
 	 * and the controllers (enum proto_controller bits) their limits can use
 	 */
 	void (*hello)(enum proto_containment, unsigned controllers, const char *note, void *arg);
+	/* or NULL: a run's output from offset on (PROTO_OUTPUT; gaps are output lost) */
+	void (*output)(uint32_t job, uint64_t offset, const char *buf, size_t len, void *arg);
 };
 
 struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void *arg,

@@ -12,7 +12,8 @@
  * draining, with the reason when not ready; GET /livez says the loop is alive: it answers
  * from the loop, 503 if the loop's own once-a-second timer has not run for
  * HTTP_LIVEZ_STALE_MS (a loop wedged outright does not answer at all, which a probe's
- * timeout counts as a failure too). Neither depends on ZooKeeper.
+ * timeout counts as a failure too). Neither depends on ZooKeeper. GET /runs/<run id>/output
+ * is a run's output for `logs --follow` (runout.c), with the worker's output token.
  *
  * A listen address that cannot be bound (a local user took the port first, or the address
  * is not up yet) does not stop the worker: its jobs run, the failure is logged, the bind is
@@ -31,6 +32,7 @@
 
 #include "control.h"
 #include "endpoints.h"
+#include "follow.h"
 #include "http.h"
 #include "job.h"
 #include "leasekeeper.h"
@@ -61,7 +63,12 @@ static void
 endpoints_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	struct endpoints *h = arg;
+	const char *uri = evhttp_request_get_uri(req);
 
+	if (h->cb->output != NULL && strncmp(uri, FOLLOW_PREFIX, strlen(FOLLOW_PREFIX)) == 0) {
+		h->cb->output(h->arg, h->http, req); /* GET /runs/<run id>/output?from=N */
+		return;
+	}
 	http_reply(h->http, req, 404, "text/plain", "not found\n");
 }
 

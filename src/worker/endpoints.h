@@ -13,6 +13,7 @@
 struct event_base;
 struct evbuffer;
 struct evhttp_request;
+struct http;
 struct endpoints;
 struct job;
 
@@ -47,6 +48,8 @@ struct endpoints_cb {
 	 * (-1: not known yet). */
 	void (*placement)(void *arg, void (*fn)(const char *job, int workers, void *fnarg),
 	                  void *fnarg);
+	/* GET /runs/...: a run's output for its followers (`logs --follow`) */
+	void (*output)(void *arg, struct http *, struct evhttp_request *);
 };
 
 struct endpoints *endpoints_start(struct event_base *, const char *listen,

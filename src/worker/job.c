@@ -635,6 +635,33 @@ job_owns_run(const struct job *job, uint32_t run)
 	return run != 0 && (job->run == run || job->hook_run == run);
 }
 
+/* The id of run if it is the job's run under way (not a hook), else NULL. */
+const char *
+job_run_id(const struct job *job, uint32_t run)
+{
+	return run != 0 && job->run == run ? job->run_id : NULL;
+}
+
+/* Runs of the job that ended here, whatever their outcome (for the last one's outcome). */
+uint64_t
+job_ends(const struct job *job)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < JOB_OUTCOMES; i++)
+		n += job->outcomes[i];
+	return n;
+}
+
+/* The outcome of the job's last run here (docs/outcomes.md), or NULL: none yet. */
+const char *
+job_last_outcome(const struct job *job)
+{
+	return job->last_outcome >= 0 ? job_outcome_name((enum job_outcome)job->last_outcome)
+	                              : NULL;
+}
+
 /* The job's name. */
 const char *
 job_name(const struct job *job)

@@ -81,6 +81,9 @@ void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason,
                 const struct proto_usage *);
 void job_supervisor_died(struct job *);
 int job_owns_run(const struct job *, uint32_t run);
+const char *job_run_id(const struct job *, uint32_t run);
+uint64_t job_ends(const struct job *);
+const char *job_last_outcome(const struct job *);
 int job_stopping(const struct job *);
 void job_drain(struct job *, int drained, int stop_runs);
 int job_holds_lease(const struct job *);

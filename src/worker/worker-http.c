@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the main process. */
-/* worker-http.c: what the worker shows on its HTTP endpoint (/status, /health, /readyz, /metrics). */
+/* worker-http.c: what the worker shows on its HTTP endpoint (/status, /health, /readyz, /metrics, /runs). */
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +31,7 @@
 #include "log.h"
 #include "members.h"
 #include "nodedata.h"
+#include "runout.h"
 #include "runspec.h"
 #include "sdnotify.h"
 #include "svlink.h"
@@ -163,9 +164,39 @@ worker_http_status_cb(void *arg)
 	    (json_int_t)worker_http_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
 }
 
+/* GET /runs/<run id>/output: a run's output, for `logs --follow` (runout.c). */
+static void
+worker_http_output_cb(void *arg, struct http *h, struct evhttp_request *req)
+{
+	struct worker *w = arg;
+
+	runout_serve(w->runout, h, req);
+}
+
+/* A run started (job's, not a hook): followers may read its output if it is kept. */
+void
+worker_http_run_started(struct worker *w, const struct job *job, uint32_t run)
+{
+	const struct config_job *cj = job_config(job);
+	const char *id = job_run_id(job, run);
+
+	if (id != NULL && w->http_listen != NULL) /* no listener: no follower */
+		runout_start(w->runout, run, job_name(job), id,
+		             cj->record_output > 0 && cj->log_file != NULL);
+}
+
+/* A run ended: its outcome, if the job counted an end since ends (else it is not known). */
+void
+worker_http_run_ended(struct worker *w, const struct job *job, uint32_t run, uint64_t ends)
+{
+	const char *outcome = job_last_outcome(job);
+
+	runout_end(w->runout, run, job_ends(job) != ends && outcome != NULL ? outcome : "unknown");
+}
+
 /* What the HTTP endpoint reads from the worker. */
 const struct endpoints_cb worker_http_table = {
     worker_http_status_cb,          worker_http_ready_cb,   worker_http_not_ready_cb,
     worker_http_stats_cb,           worker_http_session_cb, worker_http_deadline_in_ms_cb,
     worker_http_deadline_low_ms_cb, worker_http_jobs_cb,    worker_containment_cb,
-    worker_http_drained_cb,         worker_placement_cb};
+    worker_http_drained_cb,         worker_placement_cb,    worker_http_output_cb};

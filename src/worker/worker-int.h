@@ -68,6 +68,7 @@ struct worker {
 	struct zk *zk;
 	struct svlink *sv;
 	struct endpoints *http;
+	struct runout *runout;              /* runs' output for followers (/runs/ID/output) */
 	struct members *members;            /* the live workers and their jobs, for ranking ticks */
 	struct event *placement_timer;      /* jobs no live worker can run, looked for */
 	json_t *unrunnable;                 /* {job: true}: those last found, warned of once */
@@ -170,6 +171,8 @@ void worker_drain_watch(struct worker *w);
 
 /* worker-http.c */
 extern const struct endpoints_cb worker_http_table;
+void worker_http_run_started(struct worker *, const struct job *, uint32_t run);
+void worker_http_run_ended(struct worker *, const struct job *, uint32_t run, uint64_t ends);
 
 /* worker-placement.c */
 void worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg);

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "members.h"
 #include "nodedata.h"
+#include "runout.h"
 #include "runspec.h"
 #include "sdnotify.h"
 #include "svlink.h"
@@ -130,6 +131,11 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
 	}
 	worker_node_placement(w->cfg, o);
+	/* Where its runs' output is followed, and the token that takes (runout.c): additive. */
+	if (w->http_listen != NULL && w->runout != NULL) {
+		json_object_set_new(o, "http", json_string(w->http_listen));
+		json_object_set_new(o, "output_token", json_string(runout_token(w->runout)));
+	}
 	format_stamp(o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);

@@ -46,6 +46,7 @@
 #include "leasekeeper.h"
 #include "log.h"
 #include "members.h"
+#include "runout.h"
 #include "nodedata.h"
 #include "runspec.h"
 #include "sdnotify.h"
@@ -223,8 +224,10 @@ worker_sv_started_cb(uint32_t run, pid_t pid, void *arg)
 {
 	struct job *job = worker_find_run(arg, run);
 
-	if (job != NULL)
+	if (job != NULL) {
 		job_started(job, run, pid);
+		worker_http_run_started(arg, job, run);
+	}
 }
 
 static void
@@ -241,9 +244,22 @@ worker_sv_exited_cb(uint32_t run, int status, enum proto_exit_reason reason,
                     const struct proto_usage *usage, void *arg)
 {
 	struct job *job = worker_find_run(arg, run);
+	uint64_t ends;
 
-	if (job != NULL)
+	if (job != NULL) {
+		ends = job_ends(job);
 		job_exited(job, run, status, reason, usage);
+		worker_http_run_ended(arg, job, run, ends);
+	}
+}
+
+/* What a run wrote, for its followers. */
+static void
+worker_sv_output_cb(uint32_t run, uint64_t offset, const char *buf, size_t len, void *arg)
+{
+	struct worker *w = arg;
+
+	runout_add(w->runout, run, offset, buf, len);
 }
 
 /*
@@ -260,6 +276,7 @@ worker_sv_died_cb(void *arg)
 	uint64_t now = clock_now_ns();
 	int i, recent = 0;
 
+	runout_end_all(w->runout, "killed"); /* its runs died with it (docs/outcomes.md) */
 	/*
 	 * With a cgroup per run, what the dead supervisor's runs left (a process that called
 	 * setsid()) is killed by the next supervisor before it says hello: only then are the
@@ -413,8 +430,8 @@ static void
 worker_start_supervisor(struct worker *w)
 {
 	static const struct svlink_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
-	                                    worker_sv_exited_cb, worker_sv_died_cb,
-	                                    worker_sv_hello_cb};
+	                                    worker_sv_exited_cb,  worker_sv_died_cb,
+	                                    worker_sv_hello_cb,   worker_sv_output_cb};
 
 	w->sv = svlink_start(w->base, &cb, w, &w->sv_opts);
 }
@@ -708,6 +725,7 @@ worker_teardown(struct worker *w, struct config *cfg)
 	members_free(w->members);
 	zk_free(w->zk);
 	endpoints_free(w->http);
+	runout_free(w->runout);
 	for (i = 0; i < sizeof w->signals / sizeof w->signals[0]; i++) {
 		if (w->signals[i] != NULL)
 			event_free(w->signals[i]);
@@ -782,6 +800,7 @@ worker_run(const char *config_file, struct config *cfg)
 	}
 	/* A status page that cannot listen yet (a busy port) does not stop the jobs: it retries. */
 	w.http_cb = &worker_http_table;
+	w.runout = runout_new();
 	if (cfg->http_listen != NULL) {
 		w.http = endpoints_start(w.base, cfg->http_listen, &worker_http_table, &w, 1);
 		w.http_listen = xstrdup(cfg->http_listen);

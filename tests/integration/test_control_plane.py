@@ -427,7 +427,8 @@ class ControlPlaneTest(lktest.TestCase):
         cfg = self.config(jobs={"hourly": {"command": "true", "schedule": YEARLY}}, http=port)
         w = self.worker(cfg)
         w.wait_log(r"registered as", timeout=30)
-        for path in ("/status", "/metrics", "/health", "/readyz", "/livez", "/nothing"):
+        for path in ("/status", "/metrics", "/health", "/readyz", "/livez", "/nothing",
+                     "/runs/alpha-1-1/output?from=0"):
             status, body = self.get(port, path, host="evil.example:%d" % port)
             self.assertEqual(status, 403, path)
             self.assertNotIn("session", body)

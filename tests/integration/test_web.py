@@ -10,6 +10,7 @@ under the build directory. Hostile strings in ZooKeeper (a job named like an ele
 <script>) are shown as text; /api/cluster stays bounded on a huge cluster; the listener
 refuses what it should."""
 
+import datetime
 import html.parser
 import json
 import os
@@ -122,6 +123,45 @@ class WebTest(lktest.TestCase):
         self.assertGreater(os.path.getsize(out), 10000)
         print("screenshot: %s" % out)
         return out
+
+    def check_axis(self, d):
+        """Both timelines' axes: their ends in full, and round times between them, in order,
+        each placed where its time is in the window (UTC, as every time on the page)."""
+        starts = [e.text.strip() for e in d.by_class("tl-start")]
+        stops = [e.text.strip() for e in d.by_class("tl-stop")]
+        self.assertEqual(len(starts), 2, "one axis per timeline")
+        self.assertEqual(len(stops), 2)
+        ticks = d.by_class("tl-tick")
+        # Each axis has at least two labels between its ends (ticks of both, in order).
+        self.assertGreaterEqual(len(ticks), 4, [e.text for e in ticks])
+        win0 = datetime.datetime.strptime(starts[0], "%Y-%m-%d %H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp() * 1000
+        win1 = datetime.datetime.strptime(stops[0], "%Y-%m-%d %H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp() * 1000
+        first = ticks[:len(ticks) // 2]
+        self.assertEqual([e.text for e in first], [e.text for e in ticks[len(ticks) // 2:]],
+                         "both timelines share the window")
+        at = [int(e.attrs["data-ms"]) for e in first]
+        self.assertEqual(at, sorted(set(at)), "labels in time order, each once")
+        for e, ms in zip(first, at):
+            utc = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+            self.assertIn(e.text, (utc.strftime("%H:%M"), utc.strftime("%H:%M:%S")))
+            self.assertTrue(win0 - 1000 <= ms <= win1 + 1000, (e.text, starts[0], stops[0]))
+            left = float(re.search(r"left:\s*([0-9.]+)%", e.attrs["style"]).group(1))
+            # (the ends are shown to the second: a second's error over the window)
+            self.assertAlmostEqual(left, (ms - win0) / (win1 - win0) * 100,
+                                   delta=100 * 2000 / (win1 - win0))
+
+    def running_for(self, d, job):
+        """{start: seconds drawn} of job's bars of runs in progress (the title says both)."""
+        got = {}
+        for e in d.by_class("o-running"):
+            m = re.match(r"^%s: running on \S+, (\S+ \S+) to now \((\d+) s\)$" % re.escape(job),
+                         e.attrs.get("title", ""))
+            if m is not None and "run" in e.classes:
+                got[m.group(1)] = int(m.group(2))
+        self.assertTrue(got, "a bar of %s's run in progress" % job)
+        return got
 
     def web(self, *args):
         port = lktest.free_port()
@@ -306,6 +346,17 @@ class WebTest(lktest.TestCase):
         self.assertIn("running", jobrows["keeper"])
         bars = [e.attrs["title"] for e in runs if "o-running" in e.classes]
         self.assertTrue(any(t.startswith("keeper: running on ") for t in bars), bars)
+        self.check_axis(d)
+        # ... and the bar grows: drawn to the view's read time, a later view draws it longer.
+        grown = self.running_for(d, "keeper")
+        generated = json.loads(self.get(url + "/api/cluster")[2])["generated"]
+        self.wait_until(lambda: json.loads(self.get(url + "/api/cluster")[2])["generated"]
+                        != generated, timeout=30, msg="the view is never read again")
+        later = self.running_for(self.dom(url + "/"), "keeper")
+        same = set(later) & set(grown)
+        self.assertTrue(same, "the same run in progress in both views: %r, %r" % (grown, later))
+        for run_start in same:
+            self.assertGreater(later[run_start], grown[run_start], "the running bar grows")
         tl = d.by_id("tl-workers").text
         for n in ("alpha", "beta", "gamma"):
             self.assertIn(n, tl)

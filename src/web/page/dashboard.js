@@ -298,7 +298,8 @@
 		b.style.left = Math.max(0, (s - win[0]) / range * 100) + "%";
 		b.style.width = Math.max(0, (Math.min(e, win[1]) - Math.max(s, win[0])) / range * 100) + "%";
 		b.title = x.job + ": " + OUTCOMES[o] + (manual(r) ? " (manual)" : "") + " on " +
-			nodeName(r) + ", " + fmt(s) + (r.end ? " to " + fmt(e) : "");
+			nodeName(r) + ", " + fmt(s) + (r.end ? " to " + fmt(e) : "") +
+			(r.running ? " to now (" + Math.max(0, Math.round((e - s) / 1000)) + " s)" : "");
 		b.tabIndex = 0;
 		b.setAttribute("role", "button");
 		b.addEventListener("click", function () { show(x, b); });
@@ -307,12 +308,43 @@
 		return b;
 	}
 
+	/* Steps between the axis' labels (ms): the first that gives at most 8 labels is used. */
+	var AXIS_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+		21600, 43200, 86400].map(function (s) { return s * 1000; });
+
+	function pad2(n) { return (n < 10 ? "0" : "") + n; }
+
+	/* A label of the time axis: UTC, like every time of the page; seconds when the step has them. */
+	function tickText(ms, step) {
+		var d = new Date(ms), t = pad2(d.getUTCHours()) + ":" + pad2(d.getUTCMinutes());
+		return step % 60000 ? t + ":" + pad2(d.getUTCSeconds()) : t;
+	}
+
+	/*
+	 * The time axis: the window's two ends in full, and between them labels at round times
+	 * (every 1 s to 1 day, at most 8), each placed where its time is on the tracks below.
+	 */
+	function axisOf(win) {
+		var axis = el("div", "tl-axis"), range = win[1] - win[0], step = AXIS_STEPS[AXIS_STEPS.length - 1];
+		for (var i = 0; i < AXIS_STEPS.length; i++)
+			if (range / AXIS_STEPS[i] <= 8) { step = AXIS_STEPS[i]; break; }
+		axis.appendChild(el("span", "tl-end tl-start", fmt(win[0])));
+		for (var t = Math.ceil(win[0] / step) * step; t < win[1]; t += step) {
+			var at = (t - win[0]) / range * 100;
+			if (at < 12 || at > 88) continue; /* the ends' own labels are there */
+			var tick = el("span", "tl-tick", tickText(t, step));
+			tick.style.left = at + "%";
+			tick.title = fmt(t);
+			tick.setAttribute("data-ms", String(t));
+			axis.appendChild(tick);
+		}
+		axis.appendChild(el("span", "tl-end tl-stop", fmt(win[1])));
+		return axis;
+	}
+
 	function timeline(box, groups, win) {
 		clear(box);
-		var axis = el("div", "tl-axis");
-		axis.appendChild(el("span", null, fmt(win[0])));
-		axis.appendChild(el("span", null, fmt(win[1])));
-		box.appendChild(axis);
+		box.appendChild(axisOf(win));
 		Object.keys(groups).sort().forEach(function (k) {
 			var row = el("div", "tl-row"), track = el("div", "tl-track");
 			var label = el("div", "tl-label", k);
