@@ -443,6 +443,10 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 				json_object_set_new(r->target, "_no_cluster", json_true());
 			break;
 		}
+	} else if (reply->rc == ZNONODE &&
+	           (r->role == VIEW_NODE_DATA || r->role == VIEW_LOCK_DATA)) {
+		/* Gone between its folder's listing and this read: it ended (view_drop_gone). */
+		json_object_set_new(r->target, "_gone", json_true());
 	} else if (r->role == VIEW_ROOT) {
 		json_object_set_new(r->target, "_no_cluster", json_true());
 	} else if (r->role == VIEW_RECORD && json_is_true(json_object_get(r->target, "_discover")))
@@ -616,11 +620,25 @@ view_split(json_t *out)
 	}
 }
 
+/* Drop the entries of a listing whose node was deleted before its data was read. */
+static void
+view_drop_gone(json_t *list)
+{
+	for (size_t k = 0; k < json_array_size(list);) {
+		if (json_is_true(json_object_get(json_array_get(list, k), "_gone")))
+			json_array_remove(list, k);
+		else
+			k++;
+	}
+}
+
 /* Every answer is in: sort the lock folders out and hand the view over. */
 static void
 view_finish(struct view *v)
 {
 	json_int_t newer = json_integer_value(json_object_get(v->out, "newer_nodes"));
+	json_t *job;
+	size_t i;
 	char *text;
 
 	if (newer > 0) {
@@ -630,6 +648,13 @@ view_finish(struct view *v)
 		          (long long)newer);
 		json_array_append_new(json_object_get(v->out, "warnings"), json_string(text));
 		free(text);
+	}
+	view_drop_gone(json_object_get(v->out, "workers"));
+	json_array_foreach(json_object_get(v->out, "jobs"), i, job) {
+		view_drop_gone(json_object_get(job, "runs"));
+		view_drop_gone(json_object_get(job, "running"));
+		view_drop_gone(json_object_get(job, "holders"));
+		view_drop_gone(json_object_get(job, "waiters"));
 	}
 	view_flag_strangers(v->out);
 	view_split(v->out);
