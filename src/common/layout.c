@@ -8,6 +8,7 @@
  *   <root>/jobs/<job>/runs/run-N   one record per run
  *   <root>/jobs/<job>/requests/req-N  one `run-now` request each
  *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/roles                   who the workers are (operator identity)
  *   <root>/drain/<node_id>         a persistent node per drained worker
  *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
  *   <root>/semaphore/<lock>        a job with more (a Curator semaphore), which keeps
@@ -104,6 +105,13 @@ char *
 layout_worker(const char *root, const char *node_id)
 {
 	return layout_join2(root, "workers", node_id);
+}
+
+/* <root>/roles: the workers' digest id (and the reader's), for records operators create. */
+char *
+layout_roles(const char *root)
+{
+	return znode_join(root, "roles");
 }
 
 /* <root>/drain: one persistent node per drained worker. */

@@ -13,6 +13,7 @@ char *layout_job_requests(const char *root, const char *job);
 char *layout_job_stops(const char *root, const char *job);
 char *layout_workers(const char *root);
 char *layout_worker(const char *root, const char *node_id);
+char *layout_roles(const char *root);
 char *layout_drains(const char *root);
 char *layout_drain(const char *root, const char *node_id);
 char *layout_lock_dir(const char *root, int leases);

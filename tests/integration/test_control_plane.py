@@ -200,7 +200,7 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
         r = self.lk("init-auth", "--user", "reader", rauth)
         self.assertEqual(r.returncode, 0, r.stderr)
-        reader_id = re.search(r"read-only identity: (reader:\S+)$", r.stdout, re.M).group(1)
+        reader_id = re.search(r"operator identity: (reader:\S+)$", r.stdout, re.M).group(1)
         out = self.path("runs.txt")
         cfg = self.config(jobs=self.recording_jobs(out),
                           zookeeper={"auth_file": wauth, "require_acl": True,
@@ -232,6 +232,69 @@ class ControlPlaneTest(lktest.TestCase):
             with self.assertRaises(NoAuthError, msg=what):
                 fn()
         self.assertEqual(self.lines(out), [])
+        self.assertNotIn("others may create or delete", w.log_text())
+        self.assertEqual(w.stop(timeout=15), 0)
+
+    def test_an_operator_identity_writes_control_records_only(self):
+        """Operators held the workers' credential: it can also forge worker and lock nodes."""
+        from kazoo.exceptions import NoAuthError
+        self.start_zookeeper()
+        wauth, oauth = self.path("zk.auth"), self.path("operator.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        r = self.lk("init-auth", "--user", "operator", oauth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        op_id = re.search(r"operator identity: (operator:\S+)$", r.stdout, re.M).group(1)
+        out = self.path("runs.txt")
+        jobs = self.recording_jobs(out)
+        jobs["hold"] = {"command": "exec sleep 1000", "leases": 2}
+        zk = {"auth_file": wauth, "require_acl": True}
+        # A cluster made before the operator identity existed: its folders are upgraded.
+        w = self.worker(self.config(jobs=jobs, zookeeper=zk))
+        w.wait_log(r"registered as", timeout=30)
+        self.assertEqual(w.stop(timeout=15), 0)
+        zk["operator"] = op_id
+        cfg = self.config(jobs=jobs, zookeeper=zk)
+        w = self.worker(cfg)
+        w.wait_log(r"ACLs checked: no one else may create or delete", timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        self.assertRegex(w.log_text(), r"gave the operator identity operator:\S+ its role on "
+                                       r"\d+ folders made before \[zookeeper\] operator")
+        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        leases = ROOT + "/semaphore/hold/leases"
+        self.wait_until(lambda: friend.exists(leases) and friend.get_children(leases),
+                        timeout=30, msg="hold holds no lease")
+        lease = leases + "/" + friend.get_children(leases)[0]
+        zkopt = ["--zk=" + self.zk.connect_string, "--auth-file", oauth]
+        # The operator runs, pauses and drains with the commands ...
+        r = self.lk("run-now", *zkopt, "--wait", "hourly")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.lines(out), ["run"])
+        for cmd in (["pause", "ticker"], ["resume", "ticker"], ["drain", "--force", "beta"],
+                    ["undrain", "beta"], ["set-leases", "hold", "2"]):
+            r = self.lk(*cmd[:1], *zkopt, *cmd[1:])
+            self.assertEqual(r.returncode, 0, " ".join(cmd) + ": " + r.stdout + r.stderr)
+        # ... and forges nothing the workers own.
+        operator = self.kazoo(auth_data=[("digest", read(oauth).strip())])
+        stranger = self.kazoo()
+        runs = ROOT + "/jobs/hourly/runs"  # made by the run above
+        self.wait_until(lambda: friend.exists(ROOT + "/jobs/ticker/state"), timeout=30,
+                        msg="ticker has no tick state")
+        for who, kz in (("operator", operator), ("stranger", stranger)):
+            for what, fn in (
+                    ("delete worker node", lambda: kz.delete(ROOT + "/workers/alpha")),
+                    ("create worker node", lambda: kz.create(ROOT + "/workers/beta", b"{}")),
+                    ("set worker node", lambda: kz.set(ROOT + "/workers/alpha", b"{}")),
+                    ("delete lease node", lambda: kz.delete(lease)),
+                    ("create lease node", lambda: kz.create(leases + "/_c_x-lease-", b"x",
+                                                            sequence=True)),
+                    ("create run record", lambda: kz.create(runs + "/run-", b"{}", sequence=True)),
+                    ("set tick state", lambda: kz.set(ROOT + "/jobs/ticker/state", b"{}")),
+                    ("create a job record", lambda: kz.create(ROOT + "/jobs/forged", b"{}"))):
+                with self.assertRaises(NoAuthError, msg=who + ": " + what):
+                    fn()
+        with self.assertRaises(NoAuthError, msg="stranger: run request"):
+            stranger.create(ROOT + "/jobs/hourly/requests/req-", request(), sequence=True)
+        self.assertTrue(friend.exists(lease))
         self.assertNotIn("others may create or delete", w.log_text())
         self.assertEqual(w.stop(timeout=15), 0)
 
