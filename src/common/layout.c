@@ -8,6 +8,7 @@
  *   <root>/jobs/<job>/runs/run-N   one record per run
  *   <root>/jobs/<job>/requests/req-N  one `run-now` request each
  *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/jobs/<job>/hooks/run-N  ephemeral: a running hook's record, for its token
  *   <root>/roles                   who the workers are (operator identity)
  *   <root>/drain/<node_id>         a persistent node per drained worker
  *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
@@ -84,6 +85,13 @@ char *
 layout_job_requests(const char *root, const char *job)
 {
 	return layout_job_child(root, job, "requests");
+}
+
+/* <root>/jobs/<job>/hooks: a running hook's copy of its run record, for its token. */
+char *
+layout_job_hooks(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "hooks");
 }
 
 /* <root>/jobs/<job>/stops: its stop requests (`leasekeeper stop`). */

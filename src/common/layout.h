@@ -11,6 +11,7 @@ char *layout_job_runs(const char *root, const char *job);
 char *layout_job_running(const char *root, const char *job);
 char *layout_job_requests(const char *root, const char *job);
 char *layout_job_stops(const char *root, const char *job);
+char *layout_job_hooks(const char *root, const char *job);
 char *layout_workers(const char *root);
 char *layout_worker(const char *root, const char *node_id);
 char *layout_roles(const char *root);

@@ -298,6 +298,53 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertNotIn("others may create or delete", w.log_text())
         self.assertEqual(w.stop(timeout=15), 0)
 
+    def test_a_hook_token_reads_its_own_run_while_the_hook_runs(self):
+        """Hooks had no secret: to read their run's output they needed the workers'."""
+        from kazoo.exceptions import NoAuthError, NoNodeError
+        self.start_zookeeper()
+        wauth = self.path("zk.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        hook = ("env | grep ^LEASEKEEPER_ > %s/$LEASEKEEPER_JOB.tmp && "
+                "mv %s/$LEASEKEEPER_JOB.tmp %s/$LEASEKEEPER_JOB.env; sleep 4")
+        hook = hook % ((self.path("."),) * 3)
+        jobs = {j: {"command": "echo secret-%s; exit 3" % j, "schedule": YEARLY,
+                    "on_failure": hook, "hook_timeout": "60s"} for j in ("a", "b")}
+        cfg = self.config(jobs=jobs, zookeeper={"auth_file": wauth, "require_acl": True})
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        for j in ("a", "b"):
+            r = self.lk("run-now", "-c", cfg, "--wait", j)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)  # the run failed: its status
+        env = {}
+        for j in ("a", "b"):
+            f = self.path(j + ".env")
+            self.wait_until(lambda: os.path.exists(f), timeout=30, msg="hook of " + j)
+            env[j] = dict(x.split("=", 1) for x in read(f).splitlines())
+        tok = {j: env[j]["LEASEKEEPER_HOOK_TOKEN"] for j in env}
+        node = {j: env[j]["LEASEKEEPER_HOOK_NODE"] for j in env}
+        self.assertRegex(tok["a"], r"^lkhook:[A-Za-z0-9_-]{32}$")
+        self.assertEqual(env["a"]["LEASEKEEPER_ZK"], self.zk.connect_string)
+        self.assertEqual(node["a"], "%s/jobs/a/hooks/run-%010d" % (
+            ROOT, int(env["a"]["LEASEKEEPER_RUN_RECORD"])))
+        ka = self.kazoo(auth_data=[("digest", tok["a"])])
+        # b's hook is still running (4 s) when a's token reads: a's token reads a's run only.
+        rec = json.loads(ka.get(node["a"])[0])
+        self.assertEqual((rec["outcome"], rec["run_id"]), ("failed", env["a"]["LEASEKEEPER_RUN_ID"]))
+        self.assertIn("secret-a", rec["output"])
+        runs_a = ROOT + "/jobs/a/runs/" + node["a"].rsplit("/", 1)[1]
+        for what, fn in (("b's hook node", lambda: ka.get(node["b"])),
+                         ("its run record", lambda: ka.get(runs_a)),
+                         ("set its node", lambda: ka.set(node["a"], b"{}")),
+                         ("create a request", lambda: ka.create(
+                             ROOT + "/jobs/a/requests/req-", request(), sequence=True))):
+            with self.assertRaises(NoAuthError, msg=what):
+                fn()
+        w.wait_log(r"job a: its on_failure (ended|failed) after", timeout=60)
+        with self.assertRaises((NoNodeError, NoAuthError), msg="after the hook"):
+            ka.get(node["a"])
+        self.assertNotIn(tok["a"].split(":")[1], w.log_text())
+        self.assertEqual(w.stop(timeout=30), 0)
+
     # -- goal 3: workers enforce, not the command ----------------------------------------------
 
     def open_worker(self, out, http=None):
