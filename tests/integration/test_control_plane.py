@@ -345,6 +345,36 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertNotIn(tok["a"].split(":")[1], w.log_text())
         self.assertEqual(w.stop(timeout=30), 0)
 
+    def test_a_children_listing_over_1_mb_is_survived(self):
+        """A listing larger than jute.maxbuffer (1 MB) was said to make clients reconnect."""
+        self.start_zookeeper()
+        port = lktest.free_port()
+        out = self.path("runs.txt")
+        cfg, w, kz = self.open_worker(out, http=port)
+        self.wait_until(lambda: kz.exists(ROOT + "/jobs/ticker/runs"), timeout=30)
+        self.assertEqual(w.stop(timeout=15), 0)
+        # 1100 names of 1000 bytes in each folder the worker and status list: 1.1 MB each.
+        folders = (ROOT + "/jobs/hourly/requests", ROOT + "/jobs/ticker/runs")
+        made = [kz.create_async("%s/x%05d%s" % (d, i, "y" * 994), b"")
+                for d in folders for i in range(1100)]
+        for m in made:
+            m.get()
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        n = len(self.lines(out + ".ticks"))
+        self.wait_until(lambda: len(self.lines(out + ".ticks")) >= n + 3, timeout=60,
+                        msg="the worker stopped ticking")
+        r = self.lk("status", "-c", cfg)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("ticker", r.stdout)
+        # The junk requests are refused and deleted, a batch per listing.
+        self.wait_until(lambda: not kz.get_children(folders[0]), timeout=90,
+                        msg="junk requests left")
+        log = w.log_text()
+        self.assertEqual(log.count("zookeeper: session"), 1, "the worker reconnected")
+        self.assertNotRegex(log, r"disconnected|expired|connection loss")
+        self.assertEqual(w.stop(timeout=15), 0)
+
     # -- goal 3: workers enforce, not the command ----------------------------------------------
 
     def open_worker(self, out, http=None):
