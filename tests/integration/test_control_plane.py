@@ -248,10 +248,15 @@ class ControlPlaneTest(lktest.TestCase):
         jobs = self.recording_jobs(out)
         jobs["hold"] = {"command": "exec sleep 1000", "leases": 2}
         zk = {"auth_file": wauth, "require_acl": True}
-        # A cluster made before the operator identity existed: its folders are upgraded.
-        w = self.worker(self.config(jobs=jobs, zookeeper=zk))
-        w.wait_log(r"registered as", timeout=30)
-        self.assertEqual(w.stop(timeout=15), 0)
+        # A cluster made before the operator identity existed (beta, which keeps running
+        # and holding its lease of hold): its folders are upgraded by the first worker that
+        # has [zookeeper] operator, and no lock is lost.
+        beta = self.worker(self.config(name="beta", jobs=jobs, zookeeper=dict(zk)), name="beta")
+        beta.wait_log(r"job hold: running", timeout=30)
+        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        leases = ROOT + "/semaphore/hold/leases"
+        held = friend.get_children(leases)
+        self.assertEqual(len(held), 1)
         zk["operator"] = op_id
         cfg = self.config(jobs=jobs, zookeeper=zk)
         w = self.worker(cfg)
@@ -259,10 +264,13 @@ class ControlPlaneTest(lktest.TestCase):
         w.wait_log(r"registered as", timeout=30)
         self.assertRegex(w.log_text(), r"gave the operator identity operator:\S+ its role on "
                                        r"\d+ folders made before \[zookeeper\] operator")
-        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
-        leases = ROOT + "/semaphore/hold/leases"
-        self.wait_until(lambda: friend.exists(leases) and friend.get_children(leases),
-                        timeout=30, msg="hold holds no lease")
+        self.wait_until(lambda: len(friend.get_children(leases)) == 2, timeout=30,
+                        msg="alpha holds no lease of hold")
+        self.assertIn(held[0], friend.get_children(leases))  # beta's, held all along
+        self.assertEqual(beta.log_text().count("job hold: running"), 1)
+        # beta's own nodes are closed to the operator until it too has the line: stop it.
+        self.assertEqual(beta.stop(timeout=15), 0)
+        self.wait_until(lambda: len(friend.get_children(leases)) == 1, timeout=30)
         lease = leases + "/" + friend.get_children(leases)[0]
         zkopt = ["--zk=" + self.zk.connect_string, "--auth-file", oauth]
         # The operator runs, pauses and drains with the commands ...
