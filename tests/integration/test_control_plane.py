@@ -568,6 +568,28 @@ class ControlPlaneTest(lktest.TestCase):
 
     # -- goal 6: Host, --json and log lines --------------------------------------------------------
 
+    def test_socket_activation_takes_the_listener_from_systemd(self):
+        """Optional in goal 5: a socket systemd holds from boot cannot be squatted."""
+        self.start_zookeeper()
+        port = lktest.free_port()
+        cfg = self.config(jobs=self.recording_jobs(self.path("runs.txt")), http=port)
+        # As systemd does: the listening socket as descriptor 3, LISTEN_PID our pid (exec
+        # keeps it), LISTEN_FDS=1. Nothing else binds the port: only the passed socket serves.
+        wrap = ("import os, socket, sys\n"
+                "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                "s.bind(('127.0.0.1', %d)); s.listen(16)\n"
+                "os.dup2(s.fileno(), 3) if s.fileno() != 3 else os.set_inheritable(3, True)\n"
+                "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n"
+                "os.execv(sys.argv[1], sys.argv[1:])\n" % port)
+        w = self.proc(["/usr/bin/python3", "-c", wrap, lktest.leasekeeper_bin(), "run", "-c",
+                       cfg], "worker")
+        w.wait_log(r"http: listening on 127.0.0.1:%d \(the socket systemd passed, "
+                   r"LISTEN_FDS\)" % port, timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        status, _ = self.get(port, "/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(w.stop(timeout=15), 0)
+
     def test_every_worker_answer_checks_host(self):
         """Row 5: /status and /metrics answered any Host (DNS rebinding)."""
         self.start_zookeeper()
