@@ -22,6 +22,7 @@
 
 #include "admin.h"
 #include "target.h"
+#include "sha1.h"
 #include "authfile.h"
 #include "clock.h"
 #include "config.h"
@@ -37,6 +38,8 @@
 #include "xmalloc.h"
 #include "zk.h"
 #include "znode.h"
+
+static void admin_mk_free(struct admin *);
 
 #define ADMIN_CONNECT_TIMEOUT_S LK_CONNECT_TIMEOUT_S
 
@@ -91,8 +94,11 @@ admin_run(struct admin *a, int timeout_ms)
 	                  admin_zk_cb, a);
 	if (a->cfg != NULL && a->cfg->reader != NULL)
 		zk_set_reader(a->zk, a->cfg->reader); /* what we create (requests) it may read */
+	if (a->cfg != NULL && a->cfg->operator_id != NULL)
+		zk_set_operator(a->zk, a->cfg->root, a->cfg->operator_id);
 	event_base_dispatch(a->base);
 	zk_free(a->zk);
+	admin_mk_free(a);
 	if (a->finish != NULL)
 		a->finish(a); /* events of its own go before the loop */
 	event_free(a->timer);
@@ -102,6 +108,95 @@ admin_run(struct admin *a, int timeout_ms)
 	free(a->auth);
 	a->auth = NULL;
 	return a->exit_code;
+}
+
+/* A control record to create once the workers' identity is read. */
+struct admin_mk {
+	char *path;
+	char *data;
+	int flags;
+	zk_reply_cb cb;
+};
+
+/* Forget the create in waiting, if any. */
+static void
+admin_mk_free(struct admin *a)
+{
+	if (a->mk == NULL)
+		return;
+	free(a->mk->path);
+	free(a->mk->data);
+	free(a->mk);
+	a->mk = NULL;
+}
+
+/* The digest id named by key in the roles node o, if valid and not id (ours); else NULL. */
+static const char *
+admin_mk_role(json_t *o, const char *key, const char *id)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	if (v == NULL || !authfile_valid_digest_id(v) || (id != NULL && strcmp(v, id) == 0))
+		return NULL;
+	return v;
+}
+
+/* The roles node: the record gets the workers' every permission and the reader's READ. */
+static void
+admin_mk_roles_cb(const struct zk_reply *reply, void *arg)
+{
+	struct admin *a = arg;
+	struct admin_mk *mk = a->mk;
+	const char *auth = a->auth != NULL ? a->auth : a->cfg != NULL ? a->cfg->auth : NULL;
+	char *id = auth != NULL ? sha1_zk_digest_id(auth) : NULL;
+	struct ACL entries[3] = {{ZOO_PERM_ALL, {(char *)"auth", (char *)""}}};
+	struct ACL_vector acl = {1, entries};
+	const char *workers, *reader;
+	json_t *o = NULL;
+
+	if (mk == NULL) {
+		free(id);
+		return;
+	}
+	if (reply->rc == ZOK && reply->value != NULL && reply->value_len <= 4096)
+		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
+	if (id != NULL && (workers = admin_mk_role(o, "workers", id)) != NULL) {
+		entries[acl.count++] =
+		    (struct ACL){ZOO_PERM_ALL, {(char *)"digest", (char *)workers}};
+		if ((reader = admin_mk_role(o, "reader", id)) != NULL)
+			entries[acl.count++] =
+			    (struct ACL){ZOO_PERM_READ, {(char *)"digest", (char *)reader}};
+		zk_create_node_acl(a->zk, mk->path, mk->data, (int)strlen(mk->data), mk->flags,
+		                   &acl, mk->cb, a);
+	} else
+		zk_create_node(a->zk, mk->path, mk->data, (int)strlen(mk->data), mk->flags, mk->cb,
+		               a);
+	if (o != NULL)
+		json_decref(o);
+	free(id);
+	admin_mk_free(a);
+}
+
+/*
+ * Create a control record (a run or stop request, a drain). An operator identity is not
+ * the workers' ([zookeeper] operator): its record also gives the workers, as their
+ * <root>/roles node names them, every permission (they claim and delete it), and the
+ * reader READ. Without that node, or with the workers' own credential, the default ACL.
+ * cb gets the create's answer with a as its arg.
+ */
+void
+admin_create_control(struct admin *a, const char *path, const char *data, int flags, zk_reply_cb cb)
+{
+	char *roles = layout_roles(a->root);
+
+	admin_mk_free(a);
+	a->mk = xcalloc(1, sizeof *a->mk);
+	a->mk->path = xstrdup(path);
+	a->mk->data = xstrdup(data);
+	a->mk->flags = flags;
+	a->mk->cb = cb;
+	zk_get(a->zk, roles, NULL, admin_mk_roles_cb, a);
+	free(roles);
 }
 
 /*

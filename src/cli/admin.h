@@ -30,10 +30,13 @@ struct admin {
 	void (*event)(struct admin *, enum zk_event); /* optional: session events after ready */
 	void (*finish)(struct admin *); /* or NULL: after the session, before the loop goes */
 	void *ctx;
-	json_t *view; /* status: the cluster as read */
+	json_t *view;        /* status: the cluster as read */
+	struct admin_mk *mk; /* admin_create_control: the create waiting for its ACL */
 };
 
 void admin_done(struct admin *, int code);
+void admin_create_control(struct admin *, const char *path, const char *data, int flags,
+                          zk_reply_cb);
 int admin_run(struct admin *, int timeout_ms);
 int admin_setup(struct admin *, struct target_opts *, const char *cmd);
 char *admin_who(const char *by);

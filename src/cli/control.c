@@ -338,8 +338,7 @@ control_drain_make(struct admin *a)
 	data = json_dumps(o, JSON_COMPACT);
 	json_object_update(c->out, o);
 	json_decref(o);
-	zk_create_node(a->zk, c->path, data, (int)strlen(data), ZOO_PERSISTENT,
-	               control_drain_write_cb, a);
+	admin_create_control(a, c->path, data, ZOO_PERSISTENT, control_drain_write_cb);
 	free(data);
 }
 

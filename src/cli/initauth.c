@@ -179,7 +179,8 @@ initauth_main(int argc, char **argv)
 	       "(install -m 0600 -o root -g root) and set [zookeeper] auth_file = %s; see "
 	       "docs/security.md\n",
 	       argv[optind], user, (unsigned)geteuid(), argv[optind]);
-	printf("its digest id, for [zookeeper] reader = if this is the read-only identity: %s\n",
+	printf("its digest id, for [zookeeper] reader = if this is the read-only identity, or "
+	       "operator = if the operator identity: %s\n",
 	       id);
 	free(id);
 	return 0;

@@ -353,8 +353,7 @@ runnow_list_cb(const struct zk_reply *reply, void *arg)
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	path = znode_join(r->dir, "req-");
-	zk_create_node(a->zk, path, data, (int)strlen(data), ZOO_PERSISTENT_SEQUENTIAL,
-	               runnow_created_cb, a);
+	admin_create_control(a, path, data, ZOO_PERSISTENT_SEQUENTIAL, runnow_created_cb);
 	free(path);
 	free(data);
 }

@@ -275,8 +275,7 @@ stop_create(struct admin *a)
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	path = znode_join(s->dir, "stop-");
-	zk_create_node(a->zk, path, data, (int)strlen(data), ZOO_PERSISTENT_SEQUENTIAL,
-	               stop_created_cb, a);
+	admin_create_control(a, path, data, ZOO_PERSISTENT_SEQUENTIAL, stop_created_cb);
 	free(path);
 	free(data);
 }

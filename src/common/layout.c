@@ -8,6 +8,8 @@
  *   <root>/jobs/<job>/runs/run-N   one record per run
  *   <root>/jobs/<job>/requests/req-N  one `run-now` request each
  *   <root>/workers/<node_id>       an ephemeral node per worker
+ *   <root>/jobs/<job>/hooks/run-N  ephemeral: a running hook's record, for its token
+ *   <root>/roles                   who the workers are (operator identity)
  *   <root>/drain/<node_id>         a persistent node per drained worker
  *   <root>/mutex/<lock>            a job with one lease (a Curator mutex)
  *   <root>/semaphore/<lock>        a job with more (a Curator semaphore), which keeps
@@ -85,6 +87,13 @@ layout_job_requests(const char *root, const char *job)
 	return layout_job_child(root, job, "requests");
 }
 
+/* <root>/jobs/<job>/hooks: a running hook's copy of its run record, for its token. */
+char *
+layout_job_hooks(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "hooks");
+}
+
 /* <root>/jobs/<job>/stops: its stop requests (`leasekeeper stop`). */
 char *
 layout_job_stops(const char *root, const char *job)
@@ -104,6 +113,13 @@ char *
 layout_worker(const char *root, const char *node_id)
 {
 	return layout_join2(root, "workers", node_id);
+}
+
+/* <root>/roles: the workers' digest id (and the reader's), for records operators create. */
+char *
+layout_roles(const char *root)
+{
+	return znode_join(root, "roles");
 }
 
 /* <root>/drain: one persistent node per drained worker. */

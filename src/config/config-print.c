@@ -290,6 +290,11 @@ config_print(const struct config *cfg, FILE *f)
 	if (cfg->reader != NULL)
 		fprintf(f, "  reader           digest:%s may read every node this worker creates\n",
 		        cfg->reader);
+	if (cfg->operator_id != NULL)
+		fprintf(f,
+		        "  operator         digest:%s may write control records (requests, "
+		        "pauses, drains, stops, leases) and read every node\n",
+		        cfg->operator_id);
 	fprintf(f, "  jobs             %s (%zu file%s, %zu job%s)\n", cfg->jobs, cfg->njob_files,
 	        cfg->njob_files == 1 ? "" : "s", cfg->njobs, cfg->njobs == 1 ? "" : "s");
 	fprintf(f, "  state_dir        %s\n", cfg->state_dir);

@@ -40,8 +40,9 @@
 static const char *config_sections[CONFIG_NKINDS + 1] = {"zookeeper", "worker", "safety",
                                                          "http",      "job",    NULL};
 
-static const char *config_keys_zookeeper[] = {"hosts",     "root",        "session_timeout", "auth",
-                                              "auth_file", "require_acl", "reader",          NULL};
+static const char *config_keys_zookeeper[] = {"hosts",  "root",      "session_timeout",
+                                              "auth",   "auth_file", "require_acl",
+                                              "reader", "operator",  NULL};
 static const char *config_keys_worker[] = {"node_id",
                                            "jobs",
                                            "state_dir",

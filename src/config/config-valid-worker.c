@@ -237,6 +237,27 @@ config_resolve_auth_file(struct config_ctx *ctx, struct config *cfg, const struc
 	config_perm_auth_file(ctx, zk, kv, cfg->auth_file);
 }
 
+/* A digest id key of [zookeeper] (reader, operator): USER:BASE64, with credentials; or NULL. */
+static char *
+config_resolve_digest_id(struct config_ctx *ctx, const struct config_sec *zk, const char *key,
+                         const char *who)
+{
+	const struct config_kv *kv = config_kv_find(zk, key);
+
+	if (kv == NULL)
+		return NULL;
+	if (!authfile_valid_digest_id(kv->value))
+		config_error_kv(ctx, zk, kv,
+		                "bad %s: write %s's digest id, USER:BASE64 of 28 characters, as "
+		                "`leasekeeper init-auth --user USER FILE` prints it",
+		                key, who);
+	else if (config_kv_find(zk, "auth") == NULL && config_kv_find(zk, "auth_file") == NULL)
+		config_error_kv(ctx, zk, kv,
+		                "%s needs credentials: without auth_file (or auth) every node is "
+		                "open to every client already; add auth_file",
+		                key);
+	return xstrdup(kv->value);
+}
 /*
  * Resolve [zookeeper]: hosts, root, session_timeout and the credentials. Returns what
  * config_get_duration said of session_timeout (0 unset, 1 good), -1 if it is bad.
@@ -300,21 +321,8 @@ config_resolve_zookeeper(struct config_ctx *ctx, struct config *cfg)
 		                "require_acl = true needs credentials: without auth_file (or auth) "
 		                "every node leasekeeper creates is open to every client; add "
 		                "auth_file = /etc/leasekeeper/zk.auth (see docs/security.md)");
-	if ((kv = config_kv_find(zk, "reader")) != NULL) {
-		if (!authfile_valid_digest_id(kv->value))
-			config_error_kv(
-			    ctx, zk, kv,
-			    "bad reader: write the read-only identity's digest id, USER:BASE64 "
-			    "of 28 characters, as `leasekeeper init-auth --user USER FILE` "
-			    "prints it");
-		else if (config_kv_find(zk, "auth") == NULL &&
-		         config_kv_find(zk, "auth_file") == NULL)
-			config_error_kv(
-			    ctx, zk, kv,
-			    "reader needs credentials: without auth_file (or auth) every node "
-			    "is open to every client already; add auth_file");
-		cfg->reader = xstrdup(kv->value);
-	}
+	cfg->reader = config_resolve_digest_id(ctx, zk, "reader", "the read-only identity");
+	cfg->operator_id = config_resolve_digest_id(ctx, zk, "operator", "the operator identity");
 	return ok_t;
 }
 

@@ -250,6 +250,7 @@ config_free(struct config *cfg)
 	free(cfg->auth);
 	free(cfg->auth_file);
 	free(cfg->reader);
+	free(cfg->operator_id);
 	free(cfg->node_id);
 	free(cfg->jobs);
 	free(cfg->state_dir);

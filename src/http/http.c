@@ -23,9 +23,13 @@
  * its close.
  */
 
+#include <sys/socket.h>
+
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
+#include <event2/util.h>
 
 #include "clock.h"
 #include "http.h"
@@ -330,6 +335,50 @@ http_libevent_log_cb(int severity, const char *msg)
 }
 
 /*
+ * Socket activation: the listening socket systemd passed as descriptor 3 (LISTEN_PID is
+ * ours, LISTEN_FDS at least 1), taken once per process, so that no local user can bind the
+ * port before we start; -1 if there is none, or it is not a listening TCP socket on port.
+ */
+static int
+http_systemd_fd(long port)
+{
+	static int taken;
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss, olen;
+	int type = 0, acc = 0, got;
+
+	if (taken || pid == NULL || fds == NULL || strtol(pid, NULL, 10) != (long)getpid() ||
+	    strtol(fds, NULL, 10) < 1)
+		return -1;
+	taken = 1;
+	unsetenv("LISTEN_PID"); /* not for what we start */
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	olen = sizeof type;
+	got = getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &olen) == 0 && type == SOCK_STREAM;
+	olen = sizeof acc;
+	got = got && getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &acc, &olen) == 0 && acc;
+	got = got && getsockname(3, (struct sockaddr *)&ss, &len) == 0 &&
+	      (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+	if (got && ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+	                                         : ((struct sockaddr_in6 *)&ss)->sin6_port) != port)
+		got = 0;
+	if (!got) {
+		log_warnx(
+		    "http: LISTEN_FDS: descriptor 3 is not a listening TCP socket on port %ld "
+		    "([http] listen): binding it ourselves; make the socket unit's "
+		    "ListenStream= the same address",
+		    port);
+		return -1;
+	}
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0 || evutil_make_socket_nonblocking(3) != 0) {
+		log_warn("http: LISTEN_FDS: descriptor 3");
+		return -1;
+	}
+	return 3;
+}
+/*
  * A listener on HOST:PORT with every bound above and no paths yet (http_route); NULL after
  * logging why. The worker's endpoint and `leasekeeper web` are both built on it.
  */
@@ -342,6 +391,7 @@ http_listen(struct event_base *base, const char *listen)
 	struct timeval tv = {HTTP_TIMEOUT_S, 0};
 	long port;
 	size_t i;
+	int fd;
 
 	h->base = base;
 	if (gethostname(h->own_name, sizeof h->own_name - 1) != 0)
@@ -353,7 +403,13 @@ http_listen(struct event_base *base, const char *listen)
 		goto fail;
 	}
 	*colon = '\0';
-	if ((bound = evhttp_bind_socket_with_handle(h->evh, host, (unsigned short)port)) == NULL) {
+	if ((fd = http_systemd_fd(port)) >= 0) {
+		if ((bound = evhttp_accept_socket_with_handle(h->evh, fd)) == NULL) {
+			log_warnx("http: cannot accept on the socket systemd passed");
+			goto fail;
+		}
+	} else if ((bound = evhttp_bind_socket_with_handle(h->evh, host, (unsigned short)port)) ==
+	           NULL) {
 		log_warn("http: cannot listen on %s", listen);
 		goto fail;
 	}
@@ -380,7 +436,8 @@ http_listen(struct event_base *base, const char *listen)
 	evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
 	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	log_info("http: listening on %s", listen);
+	log_info("http: listening on %s%s", listen,
+	         fd >= 0 ? " (the socket systemd passed, LISTEN_FDS)" : "");
 	free(host);
 	return h;
 

@@ -43,6 +43,7 @@ struct aclcheck {
 	size_t inflight; /* reads sent, not answered */
 	int open;        /* folders others may create or delete in */
 	int unreadable;  /* folders whose ACL we may not read */
+	int granted;     /* folders made before [zookeeper] operator, given its entry */
 	int interrupted;
 	int finished;
 };
@@ -105,6 +106,7 @@ aclcheck_paths(struct aclcheck *c, const struct config *cfg)
 		/* The control records: a job's record (its pause) and its run requests. */
 		aclcheck_add(c, &cap, layout_job_record(cfg->root, job->name));
 		aclcheck_add(c, &cap, layout_job_requests(cfg->root, job->name));
+		aclcheck_add(c, &cap, layout_job_stops(cfg->root, job->name));
 		aclcheck_add_parent(c, &cap, job->lock_znode);
 		aclcheck_add(c, &cap, xstrdup(job->lock_znode));
 		if (job->leases > 1) {
@@ -151,6 +153,52 @@ aclcheck_is_us(const struct aclcheck *c, const struct Id *id)
 	return 0;
 }
 
+/* Whether an entry is the operator identity's, with no more than its role gives on path. */
+static int
+aclcheck_is_operator(const struct aclcheck *c, const char *path, const struct ACL *e)
+{
+	const char *op = zk_operator_id(c->zk);
+
+	return op != NULL && strcmp(e->id.scheme, "digest") == 0 && strcmp(e->id.id, op) == 0 &&
+	       (e->perms & ~zk_operator_perms(c->zk, path)) == 0;
+}
+
+/*
+ * An existing node made before [zookeeper] operator was set (an upgrade): give the operator
+ * its role's entry, keeping every other entry, if the node is ours (we hold ADMIN on it).
+ */
+static void
+aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *acl)
+{
+	const char *op = zk_operator_id(c->zk);
+	struct ACL_vector v;
+	int i, mine = 0, want = zk_operator_perms(c->zk, path);
+
+	if (op == NULL || acl == NULL)
+		return;
+	for (i = 0; i < acl->count; i++) {
+		if (strcmp(acl->data[i].id.scheme, "digest") == 0 &&
+		    strcmp(acl->data[i].id.id, op) == 0 && acl->data[i].perms == want)
+			return; /* granted already */
+		if (acl->data[i].perms == ZOO_PERM_ALL && aclcheck_is_us(c, &acl->data[i].id))
+			mine = 1;
+	}
+	if (!mine)
+		return; /* not ours to change (a folder Curator or an operator made) */
+	v.count = 0;
+	v.data = xcalloc((size_t)acl->count + 1, sizeof *v.data);
+	for (i = 0; i < acl->count; i++) {
+		if (strcmp(acl->data[i].id.scheme, "digest") != 0 ||
+		    strcmp(acl->data[i].id.id, op) != 0)
+			v.data[v.count++] = acl->data[i];
+	}
+	v.data[v.count++] = (struct ACL){want, {(char *)"digest", (char *)op}};
+	log_debug("acl: %s: giving the operator identity its role", path);
+	c->granted++;
+	zk_set_acl(c->zk, path, &v, NULL, NULL);
+	free(v.data);
+}
+
 /* Append text to buf (size len), printable ASCII only and bounded: it comes from the server. */
 static void
 aclcheck_append(char *buf, size_t len, const char *text, size_t max)
@@ -181,7 +229,8 @@ aclcheck_judge(struct aclcheck *c, const char *path, const struct ACL_vector *ac
 	if (znode_parent(path, parent, sizeof parent) == 0 && strcmp(parent, c->jobs_dir) == 0)
 		mask |= ZOO_PERM_WRITE;
 	for (i = 0; acl != NULL && i < acl->count; i++) {
-		if ((acl->data[i].perms & mask) == 0 || aclcheck_is_us(c, &acl->data[i].id))
+		if ((acl->data[i].perms & mask) == 0 || aclcheck_is_us(c, &acl->data[i].id) ||
+		    aclcheck_is_operator(c, path, &acl->data[i]))
 			continue;
 		snprintf(perms, sizeof perms, "%s%s%s",
 		         (acl->data[i].perms & ZOO_PERM_CREATE) ? "c" : "",
@@ -225,6 +274,10 @@ aclcheck_finish(struct aclcheck *c)
 	if (c->open > ACLCHECK_MAX_LINES)
 		log_warnx("zookeeper: %d more folders are open the same way",
 		          c->open - ACLCHECK_MAX_LINES);
+	if (c->granted > 0)
+		log_info("zookeeper: gave the operator identity %s its role on %d folders made "
+		         "before [zookeeper] operator was set",
+		         zk_operator_id(c->zk), c->granted);
 	if (result == ACLCHECK_CLOSED)
 		log_info("zookeeper: ACLs checked: no one else may create or delete in the %zu "
 		         "folders of this worker's nodes",
@@ -254,9 +307,10 @@ aclcheck_acl_cb(const struct zk_reply *reply, void *arg)
 	struct aclcheck *c = arg;
 
 	c->inflight--;
-	if (reply->rc == ZOK)
+	if (reply->rc == ZOK) {
 		aclcheck_judge(c, reply->path, reply->acl);
-	else if (reply->rc == ZNONODE)
+		aclcheck_grant(c, reply->path, reply->acl);
+	} else if (reply->rc == ZNONODE)
 		log_debug("acl: %s does not exist yet; we create it with our ACL", reply->path);
 	else if (reply->rc == ZNOAUTH) {
 		c->unreadable++;

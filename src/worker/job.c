@@ -544,7 +544,10 @@ job_free(struct job *job)
 	log_limit_flush(&job->lim_start);
 	log_limit_flush(&job->lim_hook);
 	while (job->nhookq > 0)
-		proto_spec_free(&job->hookq[--job->nhookq].spec);
+		job_hook_free(&job->hookq[--job->nhookq]);
+	if (job->hook.node != NULL && job->zk != NULL) /* the token dies with the job */
+		zk_delete(job->zk, job->hook.node, -1, NULL, NULL);
+	job_hook_free(&job->hook);
 	free(job->lock_path);
 	free(job->last_result);
 	free(job->name);

@@ -32,6 +32,9 @@ struct stoprec;
 struct job_hook {
 	const char *key;
 	struct proto_spec spec;
+	char *node;  /* with credentials: the ephemeral copy of its record the token reads */
+	char *data;  /* ... its data (the record) */
+	char *token; /* ... the digest id (lkhook:BASE64) of the hook's token, given READ */
 };
 
 /* What an event brings that the actions it leads to need (job_feed). */
@@ -94,7 +97,9 @@ struct job {
 	struct event *tick_timer; /* scheduled: the next tick */
 	struct event *run_timer;  /* the run's timeout */
 
-	uint32_t hook_run; /* the hook running (on_failure, ...), 0: none */
+	uint32_t hook_run;    /* the hook running (on_failure, ...), 0: none */
+	struct job_hook hook; /* the hook starting or running (its node made first) */
+	int hook_busy;        /* a hook is starting or running */
 	struct job_hook hookq[JOB_MAX_HOOKS_QUEUED]; /* the hooks waiting for it, in order */
 	int nhookq;
 	const char *hook_key;   /* its key, for logs */
@@ -140,6 +145,7 @@ void job_running_del(struct job *);
 /* jobhook.c */
 void job_recorded_cb(struct jobrec *, json_t *rec, const char *created, void *arg);
 void job_hook_end(struct job *, int failed, const char *how);
+void job_hook_free(struct job_hook *);
 
 /* jobmanual.c */
 int job_can_take_cb(void *arg);

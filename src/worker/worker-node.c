@@ -36,6 +36,7 @@
 #include "runout.h"
 #include "runspec.h"
 #include "sdnotify.h"
+#include "sha1.h"
 #include "svlink.h"
 #include "worker.h"
 #include "worker-int.h"
@@ -421,6 +422,59 @@ worker_node_root_cb(const struct zk_reply *reply, void *arg)
 		                  zerror(reply->rc));
 }
 
+/* The roles node's data: {"workers": ID, "reader": ID} (caller frees). */
+static char *
+worker_node_roles_data(const struct config *cfg)
+{
+	char *id = sha1_zk_digest_id(cfg->auth), *data;
+	json_t *o = json_pack("{s:s}", "workers", id);
+
+	if (cfg->reader != NULL)
+		json_object_set_new(o, "reader", json_string(cfg->reader));
+	format_stamp(o);
+	data = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	free(id);
+	return data;
+}
+
+/* The roles node exists (made by an older start): write who we are now. */
+static void
+worker_node_roles_cb(const struct zk_reply *reply, void *arg)
+{
+	struct worker *w = arg;
+	char *data;
+
+	if (reply->rc != ZNODEEXISTS) {
+		worker_node_root_cb(reply, arg);
+		return;
+	}
+	data = worker_node_roles_data(w->cfg);
+	zk_set(w->zk, reply->path, data, (int)strlen(data), -1, worker_node_root_cb, w);
+	free(data);
+}
+
+/*
+ * With an operator identity: <root>/roles names the workers' digest id (and the reader's),
+ * so that a command run with the operator's credential gives the workers every permission
+ * on the control records it creates (zk ACLs name users; an operator cannot read our id from
+ * an ACL, the server hides digests from those without ADMIN).
+ */
+static void
+worker_node_roles(struct worker *w)
+{
+	char *path, *data;
+
+	if (w->cfg->auth == NULL || w->cfg->operator_id == NULL)
+		return;
+	path = layout_roles(w->cfg->root);
+	data = worker_node_roles_data(w->cfg);
+	zk_create_node(w->zk, path, data, (int)strlen(data), ZOO_PERSISTENT, worker_node_roles_cb,
+	               w);
+	free(data);
+	free(path);
+}
+
 /* Create the root paths and our node, in one pipeline (the server keeps the order). */
 void
 worker_node_register(struct worker *w)
@@ -437,6 +491,7 @@ worker_node_register(struct worker *w)
 		zk_create_node(w->zk, dirs[i], NULL, -1, ZOO_PERSISTENT, worker_node_root_cb, w);
 		free(dirs[i]);
 	}
+	worker_node_roles(w);
 	data = worker_node_data(w);
 	zk_create_node(w->zk, w->path, data, (int)strlen(data), ZOO_EPHEMERAL,
 	               worker_node_register_cb, w);

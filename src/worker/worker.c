@@ -814,6 +814,8 @@ worker_run(const char *config_file, struct config *cfg)
 	                 (int)cfg->safety_margin_ms, cfg->auth, worker_zk_cb, &w);
 	if (cfg->reader != NULL)
 		zk_set_reader(w.zk, cfg->reader); /* the read-only identity reads what we create */
+	if (cfg->operator_id != NULL)             /* the operator identity writes control records */
+		zk_set_operator(w.zk, cfg->root, cfg->operator_id);
 	w.members = members_new(w.zk, cfg->root);
 	w.unrunnable = json_object();
 	worker_events_new(&w);

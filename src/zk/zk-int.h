@@ -28,6 +28,7 @@ enum zk_op_type {
 	ZK_OP_SET,
 	ZK_OP_DELETE,
 	ZK_OP_GET_ACL,
+	ZK_OP_SET_ACL,
 };
 
 enum zk_sub_kind { ZK_SUB_DATA, ZK_SUB_CHILD };
@@ -61,7 +62,7 @@ struct zk_op {
 	int has_stat;
 	char **children;
 	int nchildren;
-	struct ACL_vector acl; /* get-acl: our copy */
+	struct ACL_vector acl; /* get-acl: our copy; create, set-acl: the ACL to send */
 
 	TAILQ_ENTRY(zk_op) entry;       /* zk->queue while it waits for a slot */
 	TAILQ_ENTRY(zk_op) owner_entry; /* owner->ops */
@@ -121,8 +122,10 @@ struct zk {
 	char *hosts;
 	char *auth;
 	char *reader_id;              /* zk_set_reader: READ for this digest id too */
-	struct ACL reader_entries[2]; /* ... the creator's cdrwa, and its READ */
-	struct ACL_vector reader_acl; /* ... over reader_entries */
+	char *operator_id;            /* zk_set_operator: control records for this digest id */
+	char *acl_root;               /* ... under this root */
+	struct ACL acl_entries[3][3]; /* zk-acl.c: the creator's cdrwa, reader, operator */
+	struct ACL_vector acl[3];     /* ... by node class: plain, job record, control folder */
 	int requested_timeout_ms;
 	int margin_ms;
 	zk_event_cb cb;
@@ -189,6 +192,8 @@ int zk_answered(int rc);
 /* zk-request.c */
 void zk_request(struct zk *, enum zk_op_type, const char *path, const char *data, int len,
                 int flags_or_version, zk_watch_cb, zk_reply_cb, void *arg, int urgent);
+void zk_request_acl(struct zk *, enum zk_op_type, const char *path, const char *data, int len,
+                    int flags_or_version, const struct ACL_vector *, zk_reply_cb, void *arg);
 void zk_request_pump(struct zk *);
 void zk_request_fail_queued(struct zk *, int rc);
 void zk_request_op_free(struct zk_op *);
@@ -199,6 +204,9 @@ void zk_request_sub_free(struct zk *, struct zk_sub *);
 void zk_request_subs_clear(struct zk *);
 void zk_request_free_owners(struct zk *);
 void zk_request_node_watcher(zhandle_t *, int type, int state, const char *path, void *ctx);
+
+/* zk-acl.c */
+const struct ACL_vector *zk_acl_for(const struct zk *, const char *path);
 
 /* zk-gdelete.c */
 void zk_gdelete_retry(struct zk *);

@@ -276,10 +276,8 @@ zk_request_issue(struct zk *zk, struct zk_op *op)
 	case ZK_OP_CREATE:
 		/* With credentials, what we create is ours alone (digest auth: the same user). */
 		rc = zoo_acreate2(zk->zh, path, op->data, op->len,
-		                  zk->auth == NULL        ? &ZOO_OPEN_ACL_UNSAFE
-		                  : zk->reader_id != NULL ? &zk->reader_acl
-		                                          : &ZOO_CREATOR_ALL_ACL,
-		                  v, zk_request_create_cb, op);
+		                  op->acl.count > 0 ? &op->acl : zk_acl_for(zk, path), v,
+		                  zk_request_create_cb, op);
 		break;
 	case ZK_OP_GET:
 		rc = op->wcb != NULL ? zoo_awget(zk->zh, path, zk_request_node_watcher, zk,
@@ -303,6 +301,9 @@ zk_request_issue(struct zk *zk, struct zk_op *op)
 		break;
 	case ZK_OP_GET_ACL:
 		rc = zoo_aget_acl(zk->zh, path, zk_request_acl_cb, op);
+		break;
+	case ZK_OP_SET_ACL:
+		rc = zoo_aset_acl(zk->zh, path, v, &op->acl, zk_request_void_cb, op);
 		break;
 	default:
 		fatalx("zk_request_issue: bad type %d", op->type);
@@ -347,6 +348,10 @@ zk_request_fail_queued(struct zk *zk, int rc)
 	}
 }
 
+static struct zk_op *zk_request_new(struct zk *, enum zk_op_type, const char *, const char *, int,
+                                    int, zk_watch_cb, zk_reply_cb, void *);
+static void zk_request_start(struct zk *, struct zk_op *, int urgent);
+
 /*
  * Start one request: now if there is room and nothing waits (or urgent: a heartbeat, which
  * depends on no other request), else behind the others.
@@ -354,6 +359,34 @@ zk_request_fail_queued(struct zk *zk, int rc)
 void
 zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *data, int len,
            int flags_or_version, zk_watch_cb wcb, zk_reply_cb cb, void *arg, int urgent)
+{
+	zk_request_start(
+	    zk, zk_request_new(zk, type, path, data, len, flags_or_version, wcb, cb, arg), urgent);
+}
+
+/* A create or set-ACL request that carries its own ACL (copied). */
+void
+zk_request_acl(struct zk *zk, enum zk_op_type type, const char *path, const char *data, int len,
+               int flags_or_version, const struct ACL_vector *acl, zk_reply_cb cb, void *arg)
+{
+	struct zk_op *op =
+	    zk_request_new(zk, type, path, data, len, flags_or_version, NULL, cb, arg);
+	int i;
+
+	op->acl.count = acl->count;
+	op->acl.data = xcalloc((size_t)(acl->count > 0 ? acl->count : 1), sizeof *op->acl.data);
+	for (i = 0; i < acl->count; i++) {
+		op->acl.data[i].perms = acl->data[i].perms;
+		op->acl.data[i].id.scheme = xstrdup(acl->data[i].id.scheme);
+		op->acl.data[i].id.id = xstrdup(acl->data[i].id.id);
+	}
+	zk_request_start(zk, op, 0);
+}
+
+/* A new op, not yet started. */
+static struct zk_op *
+zk_request_new(struct zk *zk, enum zk_op_type type, const char *path, const char *data, int len,
+               int flags_or_version, zk_watch_cb wcb, zk_reply_cb cb, void *arg)
 {
 	struct zk_op *op = xcalloc(1, sizeof *op);
 
@@ -373,7 +406,13 @@ zk_request(struct zk *zk, enum zk_op_type type, const char *path, const char *da
 	op->epoch = zk->epoch;
 	op->owner = zk_request_owner(zk, arg, 1);
 	TAILQ_INSERT_TAIL(&op->owner->ops, op, owner_entry);
+	return op;
+}
 
+/* Send op now if there is room and nothing waits (or urgent), else queue it. */
+static void
+zk_request_start(struct zk *zk, struct zk_op *op, int urgent)
+{
 	if (zk->zh == NULL || zk->closing)
 		zk_request_done(op, zk->closing ? ZCLOSING : ZINVALIDSTATE);
 	else if (urgent || (zk->inflight < ZK_INFLIGHT_MAX && TAILQ_EMPTY(&zk->queue)))

@@ -185,20 +185,6 @@ zk_children(struct zk *zk, const char *path, zk_watch_cb wcb, zk_reply_cb cb, vo
 	zk_request(zk, ZK_OP_CHILDREN, path, NULL, 0, 0, wcb, cb, arg, 0);
 }
 
-/*
- * With credentials, nodes created from now on also give READ to the digest id (USER:BASE64,
- * a read-only identity: the dashboard, status), besides the creator's every permission.
- */
-void
-zk_set_reader(struct zk *zk, const char *digest_id)
-{
-	free(zk->reader_id);
-	zk->reader_id = xstrdup(digest_id);
-	zk->reader_entries[0] = (struct ACL){ZOO_PERM_ALL, {"auth", ""}};
-	zk->reader_entries[1] = (struct ACL){ZOO_PERM_READ, {"digest", zk->reader_id}};
-	zk->reader_acl = (struct ACL_vector){2, zk->reader_entries};
-}
-
 /* Read a node's ACL. */
 void
 zk_get_acl(struct zk *zk, const char *path, zk_reply_cb cb, void *arg)
@@ -664,6 +650,8 @@ zk_free(struct zk *zk)
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk->reader_id);
+	free(zk->operator_id);
+	free(zk->acl_root);
 	free(zk);
 }
 

@@ -200,7 +200,7 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
         r = self.lk("init-auth", "--user", "reader", rauth)
         self.assertEqual(r.returncode, 0, r.stderr)
-        reader_id = re.search(r"read-only identity: (reader:\S+)$", r.stdout, re.M).group(1)
+        reader_id = re.search(r"operator identity: (reader:\S+)$", r.stdout, re.M).group(1)
         out = self.path("runs.txt")
         cfg = self.config(jobs=self.recording_jobs(out),
                           zookeeper={"auth_file": wauth, "require_acl": True,
@@ -233,6 +233,154 @@ class ControlPlaneTest(lktest.TestCase):
                 fn()
         self.assertEqual(self.lines(out), [])
         self.assertNotIn("others may create or delete", w.log_text())
+        self.assertEqual(w.stop(timeout=15), 0)
+
+    def test_an_operator_identity_writes_control_records_only(self):
+        """Operators held the workers' credential: it can also forge worker and lock nodes."""
+        from kazoo.exceptions import NoAuthError
+        self.start_zookeeper()
+        wauth, oauth = self.path("zk.auth"), self.path("operator.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        r = self.lk("init-auth", "--user", "operator", oauth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        op_id = re.search(r"operator identity: (operator:\S+)$", r.stdout, re.M).group(1)
+        out = self.path("runs.txt")
+        jobs = self.recording_jobs(out)
+        jobs["hold"] = {"command": "exec sleep 1000", "leases": 2}
+        zk = {"auth_file": wauth, "require_acl": True}
+        # A cluster made before the operator identity existed (beta, which keeps running
+        # and holding its lease of hold): its folders are upgraded by the first worker that
+        # has [zookeeper] operator, and no lock is lost.
+        beta = self.worker(self.config(name="beta", jobs=jobs, zookeeper=dict(zk)), name="beta")
+        beta.wait_log(r"job hold: running", timeout=30)
+        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        leases = ROOT + "/semaphore/hold/leases"
+        held = friend.get_children(leases)
+        self.assertEqual(len(held), 1)
+        zk["operator"] = op_id
+        cfg = self.config(jobs=jobs, zookeeper=zk)
+        w = self.worker(cfg)
+        w.wait_log(r"ACLs checked: no one else may create or delete", timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        self.assertRegex(w.log_text(), r"gave the operator identity operator:\S+ its role on "
+                                       r"\d+ folders made before \[zookeeper\] operator")
+        self.wait_until(lambda: len(friend.get_children(leases)) == 2, timeout=30,
+                        msg="alpha holds no lease of hold")
+        self.assertIn(held[0], friend.get_children(leases))  # beta's, held all along
+        self.assertEqual(beta.log_text().count("job hold: running"), 1)
+        # beta's own nodes are closed to the operator until it too has the line: stop it.
+        self.assertEqual(beta.stop(timeout=15), 0)
+        self.wait_until(lambda: len(friend.get_children(leases)) == 1, timeout=30)
+        lease = leases + "/" + friend.get_children(leases)[0]
+        zkopt = ["--zk=" + self.zk.connect_string, "--auth-file", oauth]
+        # The operator runs, pauses and drains with the commands ...
+        r = self.lk("run-now", *zkopt, "--wait", "hourly")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.lines(out), ["run"])
+        for cmd in (["pause", "ticker"], ["resume", "ticker"], ["drain", "--force", "beta"],
+                    ["undrain", "beta"], ["set-leases", "hold", "2"]):
+            r = self.lk(*cmd[:1], *zkopt, *cmd[1:])
+            self.assertEqual(r.returncode, 0, " ".join(cmd) + ": " + r.stdout + r.stderr)
+        # ... and forges nothing the workers own.
+        operator = self.kazoo(auth_data=[("digest", read(oauth).strip())])
+        stranger = self.kazoo()
+        runs = ROOT + "/jobs/hourly/runs"  # made by the run above
+        self.wait_until(lambda: friend.exists(ROOT + "/jobs/ticker/state"), timeout=30,
+                        msg="ticker has no tick state")
+        for who, kz in (("operator", operator), ("stranger", stranger)):
+            for what, fn in (
+                    ("delete worker node", lambda: kz.delete(ROOT + "/workers/alpha")),
+                    ("create worker node", lambda: kz.create(ROOT + "/workers/beta", b"{}")),
+                    ("set worker node", lambda: kz.set(ROOT + "/workers/alpha", b"{}")),
+                    ("delete lease node", lambda: kz.delete(lease)),
+                    ("create lease node", lambda: kz.create(leases + "/_c_x-lease-", b"x",
+                                                            sequence=True)),
+                    ("create run record", lambda: kz.create(runs + "/run-", b"{}", sequence=True)),
+                    ("set tick state", lambda: kz.set(ROOT + "/jobs/ticker/state", b"{}")),
+                    ("create a job record", lambda: kz.create(ROOT + "/jobs/forged", b"{}"))):
+                with self.assertRaises(NoAuthError, msg=who + ": " + what):
+                    fn()
+        with self.assertRaises(NoAuthError, msg="stranger: run request"):
+            stranger.create(ROOT + "/jobs/hourly/requests/req-", request(), sequence=True)
+        self.assertTrue(friend.exists(lease))
+        self.assertNotIn("others may create or delete", w.log_text())
+        self.assertEqual(w.stop(timeout=15), 0)
+
+    def test_a_hook_token_reads_its_own_run_while_the_hook_runs(self):
+        """Hooks had no secret: to read their run's output they needed the workers'."""
+        from kazoo.exceptions import NoAuthError, NoNodeError
+        self.start_zookeeper()
+        wauth = self.path("zk.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        hook = ("env | grep ^LEASEKEEPER_ > %s/$LEASEKEEPER_JOB.tmp && "
+                "mv %s/$LEASEKEEPER_JOB.tmp %s/$LEASEKEEPER_JOB.env; sleep 4")
+        hook = hook % ((self.path("."),) * 3)
+        jobs = {j: {"command": "echo secret-%s; exit 3" % j, "schedule": YEARLY,
+                    "on_failure": hook, "hook_timeout": "60s"} for j in ("a", "b")}
+        cfg = self.config(jobs=jobs, zookeeper={"auth_file": wauth, "require_acl": True})
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        for j in ("a", "b"):
+            r = self.lk("run-now", "-c", cfg, "--wait", j)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)  # the run failed: its status
+        env = {}
+        for j in ("a", "b"):
+            f = self.path(j + ".env")
+            self.wait_until(lambda: os.path.exists(f), timeout=30, msg="hook of " + j)
+            env[j] = dict(x.split("=", 1) for x in read(f).splitlines())
+        tok = {j: env[j]["LEASEKEEPER_HOOK_TOKEN"] for j in env}
+        node = {j: env[j]["LEASEKEEPER_HOOK_NODE"] for j in env}
+        self.assertRegex(tok["a"], r"^lkhook:[A-Za-z0-9_-]{32}$")
+        self.assertEqual(env["a"]["LEASEKEEPER_ZK"], self.zk.connect_string)
+        self.assertEqual(node["a"], "%s/jobs/a/hooks/run-%010d" % (
+            ROOT, int(env["a"]["LEASEKEEPER_RUN_RECORD"])))
+        ka = self.kazoo(auth_data=[("digest", tok["a"])])
+        # b's hook is still running (4 s) when a's token reads: a's token reads a's run only.
+        rec = json.loads(ka.get(node["a"])[0])
+        self.assertEqual((rec["outcome"], rec["run_id"]), ("failed", env["a"]["LEASEKEEPER_RUN_ID"]))
+        self.assertIn("secret-a", rec["output"])
+        runs_a = ROOT + "/jobs/a/runs/" + node["a"].rsplit("/", 1)[1]
+        for what, fn in (("b's hook node", lambda: ka.get(node["b"])),
+                         ("its run record", lambda: ka.get(runs_a)),
+                         ("set its node", lambda: ka.set(node["a"], b"{}")),
+                         ("create a request", lambda: ka.create(
+                             ROOT + "/jobs/a/requests/req-", request(), sequence=True))):
+            with self.assertRaises(NoAuthError, msg=what):
+                fn()
+        w.wait_log(r"job a: its on_failure (ended|failed) after", timeout=60)
+        with self.assertRaises((NoNodeError, NoAuthError), msg="after the hook"):
+            ka.get(node["a"])
+        self.assertNotIn(tok["a"].split(":")[1], w.log_text())
+        self.assertEqual(w.stop(timeout=30), 0)
+
+    def test_a_children_listing_over_1_mb_is_survived(self):
+        """A listing larger than jute.maxbuffer (1 MB) was said to make clients reconnect."""
+        self.start_zookeeper()
+        port = lktest.free_port()
+        out = self.path("runs.txt")
+        cfg, w, kz = self.open_worker(out, http=port)
+        self.wait_until(lambda: kz.exists(ROOT + "/jobs/ticker/runs"), timeout=30)
+        self.assertEqual(w.stop(timeout=15), 0)
+        # 1100 names of 1000 bytes in each folder the worker and status list: 1.1 MB each.
+        folders = (ROOT + "/jobs/hourly/requests", ROOT + "/jobs/ticker/runs")
+        made = [kz.create_async("%s/x%05d%s" % (d, i, "y" * 994), b"")
+                for d in folders for i in range(1100)]
+        for m in made:
+            m.get()
+        w = self.worker(cfg)
+        w.wait_log(r"registered as", timeout=30)
+        n = len(self.lines(out + ".ticks"))
+        self.wait_until(lambda: len(self.lines(out + ".ticks")) >= n + 3, timeout=60,
+                        msg="the worker stopped ticking")
+        r = self.lk("status", "-c", cfg)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("ticker", r.stdout)
+        # The junk requests are refused and deleted, a batch per listing.
+        self.wait_until(lambda: not kz.get_children(folders[0]), timeout=90,
+                        msg="junk requests left")
+        log = w.log_text()
+        self.assertEqual(log.count("zookeeper: session"), 1, "the worker reconnected")
+        self.assertNotRegex(log, r"disconnected|expired|connection loss")
         self.assertEqual(w.stop(timeout=15), 0)
 
     # -- goal 3: workers enforce, not the command ----------------------------------------------
@@ -419,6 +567,28 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(w.stop(timeout=15), 0)
 
     # -- goal 6: Host, --json and log lines --------------------------------------------------------
+
+    def test_socket_activation_takes_the_listener_from_systemd(self):
+        """Optional in goal 5: a socket systemd holds from boot cannot be squatted."""
+        self.start_zookeeper()
+        port = lktest.free_port()
+        cfg = self.config(jobs=self.recording_jobs(self.path("runs.txt")), http=port)
+        # As systemd does: the listening socket as descriptor 3, LISTEN_PID our pid (exec
+        # keeps it), LISTEN_FDS=1. Nothing else binds the port: only the passed socket serves.
+        wrap = ("import os, socket, sys\n"
+                "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                "s.bind(('127.0.0.1', %d)); s.listen(16)\n"
+                "os.dup2(s.fileno(), 3) if s.fileno() != 3 else os.set_inheritable(3, True)\n"
+                "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n"
+                "os.execv(sys.argv[1], sys.argv[1:])\n" % port)
+        w = self.proc(["/usr/bin/python3", "-c", wrap, lktest.leasekeeper_bin(), "run", "-c",
+                       cfg], "worker")
+        w.wait_log(r"http: listening on 127.0.0.1:%d \(the socket systemd passed, "
+                   r"LISTEN_FDS\)" % port, timeout=30)
+        w.wait_log(r"registered as", timeout=30)
+        status, _ = self.get(port, "/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(w.stop(timeout=15), 0)
 
     def test_every_worker_answer_checks_host(self):
         """Row 5: /status and /metrics answered any Host (DNS rebinding)."""

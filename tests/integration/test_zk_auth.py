@@ -108,7 +108,7 @@ class ZkAuthTest(lktest.TestCase):
         self.assertEqual(json.loads(friend.get(root + "/workers/alpha")[0])["node"], "alpha")
         # checked before the worker registered as ready
         self.assertRegex(w.log_text(), r"ACLs checked: no one else may create or delete in "
-                                       r"the 17 folders of this worker's nodes\n.*registered as")
+                                       r"the 20 folders of this worker's nodes\n.*registered as")
         self.assertNotIn("others may create or delete", w.log_text())
         self.assertNotRegex(w.log_text(), NO_AUTH_WARNING)
         self.assertEqual(w.stop(timeout=15), 0)

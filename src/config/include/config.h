@@ -154,10 +154,11 @@ struct config {
 	char *hosts; /* "host:port,host:port[/chroot]" */
 	char *root;  /* default /leasekeeper */
 	uint64_t session_timeout_ms;
-	char *auth;      /* "user:password" for digest auth (from auth or auth_file), or NULL */
-	char *auth_file; /* where auth was read from, or NULL */
-	int require_acl; /* refuse to start if others may create or delete in our folders */
-	char *reader;    /* a read-only identity's digest id, USER:BASE64, given READ; or NULL */
+	char *auth;        /* "user:password" for digest auth (from auth or auth_file), or NULL */
+	char *auth_file;   /* where auth was read from, or NULL */
+	int require_acl;   /* refuse to start if others may create or delete in our folders */
+	char *reader;      /* a read-only identity's digest id, USER:BASE64, given READ; or NULL */
+	char *operator_id; /* the operator identity's digest id: control records only; or NULL */
 
 	/* [worker] */
 	char *node_id; /* default: the host name */
