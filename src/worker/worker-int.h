@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "endpoints.h"
+#include "jobhealth.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "zk.h"
@@ -121,6 +122,7 @@ struct worker {
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
 	uint64_t reload_ns;           /* how long the last reload's read took */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
+	struct jobhealth health;      /* starts that failed for reasons of this host */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	size_t njobs_live; /* jobs not done yet */
@@ -170,6 +172,12 @@ void worker_drain_watch(struct worker *w);
 
 /* worker-http.c */
 extern const struct endpoints_cb worker_http_table;
+
+/* worker-health.c */
+struct jobhealth *worker_job_health_cb(void *arg);
+void worker_job_health_changed_cb(void *arg);
+void worker_health_configure(struct worker *w);
+void worker_health_node(const struct worker *w, json_t *o);
 
 /* worker-placement.c */
 void worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg);

@@ -130,6 +130,7 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "leases_held", json_integer(w->drain_held));
 	}
 	worker_node_placement(w->cfg, o);
+	worker_health_node(w, o);
 	format_stamp(o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
