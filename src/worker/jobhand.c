@@ -56,19 +56,24 @@ job_health_started(struct job *job)
 	}
 }
 
-/* Whether the worker is unhealthy and this tick is not its trial start. */
-int
-job_health_last(struct job *job, uint64_t now_ms)
+/*
+ * Where an unhealthy worker ranks itself for a tick: last, after every healthy worker (the
+ * others leave it out), or, at most once per unhealthy_probe, first: a trial start that
+ * contends at once (JOB_RANK_TRIAL). JOB_RANK_NORMAL while healthy.
+ */
+enum job_rank_as
+job_health_rank(struct job *job, uint64_t now_ms)
 {
 	struct jobhealth *h = job_health(job);
 
 	if (h == NULL || !h->unhealthy)
-		return 0;
+		return JOB_RANK_NORMAL;
 	if (jobhealth_trial(h, now_ms)) {
-		log_info("job %s: unhealthy worker: taking this tick as a trial start", job->name);
-		return 0;
+		log_info("job %s: unhealthy worker: contending for this tick as a trial start",
+		         job->name);
+		return JOB_RANK_TRIAL;
 	}
-	return 1;
+	return JOB_RANK_LAST;
 }
 
 /* Whether another live worker that is neither drained nor unhealthy carries the job. */

@@ -129,7 +129,8 @@ void job_peek(struct job *, int64_t tick);
 /* jobhand.c */
 int job_health_failed(struct job *, const char *why);
 void job_health_started(struct job *);
-int job_health_last(struct job *, uint64_t now_ms);
+enum job_rank_as { JOB_RANK_NORMAL, JOB_RANK_LAST, JOB_RANK_TRIAL };
+enum job_rank_as job_health_rank(struct job *, uint64_t now_ms);
 void job_hand_back(struct job *, int64_t tick);
 void job_await(struct job *, int64_t tick);
 void job_set_timer(struct job *, const struct jobfsm_action *);

@@ -147,12 +147,14 @@ job_rank_delay(struct job *job, int64_t tick)
 	const char **nodes;
 	size_t n, pos;
 	uint64_t delay;
+	enum job_rank_as as = job_health_rank(job, job_now_ms(job));
 
-	if (cfg->tick_claim == CONFIG_TICK_CONTEND || ms == NULL || !members_ready(ms))
+	if (cfg->tick_claim == CONFIG_TICK_CONTEND || ms == NULL || !members_ready(ms) ||
+	    as == JOB_RANK_TRIAL)
 		return 0;
 	nodes = members_carrying(ms, job->name, &n);
 	pos = rank_position(job->name, rank_seq(job->cfg->sched, tick), cfg->node_id, nodes, n);
-	if (job_health_last(job, job_now_ms(job))) { /* unhealthy: after every healthy worker */
+	if (as == JOB_RANK_LAST) { /* unhealthy: after every healthy worker */
 		for (pos = 0; n > 0; n--)
 			pos += strcmp(nodes[n - 1], cfg->node_id) != 0;
 	}

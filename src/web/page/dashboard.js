@@ -165,6 +165,10 @@
 				st.appendChild(badge("drained", "warn", [flagText(w.drained, w, "drained"), held]
 					.filter(Boolean).join(", ")));
 			}
+			if (w.unhealthy === true) {
+				st.appendChild(badge("unhealthy", "bad", ["starts fail for reasons of its host, ranked last",
+					str(w.unhealthy_since), str(w.unhealthy_reason)].filter(Boolean).join(": ")));
+			}
 			if (w.data_too_large) st.appendChild(badge("data too large", "bad"));
 			tr.appendChild(st);
 			tr.appendChild(el("td", "mono", w.version));
