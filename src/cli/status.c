@@ -185,6 +185,8 @@ status_print_runs(json_t *job)
 		       json_string_value(json_object_get(n, "outcome"))
 		           ?: json_string_value(json_object_get(n, "reason")) ?: "?",
 		       json_string_value(json_object_get(n, "node")) ?: "?");
+		if (json_string_value(json_object_get(n, "missed_reason")) != NULL)
+			printf(" (%s)", json_string_value(json_object_get(n, "missed_reason")));
 		if (st != NULL)
 			printf(" exit %lld", (long long)json_integer_value(st));
 		if (sig != NULL)

@@ -13,7 +13,7 @@
 		oom: "oom", stopped: "stopped", start_failed: "start_failed",
 		paused: "paused", replaced: "replaced", running: "running", other: "other"
 	};
-	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
+	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "missed_reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
 		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v", "run_id", "running",
 		"since", "pid"];
@@ -377,6 +377,7 @@
 		field(dl, "record", r.znode);
 		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 		field(dl, "reason", r.reason);
+		field(dl, "missed because", r.missed_reason); /* docs/outcomes.md */
 		field(dl, "worker", nodeName(r));
 		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
 		field(dl, "pid", r.pid);
