@@ -176,5 +176,37 @@ class UnhealthyTest(lktest.TestCase):
               % (len(by), sum(1 for n in by.values() if n == "sick")), flush=True)
 
 
+    def test_no_healthy_worker_left_records_the_tick_missed_unhealthy(self):
+        """The only worker that carries the job cannot start it: each tick it claimed is
+        recorded missed, with the reason unhealthy (not handed around, not lost unsaid)."""
+        logs, fill = self.mount_without_inodes()
+        self.start_zookeeper()
+        port = lktest.free_port()
+        cfg = self.write_config(
+            name="sick", zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+            worker={"allow_root_jobs": True, "unhealthy_after": 2},
+            http={"listen": "127.0.0.1:%d" % port},
+            jobs={"every": {"command": "true", "schedule": "@every 1s", "history": 50,
+                            "log_file": os.path.join(logs, "every.log")}})
+        sick = self.worker(cfg, name="sick")
+        sick.wait_log(r"registered as", timeout=60)
+        sick.wait_log(r"could not start here for a reason of this host: no healthy worker left",
+                      timeout=60)
+        kz = self.kazoo()
+
+        def missed():
+            path = "/leasekeeper/jobs/every/runs"
+            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+            return [r for r in recs if r.get("outcome") == "missed"]
+        self.wait_until(lambda: len(missed()) >= 3, timeout=60, msg="three ticks recorded missed")
+        self.assertEqual({r.get("missed_reason") for r in missed()}, {"unhealthy"}, missed())
+        sick.wait_log(r"was missed \(unhealthy\): its start failed on this host", timeout=10)
+        metrics = http_get(port, "/metrics")[1]
+        n = int(re.search(r'(?m)^leasekeeper_job_missed_ticks_total\{job_name="every",'
+                          r'reason="unhealthy"\} (\d+)$', metrics).group(1))
+        self.assertGreaterEqual(n, 3)
+        self.assertRegex(metrics, r"(?m)^leasekeeper_worker_unhealthy 1$")
+
+
 if __name__ == "__main__":
     lktest.main()
