@@ -657,9 +657,9 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 			tickstate_free(&st);
 			if (skipped != NULL)
 				json_decref(skipped);
+			/* Run, superseded or missed: nothing to wait for. */
 			if (!wait)
-				jobrec_task_free(
-				    t); /* run, superseded or missed: nothing to wait for */
+				jobrec_task_free(t);
 			return;
 		}
 		tickstate_free(&st);

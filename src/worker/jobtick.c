@@ -94,11 +94,12 @@ job_peek_cb(enum jobrec_claim_result result, void *arg)
 	struct job *job = arg;
 	struct jobfsm_input in;
 	int64_t tick = job->fsm.tick;
+	int stopping = job->fsm.stop_requested; /* neither event ends a job otherwise */
 
 	job_input(job, &in, JOBFSM_PEEKED);
 	in.taken = result == JOBREC_TAKEN; /* unclaimed or unknown: the claim tells */
 	job_feed(job, &in, NULL);
-	if (in.taken)
+	if (in.taken && !stopping)
 		job_await(job, tick); /* its claimer may give it back */
 }
 
@@ -109,11 +110,12 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 	struct job *job = arg;
 	struct jobfsm_input in;
 	int64_t tick = job->fsm.tick;
+	int stopping = job->fsm.stop_requested; /* neither event ends a job otherwise */
 
 	job_input(job, &in, result == JOBREC_CLAIMED ? JOBFSM_CLAIMED : JOBFSM_CLAIM_LOST);
 	in.taken = result == JOBREC_TAKEN;
 	job_feed(job, &in, NULL);
-	if (in.taken)
+	if (in.taken && !stopping)
 		job_await(job, tick); /* its claimer may give it back */
 }
 
