@@ -3,9 +3,10 @@
 # ctest: timeout=300 split label=timing
 """Every missed tick says its true reason (issue 20, goal 5), in its run record
 ("missed_reason") and in the label reason of leasekeeper_job_missed_ticks_total: the ticks
-skipped while ZooKeeper could not be reached for 1.5 T are "superseded" (a later tick was
-claimed once it came back), not "no worker started it within its start_deadline"; a tick
-whose lease a peer holds past its start_deadline is "lease_held"."""
+skipped while ZooKeeper could not be reached for 1.5 T (its one server stopped; or two of an
+ensemble of three: the quorum lost) are "superseded" (a later tick was claimed once it came
+back), not "no worker started it within its start_deadline"; a tick whose lease a peer holds
+past its start_deadline is "lease_held"."""
 
 import json
 import re
@@ -38,8 +39,9 @@ class MissedReasonTest(lktest.TestCase):
         self.check_metrics(text)
         return text
 
-    def start(self, jobs):
-        self.start_zookeeper()
+    def start(self, jobs, started=False):
+        if not started:
+            self.start_zookeeper()
         self.port = lktest.free_port()
         cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "%dms" % T_MS},
                                 safety=SAFETY, worker={"allow_root_jobs": True},
@@ -85,6 +87,36 @@ class MissedReasonTest(lktest.TestCase):
         text = self.metrics(self.port)
         self.assert_label_set(text, "every")
         self.assertGreaterEqual(self.count(text, "every", "superseded"), len(outage))
+
+    def test_ticks_skipped_during_a_quorum_loss_are_superseded(self):
+        """Two of three servers stopped (SIGSTOP) for 1.5 T: the third loses its quorum."""
+        ens = self.start_ensemble(3)
+        self.zk = ens
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "1m", "catch_up": "none",
+                                   "history": 200}}, started=True)
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz.stop()
+        down = time.time()
+        ens.pause(0)
+        ens.pause(1)
+        time.sleep(1.5 * T_MS / 1000)
+        ens.resume(0)
+        ens.resume(1)
+        up = time.time()
+        ens.wait_for_leader(timeout=60)
+        kz = self.kazoo()
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)
+        outage = [r for r in self.missed(kz, "every") if down <= r["tick"] <= up]
+        print("quorum lost %.1f s: %d tick(s) recorded missed, reasons %s"
+              % (up - down, len(outage), sorted({r.get("missed_reason") for r in outage})),
+              flush=True)
+        self.assertGreaterEqual(len(outage), 3, self.missed(kz, "every"))
+        self.assertEqual({r.get("missed_reason") for r in self.missed(kz, "every")},
+                         {"superseded"})
+        self.assertNotRegex(self.w.log_text(), r"no worker started it within its start_deadline")
 
     def test_a_tick_whose_lease_a_peer_holds_is_lease_held(self):
         kz = self.start({"held": {"command": "true", "schedule": "@every 5s",
