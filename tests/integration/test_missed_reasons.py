@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# ctest: timeout=300 split label=timing
+# ctest: timeout=300 split
 """Every missed tick says its true reason (issue 20, goal 5), in its run record
 ("missed_reason") and in the label reason of leasekeeper_job_missed_ticks_total: the ticks
 skipped while ZooKeeper could not be reached for 1.5 T (its one server stopped; or two of an

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# ctest: timeout=300 split label=timing
+# ctest: timeout=300 split
 """A host that cannot start jobs stops taking them (issue 20, goal 4): a worker whose job log
 directory is a tmpfs without free inodes (the log file cannot be created: every start fails
 for a reason of the host) beside a healthy worker. An `@every 2s` job loses no tick: each tick
