@@ -369,7 +369,8 @@ config_resolve_worker_section(struct config_ctx *ctx, struct config *cfg)
 	if (config_get_duration(ctx, wk, "unhealthy_probe", &cfg->unhealthy_probe_ms) == 1 &&
 	    cfg->unhealthy_probe_ms < 1000)
 		config_error_kv(ctx, wk, config_kv_find(wk, "unhealthy_probe"),
-		                "unhealthy_probe must be at least 1s");
+		                "unhealthy_probe is too short: write 1s or more (how often an "
+		                "unhealthy worker takes a trial start)");
 	config_get_cgroups(ctx, wk, &cfg->cgroups);
 	config_get_hooks(ctx, wk, NULL, &cfg->hooks);
 	config_get_limits(ctx, wk, NULL, cfg->cgroups, &cfg->limits);
