@@ -363,8 +363,8 @@ config_resolve_worker_section(struct config_ctx *ctx, struct config *cfg)
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_tick_claim(ctx, wk, &cfg->tick_claim);
 	cfg->unhealthy_after = CONFIG_DEFAULT_UNHEALTHY_AFTER;
-	config_get_int(ctx, wk, "unhealthy_after", 0, 1000, " (0: never unhealthy)",
-	               NULL, &cfg->unhealthy_after);
+	config_get_int(ctx, wk, "unhealthy_after", 0, 1000, " (0: never unhealthy)", NULL,
+	               &cfg->unhealthy_after);
 	cfg->unhealthy_probe_ms = CONFIG_DEFAULT_UNHEALTHY_PROBE_MS;
 	if (config_get_duration(ctx, wk, "unhealthy_probe", &cfg->unhealthy_probe_ms) == 1 &&
 	    cfg->unhealthy_probe_ms < 1000)
