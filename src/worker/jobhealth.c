@@ -5,8 +5,8 @@
  * worker's health that follows (docs/safety.md, "A host that cannot start jobs").
  *
  * The job's own failures are those its configuration makes on every host alike: the command
- * not found, not executable or not a program (exec: ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP,
- * ENAMETOOLONG), the workdir missing or closed to the job's user (chdir: ENOENT, ENOTDIR,
+ * not found, not executable or not a program, or its arguments and environment too long
+ * (exec: ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG, E2BIG), the workdir missing or closed to the job's user (chdir: ENOENT, ENOTDIR,
  * EACCES). Handing such a tick to the next worker would only fail it there too. Everything
  * else is the host's: the job log cannot be opened (ENOSPC, no inodes, EMFILE), fork or
  * clone fails, the cgroup cannot be made, the user or group is unknown here, setuid fails,
@@ -43,7 +43,8 @@ jobhealth_ends_with_errno(const char *why, const int *list)
 int
 jobhealth_host_failure(const char *why)
 {
-	static const int exec_own[] = {ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG, 0};
+	static const int exec_own[] = {ENOENT, EACCES,       ENOEXEC, ENOTDIR,
+	                               ELOOP,  ENAMETOOLONG, E2BIG,   0};
 	static const int dir_own[] = {ENOENT, ENOTDIR, EACCES, 0};
 
 	if (why == NULL)

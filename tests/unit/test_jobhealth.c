@@ -36,6 +36,7 @@ test_whose_fault(void **state)
 	assert_false(jobhealth_host_failure(why("exec", "/no/such/cmd", ENOENT)));
 	assert_false(jobhealth_host_failure(why("exec", "/etc/passwd", EACCES)));
 	assert_false(jobhealth_host_failure(why("exec", "/bin/x", ENOEXEC)));
+	assert_false(jobhealth_host_failure(why("exec", "/bin/x", E2BIG)));
 	assert_false(jobhealth_host_failure(why("chdir", "/no/such/dir", ENOENT)));
 	assert_false(jobhealth_host_failure(why("chdir", "/root/x", EACCES)));
 	/* This host's. */
