@@ -11,4 +11,4 @@
 #pragma GCC poison zk_delete_protected zoo_acreate zoo_acreate2 zoo_aset zoo_adelete zoo_amulti
 #pragma GCC poison zoo_create zoo_create2 zoo_set zoo_set2 zoo_delete zoo_multi
 #pragma GCC poison jobrec_new jobrec_check jobrec_claim jobrec_missed jobrec_paused_tick
-#pragma GCC poison jobrec_record_run
+#pragma GCC poison jobrec_record_run jobrec_missed_why jobrec_hand_back

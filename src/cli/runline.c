@@ -41,6 +41,7 @@ runline_header(FILE *f, json_t *rec, int flags)
 	char *node = runline_field(rec, "node", "?", flags);
 	char *start = runline_field(rec, "start", "?", flags);
 	char *end = runline_field(rec, "end", "?", flags);
+	char *why = runline_field(rec, "missed_reason", NULL, flags);
 	json_t *st = json_object_get(rec, "status"), *sig = json_object_get(rec, "signal");
 	json_t *tick = json_object_get(rec, "tick"), *fence = json_object_get(rec, "fence");
 	char when[40];
@@ -49,6 +50,8 @@ runline_header(FILE *f, json_t *rec, int flags)
 		fprintf(f, "=== run %s (record %lld): %s", id, record, outcome);
 	else
 		fprintf(f, "=== run %lld: %s", record, outcome);
+	if (why != NULL)
+		fprintf(f, " (%s)", why);
 	if (json_is_integer(st))
 		fprintf(f, ", exit status %lld", (long long)json_integer_value(st));
 	if (json_is_integer(sig))
@@ -67,6 +70,7 @@ runline_header(FILE *f, json_t *rec, int flags)
 	free(node);
 	free(start);
 	free(end);
+	free(why);
 }
 
 /* `status`' row: end, outcome, node, status, usage, error and the run's id. */
@@ -78,10 +82,13 @@ runline_row(FILE *f, json_t *rec, int flags)
 	char *node = runline_field(rec, "node", "?", flags);
 	char *end = runline_field(rec, "end", "-", flags);
 	char *error = runline_field(rec, "error", NULL, flags);
+	char *why = runline_field(rec, "missed_reason", NULL, flags);
 	json_t *st = json_object_get(rec, "status"), *sig = json_object_get(rec, "signal");
 	json_t *cpu = json_object_get(rec, "cpu_usec"), *peak = json_object_get(rec, "memory_peak");
 
 	fprintf(f, "      %s  %-12s %-16s", end, outcome, node);
+	if (why != NULL)
+		fprintf(f, " (%s)", why);
 	if (json_is_integer(st))
 		fprintf(f, " exit %lld", (long long)json_integer_value(st));
 	if (json_is_integer(sig))
@@ -101,6 +108,7 @@ runline_row(FILE *f, json_t *rec, int flags)
 	free(node);
 	free(end);
 	free(error);
+	free(why);
 }
 
 /*

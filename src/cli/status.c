@@ -200,6 +200,11 @@ status_print(json_t *out)
 		if (json_is_true(json_object_get(w, "drained")))
 			printf("  DRAINED (%lld lease(s) still held)",
 			       (long long)json_integer_value(json_object_get(w, "leases_held")));
+		if (json_is_true(json_object_get(w, "unhealthy")))
+			printf("  UNHEALTHY since %s (starts fail for reasons of its host; ranked "
+			       "last): %s",
+			       json_string_value(json_object_get(w, "unhealthy_since")) ?: "?",
+			       json_string_value(json_object_get(w, "unhealthy_reason")) ?: "?");
 		status_clock(w);
 		printf("\n");
 	}

@@ -65,6 +65,9 @@ struct jobrec_task {
 	int per_tick;
 	char *node;
 	int peek;      /* claim: only read whether the tick is claimed; write nothing */
+	int await;     /* peek: wait (a watch) until the tick is given back; say only FREE */
+	int hand;      /* missed: give the tick back instead (tickstate_hand_back) */
+	int handed;    /* ... what it did: 1 given back, 2 and marked missed, 0 nothing */
 	int maybe_set; /* a claim write was sent and may have landed */
 	int races;     /* versioned writes lost to another writer */
 	int waiting;   /* waiting for a reconnect to go on */
@@ -72,8 +75,8 @@ struct jobrec_task {
 	void *arg;
 	json_t *record;
 	int history;
-	const char *reason;           /* missed: "missed", or "paused" (a paused job's tick);
-	                               * claim: the reason its skipped ticks are recorded with */
+	int paused;                   /* missed: a paused job's tick, not a missed one */
+	enum jobrec_missed_why why;   /* missed: why; claim: why its skipped ticks are missed */
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
 	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
 	TAILQ_ENTRY(jobrec_task) entry;
@@ -85,12 +88,12 @@ struct jobrec {
 	char *state_path;
 	char *runs_path;
 	int leases;
-	char *lock_path;         /* recorded with the count, so that status can find the lock */
-	int cluster;             /* the agreed count, 0 until known */
-	int64_t created_ms;      /* the record's ctime (the servers' clock), 0 until read */
-	int paused;              /* the record says "paused" (`leasekeeper pause`) */
-	int paused_stop;         /* ... with --stop-running */
-	const char *skip_reason; /* the next claim's skipped ticks: "catch_up"; NULL: "missed" */
+	char *lock_path;    /* recorded with the count, so that status can find the lock */
+	int cluster;        /* the agreed count, 0 until known */
+	int64_t created_ms; /* the record's ctime (the servers' clock), 0 until read */
+	int paused;         /* the record says "paused" (`leasekeeper pause`) */
+	int paused_stop;    /* ... with --stop-running */
+	int skip_catch_up;  /* the next claim's skipped ticks: catch_up, not superseded */
 	int checking;
 	int newer;                     /* the record's format, when this release cannot read it */
 	int state_newer;               /* the tick state's format, likewise */
@@ -100,9 +103,9 @@ struct jobrec {
 	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
 	struct jobrec_window runs;     /* run records written */
 	int64_t corrupt;               /* tick states found corrupt or claimed too far ahead */
-	uint64_t missed;               /* ticks recorded as missed by us */
-	uint64_t warned_ns;            /* the last warning about the state (rate limit) */
-	int warned_dropped;            /* warnings not logged since */
+	uint64_t missed[JOBREC_MISSED_WHYS]; /* ticks recorded as missed by us, by why */
+	uint64_t warned_ns;                  /* the last warning about the state (rate limit) */
+	int warned_dropped;                  /* warnings not logged since */
 	struct jobrec_cb cb;
 	void *arg;
 	TAILQ_HEAD(, jobrec_task) tasks;
@@ -190,11 +193,11 @@ jobrec_free(struct jobrec *jr)
 	free(jr);
 }
 
-/* How many ticks this worker recorded as missed (each is recorded once, cluster-wide). */
+/* How many ticks this worker recorded as missed for why (each is recorded once, cluster-wide). */
 uint64_t
-jobrec_missed_ticks(const struct jobrec *jr)
+jobrec_missed_ticks(const struct jobrec *jr, enum jobrec_missed_why why)
 {
-	return jr->missed;
+	return why < JOBREC_MISSED_WHYS ? jr->missed[why] : 0;
 }
 
 /*
@@ -536,38 +539,13 @@ jobrec_read_state(struct jobrec *jr, const struct zk_reply *reply, struct tickst
 
 /* Record that a tick was missed, or not run because paused (a run record, a log line). */
 static void
-jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history,
-                     const char *reason)
+jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history, int paused,
+                     enum jobrec_missed_why why)
 {
-	char when[40];
-	json_t *record;
-
-	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
-	if (strcmp(reason, "paused") == 0)
-		log_info("job %s: the tick of %s is not run: the job is paused",
-		         znode_basename(jr->path), when);
-	else if (strcmp(reason, "overlap") == 0) {
-		log_info("job %s: the tick of %s is missed: the run before it goes on "
-		         "(overlap = skip)",
-		         znode_basename(jr->path), when);
-		jr->missed++;
-	} else if (strcmp(reason, "catch_up") == 0) {
-		log_info("job %s: the tick of %s is missed: no worker ran it, and the job's "
-		         "catch_up does not run it late",
-		         znode_basename(jr->path), when);
-		jr->missed++;
-	} else {
-		log_warnx("job %s: the tick of %s was missed: no worker %s within its "
-		          "start_deadline",
-		          znode_basename(jr->path), when,
-		          strcmp(reason, "locks") == 0 ? "got all its locks" : "started it");
-		jr->missed++;
-	}
-	/* "tick" and "reason" for older readers; "tick_time" and "outcome" added, additive. */
-	record = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
-	                   "node", node, "reason", reason, "outcome",
-	                   strcmp(reason, "paused") == 0 ? "paused" : "missed");
-	jobrec_record_run(jr, record, history);
+	if (!paused && why < JOBREC_MISSED_WHYS)
+		jr->missed[why]++;
+	jobrec_record_run(
+	    jr, jobrec_missed_record(znode_basename(jr->path), tick, node, paused, why), history);
 }
 
 /*
@@ -617,8 +595,8 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 
 	if (reply->rc == ZOK) {
 		json_array_foreach(t->skipped, i, v)
-			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history,
-			                     t->reason != NULL ? t->reason : "missed");
+			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history, 0,
+			                     t->why);
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
@@ -673,6 +651,17 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 #endif
 	if (t->peek) {
 		/* The same verdict a claim would reach, without the write. */
+		if (t->await && verdict != TICKSTATE_CLAIM) {
+			int wait = tickstate_current(&st, t->tick);
+
+			tickstate_free(&st);
+			if (skipped != NULL)
+				json_decref(skipped);
+			/* Run, superseded or missed: nothing to wait for. */
+			if (!wait)
+				jobrec_task_free(t);
+			return;
+		}
 		tickstate_free(&st);
 		if (skipped != NULL)
 			json_decref(skipped);
@@ -696,10 +685,20 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	jobrec_write_state(t, reply, &st, jobrec_claim_set_cb);
 }
 
+/* An awaited tick's state changed: read it again. */
+static void
+jobrec_await_cb(int type, const char *path, void *arg)
+{
+	(void)type;
+	(void)path;
+	jobrec_claim_step(arg);
+}
+
 static void
 jobrec_claim_step(struct jobrec_task *t)
 {
-	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_claim_get_cb, t);
+	zk_get(t->jr->zk, t->jr->state_path, t->await ? jobrec_await_cb : NULL, jobrec_claim_get_cb,
+	       t);
 }
 
 /*
@@ -718,33 +717,37 @@ jobrec_claim(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
 	t->per_tick = per_tick;
 	t->cb = cb;
 	t->arg = arg;
-	t->reason = jr->skip_reason;
-	jr->skip_reason = NULL;
+	t->why = jr->skip_catch_up ? JOBREC_MISSED_CATCH_UP : JOBREC_MISSED_SUPERSEDED;
+	jr->skip_catch_up = 0;
 	jobrec_claim_step(t);
 }
 
 /*
  * The next claim is a catch-up one: the ticks it skips (not run since the last claim) are
- * recorded with reason (a string that lives on: "catch_up") instead of "missed".
+ * recorded as missed for catch_up instead of superseded.
  */
 void
 jobrec_skip_reason(struct jobrec *jr, const char *reason)
 {
-	jr->skip_reason = reason;
+	jr->skip_catch_up = reason != NULL && strcmp(reason, "catch_up") == 0;
 }
 
 /*
  * Read once whether tick is claimed by per_tick workers (or by node), a later tick claimed,
  * or the tick marked missed (JOBREC_TAKEN), or not (JOBREC_FREE): what a backup in the
  * ranking reads before it steps in. Nothing is written; jobrec_cancel_claim cancels it.
+ * await: wait instead, with a watch, for the tick (claimed by others) to be given back
+ * (jobrec_hand_back), and call back only then, with JOBREC_FREE; once the tick runs, is
+ * superseded or is marked missed, the wait ends silently.
  */
 void
 jobrec_peek(struct jobrec *jr, int64_t tick, int per_tick, const char *node,
-            const struct schedule *sched, jobrec_claim_cb cb, void *arg)
+            const struct schedule *sched, int await, jobrec_claim_cb cb, void *arg)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_CLAIM, tick, node);
 
 	t->peek = 1;
+	t->await = await;
 	t->sched = sched;
 	t->per_tick = per_tick;
 	t->cb = cb;
@@ -794,8 +797,8 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 		t->waiting = 1;
 		return;
 	}
-	if (reply->rc == ZOK)
-		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->reason);
+	if (reply->rc == ZOK && (!t->hand || t->handed == 2))
+		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->paused, t->why);
 	jobrec_task_free(t);
 }
 
@@ -819,7 +822,10 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jobrec_state_warn(t->jr, &st);
-	if (!tickstate_mark_missed(&st, t->tick)) {
+	if (t->hand)
+		t->handed =
+		    tickstate_hand_back(&st, t->tick, t->node, t->why == JOBREC_MISSED_UNHEALTHY);
+	if (t->hand ? t->handed == 0 : !tickstate_mark_missed(&st, t->tick)) {
 		tickstate_free(&st);
 		jobrec_task_free(t);
 		return;
@@ -833,29 +839,31 @@ jobrec_missed_step(struct jobrec_task *t)
 	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
 }
 
-/*
- * Record tick as missed, once cluster-wide, unless it was claimed or already recorded; with
- * the reason "locks" when a job of several locks did not get them all ("missed" else).
- */
+/* Record tick as missed for why, once cluster-wide, unless it was claimed or recorded already. */
 void
-jobrec_missed(struct jobrec *jr, int64_t tick, const char *node, int history, int locks)
+jobrec_missed_why(struct jobrec *jr, int64_t tick, const char *node, int history,
+                  enum jobrec_missed_why why)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
 	t->history = history;
-	t->reason = locks ? "locks" : "missed";
+	t->why = why;
 	jobrec_missed_step(t);
 }
 
-/* Record tick as missed for reason (a string that lives on: "overlap"), once cluster-wide. */
+/*
+ * Give tick, which node claimed, back: its start failed for a reason of this host
+ * (tickstate_hand_back). unhealthy: no healthy worker is left to run it, so it is marked and
+ * recorded missed (why unhealthy) unless another runner has it.
+ */
 void
-jobrec_missed_reason(struct jobrec *jr, int64_t tick, const char *node, int history,
-                     const char *reason)
+jobrec_hand_back(struct jobrec *jr, int64_t tick, const char *node, int history, int unhealthy)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
 	t->history = history;
-	t->reason = reason;
+	t->hand = 1;
+	t->why = unhealthy ? JOBREC_MISSED_UNHEALTHY : JOBREC_MISSED_DEADLINE;
 	jobrec_missed_step(t);
 }
 
@@ -869,7 +877,7 @@ jobrec_paused_tick(struct jobrec *jr, int64_t tick, const char *node, int histor
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
 	t->history = history;
-	t->reason = "paused";
+	t->paused = 1;
 	jobrec_missed_step(t);
 }
 

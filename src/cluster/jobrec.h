@@ -33,6 +33,23 @@ struct jobrec_cb {
 
 typedef void (*jobrec_claim_cb)(enum jobrec_claim_result, void *arg);
 
+/*
+ * Why a tick was missed: a record's "missed_reason" and the label reason of
+ * leasekeeper_job_missed_ticks_total (docs/outcomes.md), a fixed set, in the order of
+ * jobrec_missed_names in jobrec-missed.c.
+ */
+enum jobrec_missed_why {
+	JOBREC_MISSED_SUPERSEDED,  /* a later tick was claimed first: claims only move forward */
+	JOBREC_MISSED_DEADLINE,    /* its start_deadline passed before it could be contended for */
+	JOBREC_MISSED_LEASE_HELD,  /* the lease stayed held by others until its start_deadline */
+	JOBREC_MISSED_LOCKS,       /* a lease of several locks: not all came in time */
+	JOBREC_MISSED_UNREACHABLE, /* the cluster could not be reached until its start_deadline */
+	JOBREC_MISSED_UNHEALTHY,   /* its start failed here and no healthy worker was left */
+	JOBREC_MISSED_OVERLAP,     /* the run before it went on (overlap = skip) */
+	JOBREC_MISSED_CATCH_UP,    /* not run late: catch_up */
+	JOBREC_MISSED_WHYS
+};
+
 struct jobrec *jobrec_new(struct zk *, const char *root, const char *job, int leases,
                           const char *lock_path, const struct jobrec_cb *, void *arg);
 void jobrec_free(struct jobrec *);
@@ -42,19 +59,23 @@ int jobrec_cluster_leases(const struct jobrec *);
 int jobrec_refused_format(const struct jobrec *);
 int64_t jobrec_corrupt_states(const struct jobrec *);
 int64_t jobrec_created_ms(const struct jobrec *);
-uint64_t jobrec_missed_ticks(const struct jobrec *);
+uint64_t jobrec_missed_ticks(const struct jobrec *, enum jobrec_missed_why);
+const char *jobrec_missed_name(enum jobrec_missed_why);
+const char *jobrec_missed_legacy(enum jobrec_missed_why);
+json_t *jobrec_missed_record(const char *job, int64_t tick, const char *node, int paused,
+                             enum jobrec_missed_why);
 
 struct schedule;
 void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,
                   const struct schedule *, int history, jobrec_claim_cb, void *arg);
 void jobrec_peek(struct jobrec *, int64_t tick, int per_tick, const char *node,
-                 const struct schedule *, jobrec_claim_cb, void *arg);
+                 const struct schedule *, int await, jobrec_claim_cb, void *arg);
 void jobrec_cancel_claim(struct jobrec *);
 void jobrec_schedule(struct jobrec *, const struct schedule *);
-void jobrec_missed(struct jobrec *, int64_t tick, const char *node, int history, int locks);
 void jobrec_skip_reason(struct jobrec *, const char *reason);
-void jobrec_missed_reason(struct jobrec *, int64_t tick, const char *node, int history,
-                          const char *reason);
+void jobrec_missed_why(struct jobrec *, int64_t tick, const char *node, int history,
+                       enum jobrec_missed_why);
+void jobrec_hand_back(struct jobrec *, int64_t tick, const char *node, int history, int missed);
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);

@@ -81,6 +81,8 @@ tickstate_parse(const char *data, size_t len, struct tickstate *st)
 	json_object_set_new(st->o, "runners", tickstate_list(o, "runners", 1, &st->flags));
 	json_object_set_new(st->o, "recent", tickstate_list(o, "recent", 0, &st->flags));
 	json_object_set_new(st->o, "missed", tickstate_list(o, "missed", 0, &st->flags));
+	/* Who gave the tick back (tickstate_hand_back): absent in older states, read as none. */
+	json_object_set_new(st->o, "handed", tickstate_list(o, "handed", 1, &st->flags));
 	if (o != NULL)
 		json_decref(o);
 }
@@ -145,18 +147,25 @@ tickstate_drop_future(json_t *list, int64_t horizon)
 	}
 }
 
+/* Where node is in the list of names under key ("runners", "handed"), or -1. */
+static int
+tickstate_find_node(const struct tickstate *st, const char *key, const char *node)
+{
+	json_t *list = json_object_get(st->o, key);
+	size_t i, n = json_array_size(list);
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(json_string_value(json_array_get(list, i)), node) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
 /* Whether node is among the runners. */
 static int
 tickstate_has_runner(const struct tickstate *st, const char *node)
 {
-	json_t *runners = json_object_get(st->o, "runners");
-	size_t i, n = json_array_size(runners);
-
-	for (i = 0; i < n; i++) {
-		if (strcmp(json_string_value(json_array_get(runners, i)), node) == 0)
-			return 1;
-	}
-	return 0;
+	return tickstate_find_node(st, "runners", node) >= 0;
 }
 
 /*
@@ -202,13 +211,16 @@ tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **
 		st->flags |= TICKSTATE_FUTURE;
 		st->tick = -1;
 		json_array_clear(runners);
+		json_array_clear(json_object_get(st->o, "handed"));
 		tickstate_drop_future(missed, horizon);
 		tickstate_drop_future(json_object_get(st->o, "recent"), horizon);
 	}
 	if (st->tick == c->tick && tickstate_has_runner(st, c->node))
 		return TICKSTATE_OURS;
+	/* A worker that gave the tick back (its start failed there) does not take it again. */
 	if (st->tick > c->tick || tickstate_has_tick(missed, c->tick) ||
-	    (st->tick == c->tick && json_array_size(runners) >= (size_t)c->per_tick))
+	    (st->tick == c->tick && json_array_size(runners) >= (size_t)c->per_tick) ||
+	    (st->tick == c->tick && tickstate_find_node(st, "handed", c->node) >= 0))
 		return TICKSTATE_TAKEN;
 	if (st->tick < c->tick) {
 		*skipped = tickstate_skipped(st, c);
@@ -216,6 +228,7 @@ tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **
 		for (i = 0; i < n; i++)
 			tickstate_add_tick(missed, json_integer_value(json_array_get(*skipped, i)));
 		json_array_clear(runners);
+		json_array_clear(json_object_get(st->o, "handed"));
 		st->tick = c->tick;
 		tickstate_add_tick(json_object_get(st->o, "recent"), c->tick);
 	}
@@ -223,17 +236,55 @@ tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **
 	return TICKSTATE_CLAIM;
 }
 
-/* Mark tick missed unless it was claimed or marked already: 1 if st changed, to write. */
+/*
+ * Mark tick missed unless it was claimed (and not given back by all who claimed it) or marked
+ * already: 1 if st changed, to write.
+ */
 int
 tickstate_mark_missed(struct tickstate *st, int64_t tick)
 {
 	json_t *missed = json_object_get(st->o, "missed");
+	int handed = st->tick == tick && json_array_size(json_object_get(st->o, "runners")) == 0 &&
+	             json_array_size(json_object_get(st->o, "handed")) > 0;
 
-	if (st->tick == tick || tickstate_has_tick(json_object_get(st->o, "recent"), tick) ||
-	    tickstate_has_tick(missed, tick))
+	if (tickstate_has_tick(missed, tick))
+		return 0;
+	if (!handed &&
+	    (st->tick == tick || tickstate_has_tick(json_object_get(st->o, "recent"), tick)))
 		return 0;
 	tickstate_add_tick(missed, tick);
 	return 1;
+}
+
+/*
+ * Give tick back: node's start of it failed for a reason of its host. node leaves the
+ * runners and joins "handed" (it does not claim the tick again), so that another worker may
+ * claim it; with missed (no healthy worker is left to), the tick is marked missed instead
+ * when no runner is left. 1 if st changed, to write; 0 if the tick is not node's (any more).
+ */
+int
+tickstate_hand_back(struct tickstate *st, int64_t tick, const char *node, int missed)
+{
+	json_t *runners = json_object_get(st->o, "runners");
+	json_t *handed = json_object_get(st->o, "handed");
+	int i = tickstate_find_node(st, "runners", node);
+
+	if (st->tick != tick || i < 0)
+		return 0; /* 1: changed, to write; 2: and marked missed */
+	json_array_remove(runners, (size_t)i);
+	if (tickstate_find_node(st, "handed", node) < 0 &&
+	    json_array_size(handed) < TICKSTATE_MAX_LIST)
+		json_array_append_new(handed, json_string(node));
+	if (missed && json_array_size(runners) == 0 && tickstate_mark_missed(st, tick))
+		return 2;
+	return 1;
+}
+
+/* Whether tick is the one claimed last and is not marked missed: it may still be given back. */
+int
+tickstate_current(const struct tickstate *st, int64_t tick)
+{
+	return st->tick == tick && !tickstate_has_tick(json_object_get(st->o, "missed"), tick);
 }
 
 /* The state's JSON, to write (caller frees): lists trimmed to what is kept. */
@@ -251,6 +302,8 @@ tickstate_dump(const struct tickstate *st)
 		while (json_array_size(l) > TICKSTATE_KEEP_TICKS)
 			json_array_remove(l, 0);
 	}
+	if (json_array_size(json_object_get(o, "handed")) == 0)
+		json_object_del(o, "handed"); /* as older releases write it */
 	if (st->tick >= 0)
 		json_object_set_new(o, "tick", json_integer(st->tick));
 	format_stamp(o);

@@ -24,7 +24,7 @@
 
 struct schedule;
 
-/* The state, normalized: "tick" (-1 when none), "runners", "recent", "missed". */
+/* The state, normalized: "tick" (-1 when none), "runners", "recent", "missed", "handed". */
 struct tickstate {
 	json_t *o;
 	int64_t tick;
@@ -54,6 +54,8 @@ int64_t tickstate_horizon(const struct schedule *, int64_t now);
 enum tickstate_verdict tickstate_claim(struct tickstate *, const struct tickstate_claim *,
                                        json_t **skipped);
 int tickstate_mark_missed(struct tickstate *, int64_t tick);
+int tickstate_hand_back(struct tickstate *, int64_t tick, const char *node, int missed);
+int tickstate_current(const struct tickstate *, int64_t tick);
 char *tickstate_dump(const struct tickstate *);
 
 #endif

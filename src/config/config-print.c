@@ -316,6 +316,14 @@ config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "  on_shutdown      %s\n", config_on_shutdown_name(cfg->on_shutdown));
 	if (cfg->tick_claim != CONFIG_TICK_RANKED)
 		fprintf(f, "  tick_claim       %s\n", config_tick_claim_name(cfg->tick_claim));
+	if (cfg->unhealthy_after > 0) {
+		duration_format(cfg->unhealthy_probe_ms, d2, sizeof d2);
+		fprintf(
+		    f,
+		    "  unhealthy        after %d host start failures in a row; a trial every %s\n",
+		    cfg->unhealthy_after, d2);
+	} else
+		fprintf(f, "  unhealthy        never (unhealthy_after = 0)\n");
 	fprintf(f, "  cgroups          %s\n", config_cgroups_name(cfg->cgroups));
 	config_print_limits(&cfg->limits, f);
 	fprintf(f, "  timezone         %s\n", cfg->timezone != NULL ? cfg->timezone : "local");

@@ -21,9 +21,11 @@
 #include "xmalloc.h"
 #include "znode.h"
 
-#define CONFIG_DEFAULT_ROOT      "/leasekeeper"
-#define CONFIG_DEFAULT_JOBS      "jobs/*.ini"
-#define CONFIG_DEFAULT_STATE_DIR "/var/lib/leasekeeper"
+#define CONFIG_DEFAULT_ROOT               "/leasekeeper"
+#define CONFIG_DEFAULT_JOBS               "jobs/*.ini"
+#define CONFIG_DEFAULT_UNHEALTHY_AFTER    3     /* host start failures in a row */
+#define CONFIG_DEFAULT_UNHEALTHY_PROBE_MS 30000 /* a trial start at most this often */
+#define CONFIG_DEFAULT_STATE_DIR          "/var/lib/leasekeeper"
 
 /* Read [worker] cgroups (default auto). */
 static void
@@ -368,6 +370,15 @@ config_resolve_worker_section(struct config_ctx *ctx, struct config *cfg)
 	cfg->on_shutdown = CONFIG_SHUTDOWN_TERMINATE;
 	config_get_on_shutdown(ctx, wk, &cfg->on_shutdown);
 	config_get_tick_claim(ctx, wk, &cfg->tick_claim);
+	cfg->unhealthy_after = CONFIG_DEFAULT_UNHEALTHY_AFTER;
+	config_get_int(ctx, wk, "unhealthy_after", 0, 1000, " (0: never unhealthy)", NULL,
+	               &cfg->unhealthy_after);
+	cfg->unhealthy_probe_ms = CONFIG_DEFAULT_UNHEALTHY_PROBE_MS;
+	if (config_get_duration(ctx, wk, "unhealthy_probe", &cfg->unhealthy_probe_ms) == 1 &&
+	    cfg->unhealthy_probe_ms < 1000)
+		config_error_kv(ctx, wk, config_kv_find(wk, "unhealthy_probe"),
+		                "unhealthy_probe is too short: write 1s or more (how often an "
+		                "unhealthy worker takes a trial start)");
 	config_get_cgroups(ctx, wk, &cfg->cgroups);
 	config_get_hooks(ctx, wk, NULL, &cfg->hooks);
 	config_get_limits(ctx, wk, NULL, cfg->cgroups, &cfg->limits);

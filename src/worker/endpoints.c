@@ -182,8 +182,8 @@ static const struct {
      "scheduled jobs: the time between the job's next two ticks", "gauge",
      ENDPOINTS_METRIC_INTERVAL},
     {"leasekeeper_job_missed_ticks_total",
-     "ticks no worker started within start_deadline, recorded as missed by this worker", "counter",
-     ENDPOINTS_METRIC_MISSED},
+     "ticks no worker ran, recorded as missed by this worker, by reason (docs/outcomes.md)",
+     "counter", ENDPOINTS_METRIC_MISSED},
     {"leasekeeper_job_paused_ticks_total", "ticks let go here because the job was paused",
      "counter", ENDPOINTS_METRIC_PAUSED},
     {"leasekeeper_job_lease_acquisitions_total", "leases of the job acquired here", "counter",
@@ -330,8 +330,11 @@ endpoints_metric_job_cb(const struct job *job, void *arg)
 		v = (double)st.interval_s;
 		break;
 	case ENDPOINTS_METRIC_MISSED:
-		v = (double)st.missed_ticks;
-		break;
+		for (i = 0; i < JOBREC_MISSED_WHYS; i++)
+			endpoints_sample(out, job, "", "reason",
+			                 jobrec_missed_name((enum jobrec_missed_why)i),
+			                 (double)st.missed_ticks[i]);
+		return;
 	case ENDPOINTS_METRIC_PAUSED:
 		v = (double)st.paused_ticks;
 		break;
@@ -429,6 +432,26 @@ endpoints_metrics_loop(struct evbuffer *buf, const struct endpoints_worker_stats
 	                    (double)ws->clock_error_ms / 1000.0);
 }
 
+/* The worker's health: unhealthy, and the starts that failed by whose fault (jobhealth.c). */
+static void
+endpoints_health_metrics(struct evbuffer *buf, const struct endpoints_worker_stats *ws)
+{
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_worker_unhealthy 1 while this worker is unhealthy "
+	                    "(starts failed in a row for reasons of this host): ranked last for "
+	                    "ticks, /readyz 503\n"
+	                    "# TYPE leasekeeper_worker_unhealthy gauge\n"
+	                    "leasekeeper_worker_unhealthy %d\n"
+	                    "# HELP leasekeeper_start_failures_total starts that failed here, by "
+	                    "whose fault: host (given back to the next worker) or job (its own "
+	                    "configuration: command or workdir)\n"
+	                    "# TYPE leasekeeper_start_failures_total counter\n"
+	                    "leasekeeper_start_failures_total{kind=\"host\"} %llu\n"
+	                    "leasekeeper_start_failures_total{kind=\"job\"} %llu\n",
+	                    ws->unhealthy, (unsigned long long)ws->start_failures_host,
+	                    (unsigned long long)ws->start_failures_job);
+}
+
 /* GET /metrics, in Prometheus' text format: each metric's samples together. */
 static void
 endpoints_metrics_cb(struct evhttp_request *req, void *arg)
@@ -501,6 +524,7 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 	                    "# TYPE leasekeeper_worker_drained gauge\n"
 	                    "leasekeeper_worker_drained %d\n",
 	                    h->cb->drained(h->arg) != 0);
+	endpoints_health_metrics(out.buf, &ws);
 	endpoints_control_metrics(out.buf);
 	evbuffer_add_printf(out.buf,
 	                    "# HELP leasekeeper_http_bind_failures_total attempts to bind [http] "

@@ -26,6 +26,8 @@ struct endpoints_worker_stats {
 	int clock_known;         /* the clock offset is estimated: */
 	int64_t clock_offset_ms; /* this host's clock minus ZooKeeper's */
 	int64_t clock_error_ms;  /* within this much */
+	int unhealthy;           /* starts fail for reasons of this host (jobhealth.c) */
+	uint64_t start_failures_host, start_failures_job; /* starts that failed, by whose fault */
 };
 
 /* What the endpoint reads from its owner (the worker), at each request. */

@@ -231,6 +231,23 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 	}
 }
 
+/*
+ * Why the machine let a tick go (RECORD_MISSED's n), as recorded: the lease did not come by
+ * the start_deadline because the cluster was out of reach, because a lease of several locks
+ * did not get them all, or because others held it; an overlap; or too late to contend.
+ */
+static enum jobrec_missed_why
+job_missed_why(const struct job *job, int n)
+{
+	if (n == JOBFSM_MISSED_OVERLAP)
+		return JOBREC_MISSED_OVERLAP;
+	if (n != JOBFSM_MISSED_LEASE)
+		return JOBREC_MISSED_DEADLINE;
+	if (zk_state(job->zk) != ZK_STATE_CONNECTED)
+		return JOBREC_MISSED_UNREACHABLE;
+	return lease_count(job->lease) > 1 ? JOBREC_MISSED_LOCKS : JOBREC_MISSED_LEASE_HELD;
+}
+
 /* Carry out the actions of the lease, the record and the requests. */
 static int
 job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_ctx *ctx)
@@ -272,11 +289,8 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
-		/* An overlap (skip), or a lease of several locks that did not all come in time. */
-		jobrec_missed_reason(job->rec, a->tick, cfg->node_id, job->cfg->history,
-		                     a->n                          ? "overlap"
-		                     : lease_count(job->lease) > 1 ? "locks"
-		                                                   : "missed");
+		jobrec_missed_why(job->rec, a->tick, cfg->node_id, job->cfg->history,
+		                  job_missed_why(job, a->n));
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;
@@ -290,6 +304,9 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		break;
 	case JOBFSM_MANUAL_DONE:
 		job_manual_restarted(job);
+		break;
+	case JOBFSM_HAND_BACK:
+		job_hand_back(job, a->tick);
 		break;
 	default:
 		return 0;
@@ -500,6 +517,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->name = xstrdup(cj->name);
 	jobfsm_init(&job->fsm, &fc);
 	job->next_tick = -1;
+	job->retick = job->await_tick = -1;
 	job->last_cpu_usec = job->last_peak = -1;
 	job->last_outcome = job->last_status = -1;
 	job->lock_path = xstrdup(cj->lock_znode);

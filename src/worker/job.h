@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "jobfsm.h"
+#include "jobrec.h"
 #include "proto.h"
 #include "zk.h"
 
@@ -30,6 +31,8 @@ struct job_cb {
 	uint32_t (*next_run)(void *arg);             /* a fresh run id, unique among the jobs */
 	void (*done)(struct job *, void *arg);       /* the job finished stopping */
 	const struct members *(*members)(void *arg); /* the live workers, to rank ticks */
+	struct jobhealth *(*health)(void *arg);      /* the worker's health (jobhealth.c) */
+	void (*health_changed)(void *arg);           /* it became unhealthy, or healthy again */
 };
 
 /* Why a lease this worker held ended (the metric's label cause). */
@@ -53,15 +56,15 @@ struct job_stats {
 	uint64_t cpu_usec; /* CPU time of every run here that has ended, where it was known */
 	uint64_t ooms;     /* runs here that ended by the OOM killer */
 	int64_t last_peak; /* bytes: the peak memory of the last run; -1: not known */
-	uint64_t outcomes[JOB_OUTCOMES];     /* runs here that ended so */
-	uint64_t lease_ends[JOB_LEASE_ENDS]; /* leases held here that ended so */
-	uint64_t acquisitions;               /* leases acquired here */
-	uint64_t missed_ticks;               /* ticks this worker recorded as missed */
-	uint64_t paused_ticks;               /* ticks skipped because the job was paused */
-	uint64_t last_end_ms;                /* wall clock: the last run here ended; 0: none */
-	uint64_t last_ok_ms;                 /* wall clock: the last ok run here ended; 0: none */
-	int64_t interval_s;                  /* between the next two ticks; -1: continuous */
-	const double *bucket_bounds;         /* JOB_DURATION_BUCKETS, seconds */
+	uint64_t outcomes[JOB_OUTCOMES];           /* runs here that ended so */
+	uint64_t lease_ends[JOB_LEASE_ENDS];       /* leases held here that ended so */
+	uint64_t acquisitions;                     /* leases acquired here */
+	uint64_t missed_ticks[JOBREC_MISSED_WHYS]; /* ticks this worker recorded missed, by why */
+	uint64_t paused_ticks;                     /* ticks skipped because the job was paused */
+	uint64_t last_end_ms;        /* wall clock: the last run here ended; 0: none */
+	uint64_t last_ok_ms;         /* wall clock: the last ok run here ended; 0: none */
+	int64_t interval_s;          /* between the next two ticks; -1: continuous */
+	const double *bucket_bounds; /* JOB_DURATION_BUCKETS, seconds */
 	uint64_t buckets[JOB_DURATION_BUCKETS]; /* runs that ended within each bound (cumulative) */
 	uint64_t durations;                     /* runs that ended (the histogram's count) */
 	double duration_sum;                    /* seconds */

@@ -23,7 +23,6 @@
 
 #define JOBFSM_RETRY_MS 5000ULL /* after an unexpected acquire failure */
 
-static void jobfsm_wait_tick(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 static void jobfsm_start_run(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 
 /* A job that has not heard of its session yet. */
@@ -94,7 +93,7 @@ jobfsm_note(struct jobfsm_actions *out, enum jobfsm_note note, int64_t tick, int
 }
 
 /* Give the lease back. */
-static void
+void
 jobfsm_release(struct jobfsm *m, struct jobfsm_actions *out)
 {
 	jobfsm_act(out, JOBFSM_RELEASE);
@@ -268,7 +267,7 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
  * claim tells whether another worker ran it; past its deadline it is recorded missed);
  * then a request taken meanwhile is acted on, or new ones looked for.
  */
-static void
+void
 jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	int64_t pending = m->pending_tick;
@@ -453,7 +452,7 @@ jobfsm_outcome(const struct jobfsm *m, const struct jobfsm_input *in, int ok)
 }
 
 /* The run's one record: its outcome, and the request's result if it was a run-now's. */
-static void
+void
 jobfsm_record(struct jobfsm *m, enum job_outcome outcome, int untrusted, struct jobfsm_actions *out)
 {
 	struct jobfsm_action *a = jobfsm_act(out, JOBFSM_RECORD);
@@ -523,7 +522,7 @@ jobfsm_after_run(struct jobfsm *m, const struct jobfsm_input *in, const struct j
 }
 
 /* A run ended (or could not start): decide what follows (jobstate.c) and do it. */
-static void
+void
 jobfsm_run_end(struct jobfsm *m, const struct jobfsm_input *in, struct jobstate_end *e,
                struct jobfsm_actions *out)
 {
@@ -570,20 +569,6 @@ jobfsm_exited(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_act
 	e.ok = ok;
 	e.long_run = in->long_run;
 	e.untrusted = in->reason == PROTO_EXIT_DEADLINE || in->reason == PROTO_EXIT_EPOCH;
-	jobfsm_run_end(m, in, &e, out);
-}
-
-/* The supervisor could not start the run. */
-static void
-jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	struct jobstate_end e;
-
-	if (!m->busy)
-		return;
-	memset(&e, 0, sizeof e);
-	e.start_failed = 1;
-	jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
 	jobfsm_run_end(m, in, &e, out);
 }
 
@@ -718,6 +703,8 @@ jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jo
 static void
 jobfsm_lease_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
+	struct jobfsm_action *a;
+
 	m->lease = JOBFSM_LEASE_IDLE;
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
@@ -734,7 +721,9 @@ jobfsm_lease_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 	}
 	if (m->cfg.scheduled && m->tick >= 0 && in->timed_out) {
 		jobfsm_note(out, JOBFSM_NOTE_TICK_FAILED, m->tick, 0);
-		jobfsm_act(out, JOBFSM_RECORD_MISSED)->tick = m->tick;
+		a = jobfsm_act(out, JOBFSM_RECORD_MISSED);
+		a->tick = m->tick;
+		a->n = JOBFSM_MISSED_LEASE;
 		jobfsm_wait_tick(m, in, out);
 		return;
 	}

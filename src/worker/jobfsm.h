@@ -99,6 +99,7 @@ enum jobfsm_act {
 	JOBFSM_RECORD,        /* the run ended with a.outcome: count, record (a.manual...) */
 	JOBFSM_RECORD_MISSED, /* record a.tick as missed */
 	JOBFSM_RECORD_PAUSED, /* record a.tick as paused */
+	JOBFSM_HAND_BACK,     /* give a.tick back: its start failed for a reason of this host */
 	JOBFSM_MANUAL_ABORT,  /* the taken run-now request ends: a.result, a.why */
 	JOBFSM_MANUAL_DONE,   /* a continuous job's request ends: the copy restarted */
 	JOBFSM_NOTE,          /* a log line: a.note */
@@ -167,7 +168,7 @@ struct jobfsm_action {
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
 	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
-	                           * 1 when for overlap = skip; CLAIM: 1 for a catch-up */
+	                           * JOBFSM_MISSED_*; CLAIM: 1 for a catch-up */
 	int in_a_row;             /* TIMER_SET, COOLDOWN: the failures that led to it */
 	int sig;                  /* STOP_RUN */
 	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT */
@@ -179,6 +180,11 @@ struct jobfsm_action {
 	int untrusted;            /* RECORD: killed at the lease deadline */
 	const char *result;       /* MANUAL_ABORT: the outcome the request reports */
 };
+
+/* RECORD_MISSED's n: why the machine lets the tick go. */
+#define JOBFSM_MISSED_LATE    0 /* its start_deadline passed before it could contend */
+#define JOBFSM_MISSED_OVERLAP 1 /* overlap = skip */
+#define JOBFSM_MISSED_LEASE   2 /* the lease did not come by the start_deadline */
 
 #define JOBFSM_MAX_ACTIONS 48
 
@@ -274,6 +280,7 @@ struct jobfsm_input {
 	int long_run;                  /* EXITED: ran long enough to reset the failure count */
 	enum proto_exit_reason reason; /* EXITED */
 	int deadline_near; /* the lease deadline is past, or too close for a run to start */
+	int host; /* START_FAILED: for a reason of this host, not the job's (jobhealth.c) */
 };
 
 void jobfsm_init(struct jobfsm *, const struct jobfsm_config *);

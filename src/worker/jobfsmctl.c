@@ -3,13 +3,45 @@
 /*
  * jobfsmctl.c: the job machine's steps for the controls and policies outside a run's own
  * life: a run-now request taken, a stop request (`leasekeeper stop`) that this worker took
- * because the run is its own, and catch_up = all's queue of missed ticks.
+ * because the run is its own, catch_up = all's queue of missed ticks, and a start that
+ * failed (given back when the failure is this host's).
  */
 
 #include <signal.h>
 #include <string.h>
 
 #include "jobfsmpriv.h"
+#include "jobstate.h"
+
+/*
+ * The supervisor could not start the run. When it failed for a reason of this host
+ * (in->host: docs/safety.md, "A host that cannot start jobs") and the run was a scheduled
+ * tick's, claimed here, the tick is given back (HAND_BACK: the next worker in rank runs it)
+ * instead of retried here, and the lease goes; else the run ends as any run (a retry, a
+ * restart, a cool-down).
+ */
+void
+jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
+{
+	struct jobstate_end e;
+	int64_t tick = m->tick;
+
+	if (!m->busy)
+		return;
+	if (in->host && m->cfg.scheduled && tick >= 0 && m->state == JOB_STARTING && !m->catching &&
+	    m->manual != JOBFSM_MANUAL_ACTIVE && m->manual != JOBFSM_MANUAL_RESTART) {
+		jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
+		jobfsm_act(out, JOBFSM_HAND_BACK)->tick = tick;
+		m->attempt = 0;
+		jobfsm_release(m, out);
+		jobfsm_wait_tick(m, in, out);
+		return;
+	}
+	memset(&e, 0, sizeof e);
+	e.start_failed = 1;
+	jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
+	jobfsm_run_end(m, in, &e, out);
+}
 
 /*
  * `leasekeeper stop` took the run under way: SIGTERM, then SIGKILL after kill_grace (kill:
@@ -132,7 +164,7 @@ jobfsm_overlap(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_ac
 	case JOBFSM_OVERLAP_SKIP:
 		a = jobfsm_act(out, JOBFSM_RECORD_MISSED);
 		a->tick = in->tick;
-		a->n = 1;
+		a->n = JOBFSM_MISSED_OVERLAP;
 		return 1;
 	case JOBFSM_OVERLAP_REPLACE:
 		m->pending_tick = in->tick;

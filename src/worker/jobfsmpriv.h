@@ -14,11 +14,18 @@ void jobfsm_contend(struct jobfsm *, const struct jobfsm_input *, int64_t tick,
                     struct jobfsm_actions *);
 void jobfsm_manual_go(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_note(struct jobfsm_actions *, enum jobfsm_note, int64_t tick, int n);
+void jobfsm_release(struct jobfsm *, struct jobfsm_actions *);
+void jobfsm_wait_tick(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
+void jobfsm_record(struct jobfsm *, enum job_outcome, int untrusted, struct jobfsm_actions *);
+struct jobstate_end;
+void jobfsm_run_end(struct jobfsm *, const struct jobfsm_input *, struct jobstate_end *,
+                    struct jobfsm_actions *);
 
 /* jobfsmctl.c */
 void jobfsm_halt(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_run_request(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_started(struct jobfsm *, struct jobfsm_actions *);
+void jobfsm_start_failed(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_catch_up(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_catch_next(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 int jobfsm_catch_queue(struct jobfsm *, int64_t tick);

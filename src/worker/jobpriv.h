@@ -89,9 +89,11 @@ struct job {
 	uint64_t buckets[JOB_DURATION_BUCKETS];
 	uint64_t durations;
 	double duration_sum;
-	int last_outcome;  /* enum job_outcome of the last run here; -1: none */
-	int last_status;   /* its wait status; -1: none (it did not start, or no process) */
-	int64_t next_tick; /* scheduled: the next tick the timer waits for */
+	int last_outcome;   /* enum job_outcome of the last run here; -1: none */
+	int last_status;    /* its wait status; -1: none (it did not start, or no process) */
+	int64_t next_tick;  /* scheduled: the next tick the timer waits for */
+	int64_t retick;     /* a tick given back by another worker, due again now; -1: none */
+	int64_t await_tick; /* the tick whose giving back we wait for (jobrec_peek's await) */
 
 	struct event *timer;      /* back-off, retry, cool-down, standby */
 	struct event *tick_timer; /* scheduled: the next tick */
@@ -128,6 +130,14 @@ void job_tick_cb(int, short, void *);
 void job_timer_cb(int, short, void *);
 void job_claim(struct job *, int64_t tick, int catch_up);
 void job_peek(struct job *, int64_t tick);
+
+/* jobhand.c */
+int job_health_failed(struct job *, const char *why);
+void job_health_started(struct job *);
+enum job_rank_as { JOB_RANK_NORMAL, JOB_RANK_LAST, JOB_RANK_TRIAL };
+enum job_rank_as job_health_rank(struct job *, uint64_t now_ms);
+void job_hand_back(struct job *, int64_t tick);
+void job_await(struct job *, int64_t tick);
 void job_set_timer(struct job *, const struct jobfsm_action *);
 
 /* jobrun.c */

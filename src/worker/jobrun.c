@@ -407,6 +407,7 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 	job_running_add(job); /* visible from any host while it runs */
 	job_run_fields(job, run, fields, sizeof fields);
 	log_info("job %s: running, pid %d%s", job->name, (int)pid, fields);
+	job_health_started(job);
 	job_input(job, &in, JOBFSM_STARTED);
 	job_feed(job, &in, NULL);
 }
@@ -425,6 +426,7 @@ job_start_failed(struct job *job, uint32_t run, const char *why)
 	if (run != job->run)
 		return;
 	job_input(job, &in, JOBFSM_START_FAILED);
+	in.host = job_health_failed(job, why);
 	job_feed(job, &in, &ctx);
 }
 

@@ -66,6 +66,7 @@ void
 job_stats(const struct job *job, struct job_stats *st)
 {
 	enum lease_state ls = lease_state(job->lease);
+	int i;
 
 	st->lease_held = ls == LEASE_HELD || ls == LEASE_UNVERIFIED;
 	st->runs = job->runs;
@@ -77,7 +78,8 @@ job_stats(const struct job *job, struct job_stats *st)
 	memcpy(st->outcomes, job->outcomes, sizeof st->outcomes);
 	memcpy(st->lease_ends, job->lease_ends, sizeof st->lease_ends);
 	st->acquisitions = job->acquisitions;
-	st->missed_ticks = jobrec_missed_ticks(job->rec);
+	for (i = 0; i < JOBREC_MISSED_WHYS; i++)
+		st->missed_ticks[i] = jobrec_missed_ticks(job->rec, (enum jobrec_missed_why)i);
 	st->paused_ticks = job->paused_ticks;
 	st->last_end_ms = job->last_end_ms;
 	st->last_ok_ms = job->last_ok_ms;

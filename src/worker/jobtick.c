@@ -7,6 +7,7 @@
  */
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/event.h>
 
@@ -92,10 +93,14 @@ job_peek_cb(enum jobrec_claim_result result, void *arg)
 {
 	struct job *job = arg;
 	struct jobfsm_input in;
+	int64_t tick = job->fsm.tick;
+	int stopping = job->fsm.stop_requested; /* neither event ends a job otherwise */
 
 	job_input(job, &in, JOBFSM_PEEKED);
 	in.taken = result == JOBREC_TAKEN; /* unclaimed or unknown: the claim tells */
 	job_feed(job, &in, NULL);
+	if (in.taken && !stopping)
+		job_await(job, tick); /* its claimer may give it back */
 }
 
 /* The claim of a tick: run it, or leave it to the worker that has it. */
@@ -104,10 +109,14 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 {
 	struct job *job = arg;
 	struct jobfsm_input in;
+	int64_t tick = job->fsm.tick;
+	int stopping = job->fsm.stop_requested; /* neither event ends a job otherwise */
 
 	job_input(job, &in, result == JOBREC_CLAIMED ? JOBFSM_CLAIMED : JOBFSM_CLAIM_LOST);
 	in.taken = result == JOBREC_TAKEN;
 	job_feed(job, &in, NULL);
+	if (in.taken && !stopping)
+		job_await(job, tick); /* its claimer may give it back */
 }
 
 /* Claim tick in the tick state; catch_up: its skipped ticks are recorded so. */
@@ -125,7 +134,7 @@ void
 job_peek(struct job *job, int64_t tick)
 {
 	jobrec_peek(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
-	            job->cfg->sched, job_peek_cb, job);
+	            job->cfg->sched, 0, job_peek_cb, job);
 }
 
 /*
@@ -140,11 +149,17 @@ job_rank_delay(struct job *job, int64_t tick)
 	const char **nodes;
 	size_t n, pos;
 	uint64_t delay;
+	enum job_rank_as as = job_health_rank(job, job_now_ms(job));
 
-	if (cfg->tick_claim == CONFIG_TICK_CONTEND || ms == NULL || !members_ready(ms))
+	if (cfg->tick_claim == CONFIG_TICK_CONTEND || ms == NULL || !members_ready(ms) ||
+	    as == JOB_RANK_TRIAL)
 		return 0;
 	nodes = members_carrying(ms, job->name, &n);
 	pos = rank_position(job->name, rank_seq(job->cfg->sched, tick), cfg->node_id, nodes, n);
+	if (as == JOB_RANK_LAST) { /* unhealthy: after every healthy worker */
+		for (pos = 0; n > 0; n--)
+			pos += strcmp(nodes[n - 1], cfg->node_id) != 0;
+	}
 	free(nodes);
 	delay = rank_delay_ms(pos, job->cfg->per_tick,
 	                      rank_step_ms(job->cfg->sched, tick, job->cfg->start_deadline_ms));
@@ -173,8 +188,10 @@ job_tick_cb(int fd, short what, void *arg)
 	}
 	job_input(job, &in, JOBFSM_TICK);
 	in.tick = tick;
-	if (jobfsm_active(m) && (m->state == JOB_WAITING || m->state == JOB_STANDBY))
+	if (jobfsm_active(m) && (m->state == JOB_WAITING || m->state == JOB_STANDBY) &&
+	    job->retick != tick)
 		in.delay_ms = job_rank_delay(job, tick);
+	job->retick = -1; /* a tick given back: contend for it now */
 	job_feed(job, &in, NULL);
 }
 

@@ -293,8 +293,8 @@ members_ready(const struct members *ms)
 }
 
 /*
- * The live workers that carry job and are not drained, as read so far (caller frees the
- * array, not the names: they are valid until the view next changes).
+ * The live workers that carry job and are neither drained nor unhealthy, as read so far
+ * (caller frees the array, not the names: they are valid until the view next changes).
  */
 const char **
 members_carrying(const struct members *ms, const char *job, size_t *n)
@@ -304,7 +304,7 @@ members_carrying(const struct members *ms, const char *job, size_t *n)
 
 	*n = 0;
 	TAILQ_FOREACH(e, &ms->entries, entry) {
-		if (e->loaded && !e->m.drained && rank_member_has(&e->m, job))
+		if (e->loaded && !e->m.drained && !e->m.unhealthy && rank_member_has(&e->m, job))
 			out[(*n)++] = e->node;
 	}
 	return out;

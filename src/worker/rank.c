@@ -82,6 +82,7 @@ rank_parse_member(const char *data, size_t len, struct rank_member *m)
 		return -1;
 	}
 	m->drained = json_is_true(json_object_get(o, "drained"));
+	m->unhealthy = json_is_true(json_object_get(o, "unhealthy"));
 	jobs = json_object_get(o, "jobs");
 	n = json_is_array(jobs) ? json_array_size(jobs) : 0;
 	if (n > RANK_MAX_JOBS)

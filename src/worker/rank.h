@@ -20,6 +20,7 @@ struct rank_member {
 	char **jobs; /* sorted, distinct */
 	size_t njobs;
 	int drained;
+	int unhealthy; /* its starts fail for reasons of its host: ranked out (jobhealth.c) */
 };
 
 int rank_parse_member(const char *data, size_t len, struct rank_member *);

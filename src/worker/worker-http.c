@@ -66,6 +66,7 @@ worker_http_ready_cb(void *arg)
 static const char *
 worker_http_not_ready_cb(void *arg)
 {
+	static char why[JOBHEALTH_MAX_REASON + 100];
 	struct worker *w = arg;
 
 	if (w->state == WORKER_STOPPING)
@@ -78,6 +79,13 @@ worker_http_not_ready_cb(void *arg)
 		           : "not registered yet";
 	if (w->drained)
 		return "drained (leasekeeper undrain)";
+	if (w->health.unhealthy) {
+		snprintf(
+		    why, sizeof why,
+		    "unhealthy: %d starts failed in a row for reasons of this host, the last: %s",
+		    w->health.in_a_row, w->health.reason);
+		return why;
+	}
 	return NULL;
 }
 
@@ -92,6 +100,9 @@ worker_http_stats_cb(void *arg, struct endpoints_worker_stats *st)
 	st->start_ms = w->started_ms;
 	zk_heartbeat_stats(w->zk, &st->heartbeat);
 	st->clock_known = zk_clock_offset(w->zk, &st->clock_offset_ms, &st->clock_error_ms) == 0;
+	st->unhealthy = w->health.unhealthy;
+	st->start_failures_host = w->health.host_failures;
+	st->start_failures_job = w->health.job_failures;
 }
 
 static enum zk_state
@@ -150,18 +161,21 @@ worker_http_status_cb(void *arg)
 	struct worker *w = arg;
 	json_t *jobs = json_array();
 	char session[24], start[40];
+	json_t *o;
 
 	worker_http_jobs_cb(w, worker_http_job_status_cb, jobs);
 	/* As the logs print it: a 64-bit number is not safe in JSON (2^53). */
 	snprintf(session, sizeof session, "0x%llx", (unsigned long long)zk_session_id(w->zk));
 	clock_iso8601(w->started_ms, start, sizeof start);
-	return json_pack(
+	o = json_pack(
 	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:b, s:o}", "node", w->cfg->node_id,
 	    "version", LEASEKEEPER_VERSION, "start", start, "state", worker_state_name(w->state),
 	    "ready", worker_http_not_ready_cb(w) == NULL, "containment", worker_containment_cb(w),
 	    "session_state", zk_state_name(zk_state(w->zk)), "session_id", session,
 	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
 	    (json_int_t)worker_http_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
+	worker_health_node(w, o); /* unhealthy, and why, as our node says */
+	return o;
 }
 
 /* GET /runs/<run id>/output: a run's output, for `logs --follow` (runout.c). */

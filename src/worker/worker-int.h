@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "endpoints.h"
+#include "jobhealth.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "zk.h"
@@ -122,6 +123,7 @@ struct worker {
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
 	uint64_t reload_ns;           /* how long the last reload's read took */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
+	struct jobhealth health;      /* starts that failed for reasons of this host */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	size_t njobs_live; /* jobs not done yet */
@@ -173,6 +175,12 @@ void worker_drain_watch(struct worker *w);
 extern const struct endpoints_cb worker_http_table;
 void worker_http_run_started(struct worker *, const struct job *, uint32_t run);
 void worker_http_run_ended(struct worker *, const struct job *, uint32_t run, uint64_t ends);
+
+/* worker-health.c */
+struct jobhealth *worker_job_health_cb(void *arg);
+void worker_job_health_changed_cb(void *arg);
+void worker_health_configure(struct worker *w);
+void worker_health_node(const struct worker *w, json_t *o);
 
 /* worker-placement.c */
 void worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg);

@@ -137,6 +137,7 @@ worker_node_data(struct worker *w)
 		json_object_set_new(o, "http", json_string(w->http_listen));
 		json_object_set_new(o, "output_token", json_string(runout_token(w->runout)));
 	}
+	worker_health_node(w, o);
 	format_stamp(o);
 	out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);

@@ -298,6 +298,7 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 	worker_reload_end(w);
 	worker_reload_free(r);
 	worker_log_excluded(w->cfg);
+	worker_health_configure(w);
 	worker_node_update(w);
 	worker_reload_done(w);
 }

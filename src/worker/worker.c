@@ -641,9 +641,10 @@ worker_job_members_cb(void *arg)
 static struct job *
 worker_job_new(struct worker *w, struct worker_job *wj, const struct config_job *cj)
 {
-	static const struct job_cb cb = {worker_job_config_cb, worker_job_supervisor_cb,
-	                                 worker_job_next_run_cb, worker_job_done_cb,
-	                                 worker_job_members_cb};
+	static const struct job_cb cb = {worker_job_config_cb,        worker_job_supervisor_cb,
+	                                 worker_job_next_run_cb,      worker_job_done_cb,
+	                                 worker_job_members_cb,       worker_job_health_cb,
+	                                 worker_job_health_changed_cb};
 	struct job *job = job_new(w->base, w->zk, cj, &cb, wj);
 
 	if (w->drained)
@@ -777,6 +778,7 @@ worker_run(const char *config_file, struct config *cfg)
 	w.config_file = xstrdup(config_file);
 	w.cfg = cfg;
 	w.initial_cfg = cfg;
+	worker_health_configure(&w);
 	w.started_ms = clock_wall_ms();
 	w.deadline_low_ns = UINT64_MAX;
 	w.state = WORKER_CONNECTING;

@@ -160,6 +160,13 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    /* [worker] unhealthy_after, unhealthy_probe (issue 20) */
+    {"unhealthy_after negative", BASE "unhealthy_after = -1\n", NULL, "worker.ini", 6,
+     "unhealthy_after = -1 is too small: it must be at least 0", "(0: never unhealthy)", 0},
+    {"unhealthy_after too large", BASE "unhealthy_after = 5000\n", NULL, "worker.ini", 6,
+     "unhealthy_after = \"5000\" is too large: the most is 1000", "1000", 0},
+    {"unhealthy_probe too short", BASE "unhealthy_probe = 200ms\n", NULL, "worker.ini", 6,
+     "unhealthy_probe is too short", "write 1s or more", 0},
     /* [zookeeper] */
     {"typo in key", "[zookeeper]\nhosts = h:1\nsesion_timeout = 10s\n", NULL, "worker.ini", 3,
      "unknown key \"sesion_timeout\" in [zookeeper]", "did you mean \"session_timeout\"?", 0},
@@ -822,6 +829,8 @@ test_defaults(void **state)
 	assert_null(cfg->timezone);
 	assert_int_equal(cfg->safety_margin_ms, 1000);
 	assert_int_equal(cfg->kill_grace_ms, 2000);
+	assert_int_equal(cfg->unhealthy_after, 3);
+	assert_int_equal(cfg->unhealthy_probe_ms, 30000);
 	assert_null(cfg->http_listen);
 	assert_int_equal(cfg->njob_files, 1);
 	assert_string_equal(cfg->job_files[0], at("jobs/a.ini"));

@@ -40,7 +40,8 @@ struct env {
 	int64_t last_claim;   /* the newest tick a CLAIM asked for, -1 */
 	int64_t catch[3];     /* CATCH_UP: the missed ticks given */
 	int done;
-	int late; /* main woke past the lease deadline: it stays past until the session answers */
+	int late;   /* main woke past the lease deadline: it stays past until the session answers */
+	int handed; /* a HAND_BACK in the step under way */
 	uint64_t now_ms;
 };
 
@@ -76,6 +77,7 @@ static const struct input inputs[] = {
     {"CLAIM_LOST", JOBFSM_CLAIM_LOST, 1, 0},
     {"STARTED", JOBFSM_STARTED, 0, 0},
     {"START_FAILED", JOBFSM_START_FAILED, 0, 0},
+    {"START_FAILED(host)", JOBFSM_START_FAILED, 1, 0},
     {"EXITED(ok)", JOBFSM_EXITED, 1, PROTO_EXIT_NORMAL},
     {"EXITED(failed)", JOBFSM_EXITED, 0, PROTO_EXIT_NORMAL},
     {"EXITED(deadline)", JOBFSM_EXITED, 0, PROTO_EXIT_DEADLINE},
@@ -294,6 +296,12 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		if (jobfsm_hook("paused") != JOBFSM_HOOK_NONE)
 			violation(e, "a paused tick runs a hook");
 		break;
+	case JOBFSM_HAND_BACK:
+		if (!m->cfg.scheduled || a->tick < 0 || a->tick != e->claimed_tick)
+			violation(e, "HAND_BACK of tick %lld, not the tick claimed (%lld)",
+			          (long long)a->tick, (long long)e->claimed_tick);
+		e->handed = 1;
+		break;
 	case JOBFSM_MANUAL_ABORT:
 	case JOBFSM_MANUAL_DONE:
 		if (!e->req_open)
@@ -387,6 +395,30 @@ overlap_missing(const struct env *e, const struct jobfsm_input *fi,
 	return e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP || e->m.state != JOB_STOPPING;
 }
 
+/*
+ * A start of a claimed tick that failed for a reason of this host gives the tick back in the
+ * same step, and neither retries it here nor keeps the lease; nothing else gives one back.
+ */
+static void
+hand_check(const struct env *e, const struct jobfsm_actions *out, int due)
+{
+	int i;
+
+	if (e->handed && !due)
+		violation(e, "a tick given back that no host failure asked for");
+	if (!due)
+		return;
+	if (!e->handed)
+		violation(e, "a host failure to start a claimed tick did not give it back");
+	for (i = 0; i < out->n; i++) {
+		if (out->a[i].act == JOBFSM_START_RUN ||
+		    (out->a[i].act == JOBFSM_TIMER_SET && out->a[i].timer == JOBFSM_TIMER_RETRY))
+			violation(e, "a tick given back is retried here");
+	}
+	if (e->lease != JOBFSM_LEASE_IDLE && e->lease != JOBFSM_LEASE_ACQUIRING)
+		violation(e, "a tick given back, its lease kept");
+}
+
 /* Feed one event to the machine and apply its actions to the model. */
 static void
 feed(struct env *e, enum jobfsm_event event, const struct input *in)
@@ -401,6 +433,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	                  jobfsm_active(&e->m) && !e->m.catching && e->m.ncatch == 0;
 	/* A run-now restart of the copy asked for a new copy at once: it is one. */
 	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
+	int hand_due; /* a start of a claimed tick failed for a reason of this host */
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
@@ -423,6 +456,9 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		break;
 	case JOBFSM_LEASE_FAILED:
 		fi.timed_out = in->a;
+		break;
+	case JOBFSM_START_FAILED:
+		fi.host = in->a;
 		break;
 	case JOBFSM_EXITED:
 		fi.ok = in->a;
@@ -447,6 +483,10 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	default:
 		break;
 	}
+	hand_due = event == JOBFSM_START_FAILED && in->a && e->m.cfg.scheduled &&
+	           e->m.state == JOB_STARTING && e->m.tick >= 0 && !e->m.catching &&
+	           e->m.manual != JOBFSM_MANUAL_ACTIVE && e->m.manual != JOBFSM_MANUAL_RESTART;
+	e->handed = 0;
 	jobfsm_step(&e->m, &fi, &out);
 	steps++;
 	if (out.illegal)
@@ -475,6 +515,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		          (long long)(e->m.failures_total - failures), (unsigned long long)failed);
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
+	hand_check(e, &out, hand_due);
 	if (event == JOBFSM_TICK && overlapping && overlap_missing(e, &fi, &out))
 		violation(e, "a tick due during a run was not handled as overlap = %s says",
 		          e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP ? "skip" : "replace");

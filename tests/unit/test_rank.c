@@ -169,7 +169,7 @@ test_delays(void **state)
 	assert_int_equal(rank_delay_ms(0, 0, 400), 0);
 }
 
-/* A registration: its jobs (sorted, distinct, bounded) and drained. */
+/* A registration: its jobs (sorted, distinct, bounded), drained and unhealthy. */
 static void
 test_parse_member(void **state)
 {
@@ -203,6 +203,13 @@ test_parse_member(void **state)
 	assert_int_equal(rank_parse_member(reg, strlen(reg), &m), 0);
 	assert_int_equal(m.njobs, 0);
 	assert_false(m.drained); /* only true is true */
+	assert_false(m.unhealthy);
+	rank_member_free(&m);
+	/* Issue 20: an unhealthy worker (its node says so) is ranked out like a drained one. */
+	reg = "{\"jobs\":[\"a\"],\"unhealthy\":true,\"unhealthy_reason\":\"x\"}";
+	assert_int_equal(rank_parse_member(reg, strlen(reg), &m), 0);
+	assert_true(m.unhealthy);
+	assert_false(m.drained);
 	rank_member_free(&m);
 	assert_int_equal(rank_parse_member(NULL, 0, &m), -1);
 	rank_member_free(&m);

@@ -267,6 +267,54 @@ test_mark_missed(void **state)
 	tickstate_free(&st);
 }
 
+/*
+ * Issue 20: a tick given back leaves its runners for "handed"; another worker may claim it,
+ * the one that gave it back may not; with no runner left it may be marked missed, and with
+ * missed asked for it is marked at once. A state written by an older release (no "handed")
+ * reads as none given back, and a dump with none given back has no "handed".
+ */
+static void
+test_hand_back(void **state)
+{
+	const char *j = "{\"tick\":1800000000,\"runners\":[\"a\"],\"recent\":[1800000000]}";
+	struct tickstate st;
+	struct tickstate_claim c = {T0, 1, "a", NULL, 5, T0};
+	json_t *skipped;
+	char *dump;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	dump = tickstate_dump(&st);
+	assert_null(strstr(dump, "handed"));
+	free(dump);
+	assert_int_equal(tickstate_hand_back(&st, T0 + 60, "a", 0), 0); /* not that tick */
+	assert_int_equal(tickstate_hand_back(&st, T0, "b", 0), 0);      /* not b's */
+	assert_false(tickstate_mark_missed(&st, T0));                   /* a has it */
+	assert_int_equal(tickstate_hand_back(&st, T0, "a", 0), 1);
+	assert_true(tickstate_current(&st, T0));
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_TAKEN); /* a gave it */
+	c.node = "b";
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_null(skipped);
+	dump = tickstate_dump(&st);
+	assert_non_null(strstr(dump, "\"handed\":[\"a\"]"));
+	assert_non_null(strstr(dump, "\"runners\":[\"b\"]"));
+	free(dump);
+	/* b gives it back too, with no healthy worker left: marked missed at once. */
+	assert_int_equal(tickstate_hand_back(&st, T0, "b", 1), 2);
+	assert_false(tickstate_current(&st, T0));
+	c.node = "c";
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_TAKEN);
+	/* The next tick's claim forgets who gave the last one back. */
+	c.tick = T0 + 60;
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	json_decref(skipped);
+	dump = tickstate_dump(&st);
+	assert_null(strstr(dump, "handed"));
+	free(dump);
+	tickstate_free(&st);
+}
+
 /* Item 6 of issue 8: a count above LK_MAX_LEASES is corrupt, not "no count". */
 static void
 test_jobrec_leases_limit(void **state)
@@ -297,6 +345,7 @@ main(void)
 	    cmocka_unit_test(test_claim_later_within_horizon),
 	    cmocka_unit_test(test_claim_taken_and_ours),
 	    cmocka_unit_test(test_mark_missed),
+	    cmocka_unit_test(test_hand_back),
 	    cmocka_unit_test(test_jobrec_leases_limit),
 	};
 

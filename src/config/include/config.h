@@ -174,8 +174,10 @@ struct config {
 	char *timezone;  /* default zone for jobs; NULL: the process's (TZ or /etc/localtime) */
 	char **pass_env; /* default pass_env of jobs, NULL terminated (empty: none) */
 	enum config_tick_claim tick_claim;
-	char **labels;             /* "key=value", sorted by key, NULL terminated (empty: none) */
-	struct config_hooks hooks; /* every job's defaults */
+	int unhealthy_after; /* host start failures in a row that make it unhealthy; 0 never */
+	uint64_t unhealthy_probe_ms; /* unhealthy: a trial start at most this often */
+	char **labels;               /* "key=value", sorted by key, NULL terminated (empty: none) */
+	struct config_hooks hooks;   /* every job's defaults */
 
 	/* [safety] */
 	uint64_t safety_margin_ms;

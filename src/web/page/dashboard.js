@@ -13,7 +13,7 @@
 		oom: "oom", stopped: "stopped", start_failed: "start_failed",
 		paused: "paused", replaced: "replaced", running: "running", other: "other"
 	};
-	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "node", "start", "end", "tick",
+	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "missed_reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
 		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v", "run_id", "running",
 		"since", "pid"];
@@ -164,6 +164,10 @@
 				var held = typeof w.leases_held === "number" ? w.leases_held + " lease(s) still held" : "";
 				st.appendChild(badge("drained", "warn", [flagText(w.drained, w, "drained"), held]
 					.filter(Boolean).join(", ")));
+			}
+			if (w.unhealthy === true) {
+				st.appendChild(badge("unhealthy", "bad", ["starts fail for reasons of its host, ranked last",
+					str(w.unhealthy_since), str(w.unhealthy_reason)].filter(Boolean).join(": ")));
 			}
 			if (w.data_too_large) st.appendChild(badge("data too large", "bad"));
 			tr.appendChild(st);
@@ -405,6 +409,7 @@
 		field(dl, "record", r.znode);
 		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 		field(dl, "reason", r.reason);
+		field(dl, "missed because", r.missed_reason); /* docs/outcomes.md */
 		field(dl, "worker", nodeName(r));
 		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
 		field(dl, "pid", r.pid);

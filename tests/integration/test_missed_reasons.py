@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# ctest: timeout=300 split
+"""Every missed tick says its true reason (issue 20, goal 5), in its run record
+("missed_reason") and in the label reason of leasekeeper_job_missed_ticks_total: the ticks
+skipped while ZooKeeper could not be reached for 1.5 T (its one server stopped; or two of an
+ensemble of three: the quorum lost) are "superseded" (a later tick was claimed once it came
+back), not "no worker started it within its start_deadline"; a tick whose lease a peer holds
+past its start_deadline is "lease_held"."""
+
+import json
+import re
+import time
+import urllib.request
+import uuid
+
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
+
+T_MS = 4000
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+REASONS = {"superseded", "deadline", "lease_held", "locks", "unreachable", "unhealthy",
+           "overlap", "catch_up"}
+
+
+class MissedReasonTest(lktest.TestCase):
+    def runs(self, kz, job):
+        path = "/leasekeeper/jobs/%s/runs" % job
+        if not kz.exists(path):
+            return []
+        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
+
+    def missed(self, kz, job):
+        return [r for r in self.runs(kz, job) if r.get("outcome") == "missed"]
+
+    def metrics(self, port):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+            text = r.read().decode()
+        self.check_metrics(text)
+        return text
+
+    def start(self, jobs, started=False):
+        if not started:
+            self.start_zookeeper()
+        self.port = lktest.free_port()
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "%dms" % T_MS},
+                                safety=SAFETY, worker={"allow_root_jobs": True},
+                                http={"listen": "127.0.0.1:%d" % self.port}, jobs=jobs)
+        self.w = self.worker(cfg)
+        self.w.wait_log(r"registered as", timeout=60)
+        return self.kazoo()
+
+    def assert_label_set(self, text, job):
+        """The label reason takes the fixed set of values, each once."""
+        got = re.findall(r'(?m)^leasekeeper_job_missed_ticks_total\{job_name="%s",'
+                         r'reason="([a-z_]+)"\} \d+$' % job, text)
+        self.assertEqual(sorted(got), sorted(REASONS), text)
+
+    def count(self, text, job, reason):
+        m = re.search(r'(?m)^leasekeeper_job_missed_ticks_total\{job_name="%s",reason="%s"\} '
+                      r'(\d+)$' % (job, reason), text)
+        return int(m.group(1))
+
+    def test_ticks_skipped_while_unreachable_are_superseded(self):
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "1m", "catch_up": "none",
+                                   "history": 200}})
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz.stop()
+        down = time.time()
+        self.zk.pause()
+        time.sleep(1.5 * T_MS / 1000)
+        self.zk.resume()
+        up = time.time()
+        kz = self.kazoo()
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)  # the claim's skipped ticks are recorded once it landed
+        outage = [r for r in self.missed(kz, "every") if down <= r["tick"] <= up]
+        print("outage %.1f s: %d tick(s) recorded missed, reasons %s"
+              % (up - down, len(outage), sorted({r.get("missed_reason") for r in outage})),
+              flush=True)
+        self.assertGreaterEqual(len(outage), 3, self.missed(kz, "every"))
+        self.assertEqual({r.get("missed_reason") for r in outage}, {"superseded"}, outage)
+        self.assertEqual({r["reason"] for r in outage}, {"missed"}, "the older field")
+        self.assertNotRegex(self.w.log_text(), r"no worker started it within its start_deadline")
+        text = self.metrics(self.port)
+        self.assert_label_set(text, "every")
+        self.assertGreaterEqual(self.count(text, "every", "superseded"), len(outage))
+
+    def test_ticks_skipped_during_a_quorum_loss_are_superseded(self):
+        """Two of three servers stopped (SIGSTOP) for 1.5 T: the third loses its quorum."""
+        ens = self.start_ensemble(3)
+        self.zk = ens
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "1m", "catch_up": "none",
+                                   "history": 200}}, started=True)
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz.stop()
+        down = time.time()
+        ens.pause(0)
+        ens.pause(1)
+        time.sleep(1.5 * T_MS / 1000)
+        ens.resume(0)
+        ens.resume(1)
+        up = time.time()
+        ens.wait_for_leader(timeout=60)
+        kz = self.kazoo()
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)
+        outage = [r for r in self.missed(kz, "every") if down <= r["tick"] <= up]
+        print("quorum lost %.1f s: %d tick(s) recorded missed, reasons %s"
+              % (up - down, len(outage), sorted({r.get("missed_reason") for r in outage})),
+              flush=True)
+        self.assertGreaterEqual(len(outage), 3, self.missed(kz, "every"))
+        self.assertEqual({r.get("missed_reason") for r in self.missed(kz, "every")},
+                         {"superseded"})
+        self.assertNotRegex(self.w.log_text(), r"no worker started it within its start_deadline")
+
+    def test_a_tick_whose_lease_a_peer_holds_is_lease_held(self):
+        kz = self.start({"held": {"command": "true", "schedule": "@every 5s",
+                                  "start_deadline": "2s", "catch_up": "none"}})
+        self.wait_until(lambda: self.runs(kz, "held"), timeout=60, msg="a first run")
+        # A Curator-style contender (protected ephemeral sequential) holds the mutex.
+        path = "/leasekeeper/mutex/held/_c_%s-lock-" % uuid.uuid4()
+        node = kz.create(path, b"peer", ephemeral=True, sequence=True, makepath=True)
+        held = time.time()
+        # The next tick comes within 5 s and its start_deadline passes 2 s later.
+        self.wait_until(lambda: any(r.get("missed_reason") == "lease_held"
+                                    for r in self.missed(kz, "held")), timeout=30,
+                        msg="a tick recorded missed with the reason lease_held")
+        kz.delete(node)
+        recs = [r for r in self.missed(kz, "held") if r["tick"] >= held - 1]
+        self.assertEqual({r.get("missed_reason") for r in recs}, {"lease_held"}, recs)
+        self.w.wait_log(r"was missed \(lease_held\): its lease stayed held by others", timeout=10)
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=30)
+        text = self.metrics(self.port)
+        self.assert_label_set(text, "held")
+        self.assertGreaterEqual(self.count(text, "held", "lease_held"), 1)
+
+
+if __name__ == "__main__":
+    lktest.main()
