@@ -216,6 +216,8 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	config_print_names("pass_env", job->pass_env, f);
 	if (job->params != NULL)
 		config_print_names("params", job->params, f);
+	if (job->after != NULL)
+		config_print_names("after", job->after, f);
 	if (job->timeout_ms == 0)
 		fprintf(f, "  timeout          none\n");
 	else {

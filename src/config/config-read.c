@@ -88,7 +88,8 @@ static const char *config_keys_job[] = {"command",        "shell",
                                         "on_success",     "on_missed",
                                         "hook_timeout",   "params",
                                         "catch_up",       "catch_up_limit",
-                                        "overlap",        NULL};
+                                        "overlap",        "after",
+                                        NULL};
 
 static const char **config_keys[CONFIG_NKINDS] = {config_keys_zookeeper, config_keys_worker,
                                                   config_keys_safety, config_keys_http,

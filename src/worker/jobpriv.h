@@ -16,6 +16,8 @@
 #include "runspec.h"
 
 struct event;
+struct event_base;
+struct job_chain;
 struct jobrec;
 struct lease;
 struct runreq;
@@ -63,6 +65,7 @@ struct job {
 	json_t *manual_params; /* ... and their values, for the record */
 
 	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
+	struct job_chain *chain; /* after = JOB: its parents' runs (jobchain.c); NULL */
 	char *halt_by;         /* who stopped the run under way, for its record */
 
 	uint32_t run;
@@ -155,6 +158,18 @@ int64_t job_running_cb(void *arg);
 void job_halt_cb(struct stopreq *, const char *name, const struct stoprec *, void *arg);
 void job_halt_recorded(struct job *, const struct jobfsm_action *, enum jobfsm_event,
                        const struct job_ctx *);
+
+/* jobchain.c */
+struct job_chain *job_chain_new(struct job *, struct event_base *);
+void job_chain_free(struct job_chain *);
+void job_chain_ready(struct job_chain *);
+void job_chain_session(struct job_chain *, enum zk_event);
+void job_chain_poke(struct job_chain *);
+void job_chain_claim(struct job_chain *, const char *how);
+void job_chain_cancel(struct job_chain *);
+char **job_chain_env(struct job *, struct runspec *, char **env);
+void job_chain_record(const struct job *, json_t *record, int64_t tick);
+json_t *job_chain_json(const struct job *);
 
 /* jobstats.c */
 void job_count_end(struct job *, enum job_outcome, int ran);

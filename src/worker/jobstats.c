@@ -119,6 +119,8 @@ job_status_json(const struct job *job)
 	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
 	              "consecutive_failures", job->fsm.failures);
 	json_object_set_new(o, "locks", joblocks_json(job->lease));
+	if (job->chain != NULL)
+		json_object_set_new(o, "after", job_chain_json(job));
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)
