@@ -151,7 +151,8 @@ class ChainTest(ChainCase):
         ran = [r["after"][0]["run_id"] for r in y_recs if r.get("run_id")]
         missed = [r["after"][0]["run_id"] for r in y_recs if r.get("outcome") == "missed"]
         # Every run of x is answered once: run, or recorded missed (past start_deadline).
-        self.assertEqual(sorted(ran + missed), sorted(r["run_id"] for r in x_runs))
+        self.assertEqual(sorted(ran + missed), sorted(r["run_id"] for r in x_runs),
+                         (self.runs(kz, "x"), y_recs))
         self.assertEqual(sorted(x.split()[0] for x in read(out).split("\n")[:-1]), sorted(ran))
         self.assertTrue(missed, "no run of x was past y's start_deadline")
         self.assertTrue(all(r["reason"] == "missed" for r in y_recs if r["outcome"] == "missed"))
