@@ -102,10 +102,11 @@ chainrec_parse_state(const char *data, size_t len)
 	json_object_set_new(out, "done", done);
 	last = json_object_get(in, "last");
 	if (json_is_object(last))
-		json_object_set_new(
-		    out, "last",
-		    json_pack("{s:s?, s:s?}", "node", json_string_value(json_object_get(last, "node")),
-		              "key", json_string_value(json_object_get(last, "key"))));
+		json_object_set_new(out, "last",
+		                    json_pack("{s:s?, s:s?}", "node",
+		                              json_string_value(json_object_get(last, "node")),
+		                              "key",
+		                              json_string_value(json_object_get(last, "key"))));
 	if (in != NULL)
 		json_decref(in);
 	return out;

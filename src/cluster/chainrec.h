@@ -16,10 +16,10 @@
 
 /* What a child needs of a parent's run record (bounded, validated). */
 struct chainrec_run {
-	int64_t seq;                    /* of its node, run-<seq> */
-	int64_t ctime_ms;               /* when it was recorded, by the servers' clock */
-	int ok;                         /* outcome "ok" */
-	char outcome[24];               /* [a-z_] only */
+	int64_t seq;                      /* of its node, run-<seq> */
+	int64_t ctime_ms;                 /* when it was recorded, by the servers' clock */
+	int ok;                           /* outcome "ok" */
+	char outcome[24];                 /* [a-z_] only */
 	char run_id[CHAINREC_MAX_ID + 1]; /* printable ASCII only */
 };
 
@@ -42,8 +42,8 @@ int chainrec_parse_run(const char *data, size_t len, int64_t seq, int64_t ctime_
                        struct chainrec_run *);
 json_t *chainrec_parse_state(const char *data, size_t len);
 int64_t chainrec_done(const json_t *state, const char *parent);
-enum chainrec_verdict chainrec_claim(json_t *state, const struct chainrec_gen *,
-                                     const char *node, const char *how);
+enum chainrec_verdict chainrec_claim(json_t *state, const struct chainrec_gen *, const char *node,
+                                     const char *how);
 char *chainrec_dump(const json_t *state);
 char *chainrec_ids(const struct chainrec_gen *);
 json_t *chainrec_gen_json(const struct chainrec_gen *);

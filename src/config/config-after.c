@@ -57,7 +57,7 @@ config_after_item(struct config_ctx *ctx, const struct config_sec *sec, const st
 		else {
 			*list = xreallocarray(*list, *n + 2, sizeof **list);
 			(*list)[*n] = colon != NULL && strcmp(colon + 1, "ok") == 0 ? xstrdup(name)
-			                                                             : xstrdup(item);
+			                                                            : xstrdup(item);
 			(*list)[++*n] = NULL;
 		}
 	}
@@ -159,9 +159,10 @@ config_check_after(struct config_ctx *ctx, struct config *cfg, struct config_sec
 
 	for (i = 0; i < cfg->njobs; i++) {
 		if (cfg->jobs_list[i]->after != NULL && cfg->jobs_list[i]->per_tick > 1)
-			config_error_kv(ctx, secs[i], config_kv_find(secs[i], "per_tick"),
-			                "per_tick applies to scheduled ticks: a job with after runs "
-			                "once per parent run, on one worker; remove per_tick");
+			config_error_kv(
+			    ctx, secs[i], config_kv_find(secs[i], "per_tick"),
+			    "per_tick applies to scheduled ticks: a job with after runs "
+			    "once per parent run, on one worker; remove per_tick");
 		for (p = cfg->jobs_list[i]->after; p != NULL && *p != NULL; p++)
 			if (config_after_find(cfg, *p) < 0)
 				config_error_kv(ctx, secs[i], config_kv_find(secs[i], "after"),
@@ -174,11 +175,12 @@ config_check_after(struct config_ctx *ctx, struct config *cfg, struct config_sec
 		if (colour[i] != 0 || cfg->jobs_list[i]->after == NULL)
 			continue;
 		if ((k = config_after_cycle(cfg, i, colour)) >= 0) {
-			config_error_kv(ctx, secs[k], config_kv_find(secs[k], "after"),
-			                "after makes a cycle through job \"%s\" (it would run after "
-			                "itself through its parents): remove one of the after links "
-			                "of the cycle",
-			                cfg->jobs_list[k]->name);
+			config_error_kv(
+			    ctx, secs[k], config_kv_find(secs[k], "after"),
+			    "after makes a cycle through job \"%s\" (it would run after "
+			    "itself through its parents): remove one of the after links "
+			    "of the cycle",
+			    cfg->jobs_list[k]->name);
 			memset(colour, 2, cfg->njobs); /* one cycle is reported once */
 		}
 	}

@@ -364,7 +364,7 @@ config_resolve_job_schedule(struct config_ctx *ctx, const struct config *cfg,
 		                "instead of a schedule");
 		kv = NULL;
 	}
-	job->schedule = xstrdup(kv != NULL                               ? kv->value
+	job->schedule = xstrdup(kv != NULL                             ? kv->value
 	                        : config_kv_find(sec, "after") != NULL ? "@after"
 	                                                               : "@continuous");
 	/* a bad zone is reported once, at its own line; job->zone is then NULL */

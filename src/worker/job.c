@@ -336,7 +336,8 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 	case JOBFSM_TICK_ARM:
 	case JOBFSM_TICK_ARM_IF_IDLE:
 		if (job->chain != NULL)
-			job_chain_poke(job->chain); /* a chained job's ticks are its parents' runs */
+			job_chain_poke(
+			    job->chain); /* a chained job's ticks are its parents' runs */
 		else if (a->act == JOBFSM_TICK_ARM)
 			job_arm_tick(job);
 		else

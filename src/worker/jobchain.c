@@ -329,9 +329,9 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	c->reading = 0;
 	if (reply->rc != ZOK && reply->rc != ZNONODE)
 		return; /* the session's news brings us back */
-	st = chainrec_parse_state(reply->rc == ZOK ? reply->value : NULL,
-	                          reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len
-	                                                                   : 0);
+	st = chainrec_parse_state(
+	    reply->rc == ZOK ? reply->value : NULL,
+	    reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0);
 	if (st == NULL) {
 		log_warnx("job %s: its chain state %s is of a newer format: not running it after "
 		          "its parents here",
@@ -487,9 +487,9 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 		job_chain_op_done(op, 0, 0);
 		return;
 	}
-	st = chainrec_parse_state(reply->rc == ZOK ? reply->value : NULL,
-	                          reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len
-	                                                                   : 0);
+	st = chainrec_parse_state(
+	    reply->rc == ZOK ? reply->value : NULL,
+	    reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0);
 	if (st == NULL) {
 		job_chain_op_done(op, 0, 1);
 		return;
@@ -589,8 +589,10 @@ char **
 job_chain_env(struct job *job, struct runspec *rs, char **env)
 {
 	const struct chainrec_gen *g = &job->chain->run;
-	char **out, *ids, jobs[CHAINREC_MAX_PARENTS * (CHAINREC_MAX_JOB + 1) + 1] = "",
-	                  outs[CHAINREC_MAX_PARENTS * 25 + 1] = "";
+	char **out, *ids,
+	    jobs[CHAINREC_MAX_PARENTS * (CHAINREC_MAX_JOB + 1) + 1] = "",
+	                                                         outs[CHAINREC_MAX_PARENTS * 25 +
+	                                                              1] = "";
 	size_t i, n = rs->nenv;
 	int k;
 

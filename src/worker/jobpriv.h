@@ -64,9 +64,9 @@ struct job {
 	char **manual_env;     /* ... its LEASEKEEPER_PARAM_* (NULL terminated) */
 	json_t *manual_params; /* ... and their values, for the record */
 
-	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
+	struct stopreq *stops;   /* the stop requests (`leasekeeper stop`) */
 	struct job_chain *chain; /* after = JOB: its parents' runs (jobchain.c); NULL */
-	char *halt_by;         /* who stopped the run under way, for its record */
+	char *halt_by;           /* who stopped the run under way, for its record */
 
 	uint32_t run;
 	char run_id[JOB_RUN_ID_MAX]; /* the run's one name, fixed at its start (job_run_name) */

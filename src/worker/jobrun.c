@@ -106,7 +106,7 @@ job_start_run(struct job *job)
 
 	rs = job_runspec(job, cj->argv);
 	rs.run_id = job->run_id;
-	env = job_params_env(job, &rs); /* the job's env and its parameters */
+	env = job_params_env(job, &rs);     /* the job's env and its parameters */
 	env = job_chain_env(job, &rs, env); /* and the parents' runs of a chained run */
 	rs.fence = job->run_fence;
 	rs.fences = lease_fences(job->lease);
