@@ -118,9 +118,22 @@ class ChainTest(ChainCase):
         self.assertEqual({r["node"] for r in self.runs(kz, "x") if r.get("run_id")}, {"alpha"})
         self.assertEqual(sorted(x[0] for x in self.lines(out["y"])), sorted(x_ok))
         self.assertEqual({x[1] for x in self.lines(out["y"])}, {"beta"})
-        # status shows the chain.
-        r = self.cli("status", "--json")
+        # status shows the chain: parents, children, and the parent run a run answers.
+        r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", self.workers["alpha"][0]],
+                           capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"after\s+a:any, c:any")
+        self.assertRegex(r.stdout, r"then\s+b \(after a\), f \(after a:failed\), j \(after a:any\)")
+        self.assertIn("after=" + b_recs[-1]["after"][0]["run_id"], r.stdout)
+        doc = json.loads(subprocess.run([lktest.leasekeeper_bin(), "status", "--json", "-c",
+                                         self.workers["alpha"][0]], capture_output=True,
+                                        text=True, timeout=120).stdout)
+        j_doc = [x for x in doc["jobs"] if x.get("name") == "j"][0]
+        self.assertEqual(j_doc["after"], ["a:any", "c:any"])
+        # next: the chain, and no fire times of its own.
+        r = subprocess.run([lktest.leasekeeper_bin(), "next", "-c", self.workers["alpha"][0], "j"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("j: runs after a:any, c:any", r.stdout)
         print("\nchains: %d runs of a (%d ok), %d of b, %d of f, %d joins, %d of y"
               % (len(a_runs), len(ok), len(self.lines(out["b"])), len(self.lines(out["f"])),
                  len(joins), len(self.lines(out["y"]))))
