@@ -148,7 +148,10 @@ class ChainTest(ChainCase):
         }
         self.cluster(jobs)
         kz = self.kazoo()
-        self.wait_until(lambda: len(self.lines(out)) >= 1, timeout=60, msg="y after x")
+        # y's first run recorded (not only run: a record written across the stop below
+        # could be written twice, as a lost answer's create is retried).
+        self.wait_until(lambda: [r for r in self.runs(kz, "y") if r.get("run_id")], timeout=60,
+                        msg="y after x")
         # beta, the only worker that carries y, stops: x goes on running on alpha.
         beta = self.workers["beta"][1]
         beta.signal(signal.SIGSTOP)
@@ -168,6 +171,7 @@ class ChainTest(ChainCase):
                          (self.runs(kz, "x"), y_recs))
         self.assertEqual(sorted(x.split()[0] for x in read(out).split("\n")[:-1]), sorted(ran))
         self.assertTrue(missed, "no run of x was past y's start_deadline")
+        self.assertGreater(len(ran), 1, "no run of x was caught up after beta came back")
         self.assertTrue(all(r["reason"] == "missed" for r in y_recs if r["outcome"] == "missed"))
         print("\ncatch-up: %d runs of x while beta was stopped; y ran %d, missed %d"
               % (len(x_runs), len(ran), len(missed)))
