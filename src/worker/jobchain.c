@@ -171,6 +171,9 @@ job_chain_keep(struct job_chain_parent *p, const struct chainrec_run *r)
 {
 	int i;
 
+	for (i = 0; i < p->nruns; i++)
+		if (p->runs[i].seq == r->seq)
+			return; /* read again after a new session */
 	if (p->nruns == JOB_CHAIN_KEEP) {
 		memmove(&p->runs[0], &p->runs[1], (JOB_CHAIN_KEEP - 1) * sizeof p->runs[0]);
 		p->nruns--;
@@ -384,14 +387,19 @@ job_chain_poke(struct job_chain *c)
 	job_chain_eval(c);
 }
 
-/* Registered in a session: list every parent's runs with a watch. */
+/*
+ * Registered in a session: list every parent's runs with a watch, reading again the newest
+ * records (what an earlier session asked for may never have been answered).
+ */
 void
 job_chain_ready(struct job_chain *c)
 {
 	int i;
 
 	for (i = 0; i < c->n; i++) {
-		c->p[i].listing = 0;
+		zk_cancel(c->job->zk, &c->p[i]);
+		c->p[i].listing = c->p[i].relist = c->p[i].reading = 0;
+		c->p[i].seen = -1;
 		job_chain_list(&c->p[i]);
 	}
 }
