@@ -146,6 +146,28 @@ config_after_cycle(const struct config *cfg, size_t i, char *colour)
 	return -1;
 }
 
+/* The keys of scheduled ticks, which a job with after has none of: errors, not ignored. */
+static void
+config_after_misplaced(struct config_ctx *ctx, const struct config_sec *sec,
+                       const struct config_job *job)
+{
+	static const char *keys[] = {"catch_up", "catch_up_limit", "overlap"};
+	const struct config_kv *kv;
+	size_t k;
+
+	if (job->per_tick > 1)
+		config_error_kv(ctx, sec, config_kv_find(sec, "per_tick"),
+		                "per_tick applies to scheduled ticks: a job with after runs "
+		                "once per parent run, on one worker; remove per_tick");
+	for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+		if ((kv = config_kv_find(sec, keys[k])) != NULL)
+			config_error_kv(ctx, sec, kv,
+			                "%s applies to scheduled ticks: a job with after answers "
+			                "each parent run once, oldest first, within its "
+			                "start_deadline; remove %s",
+			                keys[k], keys[k]);
+}
+
 /*
  * Every parent must be a job of the configuration, and no chain may come back to where it
  * started (a -> b -> a would never start, or run for ever).
@@ -158,11 +180,8 @@ config_check_after(struct config_ctx *ctx, struct config *cfg, struct config_sec
 	long k;
 
 	for (i = 0; i < cfg->njobs; i++) {
-		if (cfg->jobs_list[i]->after != NULL && cfg->jobs_list[i]->per_tick > 1)
-			config_error_kv(
-			    ctx, secs[i], config_kv_find(secs[i], "per_tick"),
-			    "per_tick applies to scheduled ticks: a job with after runs "
-			    "once per parent run, on one worker; remove per_tick");
+		if (cfg->jobs_list[i]->after != NULL)
+			config_after_misplaced(ctx, secs[i], cfg->jobs_list[i]);
 		for (p = cfg->jobs_list[i]->after; p != NULL && *p != NULL; p++)
 			if (config_after_find(cfg, *p) < 0)
 				config_error_kv(ctx, secs[i], config_kv_find(secs[i], "after"),
