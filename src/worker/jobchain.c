@@ -596,7 +596,7 @@ job_chain_running(const struct job *job, int64_t tick)
 char **
 job_chain_env(struct job *job, struct runspec *rs, char **env)
 {
-	const struct chainrec_gen *g = &job->chain->run;
+	const struct chainrec_gen *g;
 	char **out, *ids,
 	    jobs[CHAINREC_MAX_PARENTS * (CHAINREC_MAX_JOB + 1) + 1] = "",
 	                                                         outs[CHAINREC_MAX_PARENTS * 25 +
@@ -606,6 +606,7 @@ job_chain_env(struct job *job, struct runspec *rs, char **env)
 
 	if (!job_chain_running(job, job->fsm.tick))
 		return env;
+	g = &job->chain->run;
 	out = xcalloc(n + 4, sizeof *out);
 	for (i = 0; i < n; i++)
 		out[i] = xstrdup(rs->env[i]);
