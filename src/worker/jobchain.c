@@ -64,6 +64,7 @@ struct job_chain {
 	char *state_path;
 	struct event *timer;
 	int reading, reread;     /* a read of the chain state for a generation */
+	int known;               /* the chain state was read once: p->done is what it says */
 	struct chainrec_gen fed; /* the generation handed to the machine last */
 	uint64_t fed_ms;
 	struct chainrec_gen run; /* the generation claimed: the run's parents */
@@ -262,12 +263,16 @@ job_chain_list(struct job_chain_parent *p)
 
 /*
  * The next generation from the candidates newer than what the state handled: one parent's
- * oldest; a join's newest of each parent. 0 when some parent has none.
+ * oldest; a join's newest of each parent. 0 when some parent has none. A parent the chain
+ * state never handled (a new chain, or `after` newly added to a job) has no candidate
+ * recorded before the job's record, nor one past start_deadline already: those were never
+ * the job's to run, and are not recorded missed either.
  */
 static int
 job_chain_next(struct job_chain *c, struct chainrec_gen *g)
 {
-	int64_t created = jobrec_created_ms(c->job->rec);
+	int64_t created = jobrec_created_ms(c->job->rec),
+	        stale = (int64_t)job_now_ms(c->job) - (int64_t)c->job->cfg->start_deadline_ms;
 	int i, j, pick;
 
 	g->n = 0;
@@ -276,7 +281,8 @@ job_chain_next(struct job_chain *c, struct chainrec_gen *g)
 
 		pick = -1;
 		for (j = 0; j < p->nruns; j++) {
-			if (p->runs[j].seq <= p->done || p->runs[j].ctime_ms < created)
+			if (p->runs[j].seq <= p->done || p->runs[j].ctime_ms < created ||
+			    (p->done < 0 && p->runs[j].ctime_ms < stale))
 				continue;
 			pick = j;
 			if (c->n == 1)
@@ -343,6 +349,7 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	}
 	for (i = 0; i < c->n; i++)
 		c->p[i].done = chainrec_done(st, c->p[i].job);
+	c->known = 1;
 	json_decref(st);
 	if (c->reread) {
 		c->reread = 0;
@@ -370,7 +377,8 @@ job_chain_eval(struct job_chain *c)
 {
 	struct chainrec_gen g;
 
-	if (!c->job->fsm.ready || !c->job->fsm.agreed || !job_chain_next(c, &g))
+	/* Until the state is read, a parent's done is not known: read it (once) to tell. */
+	if (!c->job->fsm.ready || !c->job->fsm.agreed || (c->known && !job_chain_next(c, &g)))
 		return;
 	if (c->reading) {
 		c->reread = 1;
