@@ -6,7 +6,8 @@ per parent run that ended as it asks (ok, :failed, :any), never twice, whichever
 workers runs it, with LEASEKEEPER_PARENT_RUN naming that run; a join runs once per new run
 of every parent and uses no parent run twice; a child placed on the other worker than its
 parent runs there; a parent run that ends while no worker carries its child is caught up
-within the child's start_deadline, and past it recorded missed; `check` refuses a cycle and
+within the child's start_deadline, and past it recorded missed (the child's worker stopped,
+then down and started again); `check` refuses a cycle and
 an unknown parent with file and line."""
 
 import json
@@ -152,7 +153,8 @@ class ChainTest(ChainCase):
         # could be written twice, as a lost answer's create is retried).
         self.wait_until(lambda: [r for r in self.runs(kz, "y") if r.get("run_id")], timeout=60,
                         msg="y after x")
-        # beta, the only worker that carries y, stops: x goes on running on alpha.
+        # beta, the only worker that carries y, stops (SIGSTOP: its session expires, its
+        # memory stays): x goes on running on alpha.
         beta = self.workers["beta"][1]
         beta.signal(signal.SIGSTOP)
         stopped_at = time.monotonic()
@@ -162,19 +164,35 @@ class ChainTest(ChainCase):
         finally:
             beta.signal(signal.SIGCONT)
         self.settle(kz, ["x", "y"], quiet=6)
+        first = self.check_answered(kz, out)
+        # Then beta is down (a new process later: nothing of the chain in memory).
+        beta.stop()
+        self.assertEqual(self.cli("resume", "x").returncode, 0)
+        down_at = time.monotonic()
+        self.wait_until(lambda: time.monotonic() - down_at > 12, timeout=30, interval=0.5)
+        self.assertEqual(self.cli("pause", "x").returncode, 0)
+        self.worker(self.workers["beta"][0], name="beta-2").wait_log(r"registered as", timeout=30)
+        self.settle(kz, ["x", "y"], quiet=6)
+        second = self.check_answered(kz, out)
+        self.assertGreater(second[0], first[0], "nothing caught up after the restart")
+        self.assertGreater(second[1], first[1], "nothing recorded missed after the restart")
+        print("\ncatch-up: y ran %d and missed %d after SIGSTOP, %d and %d after a restart"
+              % (first[0], first[1], second[0] - first[0], second[1] - first[1]))
+
+    def check_answered(self, kz, out):
+        """Every run of x is answered once by y: run, or recorded missed past its
+        start_deadline; y ran exactly the runs its records say. Returns (ran, missed)."""
         x_runs = [r for r in self.runs(kz, "x") if r.get("run_id")]
         y_recs = self.runs(kz, "y")
         ran = [r["after"][0]["run_id"] for r in y_recs if r.get("run_id")]
         missed = [r["after"][0]["run_id"] for r in y_recs if r.get("outcome") == "missed"]
-        # Every run of x is answered once: run, or recorded missed (past start_deadline).
         self.assertEqual(sorted(ran + missed), sorted(r["run_id"] for r in x_runs),
-                         (self.runs(kz, "x"), y_recs))
+                         (x_runs, y_recs))
         self.assertEqual(sorted(x.split()[0] for x in read(out).split("\n")[:-1]), sorted(ran))
         self.assertTrue(missed, "no run of x was past y's start_deadline")
         self.assertGreater(len(ran), 1, "no run of x was caught up after beta came back")
         self.assertTrue(all(r["reason"] == "missed" for r in y_recs if r["outcome"] == "missed"))
-        print("\ncatch-up: %d runs of x while beta was stopped; y ran %d, missed %d"
-              % (len(x_runs), len(ran), len(missed)))
+        return len(ran), len(missed)
 
 
 class ChainCheckTest(lktest.TestCase):
