@@ -5,11 +5,14 @@
  * (<root>/jobs/<parent>/runs/run-<seq>) to learn which runs ended and how, and claims each
  * generation in its chain state, <root>/jobs/<child>/chain:
  *
- *   {"v": 1, "done": {"build": 41, "test": 17}, "last": {"node": N, "key": K, "how": H}}
+ *   {"v": 1, "done": {"build": 41, "test": 17}, "ids": {"build": [RUN_ID, ...], ...},
+ *    "last": {"node": N, "key": K, "how": H}}
  *
  * "done" holds, per parent, the sequence number of the newest of its runs handled (run,
  * recorded missed, or let go while paused); a claim moves them forward with a versioned
  * write, as a tick's claim does, so two workers never both run one parent run's child.
+ * "ids" holds the last run ids handled per parent: a parent run recorded twice (its worker
+ * retried a create whose answer was lost) is one run.
  * "last" names the last claim, so that a worker whose write's answer was lost knows it
  * landed. Anyone who can write to ZooKeeper can write these nodes: everything is bounded
  * and validated here, and these functions touch no network (the fuzzer drives them).
@@ -23,7 +26,8 @@
 #include "format.h"
 #include "xmalloc.h"
 
-#define CHAINREC_MAX_DONE 64 /* parents remembered in "done", at most */
+#define CHAINREC_MAX_DONE 64 /* parents remembered in "done" (and "ids"), at most */
+#define CHAINREC_KEEP_IDS 8  /* run ids remembered per parent */
 
 /* Copy s into buf (size) if it is 1..size-1 bytes of the class wanted, else "". */
 static void
@@ -74,6 +78,53 @@ chainrec_parse_run(const char *data, size_t len, int64_t seq, int64_t ctime_ms,
 	return ok;
 }
 
+/* "ids" as read: per parent, the last run ids handled (short printable strings), bounded. */
+static json_t *
+chainrec_parse_ids(const json_t *in)
+{
+	json_t *out = json_object(), *list, *v, *keep;
+	const char *key;
+	size_t i, from;
+
+	json_object_foreach((json_t *)in, key, list) {
+		if (json_object_size(out) >= CHAINREC_MAX_DONE)
+			break;
+		if (strlen(key) == 0 || strlen(key) > CHAINREC_MAX_JOB || !json_is_array(list))
+			continue;
+		keep = json_array();
+		from = json_array_size(list) > CHAINREC_KEEP_IDS
+		           ? json_array_size(list) - CHAINREC_KEEP_IDS
+		           : 0;
+		for (i = from; i < json_array_size(list); i++) {
+			char id[CHAINREC_MAX_ID + 1];
+
+			v = json_array_get(list, i);
+			chainrec_copy(id, sizeof id, json_string_value(v), 0);
+			if (id[0] != '\0')
+				json_array_append_new(keep, json_string(id));
+		}
+		json_object_set_new(out, key, keep);
+	}
+	return out;
+}
+
+/*
+ * Whether the run id was handled for parent already: a parent's run recorded twice (its
+ * worker retried the record's create after a lost answer) still starts one child run.
+ */
+int
+chainrec_handled_id(const json_t *state, const char *parent, const char *run_id)
+{
+	json_t *list = json_object_get(json_object_get(state, "ids"), parent), *v;
+	size_t i;
+
+	json_array_foreach(list, i, v) {
+		if (strcmp(json_string_value(v), run_id) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * A chain state as read, normalized to {"done": {...}, "last": {...}}; NULL when it is of a
  * format this release cannot read (nothing is claimed over it). Corrupt data reads as empty.
@@ -100,6 +151,7 @@ chainrec_parse_state(const char *data, size_t len)
 			json_object_set(done, key, v);
 	}
 	json_object_set_new(out, "done", done);
+	json_object_set_new(out, "ids", chainrec_parse_ids(json_object_get(in, "ids")));
 	last = json_object_get(in, "last");
 	if (json_is_object(last))
 		json_object_set_new(out, "last",
@@ -157,13 +209,24 @@ chainrec_claim(json_t *state, const struct chainrec_gen *g, const char *node, co
 		return CHAINREC_OURS;
 	}
 	for (i = 0; i < g->n; i++) {
-		if (chainrec_done(state, g->p[i].job) >= g->p[i].run.seq) {
+		if (chainrec_done(state, g->p[i].job) >= g->p[i].run.seq ||
+		    chainrec_handled_id(state, g->p[i].job, g->p[i].run.run_id)) {
 			free(key);
 			return CHAINREC_TAKEN;
 		}
 	}
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
+		json_t *ids = json_object_get(json_object_get(state, "ids"), g->p[i].job);
+
 		json_object_set_new(done, g->p[i].job, json_integer(g->p[i].run.seq));
+		if (ids == NULL) {
+			ids = json_array();
+			json_object_set_new(json_object_get(state, "ids"), g->p[i].job, ids);
+		}
+		json_array_append_new(ids, json_string(g->p[i].run.run_id));
+		while (json_array_size(ids) > CHAINREC_KEEP_IDS)
+			json_array_remove(ids, 0);
+	}
 	json_object_set_new(state, "last",
 	                    json_pack("{s:s, s:s, s:s}", "node", node, "key", key, "how", how));
 	free(key);

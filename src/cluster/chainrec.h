@@ -42,6 +42,7 @@ int chainrec_parse_run(const char *data, size_t len, int64_t seq, int64_t ctime_
                        struct chainrec_run *);
 json_t *chainrec_parse_state(const char *data, size_t len);
 int64_t chainrec_done(const json_t *state, const char *parent);
+int chainrec_handled_id(const json_t *state, const char *parent, const char *run_id);
 enum chainrec_verdict chainrec_claim(json_t *state, const struct chainrec_gen *, const char *node,
                                      const char *how);
 char *chainrec_dump(const json_t *state);

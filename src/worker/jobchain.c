@@ -65,6 +65,8 @@ struct job_chain {
 	struct event *timer;
 	int reading, reread;     /* a read of the chain state for a generation */
 	int known;               /* the chain state was read once: p->done is what it says */
+	json_t *state;           /* ... and as last read (its "ids": runs handled) */
+	int refused;             /* ... of a newer format (said once) */
 	struct chainrec_gen fed; /* the generation handed to the machine last */
 	uint64_t fed_ms;
 	struct chainrec_gen run; /* the generation claimed: the run's parents */
@@ -162,6 +164,8 @@ job_chain_free(struct job_chain *c)
 		free(c->p[i].runs_path);
 	}
 	event_free(c->timer);
+	if (c->state != NULL)
+		json_decref(c->state);
 	free(c->state_path);
 	free(c);
 }
@@ -282,7 +286,8 @@ job_chain_next(struct job_chain *c, struct chainrec_gen *g)
 		pick = -1;
 		for (j = 0; j < p->nruns; j++) {
 			if (p->runs[j].seq <= p->done || p->runs[j].ctime_ms < created ||
-			    (p->done < 0 && p->runs[j].ctime_ms < stale))
+			    (p->done < 0 && p->runs[j].ctime_ms < stale) ||
+			    chainrec_handled_id(c->state, p->job, p->runs[j].run_id))
 				continue;
 			pick = j;
 			if (c->n == 1)
@@ -342,15 +347,20 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	    reply->rc == ZOK ? reply->value : NULL,
 	    reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0);
 	if (st == NULL) {
-		log_warnx("job %s: its chain state %s is of a newer format: not running it after "
-		          "its parents here",
-		          job->name, c->state_path);
+		if (!c->refused)
+			log_warnx("job %s: its chain state %s is of a newer format: not running it "
+			          "after its parents here",
+			          job->name, c->state_path);
+		c->refused = 1;
 		return;
 	}
+	c->refused = 0;
 	for (i = 0; i < c->n; i++)
 		c->p[i].done = chainrec_done(st, c->p[i].job);
 	c->known = 1;
-	json_decref(st);
+	if (c->state != NULL)
+		json_decref(c->state);
+	c->state = st;
 	if (c->reread) {
 		c->reread = 0;
 		job_chain_eval(c);

@@ -90,6 +90,13 @@ test_claim(void **state)
 	assert_int_equal(chainrec_claim(back, &g, "n2", "missed"), CHAINREC_CLAIM);
 	gen(&g, 2, -1);
 	assert_int_equal(chainrec_claim(back, &g, "n2", "run"), CHAINREC_TAKEN);
+	/* A parent run recorded twice (a retried create): its second record is taken. */
+	gen(&g, 9, -1);
+	snprintf(g.p[0].run.run_id, sizeof g.p[0].run.run_id, "a-1-4");
+	assert_true(chainrec_handled_id(back, "a", "a-1-4"));
+	assert_false(chainrec_handled_id(back, "a", "a-1-9"));
+	assert_int_equal(chainrec_claim(back, &g, "n3", "run"), CHAINREC_TAKEN);
+	gen(&g, 2, -1);
 	ids = chainrec_ids(&g);
 	assert_string_equal(ids, "a-1-2");
 	free(ids);
