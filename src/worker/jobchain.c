@@ -436,10 +436,12 @@ job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
 	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
 	if (strcmp(op->how, "paused") == 0)
 		log_info("job %s: not run after %s: the job is paused", job->name, ids);
-	else
+	else {
 		log_warnx("job %s: missed the run after %s: no worker started it within its "
 		          "start_deadline",
 		          job->name, ids);
+		job->chain_missed++;
+	}
 	o = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
 	              "node", job_main_config(job)->node_id, "reason", op->how, "outcome",
 	              strcmp(op->how, "paused") == 0 ? "paused" : "missed");

@@ -85,6 +85,7 @@ struct job {
 	uint64_t lease_ends[JOB_LEASE_ENDS];
 	uint64_t acquisitions;
 	uint64_t paused_ticks; /* ticks this worker let go because the job was paused */
+	uint64_t chain_missed; /* after = JOB: parent runs this worker recorded missed */
 	uint64_t last_end_ms, last_ok_ms;
 	uint64_t buckets[JOB_DURATION_BUCKETS];
 	uint64_t durations;

@@ -77,7 +77,7 @@ job_stats(const struct job *job, struct job_stats *st)
 	memcpy(st->outcomes, job->outcomes, sizeof st->outcomes);
 	memcpy(st->lease_ends, job->lease_ends, sizeof st->lease_ends);
 	st->acquisitions = job->acquisitions;
-	st->missed_ticks = jobrec_missed_ticks(job->rec);
+	st->missed_ticks = jobrec_missed_ticks(job->rec) + job->chain_missed;
 	st->paused_ticks = job->paused_ticks;
 	st->last_end_ms = job->last_end_ms;
 	st->last_ok_ms = job->last_ok_ms;
