@@ -31,6 +31,7 @@
 #include "duration.h"
 #include "jobrec.h"
 #include "layout.h"
+#include "pausewr.h"
 #include "log.h"
 #include "utf8.h"
 #include "xmalloc.h"
@@ -57,7 +58,8 @@ struct control {
 	int races;
 	char *path; /* the job record, or the drain node */
 	json_t *out;
-	json_t *carriers; /* forget: the live workers that carry the job */
+	json_t *carriers;  /* forget: the live workers that carry the job */
+	struct pausewr pw; /* pause, resume: the record's write */
 };
 
 /* Print the result: the human line, or the JSON object. */
@@ -82,146 +84,83 @@ control_failed(struct admin *a, const char *what, const struct zk_reply *reply)
 /* pause, resume                                                                           */
 /* ------------------------------------------------------------------------------------- */
 
-static void control_pause_read(struct admin *);
-
-/* The record's write landed, or lost a race (read again). */
+/* The pause or resume ended (pausewr.c): say how. */
 static void
-control_pause_write_cb(const struct zk_reply *reply, void *arg)
+control_pause_done(struct pausewr *w, enum pausewr_result result, const json_t *paused,
+                   const char *why, const struct zk_reply *reply)
 {
-	struct admin *a = arg;
+	struct admin *a = w->arg;
 	struct control *c = a->ctx;
-	json_t *p = json_object_get(c->out, "paused");
-	char *line;
+	char *line = NULL, *by, *when;
 
-	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
-	    ++c->races <= CONTROL_MAX_RACES) {
-		control_pause_read(a);
+	json_object_set_new(c->out, "job", json_string(c->job));
+	switch (result) {
+	case PAUSEWR_FAILED:
+		control_failed(a, why, reply);
 		return;
-	}
-	if (reply->rc != ZOK) {
-		control_failed(a, "write", reply);
-		return;
-	}
-	if (c->cmd == CONTROL_PAUSE)
-		xasprintf(&line, "job %s: paused by %s at %s%s", c->job,
-		          json_string_value(json_object_get(p, "by")),
-		          json_string_value(json_object_get(p, "since")),
-		          c->stop_running ? "; its runs are being stopped" : "");
-	else
-		xasprintf(&line, "job %s: resumed", c->job);
-	control_print(c, line);
-	free(line);
-	admin_done(a, 0);
-}
-
-/* The record as it is: set or clear its "paused", keeping whatever else it holds. */
-static void
-control_pause_read_cb(const struct zk_reply *reply, void *arg)
-{
-	struct admin *a = arg;
-	struct control *c = a->ctx;
-	json_t *o = NULL, *p, *old;
-	char since[40], why[200], *data, *line, *by, *when;
-
-	if (reply->rc != ZOK && reply->rc != ZNONODE) {
-		control_failed(a, "read", reply);
-		return;
-	}
-	if (reply->rc == ZNONODE && (a->cfg == NULL || config_find_job(a->cfg, c->job) == NULL)) {
+	case PAUSEWR_NO_JOB:
 		fprintf(stderr,
 		        "leasekeeper %s: the cluster knows no job \"%s\" (%s does not exist): "
 		        "check the name\n",
 		        c->name, c->job, c->path);
 		admin_done(a, 1);
 		return;
-	}
-	if (reply->rc == ZOK && reply->value_len > 0) {
-		if (reply->value_len <= JOBREC_MAX_SIZE)
-			o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
-		if (!json_is_object(o)) {
-			if (o != NULL)
-				json_decref(o);
-			fprintf(stderr,
-			        "leasekeeper %s: %s is not a job record (not a JSON object): "
-			        "`leasekeeper set-leases %s N` writes a sane one\n",
-			        c->name, c->path, c->job);
-			admin_done(a, 1);
-			return;
-		}
-	} else
-		o = json_object();
-	if (!format_readable(format_of(o))) {
-		/* Written by a newer leasekeeper: writing over it would lose what it says. */
-		fprintf(stderr, "leasekeeper %s: %s is %s\n", c->name, c->path,
-		        format_refusal(format_of(o), why, sizeof why));
-		json_decref(o);
+	case PAUSEWR_REFUSED:
+		fprintf(stderr, "leasekeeper %s: %s\n", c->name, why);
 		admin_done(a, 1);
 		return;
-	}
-	old = json_object_get(o, "paused");
-	json_object_set_new(c->out, "job", json_string(c->job));
-	if (c->cmd == CONTROL_RESUME) {
+	case PAUSEWR_NOT_PAUSED:
 		json_object_set_new(c->out, "paused", json_false());
-		if (old == NULL) {
-			xasprintf(&line, "job %s: not paused", c->job);
-			control_print(c, line);
-			free(line);
-			json_decref(o);
-			admin_done(a, 0);
-			return;
-		}
-		json_object_del(o, "paused");
-	} else if (json_is_object(old) &&
-	           (!c->stop_running || json_is_true(json_object_get(old, "stop_running")))) {
+		xasprintf(&line, "job %s: not paused", c->job);
+		break;
+	case PAUSEWR_ALREADY:
 		/* Paused already: who paused it first stays on record. */
-		json_object_set(c->out, "paused", old);
-		by = utf8_quote_str(json_string_value(json_object_get(old, "by")) ?: "?");
-		when = utf8_quote_str(json_string_value(json_object_get(old, "since")) ?: "?");
+		json_object_set_new(c->out, "paused", json_deep_copy(paused));
+		by = utf8_quote_str(json_string_value(json_object_get(paused, "by")) ?: "?");
+		when = utf8_quote_str(json_string_value(json_object_get(paused, "since")) ?: "?");
 		xasprintf(&line, "job %s: already paused by %s since %s", c->job, by, when);
-		control_print(c, line);
-		free(line);
 		free(by);
 		free(when);
-		json_decref(o);
-		admin_done(a, 0);
-		return;
-	} else {
-		clock_iso8601(clock_wall_ms(), since, sizeof since);
-		p = json_pack("{s:s, s:s}", "by", c->by, "since", since);
-		if (c->stop_running)
-			json_object_set_new(p, "stop_running", json_true());
-		json_object_set(c->out, "paused", p);
-		json_object_set_new(o, "paused", p);
+		break;
+	case PAUSEWR_WRITTEN:
+		if (c->cmd == CONTROL_PAUSE) {
+			json_object_set_new(c->out, "paused", json_deep_copy(paused));
+			xasprintf(&line, "job %s: paused by %s at %s%s", c->job,
+			          json_string_value(json_object_get(paused, "by")),
+			          json_string_value(json_object_get(paused, "since")),
+			          c->stop_running ? "; its runs are being stopped" : "");
+		} else {
+			json_object_set_new(c->out, "paused", json_false());
+			xasprintf(&line, "job %s: resumed", c->job);
+		}
+		break;
 	}
-	format_stamp(o);
-	data = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (reply->rc == ZNONODE)
-		zk_create_node(a->zk, c->path, data, (int)strlen(data), ZOO_PERSISTENT,
-		               control_pause_write_cb, a);
-	else
-		zk_set(a->zk, c->path, data, (int)strlen(data), reply->stat->version,
-		       control_pause_write_cb, a);
-	free(data);
-}
-
-static void
-control_pause_read(struct admin *a)
-{
-	struct control *c = a->ctx;
-
-	zk_get(a->zk, c->path, NULL, control_pause_read_cb, a);
+	control_print(c, line);
+	free(line);
+	admin_done(a, 0);
 }
 
 /* The session is up: make sure <root>/jobs exists, then read and write. */
 static void
 control_pause_ready(struct admin *a)
 {
+	struct control *c = a->ctx;
 	char *path = layout_jobs(a->root);
 
 	zk_create_path(a->zk, path, ZOO_PERSISTENT, NULL, NULL);
 	free(path);
-	control_pause_read(a);
+	c->pw = (struct pausewr){
+	    .zk = a->zk,
+	    .path = c->path,
+	    .job = c->job,
+	    .by = c->by,
+	    .resume = c->cmd == CONTROL_RESUME,
+	    .stop_running = c->stop_running,
+	    .may_create = a->cfg != NULL && config_find_job(a->cfg, c->job) != NULL,
+	    .done = control_pause_done,
+	    .arg = a,
+	};
+	pausewr_start(&c->pw);
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -31,6 +31,33 @@ static const char next_usage[] =
     "  -h, --help         this help\n";
 
 /*
+ * A chain: the parents a job runs after ("after": "build", "test:any"), and the jobs that
+ * run after it ("children": "deploy", "alert:failed", as their after names it).
+ */
+static void
+next_chain(const struct config_job *job, const struct config *cfg, json_t *out)
+{
+	json_t *parents = json_array(), *children = json_array();
+	char *const *p;
+	size_t i, len = strlen(job->name);
+
+	for (p = job->after; p != NULL && *p != NULL; p++)
+		json_array_append_new(parents, json_string(*p));
+	for (i = 0; i < cfg->njobs; i++)
+		for (p = cfg->jobs_list[i]->after; p != NULL && *p != NULL; p++)
+			if (strncmp(*p, job->name, len) == 0 &&
+			    ((*p)[len] == '\0' || (*p)[len] == ':')) {
+				json_array_append_new(
+				    children,
+				    json_pack("{s:s, s:s}", "job", cfg->jobs_list[i]->name, "when",
+				              (*p)[len] == ':' ? *p + len + 1 : "ok"));
+				break;
+			}
+	json_object_set_new(out, "after", parents);
+	json_object_set_new(out, "children", children);
+}
+
+/*
  * The next count fire times of job, and what H and jitter resolved to, as JSON:
  * {"job", "schedule", "resolved", "jitter_s" (null: none), "timezone", "continuous", "times": [{"local",
  * "utc", "epoch"}], "note"}.
@@ -56,7 +83,9 @@ next_times(const struct config_job *job, const struct config *cfg, long count)
 	if (job->jitter_ms == 0) /* no jitter at all, not an offset of 0 s */
 		json_object_set_new(out, "jitter_s", json_null());
 	json_object_set_new(out, "asked", json_integer(count));
-	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS)
+	next_chain(job, cfg, out);
+	if (schedule_kind(job->sched) == SCHEDULE_CONTINUOUS ||
+	    schedule_kind(job->sched) == SCHEDULE_AFTER)
 		return out;
 	if (tz != NULL)
 		setenv("TZ", tz, 1);
@@ -95,8 +124,24 @@ next_print(json_t *out)
 	json_t *jitter = json_object_get(out, "jitter_s");
 	size_t i;
 
+	json_array_foreach(json_object_get(out, "children"), i, e)
+		printf("%s: then %s runs, after each %s run\n", job,
+		       json_string_value(json_object_get(e, "job")),
+		       strcmp(json_string_value(json_object_get(e, "when")), "ok") == 0
+		           ? "ok"
+		           : json_string_value(json_object_get(e, "when")));
 	if (json_is_true(json_object_get(out, "continuous"))) {
 		printf("%s: @continuous: runs whenever this worker holds a lease\n", job);
+		return;
+	}
+	if (json_array_size(json_object_get(out, "after")) > 0) {
+		printf("%s: runs after", job);
+		json_array_foreach(json_object_get(out, "after"), i, e)
+			printf("%s %s", i > 0 ? "," : "", json_string_value(e));
+		printf(" (%s), no schedule of its own\n",
+		       json_array_size(json_object_get(out, "after")) > 1
+		           ? "once every parent has a new run since its last"
+		           : "once per run of its parent");
 		return;
 	}
 	/* H and jitter are per job: say what they resolved to, then the times they give. */

@@ -73,6 +73,21 @@ runline_header(FILE *f, json_t *rec, int flags)
 	free(why);
 }
 
+/* A chained job's run: "  after=" and the parent runs it answered (jobchain.c). */
+static void
+runline_after(FILE *f, json_t *rec, int flags)
+{
+	json_t *p;
+	size_t k;
+	char *id;
+
+	json_array_foreach(json_object_get(rec, "after"), k, p) {
+		id = runline_field(p, "run_id", "?", flags);
+		fprintf(f, "%s%s", k == 0 ? "  after=" : ",", id);
+		free(id);
+	}
+}
+
 /* `status`' row: end, outcome, node, status, usage, error and the run's id. */
 static void
 runline_row(FILE *f, json_t *rec, int flags)
@@ -102,6 +117,7 @@ runline_row(FILE *f, json_t *rec, int flags)
 		fprintf(f, ": %s", error);
 	if (id != NULL)
 		fprintf(f, "  run=%s", id);
+	runline_after(f, rec, flags);
 	fprintf(f, "\n");
 	free(outcome);
 	free(id);

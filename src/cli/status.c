@@ -154,6 +154,29 @@ status_clock(const json_t *w)
 	       off - err > 1000 || off + err < -1000 ? " OFF: check its time synchronisation" : "");
 }
 
+/* A chain: the jobs a job runs after, and those that run after it (from the configuration). */
+static void
+status_print_chain(json_t *job)
+{
+	json_t *v;
+	size_t i;
+
+	if (json_array_size(json_object_get(job, "after")) > 0) {
+		printf("    after   ");
+		json_array_foreach(json_object_get(job, "after"), i, v)
+			printf("%s %s", i > 0 ? "," : "", json_string_value(v));
+		printf("\n");
+	}
+	if (json_array_size(json_object_get(job, "children")) > 0) {
+		printf("    then    ");
+		json_array_foreach(json_object_get(job, "children"), i, v)
+			printf("%s %s (after %s)", i > 0 ? "," : "",
+			       json_string_value(json_object_get(v, "job")),
+			       json_string_value(json_object_get(v, "after")));
+		printf("\n");
+	}
+}
+
 /* A job's runs in progress (from any host) and its last runs. */
 static void
 status_print_runs(json_t *job)
@@ -254,6 +277,7 @@ status_print(json_t *out)
 			       json_string_value(json_object_get(job, "schedule")),
 			       json_object_get(job, "next_tick") != NULL ? ", next tick " : "",
 			       json_string_value(json_object_get(job, "next_tick")) ?: "");
+		status_print_chain(job);
 		if (json_object_get(job, "runnable_workers") != NULL)
 			status_print_placement(job);
 		json_array_foreach(json_object_get(job, "holders"), j, n)

@@ -2,14 +2,18 @@
 /* Runs in: a one-shot command (`leasekeeper stop`). */
 /*
  * stop.c: `leasekeeper stop JOB`: end the run of a job under way (or the one named by its
- * fencing token) on whichever worker runs it, and leave the job's schedule alone.
+ * run id, or by its fencing token) on whichever worker runs it, and leave the job's schedule
+ * alone. A run id (NODE-BOOT-N) is looked up in <job>/running/<run id>, the node its worker
+ * keeps while it runs, for the run's fence: the request names the fence, as before (so a
+ * worker of the previous release takes it too). A run not under way is said so at once.
  *
  * It creates the stop request <root>/jobs/<job>/stops/stop-<seq> (see stopreq.c for what the
  * workers do with it) and follows it with a watch until the worker whose run it names claims
  * it and writes how the run ended. A request nobody claims within --timeout is deleted at
  * version 0, as run-now's is: no run was under way (or none with that fence), nothing stopped.
  * --no-restart first pauses the job in its record (as `leasekeeper pause` does, without
- * --stop-running), so that no worker starts it again until `leasekeeper resume`.
+ * --stop-running, through the same writer, pausewr.c), so that no worker starts it again
+ * until `leasekeeper resume`.
  */
 
 #include <getopt.h>
@@ -28,6 +32,7 @@
 #include "duration.h"
 #include "jobrec.h"
 #include "layout.h"
+#include "pausewr.h"
 #include "leasekeeper.h"
 #include "stoprec.h"
 #include "target.h"
@@ -38,11 +43,14 @@
 #include "znode.h"
 
 #define STOP_TIMEOUT_MS 10000ULL /* --timeout's default */
+#define STOP_MAX_RUN_ID 160      /* bytes of a run id (the worker's are at most 144) */
 
 struct stop {
 	const char *job;
 	char *by;
-	int64_t fence; /* --run; -1: the run under way */
+	int64_t fence;      /* --run FENCE, or the fence of --run RUN_ID; -1: the run under way */
+	const char *run_id; /* --run RUN_ID: the run named by its id */
+	struct pausewr pw;  /* --no-restart: the pause */
 	int kill;
 	int no_restart;
 	int as_json;
@@ -280,42 +288,104 @@ stop_create(struct admin *a)
 	free(data);
 }
 
-static void stop_ready(struct admin *);
-
-/* The pause (--no-restart) landed, or the record changed meanwhile (then again). */
+/* The run named by its id, as its node under <job>/running says: its fence, to ask for. */
 static void
-stop_paused_cb(const struct zk_reply *reply, void *arg)
+stop_running_cb(const struct zk_reply *reply, void *arg)
 {
 	struct admin *a = arg;
+	struct stop *s = a->ctx;
+	json_t *o = NULL, *f;
+	char *line;
 
-	if (reply->rc == ZBADVERSION) {
-		stop_ready(a);
+	if (s->finished)
+		return;
+	if (reply->rc == ZNONODE) {
+		xasprintf(&line,
+		          "job %s: run %s is not under way (it ended, or never ran; `leasekeeper "
+		          "status` lists the runs under way): nothing stopped%s",
+		          s->job, s->run_id,
+		          s->no_restart ? "; the job stays paused (`leasekeeper resume` undoes it)"
+		                        : "");
+		json_object_set_new(s->out, "error", json_string("no run under way"));
+		fprintf(stderr, "leasekeeper stop: %s\n", line);
+		free(line);
+		stop_end(a, NULL, 1);
 		return;
 	}
 	if (reply->rc != ZOK) {
-		stop_failed(a, "write", reply);
+		stop_failed(a, "read", reply);
 		return;
 	}
+	if (reply->value_len > 0 && reply->value_len <= CTLREC_MAX_REQUEST)
+		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
+	f = json_object_get(o, "fence");
+	if (!json_is_integer(f) || json_integer_value(f) <= 0) {
+		fprintf(stderr,
+		        "leasekeeper stop: %s names no fence: the run cannot be told apart\n",
+		        reply->path);
+		if (o != NULL)
+			json_decref(o);
+		stop_done(a, 1);
+		return;
+	}
+	s->fence = json_integer_value(f);
+	json_object_set_new(s->out, "fence", json_integer(s->fence));
+	json_decref(o);
 	stop_create(a);
 }
 
-/* --no-restart: pause the job in its record o (version), as `pause` does; then ask. */
+/* Ask: for the run named by its id, find its fence first (its node under <job>/running). */
 static void
-stop_pause(struct admin *a, json_t *o, int version)
+stop_ask(struct admin *a)
 {
 	struct stop *s = a->ctx;
-	char since[40], *data;
+	char *dir, *path;
 
-	if (json_is_object(json_object_get(o, "paused"))) {
-		stop_create(a); /* paused already: who paused it first stays on record */
+	if (s->run_id == NULL) {
+		stop_create(a);
 		return;
 	}
-	clock_iso8601(clock_wall_ms(), since, sizeof since);
-	json_object_set_new(o, "paused", json_pack("{s:s, s:s}", "by", s->by, "since", since));
-	data = json_dumps(o, JSON_COMPACT);
-	zk_set(a->zk, s->record, data, (int)strlen(data), version, stop_paused_cb, a);
-	free(data);
-	json_object_set_new(s->out, "paused", json_true());
+	dir = layout_job_running(a->root, s->job);
+	path = znode_join(dir, s->run_id);
+	zk_get(a->zk, path, NULL, stop_running_cb, a);
+	free(path);
+	free(dir);
+}
+
+/* The pause (--no-restart) ended (pausewr.c): then ask for the stop. */
+static void
+stop_paused_cb(struct pausewr *w, enum pausewr_result result, const json_t *paused, const char *why,
+               const struct zk_reply *reply)
+{
+	struct admin *a = w->arg;
+	struct stop *s = a->ctx;
+
+	(void)paused;
+	if (s->finished)
+		return;
+	switch (result) {
+	case PAUSEWR_FAILED:
+		stop_failed(a, why, reply);
+		return;
+	case PAUSEWR_NO_JOB:
+		fprintf(stderr,
+		        "leasekeeper stop: the cluster knows no job \"%s\" (%s does not exist): "
+		        "check the name\n",
+		        s->job, s->record);
+		stop_done(a, 1);
+		return;
+	case PAUSEWR_REFUSED:
+		fprintf(stderr, "leasekeeper stop: %s\n", why);
+		stop_done(a, 1);
+		return;
+	case PAUSEWR_WRITTEN:
+		json_object_set_new(s->out, "paused", json_true());
+		break;
+	case PAUSEWR_ALREADY: /* who paused it first stays on record */
+	case PAUSEWR_NOT_PAUSED:
+		break;
+	}
+	stop_ask(a);
 }
 
 /* The job record: the cluster must know the job. */
@@ -324,7 +394,6 @@ stop_record_cb(const struct zk_reply *reply, void *arg)
 {
 	struct admin *a = arg;
 	struct stop *s = a->ctx;
-	json_t *o = NULL;
 
 	if (s->finished)
 		return;
@@ -340,32 +409,28 @@ stop_record_cb(const struct zk_reply *reply, void *arg)
 		stop_failed(a, "read", reply);
 		return;
 	}
-	if (!s->no_restart) {
-		stop_create(a);
-		return;
-	}
-	if (reply->value_len <= JOBREC_MAX_SIZE)
-		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
-	if (!json_is_object(o)) {
-		if (o != NULL)
-			json_decref(o);
-		fprintf(stderr,
-		        "leasekeeper stop: %s is not a job record (not a JSON object): "
-		        "`leasekeeper set-leases %s N` writes a sane one\n",
-		        s->record, s->job);
-		stop_done(a, 1);
-		return;
-	}
-	stop_pause(a, o, reply->stat->version);
-	json_decref(o);
+	stop_ask(a);
 }
 
+/* --no-restart: pause the job first, as `pause` does (the one writer, pausewr.c); then ask. */
 static void
 stop_ready(struct admin *a)
 {
 	struct stop *s = a->ctx;
 
-	zk_get(a->zk, s->record, NULL, stop_record_cb, a);
+	if (!s->no_restart) {
+		zk_get(a->zk, s->record, NULL, stop_record_cb, a);
+		return;
+	}
+	s->pw = (struct pausewr){
+	    .zk = a->zk,
+	    .path = s->record,
+	    .job = s->job,
+	    .by = s->by,
+	    .done = stop_paused_cb,
+	    .arg = a,
+	};
+	pausewr_start(&s->pw);
 }
 
 /* The session went for good while following: nothing more can be learnt. */
@@ -392,7 +457,7 @@ stop_finish(struct admin *a)
 
 static const char stop_usage[] =
     "usage: leasekeeper stop [-c FILE | --zk HOSTS] [--root PATH] [--auth-file FILE]\n"
-    "                        [--json] [--by WHO] [--run FENCE] [--kill] [--no-restart]\n"
+    "                        [--json] [--by WHO] [--run RUN_ID] [--kill] [--no-restart]\n"
     "                        [--timeout DUR] JOB\n"
     "\n"
     "End the run of a job under way, on whichever worker runs it: SIGTERM, then SIGKILL\n"
@@ -401,7 +466,8 @@ static const char stop_usage[] =
     "\n"
     "  -j, --json            print the result as one JSON object\n"
     "  -b, --by WHO          who asks, for the records (default: the user and host)\n"
-    "  -R, --run FENCE       only the run with this fencing token (status, logs show it)\n"
+    "  -R, --run RUN_ID      only this run (NODE-BOOT-N, as status and logs print it);\n"
+    "                        a number is a run's fence\n"
     "  -k, --kill            SIGKILL at once\n"
     "  -n, --no-restart      pause the job first: nothing starts it until `resume`\n"
     "  -t, --timeout DUR     how long a worker may take to claim it (1s to 24h, default "
@@ -427,12 +493,28 @@ stop_option(struct stop *s, int ch, const char *arg, const char **by)
 		s->no_restart = 1;
 		return 0;
 	case 'R':
-		s->fence = (int64_t)strtoll(arg, &end, 10);
-		if (*arg == '\0' || *end != '\0' || s->fence <= 0) {
-			fprintf(stderr, "leasekeeper stop: --run takes a run's fence: a number "
-			                "above 0 (`leasekeeper status` and `logs` show it)\n");
+		if (*arg >= '0' && *arg <= '9' && strspn(arg, "0123456789") == strlen(arg)) {
+			/* All digits: a fence (a run id always has its node and two '-'). */
+			s->fence = (int64_t)strtoll(arg, &end, 10);
+			if (*end != '\0' || s->fence <= 0) {
+				fprintf(stderr,
+				        "leasekeeper stop: --run: a fence is a number above 0\n");
+				return EXIT_USAGE;
+			}
+			return 0;
+		}
+		if (strlen(arg) > STOP_MAX_RUN_ID || strchr(arg, '-') == NULL ||
+		    strspn(arg,
+		           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+		        strlen(arg) ||
+		    arg[0] == '.') {
+			fprintf(
+			    stderr,
+			    "leasekeeper stop: --run takes a run id, NODE-BOOT-N as `leasekeeper "
+			    "status` and `logs` print it (or a run's fence, a number)\n");
 			return EXIT_USAGE;
 		}
+		s->run_id = arg;
 		return 0;
 	case 't':
 		if (duration_parse(arg, &s->timeout_ms, &cause) != 0) {
@@ -507,6 +589,8 @@ stop_main(int argc, char **argv)
 	s.out = json_pack("{s:s, s:s}", "job", s.job, "by", s.by);
 	if (s.fence > 0)
 		json_object_set_new(s.out, "fence", json_integer(s.fence));
+	if (s.run_id != NULL)
+		json_object_set_new(s.out, "run_id", json_string(s.run_id));
 	a.ctx = &s;
 	a.ready = stop_ready;
 	a.event = stop_event;

@@ -134,6 +134,34 @@ view_ask_job(struct view *v, json_t *job)
 	free(rec);
 }
 
+/*
+ * A configured job's chain: "after", its parents as written ("build", "test:any"), and
+ * "children", the jobs whose after names it (as they name it), each when there are any.
+ */
+static void
+view_config_chain(const struct config *cfg, const struct config_job *cj, json_t *job)
+{
+	json_t *children = json_array(), *after = json_array();
+	size_t i, len = strlen(cj->name);
+	char *const *p;
+
+	for (p = cj->after; p != NULL && *p != NULL; p++)
+		json_array_append_new(after, json_string(*p));
+	for (i = 0; i < cfg->njobs; i++)
+		for (p = cfg->jobs_list[i]->after; p != NULL && *p != NULL; p++)
+			if (strncmp(*p, cj->name, len) == 0 &&
+			    ((*p)[len] == '\0' || (*p)[len] == ':'))
+				json_array_append_new(children, json_pack("{s:s, s:s}", "job",
+				                                          cfg->jobs_list[i]->name,
+				                                          "after", *p));
+	if (json_array_size(after) > 0)
+		json_object_set(job, "after", after);
+	if (json_array_size(children) > 0)
+		json_object_set(job, "children", children);
+	json_decref(after);
+	json_decref(children);
+}
+
 /* A configured job's locks, as written: [{"path", "mode"}]; holders are the first's. */
 static json_t *
 view_config_locks(const struct config_job *cj)
@@ -704,6 +732,7 @@ view_start(struct zk *zk, const struct view_opts *o, void (*done)(json_t *, void
 			if (cfg->jobs_list[i]->nlocks > 1)
 				json_object_set_new(job, "locks",
 				                    view_config_locks(cfg->jobs_list[i]));
+			view_config_chain(cfg, cfg->jobs_list[i], job);
 			t = schedule_next(cfg->jobs_list[i]->sched,
 			                  (int64_t)(clock_wall_ms() / 1000));
 			if (t >= 0) {

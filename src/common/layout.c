@@ -5,6 +5,7 @@
  *
  *   <root>/jobs/<job>              the agreed lease count and the lock's path
  *   <root>/jobs/<job>/state        the claimed tick
+ *   <root>/jobs/<job>/chain        a chained job's claims of its parents' runs
  *   <root>/jobs/<job>/runs/run-N   one record per run
  *   <root>/jobs/<job>/requests/req-N  one `run-now` request each
  *   <root>/workers/<node_id>       an ephemeral node per worker
@@ -57,6 +58,13 @@ layout_job_child(const char *root, const char *job, const char *child)
 
 	free(jobs);
 	return path;
+}
+
+/* <root>/jobs/<job>/chain: a chained job's claims of its parents' runs (chainrec.c). */
+char *
+layout_job_chain(const char *root, const char *job)
+{
+	return layout_job_child(root, job, "chain");
 }
 
 /* <root>/jobs/<job>/state: the claimed tick. */

@@ -7,6 +7,7 @@
 char *layout_jobs(const char *root);
 char *layout_job_record(const char *root, const char *job);
 char *layout_job_state(const char *root, const char *job);
+char *layout_job_chain(const char *root, const char *job);
 char *layout_job_runs(const char *root, const char *job);
 char *layout_job_running(const char *root, const char *job);
 char *layout_job_requests(const char *root, const char *job);

@@ -63,7 +63,7 @@ config_job_equal(const struct config_job *a, const struct config_job *b)
 	    a->uid != b->uid || a->gid != b->gid || a->umask != b->umask ||
 	    !config_str_equal(a->workdir, b->workdir) || a->nenv != b->nenv ||
 	    !config_argv_equal(a->env, b->env) || !config_argv_equal(a->pass_env, b->pass_env) ||
-	    !config_argv_equal(a->params, b->params))
+	    !config_argv_equal(a->params, b->params) || !config_argv_equal(a->after, b->after))
 		return 0;
 	if (memcmp(&a->limits, &b->limits, sizeof a->limits) != 0)
 		return 0;

@@ -147,6 +147,9 @@ int config_valid_identifier(const char *name, size_t len);
 void config_resolve_policy(struct config_ctx *, const struct config_sec *, struct config_job *,
                            int ok_sched);
 void config_resolve_params(struct config_ctx *, const struct config_sec *, struct config_job *);
+/* config-after.c */
+void config_resolve_after(struct config_ctx *, const struct config_sec *, struct config_job *);
+void config_check_after(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs);
 void config_resolve_pass_env(struct config_ctx *ctx, const struct config_sec *sec,
                              const struct config_kv *kv, char ***out);
 

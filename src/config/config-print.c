@@ -216,6 +216,8 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	config_print_names("pass_env", job->pass_env, f);
 	if (job->params != NULL)
 		config_print_names("params", job->params, f);
+	if (job->after != NULL)
+		config_print_names("after", job->after, f);
 	if (job->timeout_ms == 0)
 		fprintf(f, "  timeout          none\n");
 	else {
@@ -231,11 +233,14 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	} else {
 		duration_format(job->retry_backoff_ms, d1, sizeof d1);
 		fprintf(f, "  retries          %d, back-off from %s\n", job->retries, d1);
-		if (job->catch_up == CONFIG_CATCH_UP_ALL)
+		if (job->after != NULL)
+			; /* a chained job: each parent run is its tick (docs/workflows.md) */
+		else if (job->catch_up == CONFIG_CATCH_UP_ALL)
 			fprintf(f, "  catch_up         all, at most %d\n", job->catch_up_limit);
 		else
 			fprintf(f, "  catch_up         %s\n", config_catch_up_name(job->catch_up));
-		fprintf(f, "  overlap          %s\n", config_overlap_name(job->overlap));
+		if (job->after == NULL)
+			fprintf(f, "  overlap          %s\n", config_overlap_name(job->overlap));
 	}
 	duration_format(job->kill_grace_ms, d2, sizeof d2);
 	fprintf(f, "  kill_grace       %s\n", d2);

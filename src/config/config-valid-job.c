@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "config-int.h"
@@ -351,7 +352,21 @@ config_resolve_job_schedule(struct config_ctx *ctx, const struct config *cfg,
 	} else if (cfg->timezone != NULL)
 		job->zone = xstrdup(cfg->timezone);
 	kv = config_kv_find(sec, "schedule");
-	job->schedule = xstrdup(kv != NULL ? kv->value : "@continuous");
+	if (config_kv_find(sec, "after") != NULL && kv != NULL) {
+		config_error_kv(ctx, sec, kv,
+		                "a job with after runs after its parents' runs, not on a schedule: "
+		                "remove schedule (or after, and chain nothing)");
+		kv = NULL;
+	} else if (config_kv_find(sec, "after") == NULL && kv != NULL &&
+	           strncasecmp(kv->value + strspn(kv->value, " \t"), "@after", 6) == 0) {
+		config_error_kv(ctx, sec, kv,
+		                "schedule @after is what after = JOB sets: write after = JOB "
+		                "instead of a schedule");
+		kv = NULL;
+	}
+	job->schedule = xstrdup(kv != NULL                             ? kv->value
+	                        : config_kv_find(sec, "after") != NULL ? "@after"
+	                                                               : "@continuous");
 	/* a bad zone is reported once, at its own line; job->zone is then NULL */
 	if (schedule_parse_job(job->schedule, job->zone, job->name, &job->sched, &cause) != 0) {
 		config_error_kv(ctx, sec, kv, "schedule: %s", cause);
@@ -538,6 +553,7 @@ config_resolve_job_process(struct config_ctx *ctx, const struct config *cfg,
 			job->pass_env[n] = xstrdup(cfg->pass_env[n]);
 	}
 	config_resolve_params(ctx, sec, job);
+	config_resolve_after(ctx, sec, job);
 	config_check_size(ctx, sec, job);
 	config_get_limits(ctx, sec, &cfg->limits, cfg->cgroups, &job->limits);
 }

@@ -133,6 +133,7 @@ config_job_free(struct config_job *job)
 	config_free_argv(job->env);
 	config_free_argv(job->pass_env);
 	config_free_argv(job->params);
+	config_free_argv(job->after);
 	config_free_constraint(job);
 	free(job->log_file);
 	config_hooks_free(&job->hooks);
@@ -209,6 +210,7 @@ config_load_opts(const char *file, struct config **out, struct config_errors *er
 	}
 	config_check_locks(&ctx, cfg, kept);
 	config_check_lock_kinds(&ctx, cfg, kept);
+	config_check_after(&ctx, cfg, kept);
 	/* Output is a secret: without credentials run records are anyone's to read. */
 	if (cfg->auth == NULL && !cfg->allow_open_output) {
 		for (i = 0; i < cfg->njobs; i++)

@@ -559,6 +559,10 @@ schedule_parse_job(const char *spec, const char *tz, const char *name, struct sc
 			s->kind = SCHEDULE_CONTINUOUS;
 			s->text = xstrdup("@continuous");
 			r = 0;
+		} else if (len == 6 && strncasecmp(trimmed, "@after", 6) == 0) {
+			s->kind = SCHEDULE_AFTER; /* the schedule of a job with `after` */
+			s->text = xstrdup("@after");
+			r = 0;
 		} else {
 			for (i = 0; i < sizeof schedule_aliases / sizeof schedule_aliases[0]; i++) {
 				if (strlen(schedule_aliases[i].name) == len &&
@@ -583,8 +587,9 @@ schedule_parse_job(const char *spec, const char *tz, const char *name, struct sc
 				s->text = xstrdup(schedule_aliases[i].name);
 			}
 		}
-		if (r == 0 && s->kind == SCHEDULE_CONTINUOUS && *word_end != '\0') {
-			xasprintf(cause, "\"%s\": @continuous takes nothing after it", trimmed);
+		if (r == 0 && (s->kind == SCHEDULE_CONTINUOUS || s->kind == SCHEDULE_AFTER) &&
+		    *word_end != '\0') {
+			xasprintf(cause, "\"%s\": %s takes nothing after it", trimmed, s->text);
 			r = -1;
 		}
 	}
@@ -645,9 +650,9 @@ schedule_set_jitter(struct schedule *s, uint64_t jitter_ms, char **cause)
 	if (jitter_ms == 0)
 		return 0;
 	duration_format(jitter_ms, buf, sizeof buf);
-	if (s->kind == SCHEDULE_CONTINUOUS) {
-		*cause = xstrdup("jitter spreads the ticks of scheduled jobs: an @continuous job "
-		                 "has none, remove jitter");
+	if (s->kind == SCHEDULE_CONTINUOUS || s->kind == SCHEDULE_AFTER) {
+		*cause = xstrdup("jitter spreads the ticks of scheduled jobs: an @continuous job, "
+		                 "or one run after another (after), has none: remove jitter");
 		return -1;
 	}
 	if (jitter_ms % 1000 != 0) {
@@ -886,6 +891,7 @@ schedule_base_next(const struct schedule *s, int64_t after)
 		return -1;
 	switch (s->kind) {
 	case SCHEDULE_CONTINUOUS:
+	case SCHEDULE_AFTER:
 		return -1;
 	case SCHEDULE_EVERY:
 		return (tz_floordiv(after, s->every) + 1) * s->every;
@@ -907,6 +913,7 @@ schedule_base_prev(const struct schedule *s, int64_t at)
 		return -1;
 	switch (s->kind) {
 	case SCHEDULE_CONTINUOUS:
+	case SCHEDULE_AFTER:
 		return -1;
 	case SCHEDULE_EVERY:
 		t = tz_floordiv(at, s->every) * s->every;

@@ -265,13 +265,18 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_release(job);
 		break;
 	case JOBFSM_CLAIM:
-		job_claim(job, a->tick, a->n);
+		if (job->chain != NULL)
+			job_chain_claim(job->chain, "run");
+		else
+			job_claim(job, a->tick, a->n);
 		break;
 	case JOBFSM_PEEK:
 		job_peek(job, a->tick);
 		break;
 	case JOBFSM_CANCEL_CLAIM:
 		jobrec_cancel_claim(job->rec);
+		if (job->chain != NULL)
+			job_chain_cancel(job->chain);
 		break;
 	case JOBFSM_CHECK:
 		jobrec_check(job->rec);
@@ -289,12 +294,19 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
+		if (job->chain != NULL) {
+			job_chain_claim(job->chain, "missed");
+			break;
+		}
 		jobrec_missed_why(job->rec, a->tick, cfg->node_id, job->cfg->history,
 		                  job_missed_why(job, a->n));
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;
-		jobrec_paused_tick(job->rec, a->tick, cfg->node_id, job->cfg->history);
+		if (job->chain != NULL)
+			job_chain_claim(job->chain, "paused");
+		else
+			jobrec_paused_tick(job->rec, a->tick, cfg->node_id, job->cfg->history);
 		break;
 	case JOBFSM_MANUAL_ABORT:
 		job_manual_abort(job, a->result,
@@ -339,10 +351,14 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		evtimer_del(job->timer);
 		break;
 	case JOBFSM_TICK_ARM:
-		job_arm_tick(job);
-		break;
 	case JOBFSM_TICK_ARM_IF_IDLE:
-		job_arm_tick_if_idle(job);
+		if (job->chain != NULL)
+			job_chain_poke(
+			    job->chain); /* a chained job's ticks are its parents' runs */
+		else if (a->act == JOBFSM_TICK_ARM)
+			job_arm_tick(job);
+		else
+			job_arm_tick_if_idle(job);
 		break;
 	case JOBFSM_TICK_DEL:
 		evtimer_del(job->tick_timer);
@@ -530,6 +546,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	job->timer = evtimer_new(base, job_timer_cb, job);
 	job->tick_timer = evtimer_new(base, job_tick_cb, job);
 	job->run_timer = evtimer_new(base, job_run_timer_cb, job);
+	job->chain = job_chain_new(job, base);
 	return job;
 }
 
@@ -540,6 +557,7 @@ job_free(struct job *job)
 	if (job == NULL)
 		return;
 	job_running_del(job);
+	job_chain_free(job->chain);
 	if (job->zk != NULL)
 		zk_cancel(job->zk, job); /* the running folder's create; a read of the tick state
 	                            * under way (catch_up = all) */
@@ -577,6 +595,8 @@ void
 job_ready(struct job *job)
 {
 	job_event(job, JOBFSM_READY);
+	if (job->chain != NULL)
+		job_chain_ready(job->chain);
 }
 
 /* Session events, forwarded by the worker: to the machine, the lease and the records. */
@@ -593,6 +613,8 @@ job_session(struct job *job, enum zk_event event)
 	jobrec_session(job->rec, event);
 	runreq_session(job->req, event);
 	stopreq_session(job->stops, event);
+	if (job->chain != NULL)
+		job_chain_session(job->chain, event);
 	if (event == ZK_EVENT_EXPIRED)
 		job_event(job, JOBFSM_SESSION_EXPIRED); /* nothing survives it but a run */
 }

@@ -16,6 +16,8 @@
 #include "runspec.h"
 
 struct event;
+struct event_base;
+struct job_chain;
 struct jobrec;
 struct lease;
 struct runreq;
@@ -65,8 +67,9 @@ struct job {
 	char **manual_env;     /* ... its LEASEKEEPER_PARAM_* (NULL terminated) */
 	json_t *manual_params; /* ... and their values, for the record */
 
-	struct stopreq *stops; /* the stop requests (`leasekeeper stop`) */
-	char *halt_by;         /* who stopped the run under way, for its record */
+	struct stopreq *stops;   /* the stop requests (`leasekeeper stop`) */
+	struct job_chain *chain; /* after = JOB: its parents' runs (jobchain.c); NULL */
+	char *halt_by;           /* who stopped the run under way, for its record */
 
 	uint32_t run;
 	char run_id[JOB_RUN_ID_MAX]; /* the run's one name, fixed at its start (job_run_name) */
@@ -85,6 +88,7 @@ struct job {
 	uint64_t lease_ends[JOB_LEASE_ENDS];
 	uint64_t acquisitions;
 	uint64_t paused_ticks; /* ticks this worker let go because the job was paused */
+	uint64_t chain_missed; /* after = JOB: parent runs this worker recorded missed */
 	uint64_t last_end_ms, last_ok_ms;
 	uint64_t buckets[JOB_DURATION_BUCKETS];
 	uint64_t durations;
@@ -171,6 +175,18 @@ int64_t job_running_cb(void *arg);
 void job_halt_cb(struct stopreq *, const char *name, const struct stoprec *, void *arg);
 void job_halt_recorded(struct job *, const struct jobfsm_action *, enum jobfsm_event,
                        const struct job_ctx *);
+
+/* jobchain.c */
+struct job_chain *job_chain_new(struct job *, struct event_base *);
+void job_chain_free(struct job_chain *);
+void job_chain_ready(struct job_chain *);
+void job_chain_session(struct job_chain *, enum zk_event);
+void job_chain_poke(struct job_chain *);
+void job_chain_claim(struct job_chain *, const char *how);
+void job_chain_cancel(struct job_chain *);
+char **job_chain_env(struct job *, struct runspec *, char **env);
+void job_chain_record(const struct job *, json_t *record, int64_t tick);
+json_t *job_chain_json(const struct job *);
 
 /* jobstats.c */
 void job_count_end(struct job *, enum job_outcome, int ran);

@@ -106,7 +106,8 @@ job_start_run(struct job *job)
 
 	rs = job_runspec(job, cj->argv);
 	rs.run_id = job->run_id;
-	env = job_params_env(job, &rs); /* the job's env and its parameters */
+	env = job_params_env(job, &rs);     /* the job's env and its parameters */
+	env = job_chain_env(job, &rs, env); /* and the parents' runs of a chained run */
 	rs.fence = job->run_fence;
 	rs.fences = lease_fences(job->lease);
 	rs.leases = cj->leases;
@@ -299,6 +300,7 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		job_record_signals(o, u);
 	if (a->manual)
 		job_record_manual(job, o, a);
+	job_chain_record(job, o, a->tick);
 	if (job->halt_by != NULL) /* `leasekeeper stop` ended it */
 		json_object_set_new(o, "stopped_by", json_string(job->halt_by));
 	jobrec_record_run(job->rec, o, job->cfg->history);

@@ -80,6 +80,8 @@ job_stats(const struct job *job, struct job_stats *st)
 	st->acquisitions = job->acquisitions;
 	for (i = 0; i < JOBREC_MISSED_WHYS; i++)
 		st->missed_ticks[i] = jobrec_missed_ticks(job->rec, (enum jobrec_missed_why)i);
+	/* A chained job's generations missed: their start_deadline passed (jobchain.c). */
+	st->missed_ticks[JOBREC_MISSED_DEADLINE] += job->chain_missed;
 	st->paused_ticks = job->paused_ticks;
 	st->last_end_ms = job->last_end_ms;
 	st->last_ok_ms = job->last_ok_ms;
@@ -121,6 +123,8 @@ job_status_json(const struct job *job)
 	              (json_int_t)st.runs, "failures", (json_int_t)st.failures,
 	              "consecutive_failures", job->fsm.failures);
 	json_object_set_new(o, "locks", joblocks_json(job->lease));
+	if (job->chain != NULL)
+		json_object_set_new(o, "after", job_chain_json(job));
 	if (job->pid > 0)
 		json_object_set_new(o, "pid", json_integer(job->pid));
 	if (jobrec_cluster_leases(job->rec) > 0)

@@ -5,7 +5,8 @@
  * worker's drain node and a run-now request (ctlrec_request, the exit status it maps to, and
  * ctlrec_request_invalid, which a worker asks before acting) and the format version of any
  * node (format_of_data), 1 the tick state and the claim computed
- * on it (run with -timeout: a slow claim is a hang of every worker), 2 run records and worker
+ * on it (run with -timeout: a slow claim is a hang of every worker), a parent's run record
+ * and a chained job's chain state with a claim on it (chainrec.c), 2 run records and worker
  * nodes as status reads them (nodedata_merge: no integer beyond 2^53 comes out), as the
  * worker logs them (nodedata_describe) and as the ranking of ticks reads them
  * (rank_parse_member).
@@ -18,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "chainrec.h"
 #include "ctlrec.h"
 #include "format.h"
 #include "jobrec.h"
@@ -244,6 +246,42 @@ fuzz_params(const char *s, size_t n)
 		json_decref(o);
 }
 
+/* A chained job's reads: a parent's run record, and its chain state with a claim on it. */
+static void
+fuzz_chain(const char *s, size_t n)
+{
+	struct chainrec_run r;
+	struct chainrec_gen g;
+	json_t *st, *back;
+	char *data;
+	size_t i;
+
+	if (chainrec_parse_run(s, n, 1, 0, &r)) {
+		for (i = 0; r.run_id[i] != '\0'; i++)
+			if (r.run_id[i] < 0x21 || r.run_id[i] > 0x7e)
+				abort();
+		if (r.run_id[0] == '\0' || r.outcome[0] == '\0')
+			abort();
+	}
+	if ((st = chainrec_parse_state(s, n)) == NULL)
+		return;
+	memset(&g, 0, sizeof g);
+	g.n = 1;
+	g.p[0].job = "parent";
+	g.p[0].run.seq = 1000000;
+	if (chainrec_claim(st, &g, "node", "run") == CHAINREC_CLAIM) {
+		/* What was written reads back as ours, and as taken for anyone else. */
+		data = chainrec_dump(st);
+		back = chainrec_parse_state(data, strlen(data));
+		if (back == NULL || chainrec_claim(back, &g, "node", "run") != CHAINREC_OURS ||
+		    chainrec_claim(back, &g, "other", "run") != CHAINREC_TAKEN)
+			abort();
+		json_decref(back);
+		free(data);
+	}
+	json_decref(st);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -275,6 +313,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1:
 		fuzz_tickstate(s, n);
 		fuzz_params(s, n);
+		fuzz_chain(s, n);
 		break;
 	default:
 		o = json_object();

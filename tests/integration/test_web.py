@@ -238,6 +238,7 @@ class WebTest(lktest.TestCase):
             "keeper": {"command": "echo $LEASEKEEPER_NODE $$ >> %s; exec sleep 600" % pids},
             "report": {"command": "echo report written by $LEASEKEEPER_NODE",
                        "schedule": YEARLY},
+            "chained": {"command": "true", "after": "flaky:failed", "start_deadline": "10s"},
         }
         configs, procs = {}, {}
         for n in ("alpha", "beta", "gamma"):
@@ -369,6 +370,20 @@ class WebTest(lktest.TestCase):
         self.assertIn(failed["run_id"], d.by_id("detail-title").text)
         self.assertIn("record" + failed["znode"], d.by_id("detail-fields").text.replace(" ", ""))
         self.assertIn("run" + failed["run_id"], d.by_id("detail-fields").text.replace(" ", ""))
+        # A chain: the parent's row names its child, the child's its parent; a chained
+        # run's details name (and link) the parent run it answered.
+        self.assertIn("then chained", jobrows["flaky"])
+        self.assertIn("after flaky:failed", jobrows["chained"])
+        self.wait_until(lambda: [r for r in self.runs(kz, "chained") if r.get("run_id")],
+                        timeout=30, msg="a run of chained")
+        self.wait_until(lambda: [r for j in json.loads(self.get(url + "/api/cluster")[2])["jobs"]
+                                 if j["name"] == "chained" for r in j.get("runs", [])
+                                 if r.get("run_id")], timeout=30, msg="chained's run shown")
+        crun = [r for j in json.loads(self.get(url + "/api/cluster")[2])["jobs"]
+                if j["name"] == "chained" for r in j["runs"] if r.get("run_id")][-1]
+        d2 = self.dom(url + "/#run=chained/" + crun["znode"])
+        self.assertIn("after" + "flaky" + crun["after"][0]["run_id"] + "(failed)",
+                      d2.by_id("detail-fields").text.replace(" ", ""))
         self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
 
         # It is its own process: stopping it stops nothing else, and it ends cleanly.

@@ -103,18 +103,31 @@ class StopTest(WorkflowCase):
         self.assertIn("nothing stopped", r.stderr)
         self.assertGreaterEqual(time.monotonic() - t0, 2.0)
         self.assertFalse([x for x in self.runs(kz, "tick")[before:] if x["outcome"] == "stopped"])
+        # --run naming the old run by its id: not under way, said at once.
+        t0 = time.monotonic()
+        r = self.cli("stop", "--run", stopped[0]["run_id"], "tick")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("is not under way", r.stderr)
+        self.assertLess(time.monotonic() - t0, 10)
         # Unknown to the cluster: exit 1.
         self.assertEqual(self.cli("stop", "nosuchjob").returncode, 1)
 
         # --kill: a run that ignores SIGTERM (kill_grace 9s) ends at once, by SIGKILL.
         self.wait_until(lambda: len(self.lines(self.path("stubborn.txt"))) >= 1, timeout=30)
+        running = kz.get_children("/leasekeeper/jobs/stubborn/running")
+        self.assertEqual(len(running), 1, running)
         t0 = time.monotonic()
-        r = self.cli("stop", "--kill", "--json", "stubborn")
+        # --run with the run's id (as status prints it), --kill.
+        r = self.cli("stop", "--kill", "--json", "--run", running[0], "stubborn")
         took = time.monotonic() - t0
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         res = json.loads(r.stdout)
         self.assertEqual(res["result"]["outcome"], "stopped")
         self.assertEqual(res["result"]["signal"], 9)
+        self.assertEqual(res["run_id"], running[0])
+        self.assertEqual(
+            [x["run_id"] for x in self.runs(kz, "stubborn") if x["outcome"] == "stopped"],
+            [running[0]])
         self.assertLess(took, 9, "--kill waited for kill_grace")
         print("\nstop --kill of a run that ignores SIGTERM: %.2f s" % took)
 

@@ -132,6 +132,7 @@ struct config_job {
 	size_t nenv;
 	char **pass_env; /* names (or PREFIX*) passed from the worker's environment; NULL ends */
 	char **params;   /* "NAME" or "NAME=DEFAULT" a manual run may be given; NULL: none */
+	char **after;    /* chained: parents, "JOB" (its ok runs), "JOB:any", "JOB:failed"; NULL */
 
 	struct config_limits limits; /* [worker]'s, unless the job sets its own ("max": none) */
 

@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <time.h>
 
-enum schedule_kind { SCHEDULE_CONTINUOUS, SCHEDULE_CRON, SCHEDULE_EVERY };
+/* SCHEDULE_AFTER: a chained job (`after = JOB`), run after its parents' runs, never at a tick. */
+enum schedule_kind { SCHEDULE_CONTINUOUS, SCHEDULE_CRON, SCHEDULE_EVERY, SCHEDULE_AFTER };
 
 struct schedule;
 

@@ -16,7 +16,7 @@
 	var KNOWN_FIELDS = ["job", "znode", "outcome", "reason", "missed_reason", "node", "start", "end", "tick",
 		"tick_time", "duration_ms", "status", "exit_status", "signal", "error", "fence", "locks", "cpu_usec",
 		"memory_peak", "output", "output_tail", "manual", "trigger", "session", "v", "run_id", "running",
-		"since", "pid"];
+		"since", "pid", "after"];
 	var doc = null;
 	var selected = null;
 	var linked = location.hash.indexOf("#run=") === 0; /* #run=JOB/ZNODE: open that run */
@@ -249,7 +249,14 @@
 			if (j.state && j.state.corrupt) name.appendChild(badge("state corrupt", "bad"));
 			if (j.warning) name.appendChild(badge("warning", "bad", j.warning));
 			tr.appendChild(name);
-			tr.appendChild(el("td", "mono", j.schedule));
+			var sched = el("td", "mono", j.schedule);
+			/* A chain (from the configuration): the parents it runs after, the jobs after it. */
+			if (Array.isArray(j.after)) sched.appendChild(el("span", "muted small", " after " + j.after.map(str).join(", ")));
+			if (Array.isArray(j.children))
+				sched.appendChild(el("span", "muted small", " then " + j.children.map(function (c) {
+					return str(c && c.job);
+				}).join(", ")));
+			tr.appendChild(sched);
 			var next = el("td", null, flagged(j.paused) ? "paused" :
 				j.next_tick ? since(time(j.next_tick), now) : "");
 			next.title = str(j.next_tick);
@@ -303,7 +310,8 @@
 		b.style.width = Math.max(0, (Math.min(e, win[1]) - Math.max(s, win[0])) / range * 100) + "%";
 		b.title = x.job + ": " + OUTCOMES[o] + (manual(r) ? " (manual)" : "") + " on " +
 			nodeName(r) + ", " + fmt(s) + (r.end ? " to " + fmt(e) : "") +
-			(r.running ? " to now (" + Math.max(0, Math.round((e - s) / 1000)) + " s)" : "");
+			(r.running ? " to now (" + Math.max(0, Math.round((e - s) / 1000)) + " s)" : "") +
+			parentsText(r);
 		b.tabIndex = 0;
 		b.setAttribute("role", "button");
 		b.addEventListener("click", function () { show(x, b); });
@@ -380,6 +388,52 @@
 		timeline($("tl-workers"), byWorker, win);
 	}
 
+	/* A chained run's parents' runs, for a title: " after build RUN_ID". */
+	function parentsText(r) {
+		if (!Array.isArray(r.after) || !r.after.length) return "";
+		return " after " + r.after.map(function (p) { return str(p && p.job) + " " + str(p && p.run_id); }).join(", ");
+	}
+
+	/* The run of job with this run id, when the view holds it. */
+	function findRun(job, id) {
+		var found = null;
+		allRuns().forEach(function (x) { if (!found && x.job === job && str(x.r.run_id) === id) found = x; });
+		return found;
+	}
+
+	/* A field of links between runs of a chain: each shows that run's details. */
+	function runLinks(dl, name, items) {
+		if (!items.length) return;
+		var dd = el("dd");
+		items.forEach(function (it, i) {
+			var x = findRun(it.job, it.run_id);
+			var a = el(x ? "a" : "span", x ? null : "muted", it.job + " " + it.run_id + (it.outcome ? " (" + it.outcome + ")" : ""));
+			if (i) dd.appendChild(document.createTextNode(", "));
+			if (x) {
+				a.href = "#run=" + encodeURIComponent(x.job + "/" + str(x.r.znode));
+				a.addEventListener("click", function (ev) { ev.preventDefault(); show(x, null); });
+			}
+			dd.appendChild(a);
+		});
+		dl.appendChild(el("dt", null, name));
+		dl.appendChild(dd);
+	}
+
+	/* A run's chain: the parents' runs it answers, and the children's runs that answer it. */
+	function chainLinks(dl, x) {
+		var r = x.r, kids = [];
+		runLinks(dl, "after", (Array.isArray(r.after) ? r.after : []).map(function (p) {
+			return { job: str(p && p.job), run_id: str(p && p.run_id), outcome: str(p && p.outcome) };
+		}));
+		if (r.run_id) allRuns().forEach(function (y) {
+			(Array.isArray(y.r.after) ? y.r.after : []).forEach(function (p) {
+				if (p && p.job === x.job && p.run_id === r.run_id)
+					kids.push({ job: y.job, run_id: str(y.r.run_id || y.r.znode), outcome: OUTCOMES[outcome(y.r)] });
+			});
+		});
+		runLinks(dl, "then", kids);
+	}
+
 	function field(dl, name, value) {
 		if (value === undefined || value === null || value === "") return;
 		dl.appendChild(el("dt", null, name));
@@ -410,6 +464,7 @@
 		field(dl, "outcome", OUTCOMES[o] + (manual(r) ? " (manual)" : ""));
 		field(dl, "reason", r.reason);
 		field(dl, "missed because", r.missed_reason); /* docs/outcomes.md */
+		chainLinks(dl, x);
 		field(dl, "worker", nodeName(r));
 		field(dl, "tick", r.tick !== undefined ? fmt(time(r.tick)) : "");
 		field(dl, "pid", r.pid);

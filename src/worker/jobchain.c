@@ -1,0 +1,674 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Runs in: the worker's main process (`leasekeeper run`). */
+/*
+ * jobchain.c: a chained job (`after = JOB`) as ticks of its machine. The worker lists each
+ * parent's run records with a watch and reads the new ones once; the runs whose outcome the
+ * child waits for are its candidates. A generation is the parents' runs one chained run
+ * answers: with one parent, each of its runs in turn (oldest first); with several (a join),
+ * the newest candidate of every parent, once each has one newer than the last it handled.
+ * The machine gets a generation as a TICK whose time is when its last run was recorded, so
+ * that start_deadline counts from the parent's end; its claim, and its missed or paused
+ * record, is a versioned write of the chain state (chainrec.c) instead of the tick state.
+ * Parent runs recorded before the child's job record was created are not the child's.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "chainrec.h"
+#include "clock.h"
+#include "config.h"
+#include "jobpriv.h"
+#include "jobrec.h"
+#include "layout.h"
+#include "xmalloc.h"
+#include "znode.h"
+
+#define JOB_CHAIN_KEEP      32   /* candidate runs of one parent kept, the newest */
+#define JOB_CHAIN_REFEED_MS 2000 /* the same generation is handed over again after this */
+#define JOB_CHAIN_RACES     10   /* versioned writes lost in a row, at most */
+
+enum job_chain_mode { JOB_CHAIN_OK, JOB_CHAIN_ANY, JOB_CHAIN_FAILED };
+
+/* One parent: its runs folder, what was read of it. */
+struct job_chain_parent {
+	struct job_chain *c;
+	char *job;
+	enum job_chain_mode mode;
+	char *runs_path;
+	int listing, relist; /* a listing under way; the watch fired meanwhile */
+	int reading;         /* records being read */
+	int absent;          /* no runs folder yet: no watch is left on it, list it again later */
+	int64_t seen;        /* the newest sequence number asked for */
+	int64_t done;        /* the newest handled, as last read from the chain state */
+	struct chainrec_run runs[JOB_CHAIN_KEEP]; /* candidates, oldest first */
+	int nruns;
+};
+
+/* A claim or a mark (missed, paused) of one generation: read, decide, write at the version. */
+struct job_chain_op {
+	struct job_chain *c;
+	const char *how; /* "run", "missed", "paused" */
+	struct chainrec_gen gen;
+	int races, maybe_set, waiting;
+	struct job_chain_op *next;
+};
+
+struct job_chain {
+	struct job *job;
+	int n;
+	struct job_chain_parent p[CHAINREC_MAX_PARENTS];
+	char *state_path;
+	struct event *timer;
+	int reading, reread;     /* a read of the chain state for a generation */
+	int known;               /* the chain state was read once: p->done is what it says */
+	json_t *state;           /* ... and as last read (its "ids": runs handled) */
+	int refused;             /* ... of a newer format (said once) */
+	struct chainrec_gen fed; /* the generation handed to the machine last */
+	uint64_t fed_ms;
+	struct chainrec_gen run; /* the generation claimed: the run's parents */
+	int have_run;
+	struct job_chain_op *ops;
+};
+
+static void job_chain_list(struct job_chain_parent *);
+static void job_chain_eval(struct job_chain *);
+
+/* Whether a parent's run of this outcome is one the child waits for. */
+static int
+job_chain_wanted(const struct job_chain_parent *p, const struct chainrec_run *r)
+{
+	return p->mode == JOB_CHAIN_ANY || (p->mode == JOB_CHAIN_OK) == (r->ok != 0);
+}
+
+/* Forget an operation. */
+static void
+job_chain_op_free(struct job_chain_op *op)
+{
+	struct job_chain_op **pp;
+
+	zk_cancel(op->c->job->zk, op);
+	for (pp = &op->c->ops; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == op) {
+			*pp = op->next;
+			break;
+		}
+	free(op);
+}
+
+/*
+ * The timer: list again the parents that had no runs folder (ZooKeeper leaves no watch on a
+ * node that does not exist), and evaluate again (a generation handed over but not taken).
+ */
+static void
+job_chain_timer_cb(int fd, short what, void *arg)
+{
+	struct job_chain *c = arg;
+	int i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < c->n; i++)
+		if (c->p[i].absent && c->job->fsm.ready)
+			job_chain_list(&c->p[i]);
+	job_chain_eval(c);
+}
+
+/* The chain of a job with `after`, or NULL. */
+struct job_chain *
+job_chain_new(struct job *job, struct event_base *base)
+{
+	const struct config_job *cj = job->cfg;
+	const char *root = job_main_config(job)->root;
+	struct job_chain *c;
+	char *const *a;
+
+	if (cj->after == NULL)
+		return NULL;
+	c = xcalloc(1, sizeof *c);
+	c->job = job;
+	for (a = cj->after; *a != NULL && c->n < CHAINREC_MAX_PARENTS; a++) {
+		struct job_chain_parent *p = &c->p[c->n++];
+		const char *colon = strchr(*a, ':');
+
+		p->c = c;
+		p->job = colon != NULL ? xstrndup(*a, (size_t)(colon - *a)) : xstrdup(*a);
+		p->mode = colon == NULL                   ? JOB_CHAIN_OK
+		          : strcmp(colon + 1, "any") == 0 ? JOB_CHAIN_ANY
+		                                          : JOB_CHAIN_FAILED;
+		p->runs_path = layout_job_runs(root, p->job);
+		p->seen = p->done = -1;
+	}
+	c->state_path = layout_job_chain(root, job->name);
+	c->timer = evtimer_new(base, job_chain_timer_cb, c);
+	return c;
+}
+
+/* Free the chain (nothing in ZooKeeper changes). */
+void
+job_chain_free(struct job_chain *c)
+{
+	int i;
+
+	if (c == NULL)
+		return;
+	while (c->ops != NULL)
+		job_chain_op_free(c->ops);
+	zk_cancel(c->job->zk, c);
+	for (i = 0; i < c->n; i++) {
+		zk_cancel(c->job->zk, &c->p[i]);
+		free(c->p[i].job);
+		free(c->p[i].runs_path);
+	}
+	event_free(c->timer);
+	if (c->state != NULL)
+		json_decref(c->state);
+	free(c->state_path);
+	free(c);
+}
+
+/* Keep a candidate run of p, in order, the newest JOB_CHAIN_KEEP. */
+static void
+job_chain_keep(struct job_chain_parent *p, const struct chainrec_run *r)
+{
+	int i;
+
+	for (i = 0; i < p->nruns; i++)
+		if (p->runs[i].seq == r->seq)
+			return; /* read again after a new session */
+	if (p->nruns == JOB_CHAIN_KEEP) {
+		memmove(&p->runs[0], &p->runs[1], (JOB_CHAIN_KEEP - 1) * sizeof p->runs[0]);
+		p->nruns--;
+	}
+	for (i = p->nruns; i > 0 && p->runs[i - 1].seq > r->seq; i--)
+		p->runs[i] = p->runs[i - 1];
+	p->runs[i] = *r;
+	p->nruns++;
+}
+
+/* A parent's run record as read. */
+static void
+job_chain_record_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job_chain_parent *p = arg;
+	struct chainrec_run r;
+	int64_t seq = -1;
+
+	p->reading--;
+	if (reply->rc == ZOK && reply->stat != NULL &&
+	    znode_sequence(znode_basename(reply->path), "run-", &seq) == 0 &&
+	    chainrec_parse_run(reply->value, reply->value_len > 0 ? (size_t)reply->value_len : 0,
+	                       seq, reply->stat->ctime, &r) &&
+	    job_chain_wanted(p, &r))
+		job_chain_keep(p, &r);
+	if (p->reading == 0)
+		job_chain_eval(p->c);
+}
+
+/* The parent's runs changed: list them again. */
+static void
+job_chain_watch_cb(int type, const char *path, void *arg)
+{
+	(void)type;
+	(void)path;
+	job_chain_list(arg);
+}
+
+/* The parent's runs as listed: read the records not read yet (the newest, at most KEEP). */
+static void
+job_chain_list_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job_chain_parent *p = arg;
+	int64_t seq, newest = p->seen, from;
+	char *path;
+	int i;
+
+	p->listing = 0;
+	if (p->relist) {
+		job_chain_list(p);
+		return;
+	}
+	p->absent = reply->rc == ZNONODE;
+	if (p->absent)
+		job_timer(p->c->timer, JOB_CHAIN_REFEED_MS);
+	if (reply->rc != ZOK)
+		return; /* no runs yet, or the session's news brings us back */
+	for (i = 0; i < reply->nchildren; i++)
+		if (znode_sequence(reply->children[i], "run-", &seq) == 0 && seq > newest)
+			newest = seq;
+	from = newest - JOB_CHAIN_KEEP > p->seen ? newest - JOB_CHAIN_KEEP : p->seen;
+	for (i = 0; i < reply->nchildren; i++) {
+		if (znode_sequence(reply->children[i], "run-", &seq) != 0 || seq <= from ||
+		    seq <= p->done)
+			continue;
+		path = znode_join(p->runs_path, reply->children[i]);
+		p->reading++;
+		zk_get(p->c->job->zk, path, NULL, job_chain_record_cb, p);
+		free(path);
+	}
+	p->seen = newest;
+}
+
+/* List a parent's runs with a watch. */
+static void
+job_chain_list(struct job_chain_parent *p)
+{
+	if (p->listing) {
+		p->relist = 1;
+		return;
+	}
+	p->listing = 1;
+	p->relist = 0;
+	zk_children(p->c->job->zk, p->runs_path, job_chain_watch_cb, job_chain_list_cb, p);
+}
+
+/*
+ * The next generation from the candidates newer than what the state handled: one parent's
+ * oldest; a join's newest of each parent. 0 when some parent has none. A parent the chain
+ * state never handled (a new chain, or `after` newly added to a job) has no candidate
+ * recorded before the job's record, nor one past start_deadline already: those were never
+ * the job's to run, and are not recorded missed either.
+ */
+static int
+job_chain_next(struct job_chain *c, struct chainrec_gen *g)
+{
+	int64_t created = jobrec_created_ms(c->job->rec),
+	        stale = (int64_t)job_now_ms(c->job) - (int64_t)c->job->cfg->start_deadline_ms;
+	int i, j, pick;
+
+	g->n = 0;
+	for (i = 0; i < c->n; i++) {
+		struct job_chain_parent *p = &c->p[i];
+
+		pick = -1;
+		for (j = 0; j < p->nruns; j++) {
+			if (p->runs[j].seq <= p->done || p->runs[j].ctime_ms < created ||
+			    (p->done < 0 && p->runs[j].ctime_ms < stale) ||
+			    chainrec_handled_id(c->state, p->job, p->runs[j].run_id))
+				continue;
+			pick = j;
+			if (c->n == 1)
+				break; /* one parent: each of its runs, oldest first */
+		}
+		if (pick < 0)
+			return 0;
+		g->p[g->n].job = p->job;
+		g->p[g->n++].run = p->runs[pick];
+	}
+	return g->n > 0;
+}
+
+/* The generation's time: when its last parent run was recorded (seconds, servers' clock). */
+static int64_t
+job_chain_time(const struct chainrec_gen *g)
+{
+	int64_t t = 0;
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->p[i].run.ctime_ms > t)
+			t = g->p[i].run.ctime_ms;
+	return t / 1000;
+}
+
+/* Whether two generations are the same parents' runs. */
+static int
+job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
+{
+	int i;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++)
+		if (a->p[i].run.seq != b->p[i].run.seq || strcmp(a->p[i].job, b->p[i].job) != 0)
+			return 0;
+	return 1;
+}
+
+/* The chain state as read: what is handled; hand the next generation to the machine. */
+static void
+job_chain_state_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job_chain *c = arg;
+	struct job *job = c->job;
+	struct chainrec_gen g;
+	struct jobfsm_input in;
+	json_t *st;
+	uint64_t now = job_now_ms(job);
+	int i;
+
+	c->reading = 0;
+	if (reply->rc != ZOK && reply->rc != ZNONODE)
+		return; /* the session's news brings us back */
+	st = chainrec_parse_state(
+	    reply->rc == ZOK ? reply->value : NULL,
+	    reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0);
+	if (st == NULL) {
+		if (!c->refused)
+			log_warnx("job %s: its chain state %s is of a newer format: not running it "
+			          "after its parents here",
+			          job->name, c->state_path);
+		c->refused = 1;
+		return;
+	}
+	c->refused = 0;
+	for (i = 0; i < c->n; i++)
+		c->p[i].done = chainrec_done(st, c->p[i].job);
+	c->known = 1;
+	if (c->state != NULL)
+		json_decref(c->state);
+	c->state = st;
+	if (c->reread) {
+		c->reread = 0;
+		job_chain_eval(c);
+		return;
+	}
+	if (!job_chain_next(c, &g) || job->fsm.state != JOB_WAITING || !jobfsm_active(&job->fsm))
+		return; /* the machine evaluates again when it waits (TICK_ARM_IF_IDLE) */
+	if (job_chain_same(&g, &c->fed) && now < c->fed_ms + JOB_CHAIN_REFEED_MS) {
+		job_timer(c->timer, c->fed_ms + JOB_CHAIN_REFEED_MS - now);
+		return; /* handed over just now (drained here, or not taken yet) */
+	}
+	c->fed = g;
+	c->fed_ms = now;
+	log_debug("job %s: parent run(s) to answer, recorded at %lld", job->name,
+	          (long long)job_chain_time(&g));
+	job_input(job, &in, JOBFSM_TICK);
+	in.tick = job_chain_time(&g);
+	job_feed(job, &in, NULL);
+}
+
+/* Look for a generation to run: read the chain state if some candidate may be new. */
+static void
+job_chain_eval(struct job_chain *c)
+{
+	struct chainrec_gen g;
+
+	/* Until the state is read, a parent's done is not known: read it (once) to tell. */
+	if (!c->job->fsm.ready || !c->job->fsm.agreed || (c->known && !job_chain_next(c, &g)))
+		return;
+	if (c->reading) {
+		c->reread = 1;
+		return;
+	}
+	c->reading = 1;
+	zk_get(c->job->zk, c->state_path, NULL, job_chain_state_cb, c);
+}
+
+/* The machine waits (TICK_ARM): look for the next generation. */
+void
+job_chain_poke(struct job_chain *c)
+{
+	job_chain_eval(c);
+}
+
+/*
+ * Registered in a session: list every parent's runs with a watch, reading again the newest
+ * records (what an earlier session asked for may never have been answered).
+ */
+void
+job_chain_ready(struct job_chain *c)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		zk_cancel(c->job->zk, &c->p[i]);
+		c->p[i].listing = c->p[i].relist = c->p[i].reading = 0;
+		c->p[i].seen = -1;
+		job_chain_list(&c->p[i]);
+	}
+}
+
+static void job_chain_op_step(struct job_chain_op *);
+
+/* Record a generation missed or paused (a run record of the child, as for a tick). */
+static void
+job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
+{
+	struct job *job = c->job;
+	char when[40], *ids = chainrec_ids(&op->gen);
+	int64_t tick = job_chain_time(&op->gen);
+	json_t *o;
+
+	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
+	if (strcmp(op->how, "paused") == 0)
+		log_info("job %s: not run after %s: the job is paused", job->name, ids);
+	else {
+		log_warnx("job %s: missed the run after %s: no worker started it within its "
+		          "start_deadline",
+		          job->name, ids);
+		job->chain_missed++;
+	}
+	o = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
+	              "node", job_main_config(job)->node_id, "reason", op->how, "outcome",
+	              strcmp(op->how, "paused") == 0 ? "paused" : "missed");
+	json_object_set_new(o, "after", chainrec_gen_json(&op->gen));
+	if (strcmp(op->how, "paused") != 0)
+		json_object_set_new(o, "missed_reason",
+		                    json_string(jobrec_missed_name(JOBREC_MISSED_DEADLINE)));
+	jobrec_record_run(job->rec, o, job->cfg->history);
+	free(ids);
+}
+
+/* An operation ends: a claim tells the machine; a mark records. */
+static void
+job_chain_op_done(struct job_chain_op *op, int landed, int taken)
+{
+	struct job_chain *c = op->c;
+	struct jobfsm_input in;
+	int claim = strcmp(op->how, "run") == 0;
+
+	if (claim && landed) {
+		c->run = op->gen;
+		c->have_run = 1;
+	}
+	if (!claim && landed)
+		job_chain_record_missed(c, op);
+	job_chain_op_free(op);
+	if (claim) {
+		job_input(c->job, &in, landed ? JOBFSM_CLAIMED : JOBFSM_CLAIM_LOST);
+		in.taken = taken;
+		job_feed(c->job, &in, NULL);
+	} else
+		job_chain_eval(c);
+}
+
+/* The versioned write of the chain state landed, lost a race, or its fate is unknown. */
+static void
+job_chain_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job_chain_op *op = arg;
+
+	if (reply->rc == ZOK) {
+		job_chain_op_done(op, 1, 0);
+		return;
+	}
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	    ++op->races <= JOB_CHAIN_RACES) {
+		job_chain_op_step(op);
+		return;
+	}
+	if (zk_connection_error(reply->rc)) {
+		op->waiting = 1; /* after the reconnect, the state tells whether it landed */
+		return;
+	}
+	log_warnx("job %s: cannot write %s: %s", op->c->job->name, op->c->state_path,
+	          zerror(reply->rc));
+	job_chain_op_done(op, 0, 0);
+}
+
+/* The chain state as read: claim (or mark) the generation if no run of it was handled. */
+static void
+job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
+{
+	struct job_chain_op *op = arg;
+	struct job_chain *c = op->c;
+	enum chainrec_verdict v;
+	json_t *st;
+	char *data;
+
+	if (zk_connection_error(reply->rc)) {
+		op->waiting = 1;
+		return;
+	}
+	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+		job_chain_op_done(op, 0, 0);
+		return;
+	}
+	st = chainrec_parse_state(
+	    reply->rc == ZOK ? reply->value : NULL,
+	    reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0);
+	if (st == NULL) {
+		job_chain_op_done(op, 0, 1);
+		return;
+	}
+	v = chainrec_claim(st, &op->gen, job_main_config(c->job)->node_id, op->how);
+	if (v != CHAINREC_CLAIM) {
+		json_decref(st);
+		/* Ours already: our earlier write landed, its answer was lost. */
+		job_chain_op_done(op, v == CHAINREC_OURS && op->maybe_set, 1);
+		return;
+	}
+	data = chainrec_dump(st);
+	json_decref(st);
+	op->maybe_set = 1;
+	if (reply->rc == ZNONODE)
+		zk_create_node(c->job->zk, c->state_path, data, (int)strlen(data), ZOO_PERSISTENT,
+		               job_chain_set_cb, op);
+	else
+		zk_set(c->job->zk, c->state_path, data, (int)strlen(data), reply->stat->version,
+		       job_chain_set_cb, op);
+	free(data);
+}
+
+static void
+job_chain_op_step(struct job_chain_op *op)
+{
+	zk_get(op->c->job->zk, op->c->state_path, NULL, job_chain_op_get_cb, op);
+}
+
+/* Claim the generation handed over (how "run"), or mark it missed or paused. */
+void
+job_chain_claim(struct job_chain *c, const char *how)
+{
+	struct job_chain_op *op = xcalloc(1, sizeof *op);
+
+	op->c = c;
+	op->how = how;
+	op->gen = c->fed;
+	op->next = c->ops;
+	c->ops = op;
+	if (strcmp(how, "run") == 0)
+		c->have_run = 0;
+	job_chain_op_step(op);
+}
+
+/* Abandon a claim under way (its callback is not called); marks go on. */
+void
+job_chain_cancel(struct job_chain *c)
+{
+	struct job_chain_op *op, *next;
+
+	for (op = c->ops; op != NULL; op = next) {
+		next = op->next;
+		if (strcmp(op->how, "run") == 0)
+			job_chain_op_free(op);
+	}
+}
+
+/* Session events: operations go on after a reconnect; an expiry ends them. */
+void
+job_chain_session(struct job_chain *c, enum zk_event event)
+{
+	struct job_chain_op *op, *next;
+
+	for (op = c->ops; op != NULL; op = next) {
+		next = op->next;
+		if ((event == ZK_EVENT_RECONNECTED || event == ZK_EVENT_SESSION_NEW) &&
+		    op->waiting) {
+			op->waiting = 0;
+			job_chain_op_step(op);
+		} else if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
+			if (strcmp(op->how, "run") == 0)
+				job_chain_op_done(op, 0, 0);
+			else
+				job_chain_op_free(op);
+		}
+	}
+	if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
+		zk_cancel(c->job->zk, c);
+		c->reading = c->reread = 0;
+	}
+}
+
+/* Whether the run of tick is a chained one: the run-now of a chained job (no tick) is not. */
+static int
+job_chain_running(const struct job *job, int64_t tick)
+{
+	return job->chain != NULL && job->chain->have_run && tick >= 0;
+}
+
+/*
+ * The run's environment (rs): its list, plus LEASEKEEPER_PARENT_RUN (the parents' run ids,
+ * comma-separated), LEASEKEEPER_PARENT_JOB and LEASEKEEPER_PARENT_OUTCOME likewise. env is
+ * the list job_params_env made (freed here); returns the one to free once the spec is built.
+ */
+char **
+job_chain_env(struct job *job, struct runspec *rs, char **env)
+{
+	const struct chainrec_gen *g;
+	char **out, *ids,
+	    jobs[CHAINREC_MAX_PARENTS * (CHAINREC_MAX_JOB + 1) + 1] = "",
+	                                                         outs[CHAINREC_MAX_PARENTS * 25 +
+	                                                              1] = "";
+	size_t i, n = rs->nenv;
+	int k;
+
+	if (!job_chain_running(job, job->fsm.tick))
+		return env;
+	g = &job->chain->run;
+	out = xcalloc(n + 4, sizeof *out);
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(rs->env[i]);
+	for (k = 0; k < g->n; k++) {
+		snprintf(jobs + strlen(jobs), sizeof jobs - strlen(jobs), "%s%s", k > 0 ? "," : "",
+		         g->p[k].job);
+		snprintf(outs + strlen(outs), sizeof outs - strlen(outs), "%s%s", k > 0 ? "," : "",
+		         g->p[k].run.outcome);
+	}
+	ids = chainrec_ids(g);
+	xasprintf(&out[n++], "LEASEKEEPER_PARENT_RUN=%s", ids);
+	xasprintf(&out[n++], "LEASEKEEPER_PARENT_JOB=%s", jobs);
+	xasprintf(&out[n++], "LEASEKEEPER_PARENT_OUTCOME=%s", outs);
+	free(ids);
+	job_free_env(env);
+	rs->env = out;
+	rs->nenv = n;
+	return out;
+}
+
+/* The record of a chained run (of tick) says which parents' runs it answers ("after"). */
+void
+job_chain_record(const struct job *job, json_t *record, int64_t tick)
+{
+	if (job_chain_running(job, tick))
+		json_object_set_new(record, "after", chainrec_gen_json(&job->chain->run));
+}
+
+/* For status: the parents' names and what each waits for ("build", "test:any"). */
+json_t *
+job_chain_json(const struct job *job)
+{
+	json_t *a;
+	char *const *p;
+
+	if (job->cfg->after == NULL)
+		return NULL;
+	a = json_array();
+	for (p = job->cfg->after; *p != NULL; p++)
+		json_array_append_new(a, json_string(*p));
+	return a;
+}

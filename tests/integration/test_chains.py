@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# ctest: timeout=300 split
+"""Chained jobs (`after = JOB`) against a real ZooKeeper and two workers. A child runs once
+per parent run that ended as it asks (ok, :failed, :any), never twice, whichever of the two
+workers runs it, with LEASEKEEPER_PARENT_RUN naming that run; a join runs once per new run
+of every parent and uses no parent run twice; a child placed on the other worker than its
+parent runs there; a parent run that ends while no worker carries its child is caught up
+within the child's start_deadline, and past it recorded missed (the child's worker stopped,
+then down and started again); `check` refuses a cycle and
+an unknown parent with file and line."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
+import lktest
+
+SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
+read = lktest.read_text
+
+
+class ChainCase(lktest.TestCase):
+    def cluster(self, jobs, names=("alpha", "beta")):
+        self.start_zookeeper(tick_ms=500)
+        self.workers = {}
+        for n in names:
+            cfg = self.write_config(name=n, zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+                                    worker={"allow_root_jobs": True, "labels": "host=" + n},
+                                    jobs=jobs)
+            p = self.worker(cfg, name=n)
+            p.wait_log(r"registered as", timeout=30)
+            self.workers[n] = (cfg, p)
+
+    def cli(self, cmd, *args):
+        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
+                              + list(args), capture_output=True, text=True, timeout=120)
+
+    def runs(self, kz, job):
+        path = "/leasekeeper/jobs/%s/runs" % job
+        if not kz.exists(path):
+            return []
+        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
+
+    def lines(self, path):
+        return [x.split() for x in read(path).split("\n")[:-1]] if os.path.exists(path) else []
+
+    def settle(self, kz, jobs, quiet=4.0, timeout=60):
+        """Wait until the run records of jobs stop changing for `quiet` seconds."""
+        last, since = None, time.monotonic()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = [len([r for r in self.runs(kz, j) if r.get("outcome") != "paused"])
+                   for j in jobs]
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.3)
+        self.fail("the runs of %s did not settle" % (jobs,))
+
+
+class ChainTest(ChainCase):
+    def test_once_per_parent_run_failed_join_and_placement(self):
+        cnt, out = self.path("count"), {j: self.path(j + ".txt") for j in "bfjy"}
+        # a fails on every third run (its runs are one at a time: one lease).
+        a_cmd = ('n=$(( $(cat %s 2>/dev/null || echo 0) + 1 )); echo $n > %s; '
+                 '[ $((n %% 3)) -ne 0 ]' % (cnt, cnt))
+        child = 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE $LEASEKEEPER_PARENT_OUTCOME" >> %s'
+        self.cluster({
+            "a": {"command": a_cmd, "schedule": "@every 3s", "history": 100},
+            "c": {"command": "true", "schedule": "@every 2s", "history": 100},
+            "b": {"command": child % out["b"], "after": "a", "start_deadline": "20s",
+                  "history": 100},
+            "f": {"command": child % out["f"], "after": "a:failed", "start_deadline": "20s",
+                  "history": 100},
+            "j": {"command": child % out["j"], "after": "a:any, c:any", "start_deadline": "20s",
+                  "history": 100},
+            "x": {"command": "true", "schedule": "@every 3s", "constraint": "host=alpha",
+                  "history": 100},
+            "y": {"command": child % out["y"], "after": "x", "constraint": "host=beta",
+                  "start_deadline": "20s", "history": 100},
+        })
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.runs(kz, "a")) >= 7, timeout=90, msg="7 runs of a")
+        for j in ("a", "c", "x"):
+            r = self.cli("pause", j)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.settle(kz, ["a", "c", "x", "b", "f", "j", "y"])
+
+        a_runs = [r for r in self.runs(kz, "a") if r.get("run_id")]
+        ok = [r["run_id"] for r in a_runs if r["outcome"] == "ok"]
+        failed = [r["run_id"] for r in a_runs if r["outcome"] != "ok"]
+        self.assertTrue(ok and failed, a_runs)
+        # b: once per ok run of a, exactly; f: once per failed run, exactly.
+        self.assertEqual(sorted(x[0] for x in self.lines(out["b"])), sorted(ok))
+        self.assertEqual(sorted(x[0] for x in self.lines(out["f"])), sorted(failed))
+        self.assertEqual({x[2] for x in self.lines(out["b"])}, {"ok"})
+        # Both workers carry b: whichever ran it, its record names the parent's run.
+        b_recs = [r for r in self.runs(kz, "b") if r.get("run_id")]
+        self.assertEqual(sorted(r["after"][0]["run_id"] for r in b_recs), sorted(ok))
+        # The join: each line names one run of a and one of c; no parent run twice.
+        joins = [x[0].split(",") for x in self.lines(out["j"])]
+        self.assertGreaterEqual(len(joins), 3, joins)
+        c_ids = {r["run_id"] for r in self.runs(kz, "c") if r.get("run_id")}
+        a_ids = {r["run_id"] for r in a_runs}
+        for pair in joins:
+            self.assertEqual(len(pair), 2, joins)
+            self.assertIn(pair[0], a_ids)
+            self.assertIn(pair[1], c_ids)
+        used = [p for pair in joins for p in pair]
+        self.assertEqual(len(used), len(set(used)), "a parent run joined twice: %s" % joins)
+        # Placement: x runs on alpha only, y on beta only, once per run of x.
+        x_ok = [r["run_id"] for r in self.runs(kz, "x") if r.get("outcome") == "ok"]
+        self.assertTrue(x_ok)
+        self.assertEqual({r["node"] for r in self.runs(kz, "x") if r.get("run_id")}, {"alpha"})
+        self.assertEqual(sorted(x[0] for x in self.lines(out["y"])), sorted(x_ok))
+        self.assertEqual({x[1] for x in self.lines(out["y"])}, {"beta"})
+        # status shows the chain: parents, children, and the parent run a run answers.
+        r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", self.workers["alpha"][0]],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"after\s+a:any, c:any")
+        self.assertRegex(r.stdout, r"then\s+b \(after a\), f \(after a:failed\), j \(after a:any\)")
+        self.assertIn("after=" + b_recs[-1]["after"][0]["run_id"], r.stdout)
+        doc = json.loads(subprocess.run([lktest.leasekeeper_bin(), "status", "--json", "-c",
+                                         self.workers["alpha"][0]], capture_output=True,
+                                        text=True, timeout=120).stdout)
+        j_doc = [x for x in doc["jobs"] if x.get("name") == "j"][0]
+        self.assertEqual(j_doc["after"], ["a:any", "c:any"])
+        # next: the chain, and no fire times of its own.
+        r = subprocess.run([lktest.leasekeeper_bin(), "next", "-c", self.workers["alpha"][0], "j"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("j: runs after a:any, c:any", r.stdout)
+        print("\nchains: %d runs of a (%d ok), %d of b, %d of f, %d joins, %d of y"
+              % (len(a_runs), len(ok), len(self.lines(out["b"])), len(self.lines(out["f"])),
+                 len(joins), len(self.lines(out["y"]))))
+
+    def test_catch_up_within_start_deadline_else_missed(self):
+        out = self.path("y.txt")
+        jobs = {
+            "x": {"command": "true", "schedule": "@every 2s", "constraint": "host=alpha",
+                  "history": 100},
+            "y": {"command": 'echo "$LEASEKEEPER_PARENT_RUN" >> %s' % out, "after": "x",
+                  "constraint": "host=beta", "start_deadline": "8s", "history": 100},
+        }
+        self.cluster(jobs)
+        kz = self.kazoo()
+        # y's first run recorded (not only run: a record written across the stop below
+        # could be written twice, as a lost answer's create is retried).
+        self.wait_until(lambda: [r for r in self.runs(kz, "y") if r.get("run_id")], timeout=60,
+                        msg="y after x")
+        # beta, the only worker that carries y, stops (SIGSTOP: its session expires, its
+        # memory stays): x goes on running on alpha.
+        beta = self.workers["beta"][1]
+        beta.signal(signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        try:
+            self.wait_until(lambda: time.monotonic() - stopped_at > 14, timeout=30, interval=0.5)
+            self.assertEqual(self.cli("pause", "x").returncode, 0)
+        finally:
+            beta.signal(signal.SIGCONT)
+        self.settle(kz, ["x", "y"], quiet=6)
+        first = self.check_answered(kz, out)
+        # Then beta is down (a new process later: nothing of the chain in memory).
+        beta.stop()
+        self.assertEqual(self.cli("resume", "x").returncode, 0)
+        down_at = time.monotonic()
+        self.wait_until(lambda: time.monotonic() - down_at > 12, timeout=30, interval=0.5)
+        self.assertEqual(self.cli("pause", "x").returncode, 0)
+        self.worker(self.workers["beta"][0], name="beta-2").wait_log(r"registered as", timeout=30)
+        self.settle(kz, ["x", "y"], quiet=6)
+        second = self.check_answered(kz, out)
+        self.assertGreater(second[0], first[0], "nothing caught up after the restart")
+        self.assertGreater(second[1], first[1], "nothing recorded missed after the restart")
+        print("\ncatch-up: y ran %d and missed %d after SIGSTOP, %d and %d after a restart"
+              % (first[0], first[1], second[0] - first[0], second[1] - first[1]))
+
+    def check_answered(self, kz, out):
+        """Every run of x is answered once by y: run, or recorded missed past its
+        start_deadline; y ran exactly the runs its records say. Returns (ran, missed)."""
+        x_runs = [r for r in self.runs(kz, "x") if r.get("run_id")]
+        y_recs = self.runs(kz, "y")
+        ran = [r["after"][0]["run_id"] for r in y_recs if r.get("run_id")]
+        missed = [r["after"][0]["run_id"] for r in y_recs if r.get("outcome") == "missed"]
+        self.assertEqual(sorted(ran + missed), sorted(r["run_id"] for r in x_runs),
+                         (x_runs, y_recs))
+        self.assertEqual(sorted(x.split()[0] for x in read(out).split("\n")[:-1]), sorted(ran))
+        self.assertTrue(missed, "no run of x was past y's start_deadline")
+        self.assertGreater(len(ran), 1, "no run of x was caught up after beta came back")
+        self.assertTrue(all(r["reason"] == "missed" for r in y_recs if r["outcome"] == "missed"))
+        return len(ran), len(missed)
+
+
+class ChainCheckTest(lktest.TestCase):
+    def test_check_refuses_cycles_and_unknown_parents(self):
+        cfg = self.write_config(name="w", hosts="127.0.0.1:1", worker={"allow_root_jobs": True},
+                                jobs={"p": {"command": "true", "after": "q"},
+                                      "q": {"command": "true", "after": "p:any"},
+                                      "r": {"command": "true", "after": "nosuch"}})
+        r = subprocess.run([lktest.leasekeeper_bin(), "check", "-c", cfg], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"jobs\.ini:\d+: after makes a cycle through job \"[pq]\"")
+        self.assertRegex(r.stderr, r"jobs\.ini:\d+: after names job \"nosuch\", which no job "
+                                   r"file defines")
+
+
+if __name__ == "__main__":
+    lktest.main()
