@@ -121,6 +121,7 @@ struct worker {
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
 	uint64_t reload_ns;           /* how long the last reload's read took */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
+	int http_holds;               /* sliced HTTP replies walking the jobs: none is freed */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	size_t njobs_live; /* jobs not done yet */
@@ -172,7 +173,7 @@ void worker_drain_watch(struct worker *w);
 extern const struct endpoints_cb worker_http_table;
 
 /* worker-placement.c */
-void worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg);
+int worker_placement_runnable_cb(void *arg, const char *job);
 void worker_placement_timer_cb(int fd, short what, void *arg);
 
 #endif

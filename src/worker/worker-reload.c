@@ -543,8 +543,8 @@ worker_reload_reap_cb(int fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (w->reload != NULL)
-		return; /* it walks the jobs: its end reaps */
+	if (w->reload != NULL || w->http_holds > 0)
+		return; /* they walk the jobs: their ends reap */
 	worker_reload_free_jobs(w, 0);
 	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
 		if (rc->cfg != w->initial_cfg && !worker_reload_config_in_use(w, rc->cfg)) {
