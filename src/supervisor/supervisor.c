@@ -18,7 +18,8 @@
  * that it reaps them. Only then does main hear that the job exited and release its lease.
  *
  * Deadlines are on CLOCK_BOOTTIME and the timer is a timerfd on that clock with an
- * absolute expiry, so a suspend does not postpone a kill.
+ * absolute expiry, so a suspend does not postpone a kill (set by the system call, past
+ * any preloaded library that would move it).
  *
  * A job's child between fork and exec is child.c, its log file joblog.c; main's handle on
  * this process is src/svlink/svlink.c.
@@ -875,7 +876,12 @@ sv_schedule(struct sv *sv)
 		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 			its.it_value.tv_nsec = 1;
 	}
-	if (timerfd_settime(sv->timerfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+	/*
+	 * The system call itself, not libc's wrapper: a preloaded library (libfaketime, which
+	 * the clock tests use) rewrites absolute expiries as if on CLOCK_REALTIME, which would
+	 * move a kill by the host's clock skew.
+	 */
+	if (syscall(SYS_timerfd_settime, sv->timerfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
 		fatal("supervisor: timerfd_settime");
 }
 
