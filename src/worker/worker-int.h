@@ -119,7 +119,7 @@ struct worker {
 	struct event *reload_ev;      /* its next slice */
 	struct event *reload_next;    /* the pending one starts */
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
-	uint64_t reload_ns;           /* how long the last reload's read took */
+	uint64_t reload_ns;           /* the last reload's own time (its slices, not the waits) */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
 	int http_holds;               /* sliced HTTP replies walking the jobs: none is freed */
 

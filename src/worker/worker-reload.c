@@ -15,14 +15,14 @@
  * A slice also waits while ZooKeeper has more than WORKER_RELOAD_PENDING requests queued or
  * in flight, so that the jobs' requests never wait behind a reload's thousands.
  *
- * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which
- * starts as long after this one ended as this one's reading steps took, and reads the
- * files as they are then. And a SIGHUP when no file the configuration was read from changed
- * reads nothing: the worker file, each job file, the auth file, /etc/passwd and /etc/group
- * are compared by content and ACL (a SHA-1), inode, owner and mode, and each folder by its
- * times too (they move when a file comes or goes), so a storm of SIGHUPs, even with the
- * files touched, costs a few reads and hashes each. After a refused reload the next one
- * reads again whatever the files are.
+ * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which starts
+ * as long after this one ended as this one's slices took (reading and applying: a storm of
+ * reloads takes at most half of the loop's time), and reads the files as they are then. And a
+ * SIGHUP when no file the configuration was read from changed reads nothing: the worker file,
+ * each job file, the auth file, /etc/passwd and /etc/group are compared by content and ACL (a
+ * SHA-1), inode, owner and mode, and each folder by its times too (they move when a file comes
+ * or goes), so a storm of SIGHUPs, even with the files touched, costs a few reads and hashes
+ * each. After a refused reload the next one reads again whatever the files are.
  */
 
 #include <sys/stat.h>
@@ -59,7 +59,7 @@
 struct worker_reload {
 	struct config_loader *loader; /* while the files are read, in steps */
 	struct worker_fp *fp;         /* the files as they were before the read */
-	uint64_t read_ns;             /* the reading steps' time (not the waits between) */
+	uint64_t work_ns;             /* its slices' time, reading and applying (not the waits) */
 	struct config *cfg;           /* the new configuration, once read */
 	json_t *index;                /* job name -> its index in cfg->jobs_list */
 	unsigned char *kept;          /* per job of cfg: a running job took it unchanged */
@@ -349,6 +349,7 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		if ((++n % 8 == 0 && clock_now_ns() - start > limit) ||
 		    zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING) {
 			worker_reload_later(w, zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING);
+			r->work_ns += clock_now_ns() - start;
 			return;
 		}
 		if (!r->starting && r->pos < r->nold)
@@ -365,9 +366,11 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
 	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
 	worker_reload_end(w);
-	worker_reload_free(r);
 	worker_log_excluded(w->cfg);
 	worker_node_update(w);
+	/* Its own time, for the spacing of the next: a storm takes at most half of the loop. */
+	w->reload_ns = r->work_ns + (clock_now_ns() - start);
+	worker_reload_free(r);
 	worker_reload_done(w);
 }
 
@@ -466,7 +469,7 @@ worker_reload(struct worker *w)
 	r->began_ns = began;
 	r->fp = fp; /* taken before the files are read: a change made meanwhile is read next */
 	r->loader = config_loader_new(w->config_file, 0);
-	r->read_ns = clock_now_ns() - began;
+	r->work_ns = clock_now_ns() - began;
 	w->reload = r;
 	worker_reload_later(w, 0);
 }
@@ -485,15 +488,15 @@ worker_reload_read_slice(struct worker *w, struct worker_reload *r)
 
 	while (!(over = config_loader_step(l)) && clock_now_ns() - start < limit)
 		;
-	r->read_ns += clock_now_ns() - start;
+	r->work_ns += clock_now_ns() - start;
 	if (!over) {
 		worker_reload_later(w, 0);
 		return;
 	}
 	r->loader = NULL;
 	cfg = worker_reload_accept(w, l);
-	w->reload_ns = r->read_ns; /* the reading's own time, for the spacing of the next */
 	if (cfg == NULL) {
+		w->reload_ns = r->work_ns; /* its own time, for the spacing of the next */
 		/* Refused: the next SIGHUP reads the files, whatever they are then. */
 		worker_reload_fp_free(w->reload_fp);
 		w->reload_fp = NULL;
@@ -506,7 +509,7 @@ worker_reload_read_slice(struct worker *w, struct worker_reload *r)
 	w->reload_fp = r->fp;
 	r->fp = NULL;
 	log_debug("reload: read %zu job(s) in %llu ms of work over %llu ms", cfg->njobs,
-	          (unsigned long long)(r->read_ns / CLOCK_NS_PER_MS),
+	          (unsigned long long)(r->work_ns / CLOCK_NS_PER_MS),
 	          (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
 	worker_reload_http(w, cfg->http_listen);
 	worker_reload_begin(w, r, cfg);
@@ -523,7 +526,7 @@ worker_reload_done(struct worker *w)
 
 	if (w->reload_pending && w->state != WORKER_STOPPING) {
 		w->reload_pending = 0;
-		/* As long as the last read took: reads take at most half of the loop. */
+		/* As long as the last one's slices took: reloads take at most half the loop. */
 		tv.tv_sec = (time_t)(wait_us / 1000000);
 		tv.tv_usec = (suseconds_t)(wait_us % 1000000);
 		evtimer_add(w->reload_next, &tv);
