@@ -19,8 +19,9 @@
  *
  * A reply that takes many turns of the loop to write (the worker's /metrics with thousands
  * of jobs) is deferred (http_defer) and may be streamed in chunks (http_stream_*), each
- * written only once the client took the previous one; if the connection closes first, its
- * owner is told (and the request, if libevent left it to us, is freed here).
+ * written only once the client took the previous one, each chunk getting HTTP_TIMEOUT_S
+ * anew; if the connection closes first, its owner is told (and the request, if libevent
+ * left it to us, is freed here).
  *
  * libevent 2.1 has no connection cap and no hook when a server connection opens, so we
  * make each connection's bufferevent ourselves (evhttp_set_bevcb), then, once the accept
