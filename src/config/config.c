@@ -330,6 +330,19 @@ config_load_opts(const char *file, struct config **out, struct config_errors *er
 	return config_loader_finish(l, out, errors);
 }
 
+/*
+ * Free at most n of a configuration's jobs, from the last (a configuration a reload replaced
+ * is freed a slice at a time); 1 once none is left. The configuration keeps its other parts
+ * for config_free, and must not be used for its jobs any more.
+ */
+int
+config_free_jobs(struct config *cfg, size_t n)
+{
+	for (; n > 0 && cfg->njobs > 0; n--)
+		config_job_free(cfg->jobs_list[--cfg->njobs]);
+	return cfg->njobs == 0;
+}
+
 /* Free a configuration and its jobs. */
 void
 config_free(struct config *cfg)
@@ -338,6 +351,7 @@ config_free(struct config *cfg)
 
 	if (cfg == NULL)
 		return;
+	config_free_jobs(cfg, SIZE_MAX);
 	for (i = 0; i < cfg->njobs; i++)
 		config_job_free(cfg->jobs_list[i]);
 	free(cfg->jobs_list);

@@ -54,6 +54,7 @@
 #define WORKER_RELOAD_SLICE_US 3000 /* at most this much work per slice */
 #define WORKER_RELOAD_PENDING  64   /* wait while more ZooKeeper requests than this wait */
 #define WORKER_RELOAD_WAIT_US  5000 /* then look again after this long */
+#define WORKER_REAP_SLICE      500  /* jobs freed per turn of the loop (about 1.5 ms) */
 
 /* A reload being read, then applied. */
 struct worker_reload {
@@ -74,6 +75,8 @@ struct worker_reload {
 static void worker_reload_done(struct worker *);
 static void worker_reload_http(struct worker *, const char *);
 static void worker_reload_read_slice(struct worker *, struct worker_reload *);
+static size_t worker_reload_free_done(struct worker *, int, size_t);
+static void worker_reload_begin(struct worker *, struct worker_reload *, struct config *);
 
 #define WORKER_FP_MAX_BYTES (16 * 1024 * 1024) /* a larger file is judged by its times */
 
@@ -345,6 +348,12 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		worker_reload_read_slice(w, r);
 		return;
 	}
+	if (r->index == NULL) { /* read and accepted: applying begins */
+		worker_reload_http(w, r->cfg->http_listen);
+		worker_reload_begin(w, r, r->cfg);
+		r->work_ns += clock_now_ns() - start;
+		return;
+	}
 	for (;;) {
 		if ((++n % 8 == 0 && clock_now_ns() - start > limit) ||
 		    zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING) {
@@ -494,6 +503,7 @@ worker_reload_read_slice(struct worker *w, struct worker_reload *r)
 		return;
 	}
 	r->loader = NULL;
+	start = clock_now_ns();
 	cfg = worker_reload_accept(w, l);
 	if (cfg == NULL) {
 		w->reload_ns = r->work_ns; /* its own time, for the spacing of the next */
@@ -511,8 +521,9 @@ worker_reload_read_slice(struct worker *w, struct worker_reload *r)
 	log_debug("reload: read %zu job(s) in %llu ms of work over %llu ms", cfg->njobs,
 	          (unsigned long long)(r->work_ns / CLOCK_NS_PER_MS),
 	          (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
-	worker_reload_http(w, cfg->http_listen);
-	worker_reload_begin(w, r, cfg);
+	r->cfg = cfg; /* applied from the next slice on (worker_reload_begin) */
+	r->work_ns += clock_now_ns() - start;
+	worker_reload_later(w, 0);
 }
 
 /* A reload is over: READY=1, and the pending one, if any, from the loop. */
@@ -557,9 +568,11 @@ worker_reload_abort(struct worker *w)
 	if (r == NULL)
 		return;
 	log_info("reload: cut short by the stop");
-	if (r->loader != NULL) {
-		w->reload = NULL; /* still reading: the running configuration stays */
+	if (r->loader != NULL || r->index == NULL) {
+		w->reload = NULL; /* not applied yet: the running configuration stays */
 		evtimer_del(w->reload_ev);
+		config_free(r->cfg);
+		r->cfg = NULL;
 	} else
 		worker_reload_end(w);
 	worker_reload_free(r);
@@ -617,15 +630,26 @@ worker_reload_http(struct worker *w, const char *listen)
 void
 worker_reload_free_jobs(struct worker *w, int all)
 {
+	worker_reload_free_done(w, all, SIZE_MAX);
+}
+
+/* Free at most n jobs (all: any, else those done stopping); how many of n are left. */
+static size_t
+worker_reload_free_done(struct worker *w, int all, size_t n)
+{
 	struct worker_job *wj, *next;
 
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (n == 0)
+			break;
 		if (all || wj->done) {
 			TAILQ_REMOVE(&w->jobs, wj, entry);
 			job_free(wj->job);
 			free(wj);
+			n--;
 		}
 	}
+	return n;
 }
 
 /* Whether any job still points into a retired configuration. */
@@ -641,23 +665,36 @@ worker_reload_config_in_use(struct worker *w, const struct config *cfg)
 	return 0;
 }
 
-/* Free finished jobs, and the retired configurations no job uses any more. */
+/*
+ * Free finished jobs, and the retired configurations no job uses any more: at most
+ * WORKER_REAP_SLICE jobs (of either) and one configuration per turn of the loop, then again
+ * from a timer.
+ */
 void
 worker_reload_reap_cb(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct worker_config *rc, *next;
+	struct timeval now = {0, 0};
+	size_t n;
 
 	(void)fd;
 	(void)what;
 	if (w->reload != NULL || w->http_holds > 0)
 		return; /* they walk the jobs: their ends reap */
-	worker_reload_free_jobs(w, 0);
+	if ((n = worker_reload_free_done(w, 0, WORKER_REAP_SLICE)) == 0)
+		goto later;
 	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
 		if (rc->cfg != w->initial_cfg && !worker_reload_config_in_use(w, rc->cfg)) {
+			if (!config_free_jobs(rc->cfg, n))
+				goto later;
 			TAILQ_REMOVE(&w->retired, rc, entry);
 			config_free(rc->cfg);
 			free(rc);
+			goto later; /* one configuration per turn; the next looks for more */
 		}
 	}
+	return;
+later:
+	event_add(w->reap, &now);
 }

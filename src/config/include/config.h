@@ -199,6 +199,7 @@ int config_load_opts(const char *file, struct config **out, struct config_errors
                      unsigned flags);
 struct config *config_load_print(const char *file);
 void config_free(struct config *);
+int config_free_jobs(struct config *, size_t n);
 void config_errors_free(struct config_errors *);
 /* The same load in steps (config.c): new, step until it returns 1, finish. */
 struct config_loader;
