@@ -118,6 +118,7 @@ char *config_clean_path(const char *path);
 void config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct config_kv *kv,
                            const char *dir);
 void config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors);
+void config_sec_free(struct config_sec *sec);
 
 /* config-perm.c */
 void config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, int fd,

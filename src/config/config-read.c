@@ -773,7 +773,7 @@ config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
 }
 
 /* Free a section. */
-static void
+void
 config_sec_free(struct config_sec *sec)
 {
 	size_t i;

@@ -150,12 +150,13 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 }
 
 #define CONFIG_LOADER_LINES 256 /* lines of a job file read per step */
+#define CONFIG_LOADER_FREE  256 /* sections freed per step, once the checks are done */
 
 /*
  * A load in steps, so that a reload can yield to its loop between them: the worker file (and
  * the list of job files), then CONFIG_LOADER_LINES lines of a job file per step, then one
- * job resolved per step, then the checks across jobs (two steps). The problems found are
- * those of a load in one go.
+ * job resolved per step, then the checks across jobs (two steps), then the sections read
+ * freed a few per step. The problems found are those of a load in one go.
  */
 struct config_loader {
 	struct config_ctx ctx;
@@ -172,6 +173,7 @@ struct config_loader {
 		CONFIG_STEP_JOBS,
 		CONFIG_STEP_LOCKS,
 		CONFIG_STEP_CHECKS,
+		CONFIG_STEP_FREE,
 		CONFIG_STEP_DONE
 	} step;
 };
@@ -280,6 +282,16 @@ config_loader_step(struct config_loader *l)
 			for (i = 0; i < l->cfg->njobs; i++)
 				l->cfg->jobs_list[i]->record_output = 0;
 		}
+		l->step = CONFIG_STEP_FREE;
+		l->i = 0;
+		return 0;
+	case CONFIG_STEP_FREE: /* the sections read, no longer needed: a few per step */
+		for (i = 0; i < CONFIG_LOADER_FREE && l->i < l->ctx.nsecs; i++, l->i++) {
+			config_sec_free(l->ctx.secs[l->i]);
+			l->ctx.secs[l->i] = NULL;
+		}
+		if (l->i < l->ctx.nsecs)
+			return 0;
 		l->step = CONFIG_STEP_DONE;
 		return 1;
 	case CONFIG_STEP_DONE:

@@ -3,17 +3,17 @@
 /*
  * worker-reload.c: SIGHUP: the configuration reloaded, in slices that yield to the loop.
  *
- * A reload that changes thousands of jobs must not stall the loop: the heartbeat, /livez
- * and the supervisor's messages wait while it runs, and a lease deadline that is not moved
- * in time kills healthy jobs. So a reload is done in slices, WORKER_RELOAD_SLICE_US of work
- * at most, each slice a timer of its own so that everything else that is ready runs in
- * between. First the files are read in steps of config_loader_step() (the worker file, one
- * job file, or one job's section resolved: a step does not yield, and a job file of
- * thousands of jobs is one step), with the same errors as a load in one go. Then the jobs
- * are applied: first the running jobs (an unchanged one takes the new configuration's copy
- * and nothing else; a changed or removed one stops), then the new and changed jobs start.
- * A slice also waits while ZooKeeper has more than WORKER_RELOAD_PENDING requests queued or
- * in flight, so that the jobs' requests never wait behind a reload's thousands.
+ * A reload that changes thousands of jobs must not stall the loop: the heartbeat, /livez and
+ * the supervisor's messages wait while it runs, and a lease deadline that is not moved in time
+ * kills healthy jobs. So a reload is done in slices, WORKER_RELOAD_SLICE_US of work at most,
+ * each slice a timer of its own so that everything else that is ready runs in between. First
+ * the files are read in steps of config_loader_step() (the worker file, 256 lines of a job
+ * file, one job's section resolved, ...), with the same errors as a load in one go. Then the
+ * jobs are applied: the new jobs indexed by name, then the running jobs (an unchanged one takes
+ * the new configuration's copy and nothing else; a changed or removed one stops), then the new
+ * and changed jobs start. A slice also waits while ZooKeeper has more than
+ * WORKER_RELOAD_PENDING requests queued or in flight, so that the jobs' requests never wait
+ * behind a reload's thousands.
  *
  * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which starts
  * as long after this one ended as this one's slices took (reading and applying: a storm of
@@ -63,6 +63,7 @@ struct worker_reload {
 	uint64_t work_ns;             /* its slices' time, reading and applying (not the waits) */
 	struct config *cfg;           /* the new configuration, once read */
 	json_t *index;                /* job name -> its index in cfg->jobs_list */
+	size_t indexed;               /* ... of the first this many */
 	unsigned char *kept;          /* per job of cfg: a running job took it unchanged */
 	struct worker_job **old;      /* the jobs when the reload began */
 	size_t nold;
@@ -361,7 +362,11 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 			r->work_ns += clock_now_ns() - start;
 			return;
 		}
-		if (!r->starting && r->pos < r->nold)
+		if (r->indexed < r->cfg->njobs) {
+			json_object_set_new(r->index, r->cfg->jobs_list[r->indexed]->name,
+			                    json_integer((json_int_t)r->indexed));
+			r->indexed++;
+		} else if (!r->starting && r->pos < r->nold)
 			worker_reload_old(r, r->old[r->pos++]);
 		else if (!r->starting) {
 			r->starting = 1;
@@ -388,12 +393,9 @@ static void
 worker_reload_begin(struct worker *w, struct worker_reload *r, struct config *cfg)
 {
 	struct worker_job *wj;
-	size_t i;
 
 	r->cfg = cfg;
-	r->index = json_object();
-	for (i = 0; i < cfg->njobs; i++)
-		json_object_set_new(r->index, cfg->jobs_list[i]->name, json_integer((json_int_t)i));
+	r->index = json_object(); /* filled in the slices, before any job is looked up */
 	r->kept = xcalloc(cfg->njobs + 1, 1);
 	TAILQ_FOREACH(wj, &w->jobs, entry)
 		r->nold++;
