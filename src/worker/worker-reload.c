@@ -54,7 +54,7 @@
 #define WORKER_RELOAD_SLICE_US 3000 /* at most this much work per slice */
 #define WORKER_RELOAD_PENDING  64   /* wait while more ZooKeeper requests than this wait */
 #define WORKER_RELOAD_WAIT_US  5000 /* then look again after this long */
-#define WORKER_REAP_SLICE      500  /* jobs freed per turn of the loop (about 1.5 ms) */
+#define WORKER_REAP_SLICE      500  /* jobs freed per turn of the loop (a few ms) */
 
 /* A reload being read, then applied. */
 struct worker_reload {
