@@ -75,7 +75,9 @@ struct config_ctx {
 	size_t file;
 	int worker_file;
 	int line;
-	size_t bytes; /* read so far, against CONFIG_MAX_FILE_BYTES */
+	size_t bytes;  /* read so far, against CONFIG_MAX_FILE_BYTES */
+	size_t budget; /* lines left to read in this call (config_read_some) */
+	int paused;    /* the budget ran out before the end of the file */
 	char *raw;
 	size_t rawsize;
 	enum config_where where;
@@ -107,6 +109,8 @@ struct config_kv *config_kv_find(const struct config_sec *sec, const char *key);
 int config_valid_name(const char *name, const char *what, char **cause);
 size_t config_add_file(struct config_ctx *ctx, const char *path);
 int config_read_file(struct config_ctx *ctx, size_t file, int worker_file);
+int config_read_open(struct config_ctx *ctx, size_t file, int worker_file);
+int config_read_some(struct config_ctx *ctx, size_t lines);
 char *config_join(const char *dir, const char *path);
 char *config_dirname(const char *path);
 char *config_absolute(const char *dir);
@@ -114,6 +118,7 @@ char *config_clean_path(const char *path);
 void config_find_job_files(struct config_ctx *ctx, struct config *cfg, const struct config_kv *kv,
                            const char *dir);
 void config_ctx_finish(struct config_ctx *ctx, struct config_errors *errors);
+void config_sec_free(struct config_sec *sec);
 
 /* config-perm.c */
 void config_perm_file(struct config_ctx *ctx, size_t file, int worker_file, int fd,

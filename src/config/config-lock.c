@@ -306,24 +306,31 @@ config_lock_pair(struct config_ctx *ctx, const struct config_job *a, const struc
 	return 0;
 }
 
-/* Every job agrees with every other on the kind of each lock they share. */
+/*
+ * Every job agrees with every other on the kind of each lock they share. Only pairs where
+ * one job takes locks can disagree: a job without is compared with those with, so that
+ * thousands of plain jobs cost no quadratic walk.
+ */
 void
 config_check_lock_kinds(struct config_ctx *ctx, struct config *cfg, struct config_sec **secs)
 {
-	const struct config_job *a, *b;
-	size_t i, j;
+	const struct config_job *b;
+	size_t *locked = xcalloc(cfg->njobs + 1, sizeof *locked), nlocked = 0, i, j;
 
-	for (j = 1; j < cfg->njobs; j++) {
+	for (j = 0; j < cfg->njobs; j++) {
 		b = cfg->jobs_list[j];
-		for (i = 0; i < j; i++) {
-			a = cfg->jobs_list[i];
-			/* Two plain jobs: config_check_locks compares their leases. */
-			if (!a->has_locks && !b->has_locks)
-				continue;
-			if (config_lock_pair(ctx, a, b, secs[j]))
-				break;
+		if (b->has_locks) {
+			for (i = 0; i < j; i++)
+				if (config_lock_pair(ctx, cfg->jobs_list[i], b, secs[j]))
+					break;
+			locked[nlocked++] = j;
+			continue;
 		}
+		for (i = 0; i < nlocked; i++) /* those before j, in order */
+			if (config_lock_pair(ctx, cfg->jobs_list[locked[i]], b, secs[j]))
+				break;
 	}
+	free(locked);
 }
 
 /* Whether two jobs take the same locks. */

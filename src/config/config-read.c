@@ -622,6 +622,11 @@ config_reader_cb(char *str, int num, void *stream)
 	ssize_t len;
 	int good = 0;
 
+	if (ctx->budget == 0) {
+		ctx->paused = 1; /* an end for inih; the next call goes on from here */
+		return NULL;
+	}
+	ctx->budget--;
 	if ((len = getline(&ctx->raw, &ctx->rawsize, ctx->f)) == -1)
 		return NULL;
 	if ((ctx->bytes += (size_t)len) > CONFIG_MAX_FILE_BYTES) {
@@ -715,9 +720,9 @@ config_add_file(struct config_ctx *ctx, const char *path)
 	return ctx->nfiles++;
 }
 
-/* Read one file into sections; -1 if it cannot be read. */
+/* Open one file to read into sections (config_read_some); -1 if it cannot be read. */
 int
-config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
+config_read_open(struct config_ctx *ctx, size_t file, int worker_file)
 {
 	const char *path = ctx->files[file];
 	struct stat st;
@@ -760,16 +765,41 @@ config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
 	ctx->line = 0;
 	ctx->where = CONFIG_WHERE_NONE;
 	ctx->cur = NULL;
+	return 0;
+}
+
+/*
+ * Read at most lines more lines of the file open; 1 once it is read whole (and closed). A
+ * file may be read in several calls: the reader's state (the section, the line number) is
+ * the context's, and inih keeps none across lines that it is handed.
+ */
+int
+config_read_some(struct config_ctx *ctx, size_t lines)
+{
+	ctx->budget = lines;
+	ctx->paused = 0;
 	ini_parse_stream(config_reader_cb, ctx, config_handler_cb, ctx);
+	if (ctx->paused && !ferror(ctx->f))
+		return 0;
 	if (ferror(ctx->f))
-		config_error(ctx, file, ctx->line + 1, "cannot read: %s", strerror(errno));
+		config_error(ctx, ctx->file, ctx->line + 1, "cannot read: %s", strerror(errno));
 	fclose(ctx->f);
 	ctx->f = NULL;
+	return 1;
+}
+
+/* Read one file into sections; -1 if it cannot be read. */
+int
+config_read_file(struct config_ctx *ctx, size_t file, int worker_file)
+{
+	if (config_read_open(ctx, file, worker_file) != 0)
+		return -1;
+	config_read_some(ctx, SIZE_MAX);
 	return 0;
 }
 
 /* Free a section. */
-static void
+void
 config_sec_free(struct config_sec *sec)
 {
 	size_t i;

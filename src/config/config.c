@@ -150,83 +150,211 @@ config_load(const char *file, struct config **out, struct config_errors *errors)
 	return config_load_opts(file, out, errors, 0);
 }
 
+#define CONFIG_LOADER_LINES 256 /* lines of a job file read per step */
+#define CONFIG_LOADER_FREE  256 /* sections freed per step, once the checks are done */
+
+/*
+ * A load in steps, so that a reload can yield to its loop between them: the worker file (and
+ * the list of job files), then CONFIG_LOADER_LINES lines of a job file per step, then one
+ * job resolved per step, then the checks across jobs (two steps), then the sections read
+ * freed a few per step. The problems found are those of a load in one go.
+ */
+struct config_loader {
+	struct config_ctx ctx;
+	struct config *cfg;
+	struct config_sec **kept;
+	const struct config_kv *kv; /* [worker] jobs */
+	char *dir;
+	unsigned flags;
+	size_t nerrs; /* before the job files were looked for */
+	size_t i;
+	enum {
+		CONFIG_STEP_WORKER,
+		CONFIG_STEP_FILES,
+		CONFIG_STEP_JOBS,
+		CONFIG_STEP_LOCKS,
+		CONFIG_STEP_CHECKS,
+		CONFIG_STEP_FREE,
+		CONFIG_STEP_DONE
+	} step;
+};
+
+/* Begin loading file (and the job files it names), nothing read yet. */
+struct config_loader *
+config_loader_new(const char *file, unsigned flags)
+{
+	struct config_loader *l = xcalloc(1, sizeof *l);
+
+	l->cfg = xcalloc(1, sizeof *l->cfg);
+	l->flags = flags;
+	l->cfg->file = xstrdup(file);
+	l->dir = config_dirname(file);
+	config_add_file(&l->ctx, file);
+	return l;
+}
+
+/* The worker file, and the job files it names found. */
+static void
+config_loader_worker(struct config_loader *l)
+{
+	char *path = config_absolute(l->dir);
+
+	l->step = CONFIG_STEP_DONE;
+	if (path == NULL) {
+		config_error(
+		    &l->ctx, 0, 0,
+		    "cannot resolve the relative path: the working directory is gone (%s); "
+		    "give the configuration file as an absolute path",
+		    strerror(errno));
+		return;
+	}
+	l->cfg->dir = config_clean_path(path);
+	free(path);
+	if (config_read_file(&l->ctx, 0, 1) != 0)
+		return;
+	config_resolve_worker(&l->ctx, l->cfg);
+	l->kv = config_kv_find(l->ctx.worker[CONFIG_WORKER], "jobs");
+	l->nerrs = l->ctx.nerrs;
+	config_find_job_files(&l->ctx, l->cfg, l->kv, l->dir);
+	l->step = CONFIG_STEP_FILES;
+}
+
+/* One job of the sections read: resolved, and kept unless it is discarded. */
+static void
+config_loader_job(struct config_loader *l)
+{
+	struct config *cfg = l->cfg;
+	struct config_job *job = config_resolve_job(&l->ctx, cfg, l->ctx.secs[l->i]);
+
+	if (l->ctx.secs[l->i]->discard) {
+		config_job_free(job);
+		return;
+	}
+	cfg->jobs_list = xreallocarray(cfg->jobs_list, cfg->njobs + 1, sizeof *cfg->jobs_list);
+	l->kept[cfg->njobs] = l->ctx.secs[l->i];
+	cfg->jobs_list[cfg->njobs++] = job;
+}
+
+/* One step of a load (a file read, or a job resolved); 1 once the load is over. */
+int
+config_loader_step(struct config_loader *l)
+{
+	size_t i;
+
+	switch (l->step) {
+	case CONFIG_STEP_WORKER:
+		config_loader_worker(l);
+		return 0;
+	case CONFIG_STEP_FILES:
+		if (l->ctx.f != NULL) { /* a file being read */
+			if (config_read_some(&l->ctx, CONFIG_LOADER_LINES))
+				l->i++;
+			return 0;
+		}
+		if (l->i < l->cfg->njob_files) {
+			if (config_read_open(
+			        &l->ctx, config_add_file(&l->ctx, l->cfg->job_files[l->i]), 0) != 0)
+				l->i++;
+			return 0;
+		}
+		if (l->ctx.nsecs == 0 && !l->cfg->allow_no_jobs && l->ctx.nerrs == l->nerrs &&
+		    !(l->flags & CONFIG_LOAD_ALLOW_NO_JOBS))
+			config_no_jobs(&l->ctx, l->cfg, l->kv);
+		l->kept = xcalloc(l->ctx.nsecs + 1, sizeof *l->kept);
+		l->i = 0;
+		l->step = CONFIG_STEP_JOBS;
+		return 0;
+	case CONFIG_STEP_JOBS:
+		if (l->i < l->ctx.nsecs) {
+			config_loader_job(l);
+			l->i++;
+			return 0;
+		}
+		l->step = CONFIG_STEP_LOCKS;
+		return 0;
+	case CONFIG_STEP_LOCKS:
+		config_check_locks(&l->ctx, l->cfg, l->kept);
+		l->step = CONFIG_STEP_CHECKS;
+		return 0;
+	case CONFIG_STEP_CHECKS:
+		config_check_lock_kinds(&l->ctx, l->cfg, l->kept);
+		config_check_after(&l->ctx, l->cfg, l->kept);
+		/* Output is a secret: without credentials run records are anyone's to read. */
+		if (l->cfg->auth == NULL && !l->cfg->allow_open_output) {
+			for (i = 0; i < l->cfg->njobs; i++)
+				l->cfg->jobs_list[i]->record_output = 0;
+		}
+		l->step = CONFIG_STEP_FREE;
+		l->i = 0;
+		return 0;
+	case CONFIG_STEP_FREE: /* the sections read, no longer needed: a few per step */
+		for (i = 0; i < CONFIG_LOADER_FREE && l->i < l->ctx.nsecs; i++, l->i++) {
+			config_sec_free(l->ctx.secs[l->i]);
+			l->ctx.secs[l->i] = NULL;
+		}
+		if (l->i < l->ctx.nsecs)
+			return 0;
+		l->step = CONFIG_STEP_DONE;
+		return 1;
+	case CONFIG_STEP_DONE:
+		break;
+	}
+	return 1;
+}
+
+/*
+ * End a load (over or not): 0 with *out set, or -1 with every problem in errors (each
+ * "file:line: message") and *out NULL; l is freed. A load cut short (out NULL) is dropped.
+ */
+int
+config_loader_finish(struct config_loader *l, struct config **out, struct config_errors *errors)
+{
+	struct config_errors none = {NULL, 0};
+	int ok;
+
+	if (errors == NULL)
+		errors = &none;
+	errors->lines = NULL;
+	errors->n = 0;
+	if (l->ctx.f != NULL) /* cut short in a file */
+		fclose(l->ctx.f);
+	config_ctx_finish(&l->ctx, errors);
+	ok = errors->n == 0 && l->step == CONFIG_STEP_DONE && out != NULL;
+	if (out != NULL)
+		*out = ok ? l->cfg : NULL;
+	if (!ok)
+		config_free(l->cfg);
+	config_errors_free(&none);
+	free(l->kept);
+	free(l->dir);
+	free(l);
+	return ok ? 0 : -1;
+}
+
 /* config_load, with flags: CONFIG_LOAD_ALLOW_NO_JOBS for a command that runs no job of the
  * configuration (exec, status, the controls): a file with [zookeeper] alone is enough. */
 int
 config_load_opts(const char *file, struct config **out, struct config_errors *errors,
                  unsigned flags)
 {
-	struct config_ctx ctx;
-	struct config *cfg = xcalloc(1, sizeof *cfg);
-	struct config_sec **kept = NULL;
-	struct config_job *job;
-	struct config_kv *kv;
-	char *dir, *path;
-	size_t i, nerrs;
+	struct config_loader *l = config_loader_new(file, flags);
 
-	memset(&ctx, 0, sizeof ctx);
-	errors->lines = NULL;
-	errors->n = 0;
-	*out = NULL;
+	while (!config_loader_step(l))
+		;
+	return config_loader_finish(l, out, errors);
+}
 
-	cfg->file = xstrdup(file);
-	dir = config_dirname(file);
-	path = config_absolute(dir);
-	config_add_file(&ctx, file);
-	if (path == NULL) {
-		config_error(
-		    &ctx, 0, 0,
-		    "cannot resolve the relative path: the working directory is gone (%s); "
-		    "give the configuration file as an absolute path",
-		    strerror(errno));
-		free(path);
-		goto done;
-	}
-	cfg->dir = config_clean_path(path);
-	free(path);
-	if (config_read_file(&ctx, 0, 1) != 0)
-		goto done;
-	config_resolve_worker(&ctx, cfg);
-	kv = config_kv_find(ctx.worker[CONFIG_WORKER], "jobs");
-	nerrs = ctx.nerrs;
-	config_find_job_files(&ctx, cfg, kv, dir);
-	for (i = 0; i < cfg->njob_files; i++)
-		config_read_file(&ctx, config_add_file(&ctx, cfg->job_files[i]), 0);
-	if (ctx.nsecs == 0 && !cfg->allow_no_jobs && ctx.nerrs == nerrs &&
-	    !(flags & CONFIG_LOAD_ALLOW_NO_JOBS))
-		config_no_jobs(&ctx, cfg, kv);
-
-	kept = xcalloc(ctx.nsecs, sizeof *kept);
-	for (i = 0; i < ctx.nsecs; i++) {
-		job = config_resolve_job(&ctx, cfg, ctx.secs[i]);
-		if (ctx.secs[i]->discard) {
-			config_job_free(job);
-			continue;
-		}
-		cfg->jobs_list =
-		    xreallocarray(cfg->jobs_list, cfg->njobs + 1, sizeof *cfg->jobs_list);
-		kept[cfg->njobs] = ctx.secs[i];
-		cfg->jobs_list[cfg->njobs++] = job;
-	}
-	config_check_locks(&ctx, cfg, kept);
-	config_check_lock_kinds(&ctx, cfg, kept);
-	config_check_after(&ctx, cfg, kept);
-	/* Output is a secret: without credentials run records are anyone's to read. */
-	if (cfg->auth == NULL && !cfg->allow_open_output) {
-		for (i = 0; i < cfg->njobs; i++)
-			cfg->jobs_list[i]->record_output = 0;
-	}
-
-done:
-	config_ctx_finish(&ctx, errors);
-	free(kept);
-	free(dir);
-	if (errors->n != 0) {
-		config_free(cfg);
-		return -1;
-	}
-	*out = cfg;
-	return 0;
+/*
+ * Free at most n of a configuration's jobs, from the last (a configuration a reload replaced
+ * is freed a slice at a time); 1 once none is left. The configuration keeps its other parts
+ * for config_free, and must not be used for its jobs any more.
+ */
+int
+config_free_jobs(struct config *cfg, size_t n)
+{
+	for (; n > 0 && cfg->njobs > 0; n--)
+		config_job_free(cfg->jobs_list[--cfg->njobs]);
+	return cfg->njobs == 0;
 }
 
 /* Free a configuration and its jobs. */
@@ -237,6 +365,7 @@ config_free(struct config *cfg)
 
 	if (cfg == NULL)
 		return;
+	config_free_jobs(cfg, SIZE_MAX);
 	for (i = 0; i < cfg->njobs; i++)
 		config_job_free(cfg->jobs_list[i]);
 	free(cfg->jobs_list);

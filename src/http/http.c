@@ -17,6 +17,12 @@
  * HTTP_ACCEPT_PAUSE_MS, with one warning per interval, instead of failing accept() in a
  * loop.
  *
+ * A reply that takes many turns of the loop to write (the worker's /metrics with thousands
+ * of jobs) is deferred (http_defer) and may be streamed in chunks (http_stream_*), each
+ * written only once the client took the previous one, each chunk getting HTTP_TIMEOUT_S
+ * anew; if the connection closes first, its owner is told (and the request, if libevent
+ * left it to us, is freed here).
+ *
  * libevent 2.1 has no connection cap and no hook when a server connection opens, so we
  * make each connection's bufferevent ourselves (evhttp_set_bevcb), then, once the accept
  * callback has returned, find the connection evhttp built around it and ask to hear of
@@ -71,6 +77,12 @@ struct http_conn {
 	struct bufferevent *bev;         /* until adopted: ours, with a reference held */
 	struct evhttp_connection *evcon; /* once adopted */
 	struct event *deadline;          /* the request in progress must be done by then */
+	/* A reply deferred (http_defer): its owner is told if the connection goes first. */
+	struct evhttp_request *deferred;
+	void (*gone)(void *);
+	void *gone_arg;
+	void (*sent)(void *); /* a streamed chunk was written: the next may come */
+	void *sent_arg;
 };
 
 struct http {
@@ -117,10 +129,32 @@ http_listen_update(struct http *h)
 		                  HTTP_MAX_CONNECTIONS);
 }
 
+/*
+ * A deferred reply's connection goes: its owner stops. libevent frees the request with the
+ * connection unless it detached it (a client gone before the reply was done): then it is
+ * ours to free, which only a reply (or its end) does.
+ */
+static void
+http_conn_forget(struct http_conn *c, int req_alive)
+{
+	struct evhttp_request *req = c->deferred;
+	void (*gone)(void *) = c->gone;
+
+	if (req == NULL)
+		return;
+	c->deferred = NULL;
+	c->gone = NULL;
+	c->sent = NULL;
+	if (req_alive && evhttp_request_get_connection(req) == NULL)
+		evhttp_send_reply_end(req); /* with no connection: frees it */
+	gone(c->gone_arg);
+}
+
 /* Give a connection's slot back. */
 static void
 http_conn_release(struct http_conn *c)
 {
+	http_conn_forget(c, 0);
 	evtimer_del(c->deadline);
 	c->used = 0;
 	c->bev = NULL;
@@ -136,8 +170,10 @@ http_conn_close_cb(struct evhttp_connection *evcon, void *arg)
 	struct http_conn *c = arg;
 
 	evhttp_connection_set_closecb(evcon, NULL, NULL);
-	if (c->used && c->evcon == evcon)
+	if (c->used && c->evcon == evcon) {
+		http_conn_forget(c, 1); /* before evhttp frees what it still holds */
 		http_conn_release(c);
+	}
 }
 
 /* The request in progress took too long: drop the connection. */
@@ -254,8 +290,11 @@ http_send(struct http *h, struct evhttp_request *req, int code, const char *reas
 {
 	struct http_conn *c = http_conn_find(h, req);
 
-	if (c != NULL)
+	if (c != NULL) {
 		http_conn_rearm(c);
+		if (c->deferred == req)
+			c->deferred = NULL;
+	}
 	if (h->nconn >= HTTP_MAX_CONNECTIONS)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	evhttp_send_reply(req, code, reason, buf);
@@ -544,6 +583,82 @@ http_respond(struct http *h, struct evhttp_request *req, int code, const char *r
              struct evbuffer *buf)
 {
 	http_send(h, req, code, reason, buf);
+}
+
+/*
+ * The reply to req comes later, from the loop (http_respond, or http_stream_*): gone(arg) is
+ * called if its connection closes first, and req must not be used after that. -1: req's
+ * connection is not known (answer it at once).
+ */
+int
+http_defer(struct http *h, struct evhttp_request *req, void (*gone)(void *), void *arg)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c == NULL || c->deferred != NULL)
+		return -1;
+	c->deferred = req;
+	c->gone = gone;
+	c->gone_arg = arg;
+	return 0;
+}
+
+/* Start a deferred reply sent in chunks (HTTP/1.1 chunked encoding; 1.0: until the close). */
+void
+http_stream_start(struct http *h, struct evhttp_request *req, int code, const char *reason)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c != NULL)
+		http_conn_rearm(c);
+	if (h->nconn >= HTTP_MAX_CONNECTIONS)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	evhttp_send_reply_start(req, code, reason);
+}
+
+/* libevent wrote a chunk out: the owner may send the next. */
+static void
+http_stream_sent_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct http_conn *c = arg;
+	void (*sent)(void *) = c->sent;
+
+	(void)evcon;
+	c->sent = NULL;
+	if (sent != NULL && c->deferred != NULL)
+		sent(c->sent_arg);
+}
+
+/*
+ * One chunk of a streamed reply (buf is drained; not empty); sent(arg) once it is written
+ * out, so that a reader slower than its writer holds one chunk of ours, not the whole reply.
+ * Each chunk gives the connection HTTP_TIMEOUT_S again: a reply goes on while it moves.
+ */
+void
+http_stream_chunk(struct http *h, struct evhttp_request *req, struct evbuffer *buf,
+                  void (*sent)(void *), void *arg)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c == NULL || c->deferred != req)
+		return;
+	http_conn_rearm(c);
+	c->sent = sent;
+	c->sent_arg = arg;
+	evhttp_send_reply_chunk_with_cb(req, buf, http_stream_sent_cb, c);
+}
+
+/* The streamed reply is complete: req is libevent's again. */
+void
+http_stream_end(struct http *h, struct evhttp_request *req)
+{
+	struct http_conn *c = http_conn_find(h, req);
+
+	if (c != NULL && c->deferred == req) {
+		c->deferred = NULL;
+		c->sent = NULL;
+	}
+	evhttp_send_reply_end(req);
 }
 
 /* Milliseconds since the loop last ran the listener's once-a-second timer (for /livez). */

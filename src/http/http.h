@@ -19,6 +19,11 @@ void http_respond(struct http *, struct evhttp_request *, int code, const char *
                   struct evbuffer *);
 void http_reply(struct http *, struct evhttp_request *, int code, const char *type,
                 const char *body);
+int http_defer(struct http *, struct evhttp_request *, void (*gone)(void *), void *);
+void http_stream_start(struct http *, struct evhttp_request *, int code, const char *reason);
+void http_stream_chunk(struct http *, struct evhttp_request *, struct evbuffer *,
+                       void (*sent)(void *), void *);
+void http_stream_end(struct http *, struct evhttp_request *);
 uint64_t http_beat_age_ms(const struct http *);
 int http_host_ok(const char *host, const char *own);
 void http_any_host(struct http *);

@@ -15,6 +15,10 @@
  * timeout counts as a failure too). Neither depends on ZooKeeper. GET /runs/<run id>/output
  * is a run's output for `logs --follow` (runout.c), with the worker's output token.
  *
+ * /metrics and /status grow with the jobs (30 MB and 5 MB at 10,000): they are written in
+ * slices of ENDPOINTS_SLICE_US each, the loop running between them, and streamed; at most
+ * ENDPOINTS_MAX_SCRAPES are written at once, another request is answered 503 (Retry-After).
+ *
  * A listen address that cannot be bound (a local user took the port first, or the address
  * is not up yet) does not stop the worker: its jobs run, the failure is logged, the bind is
  * tried again after ENDPOINTS_RETRY_MIN_S, doubling to ENDPOINTS_RETRY_MAX_S, and
@@ -30,6 +34,8 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "clock.h"
+#include "compat.h"
 #include "control.h"
 #include "endpoints.h"
 #include "follow.h"
@@ -45,6 +51,13 @@
 #define ENDPOINTS_RETRY_MIN_S 1  /* the first retry of a failed bind */
 #define ENDPOINTS_RETRY_MAX_S 60 /* ... doubling up to this */
 
+/* /metrics and /status are written in slices (see endpoints_scrape_slice). */
+#define ENDPOINTS_SLICE_US    2000  /* at most this much work per turn of the loop */
+#define ENDPOINTS_SLICE_BYTES 65536 /* ... and at most this much text, sent as one chunk */
+#define ENDPOINTS_MAX_SCRAPES 2     /* sliced replies at once; more are answered 503 */
+
+struct endpoints_scrape;
+
 struct endpoints {
 	struct http *http; /* NULL until bound */
 	const struct endpoints_cb *cb;
@@ -54,9 +67,12 @@ struct endpoints {
 	struct event *retry; /* the next bind attempt */
 	int retry_s;         /* ... after this long */
 	uint64_t bind_failures;
+	TAILQ_HEAD(, endpoints_scrape) scrapes; /* sliced replies in progress */
+	int nscrapes;
+	uint64_t scrapes_refused; /* over ENDPOINTS_MAX_SCRAPES */
 };
 
-static struct log_limit endpoints_lim_bind;
+static struct log_limit endpoints_lim_bind, endpoints_lim_busy;
 
 /* Any other path. */
 static void
@@ -70,19 +86,6 @@ endpoints_notfound_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	http_reply(h->http, req, 404, "text/plain", "not found\n");
-}
-
-/* GET /status */
-static void
-endpoints_status_cb(struct evhttp_request *req, void *arg)
-{
-	struct endpoints *h = arg;
-	json_t *o = h->cb->status(h->arg);
-	char *body = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-
-	http_reply(h->http, req, 200, "application/json", body);
-	free(body);
-	json_decref(o);
 }
 
 /* GET /health */
@@ -222,22 +225,23 @@ struct endpoints_metric_out {
 static void
 endpoints_label_value(struct evbuffer *buf, const char *s)
 {
-	for (; *s != '\0'; s++) {
-		if (*s == '\\' || *s == '"')
-			evbuffer_add_printf(buf, "\\%c", *s);
-		else if (*s == '\n')
-			evbuffer_add(buf, "\\n", 2);
-		else
-			evbuffer_add(buf, s, 1);
+	size_t n;
+
+	for (;;) {
+		n = strcspn(s, "\\\"\n");
+		evbuffer_add(buf, s, n);
+		s += n;
+		if (*s == '\0')
+			return;
+		evbuffer_add(buf, *s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", 2);
+		s++;
 	}
 }
 
 /* leasekeeper_job_runnable_workers{job_name="JOB"} N, once the count is known. */
 static void
-endpoints_placement_sample(const char *job, int workers, void *arg)
+endpoints_placement_sample(struct evbuffer *buf, const char *job, int workers)
 {
-	struct evbuffer *buf = arg;
-
 	if (workers < 0)
 		return;
 	evbuffer_add_printf(buf, "leasekeeper_job_runnable_workers{job_name=\"");
@@ -279,90 +283,88 @@ endpoints_histogram(struct endpoints_metric_out *out, const struct job *job,
 	endpoints_sample(out, job, "_count", NULL, NULL, (double)st->durations);
 }
 
-/* One job's samples of a metric. */
+/* One job's samples of a metric, from its counters st-> */
 static void
-endpoints_metric_job_cb(const struct job *job, void *arg)
+endpoints_metric_job(struct endpoints_metric_out *out, const struct job *job,
+                     const struct job_stats *st)
 {
-	struct endpoints_metric_out *out = arg;
-	struct job_stats st;
 	double v = 0;
 	size_t i;
 
-	job_stats(job, &st);
 	switch (endpoints_job_metrics[out->m].what) {
 	case ENDPOINTS_METRIC_RUNNING:
 		v = job_state(job) == JOB_RUNNING;
 		break;
 	case ENDPOINTS_METRIC_LEASE_HELD:
-		v = st.lease_held;
+		v = st->lease_held;
 		break;
 	case ENDPOINTS_METRIC_CONFLICT:
 		v = job_state(job) == JOB_CONFLICT;
 		break;
 	case ENDPOINTS_METRIC_RUNS:
-		v = (double)st.runs;
+		v = (double)st->runs;
 		break;
 	case ENDPOINTS_METRIC_FAILURES:
-		v = (double)st.failures;
+		v = (double)st->failures;
 		break;
 	case ENDPOINTS_METRIC_OUTCOMES:
 		for (i = 0; i < JOB_OUTCOMES; i++)
 			endpoints_sample(out, job, "", "outcome",
 			                 job_outcome_name((enum job_outcome)i),
-			                 (double)st.outcomes[i]);
+			                 (double)st->outcomes[i]);
 		return;
 	case ENDPOINTS_METRIC_DURATION:
-		endpoints_histogram(out, job, &st);
+		endpoints_histogram(out, job, st);
 		return;
 	case ENDPOINTS_METRIC_LAST_RUN:
 	case ENDPOINTS_METRIC_LAST_SUCCESS: {
 		uint64_t ms = endpoints_job_metrics[out->m].what == ENDPOINTS_METRIC_LAST_RUN
-		                  ? st.last_end_ms
-		                  : st.last_ok_ms;
+		                  ? st->last_end_ms
+		                  : st->last_ok_ms;
 		if (ms == 0)
 			return; /* none yet: no sample */
 		v = (double)ms / 1000.0;
 		break;
 	}
 	case ENDPOINTS_METRIC_INTERVAL:
-		if (st.interval_s < 0)
+		if (st->interval_s < 0)
 			return; /* continuous: no interval */
-		v = (double)st.interval_s;
+		v = (double)st->interval_s;
 		break;
 	case ENDPOINTS_METRIC_MISSED:
 		for (i = 0; i < JOBREC_MISSED_WHYS; i++)
 			endpoints_sample(out, job, "", "reason",
 			                 jobrec_missed_name((enum jobrec_missed_why)i),
-			                 (double)st.missed_ticks[i]);
+			                 (double)st->missed_ticks[i]);
 		return;
 	case ENDPOINTS_METRIC_PAUSED:
-		v = (double)st.paused_ticks;
+		v = (double)st->paused_ticks;
 		break;
 	case ENDPOINTS_METRIC_ACQUISITIONS:
-		v = (double)st.acquisitions;
+		v = (double)st->acquisitions;
 		break;
 	case ENDPOINTS_METRIC_LEASE_ENDS:
 		for (i = 0; i < JOB_LEASE_ENDS; i++)
 			endpoints_sample(out, job, "", "cause",
 			                 job_lease_end_name((enum job_lease_end)i),
-			                 (double)st.lease_ends[i]);
+			                 (double)st->lease_ends[i]);
 		return;
 	case ENDPOINTS_METRIC_CORRUPT_STATES:
-		v = (double)st.corrupt_states;
+		v = (double)st->corrupt_states;
 		break;
 	case ENDPOINTS_METRIC_CPU:
-		v = (double)st.cpu_usec / 1e6;
+		v = (double)st->cpu_usec / 1e6;
 		break;
 	case ENDPOINTS_METRIC_OOMS:
-		v = (double)st.ooms;
+		v = (double)st->ooms;
 		break;
 	case ENDPOINTS_METRIC_HOOK_FAILURES:
-		v = (double)st.hook_failures;
+		v = (double)st->hook_failures;
 		break;
 	case ENDPOINTS_METRIC_PEAK:
-		if (st.last_peak < 0)
+		if (st->last_peak < 0)
 			return; /* not known: no sample */
-		v = (double)st.last_peak;
+		v = (double)st->last_peak;
 		break;
 	}
 	endpoints_sample(out, job, "", NULL, NULL, v);
@@ -452,52 +454,49 @@ endpoints_health_metrics(struct evbuffer *buf, const struct endpoints_worker_sta
 	                    (unsigned long long)ws->start_failures_job);
 }
 
-/* GET /metrics, in Prometheus' text format: each metric's samples together. */
+/* The worker's own metrics, at the head of /metrics: a few lines, written at once. */
 static void
-endpoints_metrics_cb(struct evhttp_request *req, void *arg)
+endpoints_metrics_head(struct endpoints *h, struct evbuffer *buf)
 {
-	struct endpoints *h = arg;
-	struct endpoints_metric_out out;
 	struct endpoints_worker_stats ws;
 	uint64_t low;
 
 	memset(&ws, 0, sizeof ws);
 	h->cb->stats(h->arg, &ws);
-	out.buf = evbuffer_new();
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_build_info the version running, in its label\n"
 	                    "# TYPE leasekeeper_build_info gauge\n"
 	                    "leasekeeper_build_info{version=\"%s\"} 1\n",
 	                    LEASEKEEPER_VERSION);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_start_time_seconds when the worker started (Unix "
 	                    "time)\n# TYPE leasekeeper_start_time_seconds gauge\n"
 	                    "leasekeeper_start_time_seconds %.3f\n",
 	                    (double)ws.start_ms / 1000.0);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_ready 1 while registered with a connected session "
 	                    "and not draining (what /readyz answers 200 to)\n"
 	                    "# TYPE leasekeeper_ready gauge\nleasekeeper_ready %d\n",
 	                    h->cb->not_ready(h->arg) == NULL);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_session_expiries_total ZooKeeper sessions that "
 	                    "expired under this worker\n"
 	                    "# TYPE leasekeeper_session_expiries_total counter\n"
 	                    "leasekeeper_session_expiries_total %llu\n",
 	                    (unsigned long long)ws.session_expiries);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_session_reconnects_total times the same session "
 	                    "came back after a disconnect\n"
 	                    "# TYPE leasekeeper_session_reconnects_total counter\n"
 	                    "leasekeeper_session_reconnects_total %llu\n",
 	                    (unsigned long long)ws.session_reconnects);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_session_connected 1 while the ZooKeeper "
 	                    "session is connected\n# TYPE leasekeeper_session_connected gauge\n"
 	                    "leasekeeper_session_connected %d\n",
 	                    h->cb->session(h->arg) == ZK_STATE_CONNECTED);
 	evbuffer_add_printf(
-	    out.buf,
+	    buf,
 	    "# HELP leasekeeper_lease_deadline_seconds time left before jobs are killed if no "
 	    "answer arrives\n# TYPE leasekeeper_lease_deadline_seconds gauge\n"
 	    "leasekeeper_lease_deadline_seconds %.3f\n",
@@ -505,55 +504,280 @@ endpoints_metrics_cb(struct evhttp_request *req, void *arg)
 	low = h->cb->deadline_low_ms(h->arg);
 	if (low != UINT64_MAX)
 		evbuffer_add_printf(
-		    out.buf,
+		    buf,
 		    "# HELP leasekeeper_lease_deadline_low_seconds the least time that was left "
 		    "before the lease deadline when a heartbeat's answer moved it, since start\n"
 		    "# TYPE leasekeeper_lease_deadline_low_seconds gauge\n"
 		    "leasekeeper_lease_deadline_low_seconds %.3f\n",
 		    (double)low / 1000.0);
-	endpoints_metrics_loop(out.buf, &ws);
-	evbuffer_add_printf(out.buf,
+	endpoints_metrics_loop(buf, &ws);
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_containment how this worker keeps each run's "
 	                    "processes together (1 for the mode in use)\n"
 	                    "# TYPE leasekeeper_containment gauge\n"
 	                    "leasekeeper_containment{mode=\"%s\"} 1\n",
 	                    h->cb->containment(h->arg));
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_worker_drained 1 while this worker is drained "
 	                    "(leasekeeper drain): it takes no new lease\n"
 	                    "# TYPE leasekeeper_worker_drained gauge\n"
 	                    "leasekeeper_worker_drained %d\n",
 	                    h->cb->drained(h->arg) != 0);
-	endpoints_health_metrics(out.buf, &ws);
-	endpoints_control_metrics(out.buf);
-	evbuffer_add_printf(out.buf,
+	endpoints_health_metrics(buf, &ws);
+	endpoints_control_metrics(buf);
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_http_bind_failures_total attempts to bind [http] "
 	                    "listen that failed (the port was taken, the address not up)\n"
 	                    "# TYPE leasekeeper_http_bind_failures_total counter\n"
 	                    "leasekeeper_http_bind_failures_total %llu\n",
 	                    (unsigned long long)h->bind_failures);
-	evbuffer_add_printf(out.buf, "# HELP leasekeeper_job_runnable_workers live workers that "
-	                             "can run the job (carry it: their labels match its "
-	                             "constraint; not drained); 0: nobody runs it\n"
-	                             "# TYPE leasekeeper_job_runnable_workers gauge\n");
-	h->cb->placement(h->arg, endpoints_placement_sample, out.buf);
-	evbuffer_add_printf(out.buf,
+	evbuffer_add_printf(buf,
 	                    "# HELP leasekeeper_http_connections open connections to this "
 	                    "listener (at most %d)\n# TYPE leasekeeper_http_connections gauge\n"
 	                    "leasekeeper_http_connections %d\n",
 	                    HTTP_MAX_CONNECTIONS, http_connections(h->http));
-	for (out.m = 0; out.m < sizeof endpoints_job_metrics / sizeof endpoints_job_metrics[0];
-	     out.m++) {
-		evbuffer_add_printf(
-		    out.buf, "# HELP %s %s\n# TYPE %s %s\n", endpoints_job_metrics[out.m].name,
-		    endpoints_job_metrics[out.m].help, endpoints_job_metrics[out.m].name,
-		    endpoints_job_metrics[out.m].type);
-		h->cb->jobs(h->arg, endpoints_metric_job_cb, &out);
+	evbuffer_add_printf(buf,
+	                    "# HELP leasekeeper_http_scrapes_refused_total requests for /metrics "
+	                    "or /status answered 503 because %d were being written already\n"
+	                    "# TYPE leasekeeper_http_scrapes_refused_total counter\n"
+	                    "leasekeeper_http_scrapes_refused_total %llu\n",
+	                    ENDPOINTS_MAX_SCRAPES, (unsigned long long)h->scrapes_refused);
+	evbuffer_add_printf(buf, "# HELP leasekeeper_job_runnable_workers live workers that "
+	                         "can run the job (carry it: their labels match its "
+	                         "constraint; not drained); 0: nobody runs it\n"
+	                         "# TYPE leasekeeper_job_runnable_workers gauge\n");
+}
+
+/*
+ * A reply to /metrics or /status written in slices: with thousands of jobs the whole text
+ * takes seconds to write, and the loop that keeps the heartbeat must not wait that long. The
+ * first slice is written at once; a reply that is not complete then is streamed (chunked),
+ * one slice per turn of the loop, each at most ENDPOINTS_SLICE_US of work and
+ * ENDPOINTS_SLICE_BYTES of text, the next written only once the previous chunk went out (a
+ * slow reader holds one chunk of ours). It walks a view of the jobs that the worker keeps
+ * from being freed until the reply is done or its connection gone.
+ */
+struct endpoints_scrape {
+	struct endpoints *h;
+	struct evhttp_request *req;
+	int json; /* /status, else /metrics */
+	struct endpoints_view v;
+	struct job_stats *st; /* /metrics: each job's counters, read at its first metric */
+	int phase;            /* /metrics: 0 placement, 1 the jobs' metrics */
+	size_t m, pos;
+	int streaming;
+	struct evbuffer *buf;
+	struct event *next; /* the next slice, when the last one sent nothing */
+	TAILQ_ENTRY(endpoints_scrape) entry;
+};
+
+/* Done with a scrape (its request answered, or its connection gone). */
+static void
+endpoints_scrape_free(struct endpoints_scrape *s)
+{
+	struct endpoints *h = s->h;
+
+	TAILQ_REMOVE(&h->scrapes, s, entry);
+	h->nscrapes--;
+	h->cb->release(h->arg, &s->v);
+	event_free(s->next);
+	evbuffer_free(s->buf);
+	free(s->st);
+	free(s);
+}
+
+/* The connection of a scrape closed before its reply was done. */
+static void
+endpoints_scrape_gone_cb(void *arg)
+{
+	struct endpoints_scrape *s = arg;
+
+	log_debug("http: a client left before its %s was written",
+	          s->json ? "/status" : "/metrics");
+	endpoints_scrape_free(s);
+}
+
+/* One step of /metrics: a placement sample, a metric's header, or one job's samples of it. */
+static int
+endpoints_scrape_metrics_step(struct endpoints_scrape *s)
+{
+	struct endpoints_metric_out out = {s->buf, s->m};
+	const size_t nm = sizeof endpoints_job_metrics / sizeof endpoints_job_metrics[0];
+
+	if (s->phase == 0) {
+		if (s->pos < s->v.nplaced) {
+			endpoints_placement_sample(
+			    s->buf, s->v.placed[s->pos],
+			    s->h->cb->runnable(s->h->arg, s->v.placed[s->pos]));
+			s->pos++;
+			return 0;
+		}
+		s->phase = 1;
+		s->pos = 0;
+		s->m = 0;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	                  "text/plain; version=0.0.4");
-	http_respond(h->http, req, 200, "OK", out.buf);
-	evbuffer_free(out.buf);
+	if (s->m >= nm)
+		return 1;
+	if (s->pos == 0)
+		evbuffer_add_printf(
+		    s->buf, "# HELP %s %s\n# TYPE %s %s\n", endpoints_job_metrics[s->m].name,
+		    endpoints_job_metrics[s->m].help, endpoints_job_metrics[s->m].name,
+		    endpoints_job_metrics[s->m].type);
+	if (s->pos < s->v.njobs) {
+		if (s->m == 0)
+			job_stats(s->v.jobs[s->pos], &s->st[s->pos]);
+		endpoints_metric_job(&out, s->v.jobs[s->pos], &s->st[s->pos]);
+		s->pos++;
+		return 0;
+	}
+	s->m++;
+	s->pos = 0;
+	return s->m >= nm;
+}
+
+/* One step of /status: one job's status. */
+static int
+endpoints_scrape_status_step(struct endpoints_scrape *s)
+{
+	json_t *o;
+	char *text;
+
+	if (s->pos >= s->v.njobs) {
+		evbuffer_add_printf(s->buf, "%s]\n}\n", s->v.njobs > 0 ? "\n  " : "");
+		return 1;
+	}
+	o = job_status_json(s->v.jobs[s->pos]);
+	text = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	evbuffer_add_printf(s->buf, "%s%s", s->pos > 0 ? ",\n" : "\n", text);
+	free(text);
+	json_decref(o);
+	s->pos++;
+	return 0;
+}
+
+static void endpoints_scrape_slice(struct endpoints_scrape *s);
+
+/* The last chunk went out: the next slice. */
+static void
+endpoints_scrape_sent_cb(void *arg)
+{
+	endpoints_scrape_slice(arg);
+}
+
+/* The next slice, when the last one had nothing to send. */
+static void
+endpoints_scrape_next_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	endpoints_scrape_slice(arg);
+}
+
+/*
+ * Write one slice of a scrape and send it: the whole reply if it is complete at the first
+ * slice (as a plain reply with its length), otherwise one chunk of a streamed one.
+ */
+static void
+endpoints_scrape_slice(struct endpoints_scrape *s)
+{
+	struct endpoints *h = s->h;
+	uint64_t start = clock_now_ns();
+	unsigned n = 0;
+	int done;
+
+	while (!(done = s->json ? endpoints_scrape_status_step(s)
+	                        : endpoints_scrape_metrics_step(s))) {
+		if (evbuffer_get_length(s->buf) >= ENDPOINTS_SLICE_BYTES ||
+		    (++n % 16 == 0 && clock_now_ns() - start > ENDPOINTS_SLICE_US * 1000ULL))
+			break;
+	}
+	if (done && !s->streaming) {
+		http_respond(h->http, s->req, 200, "OK", s->buf);
+		endpoints_scrape_free(s);
+		return;
+	}
+	if (!s->streaming) {
+		http_stream_start(h->http, s->req, 200, "OK");
+		s->streaming = 1;
+	}
+	if (done) {
+		if (evbuffer_get_length(s->buf) > 0)
+			http_stream_chunk(h->http, s->req, s->buf, NULL, NULL);
+		http_stream_end(h->http, s->req);
+		endpoints_scrape_free(s);
+	} else if (evbuffer_get_length(s->buf) == 0)
+		event_active(s->next, EV_TIMEOUT, 1);
+	else
+		http_stream_chunk(h->http, s->req, s->buf, endpoints_scrape_sent_cb, s);
+}
+
+/* GET /metrics or /status: begin the reply, in slices; 503 while too many are written. */
+static void
+endpoints_scrape_begin(struct endpoints *h, struct evhttp_request *req, int json)
+{
+	const char *type = json ? "application/json" : "text/plain; version=0.0.4";
+	struct endpoints_scrape *s;
+	json_t *o;
+	char *text;
+
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		http_reply(h->http, req, 200, type, "");
+		return;
+	}
+	if (h->nscrapes >= ENDPOINTS_MAX_SCRAPES) {
+		h->scrapes_refused++;
+		log_warnx_limited(&endpoints_lim_busy,
+		                  "http: %d replies to /metrics or /status are being written; "
+		                  "answering 503 to another (scrape less often, or fewer scrapers)",
+		                  h->nscrapes);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+		http_reply(h->http, req, 503, "text/plain",
+		           "busy: other replies to /metrics or /status are being written; try "
+		           "again\n");
+		return;
+	}
+	s = xcalloc(1, sizeof *s);
+	s->h = h;
+	s->req = req;
+	s->json = json;
+	s->buf = evbuffer_new();
+	s->next = event_new(h->base, -1, 0, endpoints_scrape_next_cb, s);
+	h->cb->hold(h->arg, &s->v);
+	TAILQ_INSERT_TAIL(&h->scrapes, s, entry);
+	h->nscrapes++;
+	if (http_defer(h->http, req, endpoints_scrape_gone_cb, s) != 0) {
+		http_reply(h->http, req, 503, "text/plain", "cannot answer now\n");
+		endpoints_scrape_free(s);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
+	if (json) {
+		/* The worker's fields, then "jobs": [ ... ] written a job at a time. */
+		o = h->cb->status(h->arg);
+		text = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		evbuffer_add(s->buf, text, strlen(text) - 2); /* without "\n}" */
+		evbuffer_add_printf(s->buf, ",\n  \"jobs\": [");
+		free(text);
+		json_decref(o);
+	} else {
+		s->st = xcalloc(s->v.njobs + 1, sizeof *s->st);
+		endpoints_metrics_head(h, s->buf);
+	}
+	endpoints_scrape_slice(s);
+}
+
+/* GET /metrics, in Prometheus' text format: each metric's samples together. */
+static void
+endpoints_metrics_cb(struct evhttp_request *req, void *arg)
+{
+	endpoints_scrape_begin(arg, req, 0);
+}
+
+/* GET /status: the worker's view as JSON. */
+static void
+endpoints_status_cb(struct evhttp_request *req, void *arg)
+{
+	endpoints_scrape_begin(arg, req, 1);
 }
 
 /* Bind the listener and route the worker's paths; 0 if bound. */
@@ -614,6 +838,7 @@ endpoints_start(struct event_base *base, const char *listen, const struct endpoi
 	h->base = base;
 	h->listen = xstrdup(listen);
 	h->retry = evtimer_new(base, endpoints_retry_cb, h);
+	TAILQ_INIT(&h->scrapes);
 	if (endpoints_bind(h) == 0)
 		return h;
 	if (!retry) {
@@ -637,7 +862,9 @@ endpoints_free(struct endpoints *h)
 	if (h == NULL)
 		return;
 	event_free(h->retry);
-	http_free(h->http);
+	http_free(h->http); /* each scrape's connection closes: it is freed */
+	while (!TAILQ_EMPTY(&h->scrapes))
+		endpoints_scrape_free(TAILQ_FIRST(&h->scrapes));
 	free(h->listen);
 	free(h);
 }

@@ -4,6 +4,7 @@
 #ifndef ENDPOINTS_H
 #define ENDPOINTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -30,9 +31,21 @@ struct endpoints_worker_stats {
 	uint64_t start_failures_host, start_failures_job; /* starts that failed, by whose fault */
 };
 
+/*
+ * What a reply written in slices (/metrics, /status) walks over many turns of the loop: the
+ * jobs and the configuration's job names as they were when it began, none of them freed
+ * before the owner is told the reply is done with them (endpoints_cb.release).
+ */
+struct endpoints_view {
+	const struct job **jobs; /* not done yet, in order */
+	size_t njobs;
+	const char **placed; /* the configuration's jobs, for leasekeeper_job_runnable_workers */
+	size_t nplaced;
+};
+
 /* What the endpoint reads from its owner (the worker), at each request. */
 struct endpoints_cb {
-	json_t *(*status)(void *arg); /* GET /status, the caller's reference */
+	json_t *(*status)(void *arg); /* GET /status but its jobs, the caller's reference */
 	int (*ready)(void *arg);      /* registered with a connected session: /health */
 	/* /readyz: NULL when ready (registered, connected, not draining), else why not */
 	const char *(*not_ready)(void *arg);
@@ -41,15 +54,14 @@ struct endpoints_cb {
 	uint64_t (*deadline_in_ms)(void *arg); /* before jobs are killed if no answer arrives */
 	uint64_t (*deadline_low_ms)(
 	    void *arg); /* the least of it before an answer, or UINT64_MAX */
-	/* Call fn for each job, in order. */
-	void (*jobs)(void *arg, void (*fn)(const struct job *, void *fnarg), void *fnarg);
+	/* Fill the view; what it points to stays until release(view). */
+	void (*hold)(void *arg, struct endpoints_view *);
+	void (*release)(void *arg, struct endpoints_view *);
 	/* how runs are contained: "cgroup", "process-group", "none" or "unknown" */
 	const char *(*containment)(void *arg);
 	int (*drained)(void *arg); /* `leasekeeper drain`: takes no new lease */
-	/* Call fn for each job of the configuration with the live workers that can run it
-	 * (-1: not known yet). */
-	void (*placement)(void *arg, void (*fn)(const char *job, int workers, void *fnarg),
-	                  void *fnarg);
+	/* The live workers that can run a job of the configuration (-1: not known yet). */
+	int (*runnable)(void *arg, const char *job);
 	/* GET /runs/...: a run's output for its followers (`logs --follow`) */
 	void (*output)(void *arg, struct http *, struct evhttp_request *);
 };

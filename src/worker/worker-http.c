@@ -134,24 +134,45 @@ worker_http_deadline_low_ms_cb(void *arg)
 	return w->deadline_low_ns / CLOCK_NS_PER_MS;
 }
 
-/* Call fn for each job not yet done. */
+/*
+ * A sliced reply's view: the jobs not yet done and the configuration's job names. Neither a
+ * job nor a configuration is freed while any view is held (worker_reload_reap_cb waits).
+ */
 static void
-worker_http_jobs_cb(void *arg, void (*fn)(const struct job *, void *), void *fnarg)
+worker_http_hold_cb(void *arg, struct endpoints_view *v)
 {
 	struct worker *w = arg;
 	struct worker_job *wj;
+	size_t i;
 
+	v->jobs = xcalloc(w->njobs_live + 1, sizeof *v->jobs);
+	v->njobs = 0;
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done)
-			fn(wj->job, fnarg);
+		if (wj->done)
+			continue;
+		if (v->njobs == w->njobs_live) /* not reached: njobs_live counts these */
+			break;
+		v->jobs[v->njobs++] = wj->job;
 	}
+	v->placed = xcalloc(w->cfg->njobs + 1, sizeof *v->placed);
+	for (i = 0; i < w->cfg->njobs; i++)
+		v->placed[i] = w->cfg->jobs_list[i]->name;
+	v->nplaced = w->cfg->njobs;
+	w->http_holds++;
 }
 
-/* Add one job's status to a JSON array. */
+/* A sliced reply is done with its view: what waited to be freed may be. */
 static void
-worker_http_job_status_cb(const struct job *job, void *arg)
+worker_http_release_cb(void *arg, struct endpoints_view *v)
 {
-	json_array_append_new(arg, job_status_json(job));
+	struct worker *w = arg;
+
+	free(v->jobs);
+	free(v->placed);
+	v->jobs = NULL;
+	v->placed = NULL;
+	if (--w->http_holds == 0)
+		event_active(w->reap, EV_TIMEOUT, 0);
 }
 
 /* The worker's view of itself, for the HTTP status. */
@@ -159,21 +180,19 @@ static json_t *
 worker_http_status_cb(void *arg)
 {
 	struct worker *w = arg;
-	json_t *jobs = json_array();
 	char session[24], start[40];
 	json_t *o;
 
-	worker_http_jobs_cb(w, worker_http_job_status_cb, jobs);
 	/* As the logs print it: a 64-bit number is not safe in JSON (2^53). */
 	snprintf(session, sizeof session, "0x%llx", (unsigned long long)zk_session_id(w->zk));
 	clock_iso8601(w->started_ms, start, sizeof start);
-	o = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:b, s:o}", "node", w->cfg->node_id,
-	    "version", LEASEKEEPER_VERSION, "start", start, "state", worker_state_name(w->state),
-	    "ready", worker_http_not_ready_cb(w) == NULL, "containment", worker_containment_cb(w),
-	    "session_state", zk_state_name(zk_state(w->zk)), "session_id", session,
-	    "session_timeout_ms", (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
-	    (json_int_t)worker_http_deadline_in_ms_cb(w), "drained", w->drained, "jobs", jobs);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:b}", "node",
+	              w->cfg->node_id, "version", LEASEKEEPER_VERSION, "start", start, "state",
+	              worker_state_name(w->state), "ready", worker_http_not_ready_cb(w) == NULL,
+	              "containment", worker_containment_cb(w), "session_state",
+	              zk_state_name(zk_state(w->zk)), "session_id", session, "session_timeout_ms",
+	              (json_int_t)zk_timeout_ms(w->zk), "lease_deadline_in_ms",
+	              (json_int_t)worker_http_deadline_in_ms_cb(w), "drained", w->drained);
 	worker_health_node(w, o); /* unhealthy, and why, as our node says */
 	return o;
 }
@@ -212,5 +231,6 @@ worker_http_run_ended(struct worker *w, const struct job *job, uint32_t run, uin
 const struct endpoints_cb worker_http_table = {
     worker_http_status_cb,          worker_http_ready_cb,   worker_http_not_ready_cb,
     worker_http_stats_cb,           worker_http_session_cb, worker_http_deadline_in_ms_cb,
-    worker_http_deadline_low_ms_cb, worker_http_jobs_cb,    worker_containment_cb,
-    worker_http_drained_cb,         worker_placement_cb,    worker_http_output_cb};
+    worker_http_deadline_low_ms_cb, worker_http_hold_cb,    worker_http_release_cb,
+    worker_containment_cb,          worker_http_drained_cb, worker_placement_runnable_cb,
+    worker_http_output_cb};

@@ -121,9 +121,10 @@ struct worker {
 	struct event *reload_ev;      /* its next slice */
 	struct event *reload_next;    /* the pending one starts */
 	struct worker_fp *reload_fp;  /* the files the configuration was last read from */
-	uint64_t reload_ns;           /* how long the last reload's read took */
+	uint64_t reload_ns;           /* the last reload's own time (its slices, not the waits) */
 	struct event *clock_timer;    /* our node rewritten now and then: a clock sample */
 	struct jobhealth health;      /* starts that failed for reasons of this host */
+	int http_holds;               /* sliced HTTP replies walking the jobs: none is freed */
 
 	TAILQ_HEAD(, worker_job) jobs;
 	size_t njobs_live; /* jobs not done yet */
@@ -183,7 +184,7 @@ void worker_health_configure(struct worker *w);
 void worker_health_node(const struct worker *w, json_t *o);
 
 /* worker-placement.c */
-void worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg);
+int worker_placement_runnable_cb(void *arg, const char *job);
 void worker_placement_timer_cb(int fd, short what, void *arg);
 
 #endif

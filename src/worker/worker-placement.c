@@ -58,16 +58,11 @@ worker_placement_runnable(const struct worker *w, const char *job)
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-/* For /metrics: each job of our configuration with worker_placement_runnable(). */
-void
-worker_placement_cb(void *arg, void (*fn)(const char *job, int workers, void *), void *fnarg)
+/* For /metrics: worker_placement_runnable() of a job of our configuration. */
+int
+worker_placement_runnable_cb(void *arg, const char *job)
 {
-	struct worker *w = arg;
-	size_t i;
-
-	for (i = 0; i < w->cfg->njobs; i++)
-		fn(w->cfg->jobs_list[i]->name,
-		   worker_placement_runnable(w, w->cfg->jobs_list[i]->name), fnarg);
+	return worker_placement_runnable(arg, job);
 }
 
 /*

@@ -3,32 +3,39 @@
 /*
  * worker-reload.c: SIGHUP: the configuration reloaded, in slices that yield to the loop.
  *
- * A reload that changes thousands of jobs must not stall the loop: the heartbeat, /livez
- * and the supervisor's messages wait while it runs, and a lease deadline that is not moved
- * in time kills healthy jobs. So after the new configuration is read (at once: a parser
- * does not yield), its jobs are applied a slice at a time, WORKER_RELOAD_SLICE_US of work
- * at most, each slice a timer of its own so that everything else that is ready runs in
- * between: first the running jobs (an unchanged one takes the new configuration's copy and
- * nothing else; a changed or removed one stops), then the new and changed jobs start. A
- * slice also waits while ZooKeeper has more than WORKER_RELOAD_PENDING requests queued or
- * in flight, so that the jobs' requests never wait behind a reload's thousands.
+ * A reload that changes thousands of jobs must not stall the loop: the heartbeat, /livez and
+ * the supervisor's messages wait while it runs, and a lease deadline that is not moved in time
+ * kills healthy jobs. So a reload is done in slices, WORKER_RELOAD_SLICE_US of work at most,
+ * each slice a timer of its own so that everything else that is ready runs in between. First
+ * the files are read in steps of config_loader_step() (the worker file, 256 lines of a job
+ * file, one job's section resolved, ...), with the same errors as a load in one go. Then the
+ * jobs are applied: the new jobs indexed by name, then the running jobs (an unchanged one takes
+ * the new configuration's copy and nothing else; a changed or removed one stops), then the new
+ * and changed jobs start. A slice also waits while ZooKeeper has more than
+ * WORKER_RELOAD_PENDING requests queued or in flight, so that the jobs' requests never wait
+ * behind a reload's thousands.
  *
- * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which
- * starts as long after this one ended as this one's read took (so reads, which do not
- * yield, take at most half of the loop's time) and reads the files as they are then. And a SIGHUP when no file the
- * configuration was read from changed (the same inode, size, mtime and ctime of the worker
- * file, each job file and its folder, the auth file, /etc/passwd and /etc/group) reads
- * nothing: a storm of SIGHUPs costs a few stat() calls each.
+ * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which starts
+ * as long after this one ended as this one's slices took (reading and applying: a storm of
+ * reloads takes at most half of the loop's time), and reads the files as they are then. And a
+ * SIGHUP when no file the configuration was read from changed reads nothing: the worker file,
+ * each job file, the auth file, /etc/passwd and /etc/group are compared by content and ACL (a
+ * SHA-1), inode, owner and mode, and each folder by its times too (they move when a file comes
+ * or goes), so a storm of SIGHUPs, even with the files touched, costs a few reads and hashes
+ * each. After a refused reload the next one reads again whatever the files are.
  */
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -38,6 +45,7 @@
 #include "endpoints.h"
 #include "job.h"
 #include "log.h"
+#include "sha1.h"
 #include "sdnotify.h"
 #include "svlink.h"
 #include "worker-int.h"
@@ -46,13 +54,18 @@
 #define WORKER_RELOAD_SLICE_US 3000 /* at most this much work per slice */
 #define WORKER_RELOAD_PENDING  64   /* wait while more ZooKeeper requests than this wait */
 #define WORKER_RELOAD_WAIT_US  5000 /* then look again after this long */
+#define WORKER_REAP_SLICE      500  /* jobs freed per turn of the loop (a few ms) */
 
-/* A reload being applied. */
+/* A reload being read, then applied. */
 struct worker_reload {
-	struct config *cfg;      /* the new configuration */
-	json_t *index;           /* job name -> its index in cfg->jobs_list */
-	unsigned char *kept;     /* per job of cfg: a running job took it unchanged */
-	struct worker_job **old; /* the jobs when the reload began */
+	struct config_loader *loader; /* while the files are read, in steps */
+	struct worker_fp *fp;         /* the files as they were before the read */
+	uint64_t work_ns;             /* its slices' time, reading and applying (not the waits) */
+	struct config *cfg;           /* the new configuration, once read */
+	json_t *index;                /* job name -> its index in cfg->jobs_list */
+	size_t indexed;               /* ... of the first this many */
+	unsigned char *kept;          /* per job of cfg: a running job took it unchanged */
+	struct worker_job **old;      /* the jobs when the reload began */
 	size_t nold;
 	size_t pos; /* in old (stopping), then in cfg->jobs_list (starting) */
 	int starting;
@@ -62,15 +75,28 @@ struct worker_reload {
 
 static void worker_reload_done(struct worker *);
 static void worker_reload_http(struct worker *, const char *);
+static void worker_reload_read_slice(struct worker *, struct worker_reload *);
+static size_t worker_reload_free_done(struct worker *, int, size_t);
+static void worker_reload_begin(struct worker *, struct worker_reload *, struct config *);
 
-/* What stat() says of one file the configuration was read from. */
+#define WORKER_FP_MAX_BYTES (16 * 1024 * 1024) /* a larger file is judged by its times */
+
+/*
+ * One file the configuration was read from: what stat() says of it, and a regular file's
+ * content and ACL (a SHA-1 of both) instead of its times, so that a file touched but not
+ * changed is not read again. A folder keeps its times: they move when a file comes or goes.
+ */
 struct worker_fp_file {
 	char *path;
 	int err; /* errno of stat(), 0 if it worked */
 	dev_t dev;
 	ino_t ino;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
 	off_t size;
-	struct timespec mtim, ctim;
+	struct timespec mtim, ctim; /* zero for a file whose sum is taken */
+	unsigned char sum[SHA1_LEN];
 };
 
 /* The files a configuration was read from, as they were. */
@@ -79,26 +105,64 @@ struct worker_fp {
 	size_t n;
 };
 
-/* Add path to fp as stat() finds it now. */
+/*
+ * The SHA-1 of a regular file's content and its ACL (fd open on it, st its fstat); -1 when
+ * it cannot be read whole (then its times stand for it).
+ */
+static int
+worker_reload_fp_sum(int fd, const struct stat *st, unsigned char sum[SHA1_LEN])
+{
+	size_t size = (size_t)st->st_size, got = 0, acl = 4096;
+	char *buf;
+	ssize_t n;
+
+	if (!S_ISREG(st->st_mode) || st->st_size > WORKER_FP_MAX_BYTES)
+		return -1;
+	buf = xmalloc(size + acl + 1);
+	while (got <= size && (n = read(fd, buf + got, size + 1 - got)) > 0)
+		got += (size_t)n;
+	if (got != size) { /* it changed while read, or cannot be read: its times decide */
+		free(buf);
+		return -1;
+	}
+	n = fgetxattr(fd, "system.posix_acl_access", buf + got, acl);
+	if (n > 0)
+		got += (size_t)n;
+	sha1(buf, got, sum);
+	free(buf);
+	return 0;
+}
+
+/* Add path to fp as it is now. */
 static void
 worker_reload_fp_add(struct worker_fp *fp, const char *path)
 {
 	struct worker_fp_file *f;
 	struct stat st;
+	int fd;
 
 	fp->f = xreallocarray(fp->f, fp->n + 1, sizeof *fp->f);
 	f = &fp->f[fp->n++];
 	memset(f, 0, sizeof *f);
 	f->path = xstrdup(path);
-	if (stat(path, &st) != 0) {
+	/* O_NONBLOCK: a FIFO put in a file's place must not stop the loop */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1 || fstat(fd, &st) != 0) {
 		f->err = errno != 0 ? errno : -1;
+		if (fd != -1)
+			close(fd);
 		return;
 	}
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
+	f->mode = st.st_mode;
+	f->uid = st.st_uid;
+	f->gid = st.st_gid;
 	f->size = st.st_size;
-	f->mtim = st.st_mtim;
-	f->ctim = st.st_ctim;
+	if (worker_reload_fp_sum(fd, &st, f->sum) != 0) {
+		f->mtim = st.st_mtim;
+		f->ctim = st.st_ctim;
+	}
+	close(fd);
 }
 
 /* Free a fingerprint. */
@@ -161,9 +225,11 @@ worker_reload_fp_equal(const struct worker_fp *a, const struct worker_fp *b)
 		x = &a->f[i];
 		y = &b->f[i];
 		if (strcmp(x->path, y->path) != 0 || x->err != y->err || x->dev != y->dev ||
-		    x->ino != y->ino || x->size != y->size || x->mtim.tv_sec != y->mtim.tv_sec ||
-		    x->mtim.tv_nsec != y->mtim.tv_nsec || x->ctim.tv_sec != y->ctim.tv_sec ||
-		    x->ctim.tv_nsec != y->ctim.tv_nsec)
+		    x->ino != y->ino || x->mode != y->mode || x->uid != y->uid ||
+		    x->gid != y->gid || x->size != y->size ||
+		    memcmp(x->sum, y->sum, sizeof x->sum) != 0 ||
+		    x->mtim.tv_sec != y->mtim.tv_sec || x->mtim.tv_nsec != y->mtim.tv_nsec ||
+		    x->ctim.tv_sec != y->ctim.tv_sec || x->ctim.tv_nsec != y->ctim.tv_nsec)
 			return 0;
 	}
 	return 1;
@@ -239,6 +305,9 @@ worker_reload_new(struct worker *w, struct worker_reload *r, size_t i)
 static void
 worker_reload_free(struct worker_reload *r)
 {
+	if (r->loader != NULL)
+		config_loader_finish(r->loader, NULL, NULL); /* cut short: dropped */
+	worker_reload_fp_free(r->fp);
 	json_decref(r->index);
 	free(r->kept);
 	free(r->old);
@@ -276,13 +345,28 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 	(void)what;
 	if (r == NULL)
 		return;
+	if (r->loader != NULL) {
+		worker_reload_read_slice(w, r);
+		return;
+	}
+	if (r->index == NULL) { /* read and accepted: applying begins */
+		worker_reload_http(w, r->cfg->http_listen);
+		worker_reload_begin(w, r, r->cfg);
+		r->work_ns += clock_now_ns() - start;
+		return;
+	}
 	for (;;) {
 		if ((++n % 8 == 0 && clock_now_ns() - start > limit) ||
 		    zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING) {
 			worker_reload_later(w, zk_pending_ops(w->zk) > WORKER_RELOAD_PENDING);
+			r->work_ns += clock_now_ns() - start;
 			return;
 		}
-		if (!r->starting && r->pos < r->nold)
+		if (r->indexed < r->cfg->njobs) {
+			json_object_set_new(r->index, r->cfg->jobs_list[r->indexed]->name,
+			                    json_integer((json_int_t)r->indexed));
+			r->indexed++;
+		} else if (!r->starting && r->pos < r->nold)
 			worker_reload_old(r, r->old[r->pos++]);
 		else if (!r->starting) {
 			r->starting = 1;
@@ -296,26 +380,23 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
 	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
 	worker_reload_end(w);
-	worker_reload_free(r);
 	worker_log_excluded(w->cfg);
 	worker_health_configure(w);
 	worker_node_update(w);
+	/* Its own time, for the spacing of the next: a storm takes at most half of the loop. */
+	w->reload_ns = r->work_ns + (clock_now_ns() - start);
+	worker_reload_free(r);
 	worker_reload_done(w);
 }
 
 /* Begin applying cfg, a configuration that was read and accepted. */
 static void
-worker_reload_begin(struct worker *w, struct config *cfg, uint64_t began_ns)
+worker_reload_begin(struct worker *w, struct worker_reload *r, struct config *cfg)
 {
-	struct worker_reload *r = xcalloc(1, sizeof *r);
 	struct worker_job *wj;
-	size_t i;
 
 	r->cfg = cfg;
-	r->began_ns = began_ns;
-	r->index = json_object();
-	for (i = 0; i < cfg->njobs; i++)
-		json_object_set_new(r->index, cfg->jobs_list[i]->name, json_integer((json_int_t)i));
+	r->index = json_object(); /* filled in the slices, before any job is looked up */
 	r->kept = xcalloc(cfg->njobs + 1, 1);
 	TAILQ_FOREACH(wj, &w->jobs, entry)
 		r->nold++;
@@ -327,16 +408,15 @@ worker_reload_begin(struct worker *w, struct config *cfg, uint64_t began_ns)
 	worker_reload_later(w, 0);
 }
 
-/* Read the configuration; a broken one changes nothing. NULL: refused. */
+/* The configuration read (l finished, and freed): a broken one changes nothing. NULL: refused. */
 static struct config *
-worker_reload_read(struct worker *w)
+worker_reload_accept(struct worker *w, struct config_loader *l)
 {
 	struct config *cfg;
 	struct config_errors errors = {NULL, 0};
 	size_t i;
 
-	log_info("reloading %s", w->config_file);
-	if (config_load(w->config_file, &cfg, &errors) != 0) {
+	if (config_loader_finish(l, &cfg, &errors) != 0) {
 		for (i = 0; i < errors.n; i++)
 			log_warnx("%s", errors.lines[i]);
 		log_warnx("reload refused: %zu error(s); the running configuration stays",
@@ -372,7 +452,7 @@ void
 worker_reload(struct worker *w)
 {
 	char msg[128];
-	struct config *cfg;
+	struct worker_reload *r;
 	struct worker_fp *fp;
 	uint64_t began = clock_now_ns();
 
@@ -396,21 +476,57 @@ worker_reload(struct worker *w)
 		worker_reload_done(w);
 		return;
 	}
-	worker_reload_fp_free(w->reload_fp);
-	w->reload_fp = NULL;
-	if ((cfg = worker_reload_read(w)) == NULL) {
-		worker_reload_fp_free(fp);
-		w->reload_ns = clock_now_ns() - began;
+	log_info("reloading %s", w->config_file);
+	r = xcalloc(1, sizeof *r);
+	r->began_ns = began;
+	r->fp = fp; /* taken before the files are read: a change made meanwhile is read next */
+	r->loader = config_loader_new(w->config_file, 0);
+	r->work_ns = clock_now_ns() - began;
+	w->reload = r;
+	worker_reload_later(w, 0);
+}
+
+/*
+ * A slice of the read: steps of the load (a file read, or a job's section resolved) for at
+ * most WORKER_RELOAD_SLICE_US; once it is over, the configuration is refused or applied.
+ */
+static void
+worker_reload_read_slice(struct worker *w, struct worker_reload *r)
+{
+	uint64_t start = clock_now_ns(), limit = WORKER_RELOAD_SLICE_US * 1000ULL;
+	struct config_loader *l = r->loader;
+	struct config *cfg;
+	int over;
+
+	while (!(over = config_loader_step(l)) && clock_now_ns() - start < limit)
+		;
+	r->work_ns += clock_now_ns() - start;
+	if (!over) {
+		worker_reload_later(w, 0);
+		return;
+	}
+	r->loader = NULL;
+	start = clock_now_ns();
+	cfg = worker_reload_accept(w, l);
+	if (cfg == NULL) {
+		w->reload_ns = r->work_ns; /* its own time, for the spacing of the next */
+		/* Refused: the next SIGHUP reads the files, whatever they are then. */
+		worker_reload_fp_free(w->reload_fp);
+		w->reload_fp = NULL;
+		w->reload = NULL;
+		worker_reload_free(r);
 		worker_reload_done(w);
 		return;
 	}
-	/* Taken before the files were read: a change made meanwhile is read at the next. */
-	w->reload_fp = fp;
-	w->reload_ns = clock_now_ns() - began; /* what did not yield: the read */
-	log_debug("reload: read %zu job(s) in %llu ms", cfg->njobs,
-	          (unsigned long long)(w->reload_ns / CLOCK_NS_PER_MS));
-	worker_reload_http(w, cfg->http_listen);
-	worker_reload_begin(w, cfg, began);
+	worker_reload_fp_free(w->reload_fp);
+	w->reload_fp = r->fp;
+	r->fp = NULL;
+	log_debug("reload: read %zu job(s) in %llu ms of work over %llu ms", cfg->njobs,
+	          (unsigned long long)(r->work_ns / CLOCK_NS_PER_MS),
+	          (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
+	r->cfg = cfg; /* applied from the next slice on (worker_reload_begin) */
+	r->work_ns += clock_now_ns() - start;
+	worker_reload_later(w, 0);
 }
 
 /* A reload is over: READY=1, and the pending one, if any, from the loop. */
@@ -424,7 +540,7 @@ worker_reload_done(struct worker *w)
 
 	if (w->reload_pending && w->state != WORKER_STOPPING) {
 		w->reload_pending = 0;
-		/* As long as the last read took: reads take at most half of the loop. */
+		/* As long as the last one's slices took: reloads take at most half the loop. */
 		tv.tv_sec = (time_t)(wait_us / 1000000);
 		tv.tv_usec = (suseconds_t)(wait_us % 1000000);
 		evtimer_add(w->reload_next, &tv);
@@ -455,7 +571,13 @@ worker_reload_abort(struct worker *w)
 	if (r == NULL)
 		return;
 	log_info("reload: cut short by the stop");
-	worker_reload_end(w);
+	if (r->loader != NULL || r->index == NULL) {
+		w->reload = NULL; /* not applied yet: the running configuration stays */
+		evtimer_del(w->reload_ev);
+		config_free(r->cfg);
+		r->cfg = NULL;
+	} else
+		worker_reload_end(w);
 	worker_reload_free(r);
 }
 
@@ -511,15 +633,26 @@ worker_reload_http(struct worker *w, const char *listen)
 void
 worker_reload_free_jobs(struct worker *w, int all)
 {
+	worker_reload_free_done(w, all, SIZE_MAX);
+}
+
+/* Free at most n jobs (all: any, else those done stopping); how many of n are left. */
+static size_t
+worker_reload_free_done(struct worker *w, int all, size_t n)
+{
 	struct worker_job *wj, *next;
 
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
+		if (n == 0)
+			break;
 		if (all || wj->done) {
 			TAILQ_REMOVE(&w->jobs, wj, entry);
 			job_free(wj->job);
 			free(wj);
+			n--;
 		}
 	}
+	return n;
 }
 
 /* Whether any job still points into a retired configuration. */
@@ -535,23 +668,36 @@ worker_reload_config_in_use(struct worker *w, const struct config *cfg)
 	return 0;
 }
 
-/* Free finished jobs, and the retired configurations no job uses any more. */
+/*
+ * Free finished jobs, and the retired configurations no job uses any more: at most
+ * WORKER_REAP_SLICE jobs (of either) and one configuration per turn of the loop, then again
+ * from a timer.
+ */
 void
 worker_reload_reap_cb(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct worker_config *rc, *next;
+	struct timeval now = {0, 0};
+	size_t n;
 
 	(void)fd;
 	(void)what;
-	if (w->reload != NULL)
-		return; /* it walks the jobs: its end reaps */
-	worker_reload_free_jobs(w, 0);
+	if (w->reload != NULL || w->http_holds > 0)
+		return; /* they walk the jobs: their ends reap */
+	if ((n = worker_reload_free_done(w, 0, WORKER_REAP_SLICE)) == 0)
+		goto later;
 	TAILQ_FOREACH_SAFE(rc, &w->retired, entry, next) {
 		if (rc->cfg != w->initial_cfg && !worker_reload_config_in_use(w, rc->cfg)) {
+			if (!config_free_jobs(rc->cfg, n))
+				goto later;
 			TAILQ_REMOVE(&w->retired, rc, entry);
 			config_free(rc->cfg);
 			free(rc);
+			goto later; /* one configuration per turn; the next looks for more */
 		}
 	}
+	return;
+later:
+	event_add(w->reap, &now);
 }

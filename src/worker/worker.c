@@ -721,11 +721,12 @@ worker_teardown(struct worker *w, struct config *cfg)
 	if (!svlink_free(w->sv))
 		zk_abandon(w->zk);
 	aclcheck_free(w->acl);
+	endpoints_free(w->http); /* before the jobs its sliced replies may hold */
+	w->http = NULL;
 	worker_events_free(w); /* a reload cut short retires its configuration here */
 	worker_reload_free_jobs(w, 1);
 	members_free(w->members);
 	zk_free(w->zk);
-	endpoints_free(w->http);
 	runout_free(w->runout);
 	for (i = 0; i < sizeof w->signals / sizeof w->signals[0]; i++) {
 		if (w->signals[i] != NULL)

@@ -1832,6 +1832,62 @@ test_valid_hosts(void **state)
 }
 
 /* Whatever [worker] jobs matches and cannot read is an error naming the path. */
+/*
+ * A job file is read in steps of a few hundred lines (config_loader_step, so that a reload
+ * yields to the loop): a section that spans a step's end keeps its keys, an error past it
+ * names its line, and a load cut short in the middle of a file frees what it read.
+ */
+static void
+test_read_in_steps(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct config_loader *l;
+	char *text = NULL, *bad;
+	size_t len = 0, i;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	for (i = 0; i < 400; i++) /* five lines a job: job i starts at line 5i+1 */
+		fprintf(f,
+		        "[job j%03zu]\ncommand = true %zu\n# a comment\nschedule = @every 1h\n\n",
+		        i, i);
+	assert_int_equal(fclose(f), 0);
+	put("worker.ini", BASE "jobs = d\n");
+	put("d/a.ini", text);
+	assert_int_equal(load("worker.ini", &cfg, &errors), 0);
+	assert_int_equal(cfg->njobs, 400);
+	for (i = 0; i < 400; i++) {
+		char want[32];
+
+		snprintf(want, sizeof want, "true %zu", i);
+		assert_string_equal(cfg->jobs_list[i]->command, want);
+		assert_string_equal(cfg->jobs_list[i]->schedule, "@every 1h");
+	}
+	config_free(cfg);
+	config_errors_free(&errors);
+
+	/* job 300 (lines 1501-1505) with an unknown key on its comment's line */
+	bad = strstr(text, "[job j300]");
+	assert_non_null(bad);
+	memcpy(strchr(bad, '#'), "bogus=1 ", 8);
+	put("d/a.ini", text);
+	assert_int_equal(load("worker.ini", &cfg, &errors), -1);
+	assert_true(has_error(&errors, "d/a.ini", 1503, "bogus", NULL));
+	assert_int_equal(errors.n, 1);
+	config_errors_free(&errors);
+
+	/* cut short in the middle of the file */
+	snprintf(text, len, "%s/worker.ini", tdir);
+	l = config_loader_new(text, 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(config_loader_step(l), 0);
+	assert_int_equal(config_loader_finish(l, NULL, NULL), -1);
+	free(text);
+}
+
 static void
 test_job_file_problems(void **state)
 {
@@ -2377,6 +2433,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_nul_and_controls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hostile_good_values, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_file_problems, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_in_steps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_acls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_parents, setup, teardown),

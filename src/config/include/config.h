@@ -203,7 +203,13 @@ int config_load_opts(const char *file, struct config **out, struct config_errors
                      unsigned flags);
 struct config *config_load_print(const char *file);
 void config_free(struct config *);
+int config_free_jobs(struct config *, size_t n);
 void config_errors_free(struct config_errors *);
+/* The same load in steps (config.c): new, step until it returns 1, finish. */
+struct config_loader;
+struct config_loader *config_loader_new(const char *file, unsigned flags);
+int config_loader_step(struct config_loader *);
+int config_loader_finish(struct config_loader *, struct config **out, struct config_errors *);
 void config_print(const struct config *, FILE *);
 struct config_job *config_find_job(const struct config *, const char *name);
 int config_job_equal(const struct config_job *, const struct config_job *);
