@@ -20,7 +20,7 @@ from .paths import leasekeeper_bin, tool
 from .procs import Proc, cleanup_all, pid_alive
 from .proxy import Proxy
 from .record import DeathWatcher, kill_recorded, parse_records
-from .zk import Ensemble
+from .zk import Ensemble, ZooKeeper
 
 __all__ = ["CLASSES", "make_schedule", "Torture", "main"]
 
@@ -43,15 +43,122 @@ CLASSES = {
     "hup-storm": (0, 0),           # 20 SIGHUPs to a worker within 0.2 s
     "reload": (0, 0),              # a worker's jobs change (job "extra" comes or goes), SIGHUP
     "hostile": (0, 0),             # a client without credentials writes into the tree
+    "partition-server": (0.5, 3.0),  # one server cut from the others (clients still reach it)
+    "log-full": (0.5, 3.0),        # a worker's log directory out of space or inodes, then freed
     "op-pause": (1.0, 4.0),        # leasekeeper pause JOB .. resume JOB
     "op-drain": (1.0, 4.0),        # leasekeeper drain NODE .. undrain NODE
     "op-run-now": (0, 0),          # leasekeeper run-now JOB
     "op-set-leases": (1.0, 3.0),   # set-leases of the leases = 2 job to 1 .. back to 2
 }
 WORKER_FAULTS = ("stop", "kill-main", "kill-supervisor", "blackhole", "reset", "hup-storm",
-                 "reload")
+                 "reload", "log-full")
+LOG_FS = "size=2m,nr_inodes=200,mode=0755"  # each worker's <state_dir>/jobs: a small tmpfs
 SCHEDULED = ("every", "pertick", "share-a", "share-b", "cron", "slow", "fail", "daemon",
              "hooks")
+
+
+def _ip(*args, check=True):
+    """Run ip(8); its output, or raise with its error."""
+    p = subprocess.run(["ip"] + [str(a) for a in args], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError("ip %s: %s" % (" ".join(map(str, args)), p.stderr.strip()))
+    return p.stdout
+
+
+class ServerNet:
+    """Each server in a network namespace of its own, on a bridge of this run: clients (the
+    proxies, kazoo) reach every server from the root namespace, and a server is cut from the
+    others by blackhole routes inside the namespaces (partition-server), nobody else."""
+
+    def __init__(self, n):
+        tag = os.getpid() % 8192  # a /28 of 198.18.0.0/15 (benchmarking addresses) per run
+        base = 198 * 2 ** 24 + 18 * 2 ** 16 + tag * 16
+        self.addr = lambda i: "%d.%d.%d.%d" % (base >> 24, (base >> 16) & 255,
+                                               (base >> 8) & 255, (base & 255) + i)
+        self.bridge = "lkt%db" % os.getpid()
+        self.ns = ["lkt%d-%d" % (os.getpid(), k + 1) for k in range(n)]
+        self.cut, self.routes = set(), {}
+        self.ips = [self.addr(k + 1) for k in range(n)]
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", self.addr(14) + "/28", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        for k, ns in enumerate(self.ns):
+            host, peer = "lkt%dh%d" % (os.getpid(), k + 1), "lkt%dn%d" % (os.getpid(), k + 1)
+            _ip("netns", "add", ns)
+            _ip("link", "add", host, "type", "veth", "peer", "name", peer)
+            _ip("link", "set", peer, "netns", ns)
+            _ip("link", "set", host, "master", self.bridge, "up")
+            _ip("-n", ns, "addr", "add", self.ips[k] + "/28", "dev", peer)
+            _ip("-n", ns, "link", "set", peer, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+
+    def _route(self, a, b, on):
+        """The blackhole route in a's namespace to b's address, counted: two partitions
+        that cut the same pair (each of its two servers cut) share it."""
+        n = self.routes.get((a, b), 0)
+        if on and n == 0:
+            _ip("-n", self.ns[a], "route", "add", "blackhole", self.ips[b] + "/32")
+        elif not on and n == 1:
+            _ip("-n", self.ns[a], "route", "del", "blackhole", self.ips[b] + "/32")
+        self.routes[(a, b)] = max(0, n + (1 if on else -1))
+
+    def partition(self, k, on):
+        """Cut server k from (on) or join it again to (off) every other server."""
+        if on == (k in self.cut):
+            return
+        for j in range(len(self.ns)):
+            if j != k:
+                self._route(k, j, on)
+                self._route(j, k, on)
+        (self.cut.add if on else self.cut.discard)(k)
+
+    def close(self):
+        for ns in self.ns:
+            _ip("netns", "del", ns, check=False)
+        _ip("link", "del", self.bridge, check=False)
+
+
+class NsZooKeeper(ZooKeeper):
+    """A ZooKeeper member that runs in its namespace and listens on its address there."""
+    net_ips, net_ns = (), ()
+
+    @property
+    def host(self):
+        return self.net_ips[self.myid - 1]
+
+    @property
+    def connect_string(self):
+        return "%s:%d" % (self.host, self.port)
+
+    def _write_config(self):
+        extra = dict(self.extra_cfg)
+        extra["clientPortAddress"] = self.host
+        for myid, p1, p2 in self.quorum:
+            extra["server.%d" % myid] = "%s:%d:%d" % (self.net_ips[myid - 1], p1, p2)
+        saved, self.extra_cfg = self.extra_cfg, extra
+        try:
+            super()._write_config()
+        finally:
+            self.extra_cfg = saved
+
+    def argv(self):
+        return ["ip", "netns", "exec", self.net_ns[self.myid - 1]] + super().argv()
+
+
+class NsEnsemble(Ensemble):
+    """An Ensemble of NsZooKeeper members on a ServerNet."""
+
+    def __init__(self, workdir, net, **kw):
+        self.net = net
+        super().__init__(workdir, **kw)
+
+    def _make_members(self):
+        super()._make_members()
+        cls = type("NsZK", (NsZooKeeper,), {"net_ips": tuple(self.net.ips),
+                                             "net_ns": tuple(self.net.ns)})
+        for s in self.servers:
+            s.__class__ = cls
 
 
 def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
@@ -176,8 +283,15 @@ class Torture:
     # -- the cluster -------------------------------------------------------------------------
 
     def start(self):
-        self.ens = Ensemble(os.path.join(self.dir, "ensemble"), n=self.nservers)
+        self.net = None
+        if "partition-server" in self.classes:
+            self.net = ServerNet(self.nservers)
+            self.ens = NsEnsemble(os.path.join(self.dir, "ensemble"), self.net,
+                                  n=self.nservers)
+        else:
+            self.ens = Ensemble(os.path.join(self.dir, "ensemble"), n=self.nservers)
         self.ens.start()
+        self.log_mounts = []
         self.rec = os.path.join(self.dir, "record")
         self.hb = os.path.join(self.dir, "daemon-hb")
         open(self.rec, "a").close()
@@ -191,6 +305,8 @@ class Torture:
             self.proxies[w] = [Proxy(s.host, s.port, name="%s-zk%d" % (w, k + 1))
                                for k, s in enumerate(self.ens)]
             self.write_jobs(w, extra=False)
+            if "log-full" in self.classes:
+                self.mount_log_dir(w)
             self.start_worker(w)
         for w in self.procs:
             self.procs[w].wait_log(r"registered as", timeout=60)
@@ -226,6 +342,41 @@ class Torture:
                                     zookeeper={"session_timeout": "%ds" % T_S, "auth": CREDS},
                                     safety=SAFETY, worker={"allow_root_jobs": True},
                                     jobs=jobs)
+
+    def log_dir(self, w):
+        return os.path.join(self.dir, w, "state", "jobs")
+
+    def mount_log_dir(self, w):
+        """The worker's job logs (<state_dir>/jobs) on a small tmpfs of their own, for
+        log-full to fill."""
+        d = self.log_dir(w)
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", LOG_FS, "lk-torture-logs", d],
+                       check=True)
+        self.log_mounts.append(d)
+
+    def fill_log_dir(self, w, what):
+        """Use up the space (one big file) or the inodes (empty files) of w's log dir."""
+        fill = os.path.join(self.log_dir(w), ".torture-fill")
+        n = 0
+        try:
+            os.makedirs(fill, exist_ok=True)
+            if what == "space":
+                with open(os.path.join(fill, "blob"), "wb", buffering=0) as f:
+                    while n < 1 << 16:
+                        f.write(b"\0" * 65536)
+                        n += 1
+            else:
+                while n < 1 << 16:
+                    open(os.path.join(fill, "i%d" % n), "w").close()
+                    n += 1
+        except OSError:
+            pass  # full: what the fault is for
+        return n
+
+    def free_log_dir(self, w):
+        import shutil
+        shutil.rmtree(os.path.join(self.log_dir(w), ".torture-fill"), ignore_errors=True)
 
     def start_worker(self, w):
         env = dict(os.environ)
@@ -366,6 +517,27 @@ class Torture:
                 proc.signal(signal.SIGHUP)
             self.note(cls, [w], now, time.time(), index=idx, extra=self.has_extra[w])
             return None
+        if cls == "log-full":
+            what = "inodes" if p["server"] % 2 else "space"
+            if "log-full" not in self.classes or os.path.isdir(
+                    os.path.join(self.log_dir(w), ".torture-fill")):
+                return None
+            n = self.fill_log_dir(w, what)
+
+            def undo():
+                self.free_log_dir(w)
+                self.note(cls, [w], now, time.time(), index=idx, full=what, filled=n)
+            return undo
+        if cls == "partition-server":
+            k = p["server"]
+            if self.net is None or k in self.net.cut or k in self.down_servers:
+                return None
+            self.net.partition(k, True)
+
+            def undo():
+                self.net.partition(k, False)
+                self.note(cls, ["*"], now, time.time(), index=idx, server=k)
+            return undo
         if cls == "hostile":
             self.hostile(p)
             self.note(cls, [], now, time.time(), index=idx)
@@ -496,6 +668,10 @@ class Torture:
 
     def heal_and_stop(self):
         self.say("healing: every worker running, every server up, every proxy healed")
+        for k in sorted(self.net.cut if self.net else ()):
+            self.net.partition(k, False)
+        for w in self.procs if self.log_mounts else ():
+            self.free_log_dir(w)
         self.restart_servers(sorted(self.down_servers), wait=True)
         for i in range(len(self.ens.servers)):
             try:
@@ -677,6 +853,10 @@ class Torture:
             for px in ps:
                 px.close()
         self.ens.close()
+        for d in getattr(self, "log_mounts", []):
+            subprocess.run(["umount", "-l", d], stderr=subprocess.DEVNULL)
+        if getattr(self, "net", None) is not None:
+            self.net.close()
         for w in self.procs:
             folder = cgroup_folder(w, os.path.join(self.dir, w, "state"))
             if folder and os.path.isdir(folder):
