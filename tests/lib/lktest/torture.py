@@ -3,6 +3,7 @@
 behind proxies of their own, a mix of jobs recording every run through lk-record, a seeded
 nemesis, then heal, settle, stop and check (lktest.checker)."""
 
+import collections
 import heapq
 import json
 import os
@@ -52,7 +53,7 @@ CLASSES = {
 }
 WORKER_FAULTS = ("stop", "kill-main", "kill-supervisor", "blackhole", "reset", "hup-storm",
                  "reload", "log-full")
-LOG_FS = "size=2m,nr_inodes=200,mode=0755"  # each worker's <state_dir>/jobs: a small tmpfs
+LOG_FS = "size=16m,nr_inodes=200,mode=0755"  # each worker's <state_dir>/jobs: a small tmpfs
 SCHEDULED = ("every", "pertick", "share-a", "share-b", "cron", "slow", "fail", "daemon",
              "hooks")
 
@@ -927,6 +928,7 @@ def main(argv=None):
         seed, seed, a.minutes, a.workers,
         (" --faults " + a.faults) if a.faults else "", workdir))
     t0 = time.monotonic()
+    load0 = os.getloadavg()[0]
     try:
         t.start()
         t.nemesis()
@@ -940,6 +942,18 @@ def main(argv=None):
     for k in a.allow:
         if rep.counts[k]:
             print("torture: %s: %d, allowed by --allow (a known failure)" % (k, rep.counts[k]))
+    c = rep.counts
+    print("torture: row for docs/reliability.md's results (load: 1-minute average at the "
+          "start and the end):\n| `%s` | %.1f / %.1f | %d: %s | %d | %d | %d | %d | %d | %d "
+          "| %d | %d | %d |" % (
+              " ".join(["scripts/torture"] + list(argv if argv is not None else sys.argv[1:])),
+              load0, os.getloadavg()[0], len(t.faults),
+              ", ".join("%s %d" % kv for kv in sorted(collections.Counter(
+                  f["kind"] for f in t.faults).items())) or "none",
+              c["overlaps"] + c["time_overlaps"] + c["fence_regressions"], c["ticks_twice"],
+              c["ticks_lost"], c["false_reasons"], c["needless_kills"],
+              c["record_disagreements"], c["orphan_lock_nodes"], c["leftovers"],
+              c["worker_crashes"] + c["sanitizer_reports"]))
     print("torture: seed %d, %.0f s, %s" % (seed, time.monotonic() - t0,
                                               "FAILED: " + ", ".join(bad) if bad else "clean"))
     print("torture: work dir %s" % workdir)
