@@ -390,11 +390,16 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 	w->dup_predecessor = worker_node_predecessor(reply->value, reply->value_len);
 	/* Whoever holds our node id wrote its data: described, never copied raw into the log. */
 	data = nodedata_describe(reply->value, reply->value_len);
-	log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); %s",
-	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data,
-	          w->dup_predecessor ? "its process on this host is gone (our predecessor): "
-	                               "waiting for its session to expire"
-	                             : "waiting for it to expire");
+	if (w->dup_predecessor)
+		log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); its "
+		          "process on this host is gone (our predecessor): waiting for its session "
+		          "to expire",
+		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data);
+	else
+		log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting "
+		          "up to %d ms for it to expire",
+		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data,
+		          w->dup_wait_ms);
 	free(data);
 	worker_node_dup_retry(w);
 }
