@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from . import checker
@@ -160,6 +161,54 @@ class NsEnsemble(Ensemble):
                                              "net_ns": tuple(self.net.ns)})
         for s in self.servers:
             s.__class__ = cls
+
+
+class Canary(threading.Thread):
+    """The harness's own acknowledged writes: a sequential node created every 0.5 s under
+    /torture-canary, each with a token of its own, checked after the run. One missing (or
+    holding another token) is a write ZooKeeper acknowledged and then lost (finding 5 in
+    docs/reliability.md): what it costs the jobs is ZooKeeper's, not leasekeeper's."""
+
+    def __init__(self, hosts):
+        super().__init__(daemon=True)
+        self.hosts, self.acked = hosts, []
+        self.done = threading.Event()
+
+    def run(self):
+        from kazoo.client import KazooClient
+        c = KazooClient(hosts=self.hosts, timeout=10, auth_data=[("digest", CREDS)])
+        try:
+            c.start(timeout=30)
+            c.ensure_path("/torture-canary")
+            n = 0
+            while not self.done.wait(0.5):
+                token = "%d-%d" % (os.getpid(), n)
+                n += 1
+                try:
+                    self.acked.append((c.create("/torture-canary/c-", token.encode(),
+                                                sequence=True), token))
+                except Exception:
+                    pass  # not acknowledged: nothing to check
+        except Exception:
+            pass
+        finally:
+            try:
+                c.stop()
+                c.close()
+            except Exception:
+                pass
+
+    def lost(self, kz):
+        """The acknowledged writes not found as written, read with kz."""
+        from kazoo.exceptions import NoNodeError
+        out = []
+        for path, token in list(self.acked):
+            try:
+                if kz.get(path)[0].decode("utf-8", "replace") != token:
+                    out.append("%s holds another write than %s" % (path, token))
+            except NoNodeError:
+                out.append("%s (%s) is gone" % (path, token))
+        return out
 
 
 def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
@@ -312,6 +361,8 @@ class Torture:
         for w in self.procs:
             self.procs[w].wait_log(r"registered as", timeout=60)
         self.kazoo = self.client(CREDS)
+        self.canary = Canary(self.ens.connect_string)
+        self.canary.start()
         self.started_wall = time.time()
         self.say("cluster up: %d servers, %d workers%s" % (
             self.nservers, self.n, "".join(", %s clock %+ds (libfaketime)" % kv
@@ -701,6 +752,8 @@ class Torture:
             self.check_alive()
             time.sleep(0.2)
         self.stop_wall = time.time()
+        self.canary.done.set()
+        self.canary.join(30)
         self.say("stopping the workers (SIGTERM)")
         for w, p in self.procs.items():
             self.expected_exit[w] = True
@@ -838,6 +891,9 @@ class Torture:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         rep.info["faults"] = " ".join("%s=%d" % kv for kv in sorted(kinds.items())) or "none"
         rep.info["nemesis_errors"] = "; ".join(self.nemesis_errors) or "none"
+        lost = self.canary.lost(self.kazoo)
+        rep.info["zk_lost_writes"] = "%d of %d acknowledged canary writes%s" % (
+            len(lost), len(self.canary.acked), (": " + "; ".join(lost[:10])) if lost else "")
         return rep
 
     def close(self):
