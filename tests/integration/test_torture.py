@@ -11,7 +11,7 @@ two minutes draw every one of the 17 classes; docs/reliability.md); no
 skewed clock (libfaketime also moves the supervisor's CLOCK_BOOTTIME timers: see
 docs/reliability.md). Three workers rather than five, and two minutes rather than
 three, to keep the suite within its budget (docs/testing.md); the sabotage runs are shorter
-still (40 s), with only the faults that expose them.
+still (15 to 40 s, from when each was first caught), with only the faults that expose them.
 """
 
 import os
