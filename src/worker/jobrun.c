@@ -100,6 +100,16 @@ job_start_run(struct job *job)
 
 	job->run = job->cb->next_run(job->cb_arg);
 	job_run_name(job, cfg->node_id);
+	if (svlink_containment(job_supervisor(job)) < 0) {
+		/*
+		 * A new supervisor that has not said hello yet is still emptying what the dead
+		 * one's runs left, and at its hello every job gives up the lease it held (the
+		 * dead one's runs could have left a process): a run started now would outlive
+		 * its lease. Refused at once, like a start to a dead supervisor.
+		 */
+		job_start_failed(job, job->run, "the supervisor is not ready yet");
+		return;
+	}
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
 	job->run_fence = lease_fence(job->lease);

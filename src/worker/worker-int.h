@@ -96,6 +96,11 @@ struct worker {
 
 	struct event *signals[5];
 	struct event *dup_timer;
+	uint64_t dup_since_ns;   /* a duplicate node id: connected since (the wait counts) */
+	int dup_wait_ms;         /* ... how long connected before it is another live worker */
+	int dup_retry_ms;        /* ... the back-off while it cannot be judged */
+	int dup_predecessor;     /* ... its data names a process of this host that is gone */
+	int dup_said;            /* ... the wait was logged */
 	struct event *reg_timer; /* registering again, once the rate limit allows */
 	uint64_t rereg_start_ns; /* the window of WORKER_REREGISTER_MAX */
 	int rereg_count;
@@ -155,6 +160,7 @@ void worker_node_reg_timer_cb(int fd, short what, void *arg);
 void worker_node_dup_watch_cb(int type, const char *path, void *arg);
 void worker_node_dup_get_cb(const struct zk_reply *reply, void *arg);
 void worker_node_dup_timer_cb(int fd, short what, void *arg);
+void worker_node_dup_reconnected(struct worker *w);
 void worker_node_register(struct worker *w);
 void worker_node_update(struct worker *w);
 void worker_node_clock_cb(int fd, short what, void *arg);

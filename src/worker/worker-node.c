@@ -47,8 +47,11 @@
 /* ZooKeeper refusals of our registration repeat at every attempt: warn once, then count. */
 static struct log_limit worker_lim_read, worker_lim_register, worker_lim_create;
 
-#define WORKER_CLOCK_FIRST_MS 2000  /* our node says the clock offset this soon ... */
-#define WORKER_CLOCK_MS       60000 /* ... and is rewritten this often: a clock sample */
+#define WORKER_CLOCK_FIRST_MS   2000  /* our node says the clock offset this soon ... */
+#define WORKER_CLOCK_MS         60000 /* ... and is rewritten this often: a clock sample */
+#define WORKER_NODE_DATA_MAX    65536 /* a node's data longer than this is nobody's registration */
+#define WORKER_DUP_RETRY_MS     1000  /* a duplicate node id not judged yet: look again, ... */
+#define WORKER_DUP_RETRY_MAX_MS 16000 /* ... doubling up to this */
 
 static void worker_node_watch_own(struct worker *);
 
@@ -306,14 +309,67 @@ worker_node_dup_watch_cb(int type, const char *path, void *arg)
 	}
 }
 
+/*
+ * Whether a node's data (untrusted: bounded, parsed, never trusted further) names a process
+ * of this host that is gone: the node is our own predecessor's, left behind by a killed
+ * worker, whose session must expire before we can register.
+ */
+static int
+worker_node_predecessor(const char *value, int len)
+{
+	char host[HOST_NAME_MAX + 1], path[64], stat[512];
+	json_t *o, *h, *p;
+	json_int_t pid;
+	const char *st;
+	FILE *f;
+	size_t n;
+	int gone = 0;
+
+	if (value == NULL || len <= 0 || len > WORKER_NODE_DATA_MAX ||
+	    gethostname(host, sizeof host) != 0)
+		return 0;
+	host[sizeof host - 1] = '\0';
+	o = json_loadb(value, (size_t)len, 0, NULL);
+	h = json_object_get(o, "host");
+	p = json_object_get(o, "pid");
+	if (json_is_string(h) && json_is_integer(p) && strcmp(json_string_value(h), host) == 0) {
+		pid = json_integer_value(p);
+		if (pid > 1 && pid <= INT_MAX && pid != (json_int_t)getpid()) {
+			gone = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+			snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+			if (!gone && (f = fopen(path, "re")) != NULL) {
+				/* A zombie is gone too: "pid (comm) Z ..." */
+				n = fread(stat, 1, sizeof stat - 1, f);
+				stat[n] = '\0';
+				st = strrchr(stat, ')');
+				gone = st != NULL && st[1] == ' ' && st[2] == 'Z';
+				fclose(f);
+			}
+		}
+	}
+	json_decref(o);
+	return gone;
+}
+
+/* Look at the node under our id again in dup_retry_ms, doubling the back-off. */
+static void
+worker_node_dup_retry(struct worker *w)
+{
+	struct timeval tv;
+
+	tv.tv_sec = w->dup_retry_ms / 1000;
+	tv.tv_usec = (w->dup_retry_ms % 1000) * 1000;
+	evtimer_add(w->dup_timer, &tv);
+	w->dup_retry_ms = w->dup_retry_ms * 2 < WORKER_DUP_RETRY_MAX_MS ? w->dup_retry_ms * 2
+	                                                                : WORKER_DUP_RETRY_MAX_MS;
+}
+
 /* The node under our id: ours after all (a create whose answer we lost), or another's. */
 void
 worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct worker *w = arg;
-	struct timeval tv;
 	char *data;
-	int wait_ms;
 
 	if (w->state != WORKER_REGISTERING && w->state != WORKER_DUPLICATE)
 		return;
@@ -333,30 +389,78 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (w->state == WORKER_DUPLICATE)
-		return;
+		return; /* looked at again: its deletion is watched, the timer judges */
 	worker_set_state(w, WORKER_DUPLICATE);
-	wait_ms = zk_timeout_ms(w->zk) + 2000;
+	w->dup_wait_ms = zk_timeout_ms(w->zk) + 2000;
+	w->dup_since_ns = clock_now_ns();
+	w->dup_retry_ms = WORKER_DUP_RETRY_MS;
+	w->dup_said = 0;
+	w->dup_predecessor = worker_node_predecessor(reply->value, reply->value_len);
 	/* Whoever holds our node id wrote its data: described, never copied raw into the log. */
 	data = nodedata_describe(reply->value, reply->value_len);
-	log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting up to "
-	          "%d ms for it to expire",
-	          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data, wait_ms);
+	if (w->dup_predecessor)
+		log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); its "
+		          "process on this host is gone (our predecessor): waiting for its session "
+		          "to expire",
+		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data);
+	else
+		log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); waiting "
+		          "up to %d ms for it to expire",
+		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data,
+		          w->dup_wait_ms);
 	free(data);
-	tv.tv_sec = wait_ms / 1000;
-	tv.tv_usec = (wait_ms % 1000) * 1000;
-	evtimer_add(w->dup_timer, &tv);
+	worker_node_dup_retry(w);
 }
 
-/* The other session kept our node id: another worker is running with it. */
+/* Connected again while another session holds our node id: look again, and wait anew. */
+void
+worker_node_dup_reconnected(struct worker *w)
+{
+	w->dup_since_ns = clock_now_ns();
+	zk_get(w->zk, w->path, worker_node_dup_watch_cb, worker_node_dup_get_cb, w);
+}
+
+/*
+ * Judge the node under our id. Our predecessor's (gone from this host): wait for its
+ * session to expire, however long the ensemble takes. Without a connection (no quorum: no
+ * session expires) nothing can be told: wait. Another session that stays for a session
+ * timeout (and 2 s) while we are connected: another worker is running with our node id.
+ */
 void
 worker_node_dup_timer_cb(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
+	uint64_t connected_ms, left;
+	struct timeval tv;
 
 	(void)fd;
 	(void)what;
 	if (w->state != WORKER_DUPLICATE)
 		return;
+	if (zk_state(w->zk) != ZK_STATE_CONNECTED || w->dup_predecessor) {
+		if (!w->dup_said)
+			log_warnx("%s is still held by another session; %s: waiting for it to go, "
+			          "looking again with back-off up to %d s (not ready until then)",
+			          w->path,
+			          w->dup_predecessor
+			              ? "it is our predecessor's"
+			              : "it cannot be judged while disconnected from "
+			                "ZooKeeper (no quorum?)",
+			          WORKER_DUP_RETRY_MAX_MS / 1000);
+		w->dup_said = 1;
+		if (zk_state(w->zk) == ZK_STATE_CONNECTED)
+			zk_get(w->zk, w->path, worker_node_dup_watch_cb, worker_node_dup_get_cb, w);
+		worker_node_dup_retry(w);
+		return;
+	}
+	connected_ms = (clock_now_ns() - w->dup_since_ns) / 1000000;
+	if (connected_ms < (uint64_t)w->dup_wait_ms) {
+		left = (uint64_t)w->dup_wait_ms - connected_ms;
+		tv.tv_sec = (time_t)(left / 1000);
+		tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+		evtimer_add(w->dup_timer, &tv);
+		return;
+	}
 	log_warnx("another worker is running with node id \"%s\" (%s is held by a live session): "
 	          "give this worker another node_id in [worker], or stop the other one",
 	          w->cfg->node_id, w->path);

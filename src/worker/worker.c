@@ -189,7 +189,7 @@ worker_zk_cb(struct zk *zk, enum zk_event event, void *arg)
 		if (w->state == WORKER_REGISTERING)
 			worker_node_register(w);
 		else if (w->state == WORKER_DUPLICATE)
-			zk_get(w->zk, w->path, worker_node_dup_watch_cb, worker_node_dup_get_cb, w);
+			worker_node_dup_reconnected(w);
 		break;
 	case ZK_EVENT_DISCONNECTED:
 		worker_jobs_session(w, event);

@@ -7,6 +7,7 @@ expiry, and `leasekeeper check`."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -83,6 +84,67 @@ class WorkerTest(lktest.TestCase):
         new.wait_log(r"registered by another session", timeout=20)
         new.wait_log(r"registered as /leasekeeper/workers/alpha", timeout=T_MS / 1000 + 15)
         self.assertTrue(new.alive())
+
+    def test_restart_over_its_predecessor_waits_out_a_lost_quorum(self):
+        """A worker restarted after kill -9 finds its predecessor's node; then the ensemble
+        loses its majority for longer than a session timeout (no session can expire, and
+        nothing can be read). It must wait and register once the old session has expired,
+        not exit 1 (docs/reliability.md, finding 6)."""
+        ens = self.start_ensemble(3)
+        cfg = self.config("alpha", hosts=ens.connect_string)
+        old = self.worker(cfg, name="old")
+        old.wait_log(r"registered as", timeout=20)
+        old_session = self.session_of(self.kazoo(), "/leasekeeper/workers/alpha")
+        old.kill_group()  # kill -9 main and supervisor: the session is left to expire
+        old.wait(10)
+        new = self.worker(cfg, name="new")
+        new.wait_log(r"registered by another session", timeout=20)
+        leader = ens.wait_for_leader()
+        down = [leader, (leader + 1) % 3]
+        for i in down:
+            ens.kill(i)
+        # Without the majority for twice the old fixed wait (a session timeout and 2 s).
+        time.sleep(2 * (T_MS / 1000 + 2))
+        self.assertTrue(new.alive(), "the new worker exited during the majority loss:\n" +
+                        new.log_text()[-2000:])
+        self.assertRegex(new.log_text(), r"our predecessor")
+        for i in down:
+            ens[i].launch()
+        ens.wait_for_leader()
+        new.wait_log(r"registered as /leasekeeper/workers/alpha", timeout=T_MS / 1000 + 30)
+        self.assertTrue(new.alive())
+        self.assertNotEqual(self.session_of(self.kazoo(), "/leasekeeper/workers/alpha"),
+                            old_session)
+        self.assertEqual(len(re.findall(r"still held by another session", new.log_text())),
+                         1, "the wait is logged once")
+
+    def test_a_live_duplicate_is_judged_only_while_connected(self):
+        """Another live worker holds our node id and the ensemble loses its majority before
+        our wait is over: the wait counts only connected time, so we exit 1 only after the
+        ensemble is back, and never during the loss."""
+        ens = self.start_ensemble(3)
+        first = self.worker(self.config("alpha", hosts=ens.connect_string), name="first")
+        first.wait_log(r"registered as", timeout=20)
+        cfg2 = self.write_config(name="alpha2", hosts=ens.connect_string,
+                                 zookeeper={"session_timeout": "%dms" % T_MS},
+                                 worker={"node_id": "alpha"}, safety=SAFETY)
+        second = self.worker(cfg2, name="second")
+        second.wait_log(r"registered by another session", timeout=20)
+        self.assertNotRegex(second.log_text(), r"our predecessor")
+        leader = ens.wait_for_leader()
+        down = [leader, (leader + 1) % 3]
+        for i in down:
+            ens.kill(i)
+        time.sleep(2 * (T_MS / 1000 + 2))
+        self.assertTrue(second.alive(), "exited while nothing could be told:\n" +
+                        second.log_text()[-2000:])
+        for i in down:
+            ens[i].launch()
+        ens.wait_for_leader()
+        rc = second.wait(timeout=T_MS / 1000 + 60)
+        self.assertEqual(rc, 1)
+        self.assertRegex(second.log_text(), r"another worker is running with node id \"alpha\"")
+        self.assertTrue(first.alive(), "the first worker must keep running")
 
     def test_started_before_zookeeper(self):
         port = lktest.free_port()

@@ -3,6 +3,7 @@
 behind proxies of their own, a mix of jobs recording every run through lk-record, a seeded
 nemesis, then heal, settle, stop and check (lktest.checker)."""
 
+import collections
 import heapq
 import json
 import os
@@ -12,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from . import checker
@@ -20,7 +22,7 @@ from .paths import leasekeeper_bin, tool
 from .procs import Proc, cleanup_all, pid_alive
 from .proxy import Proxy
 from .record import DeathWatcher, kill_recorded, parse_records
-from .zk import Ensemble
+from .zk import Ensemble, ZooKeeper
 
 __all__ = ["CLASSES", "make_schedule", "Torture", "main"]
 
@@ -43,15 +45,170 @@ CLASSES = {
     "hup-storm": (0, 0),           # 20 SIGHUPs to a worker within 0.2 s
     "reload": (0, 0),              # a worker's jobs change (job "extra" comes or goes), SIGHUP
     "hostile": (0, 0),             # a client without credentials writes into the tree
+    "partition-server": (0.5, 3.0),  # one server cut from the others (clients still reach it)
+    "log-full": (0.5, 3.0),        # a worker's log directory out of space or inodes, then freed
     "op-pause": (1.0, 4.0),        # leasekeeper pause JOB .. resume JOB
     "op-drain": (1.0, 4.0),        # leasekeeper drain NODE .. undrain NODE
     "op-run-now": (0, 0),          # leasekeeper run-now JOB
     "op-set-leases": (1.0, 3.0),   # set-leases of the leases = 2 job to 1 .. back to 2
 }
 WORKER_FAULTS = ("stop", "kill-main", "kill-supervisor", "blackhole", "reset", "hup-storm",
-                 "reload")
+                 "reload", "log-full")
+LOG_FS = "size=16m,nr_inodes=200,mode=0755"  # each worker's <state_dir>/jobs: a small tmpfs
 SCHEDULED = ("every", "pertick", "share-a", "share-b", "cron", "slow", "fail", "daemon",
              "hooks")
+
+
+def _ip(*args, check=True):
+    """Run ip(8); its output, or raise with its error."""
+    p = subprocess.run(["ip"] + [str(a) for a in args], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError("ip %s: %s" % (" ".join(map(str, args)), p.stderr.strip()))
+    return p.stdout
+
+
+class ServerNet:
+    """Each server in a network namespace of its own, on a bridge of this run: clients (the
+    proxies, kazoo) reach every server from the root namespace, and a server is cut from the
+    others by blackhole routes inside the namespaces (partition-server), nobody else."""
+
+    def __init__(self, n):
+        tag = os.getpid() % 8192  # a /28 of 198.18.0.0/15 (benchmarking addresses) per run
+        base = 198 * 2 ** 24 + 18 * 2 ** 16 + tag * 16
+        self.addr = lambda i: "%d.%d.%d.%d" % (base >> 24, (base >> 16) & 255,
+                                               (base >> 8) & 255, (base & 255) + i)
+        self.bridge = "lkt%db" % os.getpid()
+        self.ns = ["lkt%d-%d" % (os.getpid(), k + 1) for k in range(n)]
+        self.cut, self.routes = set(), {}
+        self.ips = [self.addr(k + 1) for k in range(n)]
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", self.addr(14) + "/28", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        for k, ns in enumerate(self.ns):
+            host, peer = "lkt%dh%d" % (os.getpid(), k + 1), "lkt%dn%d" % (os.getpid(), k + 1)
+            _ip("netns", "add", ns)
+            _ip("link", "add", host, "type", "veth", "peer", "name", peer)
+            _ip("link", "set", peer, "netns", ns)
+            _ip("link", "set", host, "master", self.bridge, "up")
+            _ip("-n", ns, "addr", "add", self.ips[k] + "/28", "dev", peer)
+            _ip("-n", ns, "link", "set", peer, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+
+    def _route(self, a, b, on):
+        """The blackhole route in a's namespace to b's address, counted: two partitions
+        that cut the same pair (each of its two servers cut) share it."""
+        n = self.routes.get((a, b), 0)
+        if on and n == 0:
+            _ip("-n", self.ns[a], "route", "add", "blackhole", self.ips[b] + "/32")
+        elif not on and n == 1:
+            _ip("-n", self.ns[a], "route", "del", "blackhole", self.ips[b] + "/32")
+        self.routes[(a, b)] = max(0, n + (1 if on else -1))
+
+    def partition(self, k, on):
+        """Cut server k from (on) or join it again to (off) every other server."""
+        if on == (k in self.cut):
+            return
+        for j in range(len(self.ns)):
+            if j != k:
+                self._route(k, j, on)
+                self._route(j, k, on)
+        (self.cut.add if on else self.cut.discard)(k)
+
+    def close(self):
+        for ns in self.ns:
+            _ip("netns", "del", ns, check=False)
+        _ip("link", "del", self.bridge, check=False)
+
+
+class NsZooKeeper(ZooKeeper):
+    """A ZooKeeper member that runs in its namespace and listens on its address there."""
+    net_ips, net_ns = (), ()
+
+    @property
+    def host(self):
+        return self.net_ips[self.myid - 1]
+
+    @property
+    def connect_string(self):
+        return "%s:%d" % (self.host, self.port)
+
+    def _write_config(self):
+        extra = dict(self.extra_cfg)
+        extra["clientPortAddress"] = self.host
+        for myid, p1, p2 in self.quorum:
+            extra["server.%d" % myid] = "%s:%d:%d" % (self.net_ips[myid - 1], p1, p2)
+        saved, self.extra_cfg = self.extra_cfg, extra
+        try:
+            super()._write_config()
+        finally:
+            self.extra_cfg = saved
+
+    def argv(self):
+        return ["ip", "netns", "exec", self.net_ns[self.myid - 1]] + super().argv()
+
+
+class NsEnsemble(Ensemble):
+    """An Ensemble of NsZooKeeper members on a ServerNet."""
+
+    def __init__(self, workdir, net, **kw):
+        self.net = net
+        super().__init__(workdir, **kw)
+
+    def _make_members(self):
+        super()._make_members()
+        cls = type("NsZK", (NsZooKeeper,), {"net_ips": tuple(self.net.ips),
+                                             "net_ns": tuple(self.net.ns)})
+        for s in self.servers:
+            s.__class__ = cls
+
+
+class Canary(threading.Thread):
+    """The harness's own acknowledged writes: a sequential node created every 0.5 s under
+    /torture-canary, each with a token of its own, checked after the run. One missing (or
+    holding another token) is a write ZooKeeper acknowledged and then lost (finding 5 in
+    docs/reliability.md): what it costs the jobs is ZooKeeper's, not leasekeeper's."""
+
+    def __init__(self, hosts):
+        super().__init__(daemon=True)
+        self.hosts, self.acked = hosts, []
+        self.done = threading.Event()
+
+    def run(self):
+        from kazoo.client import KazooClient
+        c = KazooClient(hosts=self.hosts, timeout=10, auth_data=[("digest", CREDS)])
+        try:
+            c.start(timeout=30)
+            c.ensure_path("/torture-canary")
+            n = 0
+            while not self.done.wait(0.5):
+                token = "%d-%d" % (os.getpid(), n)
+                n += 1
+                try:
+                    self.acked.append((c.create("/torture-canary/c-", token.encode(),
+                                                sequence=True), token))
+                except Exception:
+                    pass  # not acknowledged: nothing to check
+        except Exception:
+            pass
+        finally:
+            try:
+                c.stop()
+                c.close()
+            except Exception:
+                pass
+
+    def lost(self, kz):
+        """The acknowledged writes not found as written, read with kz."""
+        from kazoo.exceptions import NoNodeError
+        out = []
+        for path, token in list(self.acked):
+            try:
+                if kz.get(path)[0].decode("utf-8", "replace") != token:
+                    out.append("%s holds another write than %s" % (path, token))
+            except NoNodeError:
+                out.append("%s (%s) is gone" % (path, token))
+        return out
 
 
 def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
@@ -176,8 +333,15 @@ class Torture:
     # -- the cluster -------------------------------------------------------------------------
 
     def start(self):
-        self.ens = Ensemble(os.path.join(self.dir, "ensemble"), n=self.nservers)
+        self.net = None
+        if "partition-server" in self.classes:
+            self.net = ServerNet(self.nservers)
+            self.ens = NsEnsemble(os.path.join(self.dir, "ensemble"), self.net,
+                                  n=self.nservers)
+        else:
+            self.ens = Ensemble(os.path.join(self.dir, "ensemble"), n=self.nservers)
         self.ens.start()
+        self.log_mounts = []
         self.rec = os.path.join(self.dir, "record")
         self.hb = os.path.join(self.dir, "daemon-hb")
         open(self.rec, "a").close()
@@ -191,10 +355,14 @@ class Torture:
             self.proxies[w] = [Proxy(s.host, s.port, name="%s-zk%d" % (w, k + 1))
                                for k, s in enumerate(self.ens)]
             self.write_jobs(w, extra=False)
+            if "log-full" in self.classes:
+                self.mount_log_dir(w)
             self.start_worker(w)
         for w in self.procs:
             self.procs[w].wait_log(r"registered as", timeout=60)
         self.kazoo = self.client(CREDS)
+        self.canary = Canary(self.ens.connect_string)
+        self.canary.start()
         self.started_wall = time.time()
         self.say("cluster up: %d servers, %d workers%s" % (
             self.nservers, self.n, "".join(", %s clock %+ds (libfaketime)" % kv
@@ -226,6 +394,41 @@ class Torture:
                                     zookeeper={"session_timeout": "%ds" % T_S, "auth": CREDS},
                                     safety=SAFETY, worker={"allow_root_jobs": True},
                                     jobs=jobs)
+
+    def log_dir(self, w):
+        return os.path.join(self.dir, w, "state", "jobs")
+
+    def mount_log_dir(self, w):
+        """The worker's job logs (<state_dir>/jobs) on a small tmpfs of their own, for
+        log-full to fill."""
+        d = self.log_dir(w)
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", LOG_FS, "lk-torture-logs", d],
+                       check=True)
+        self.log_mounts.append(d)
+
+    def fill_log_dir(self, w, what):
+        """Use up the space (one big file) or the inodes (empty files) of w's log dir."""
+        fill = os.path.join(self.log_dir(w), ".torture-fill")
+        n = 0
+        try:
+            os.makedirs(fill, exist_ok=True)
+            if what == "space":
+                with open(os.path.join(fill, "blob"), "wb", buffering=0) as f:
+                    while n < 1 << 16:
+                        f.write(b"\0" * 65536)
+                        n += 1
+            else:
+                while n < 1 << 16:
+                    open(os.path.join(fill, "i%d" % n), "w").close()
+                    n += 1
+        except OSError:
+            pass  # full: what the fault is for
+        return n
+
+    def free_log_dir(self, w):
+        import shutil
+        shutil.rmtree(os.path.join(self.log_dir(w), ".torture-fill"), ignore_errors=True)
 
     def start_worker(self, w):
         env = dict(os.environ)
@@ -366,6 +569,27 @@ class Torture:
                 proc.signal(signal.SIGHUP)
             self.note(cls, [w], now, time.time(), index=idx, extra=self.has_extra[w])
             return None
+        if cls == "log-full":
+            what = "inodes" if p["server"] % 2 else "space"
+            if "log-full" not in self.classes or os.path.isdir(
+                    os.path.join(self.log_dir(w), ".torture-fill")):
+                return None
+            n = self.fill_log_dir(w, what)
+
+            def undo():
+                self.free_log_dir(w)
+                self.note(cls, [w], now, time.time(), index=idx, full=what, filled=n)
+            return undo
+        if cls == "partition-server":
+            k = p["server"]
+            if self.net is None or k in self.net.cut or k in self.down_servers:
+                return None
+            self.net.partition(k, True)
+
+            def undo():
+                self.net.partition(k, False)
+                self.note(cls, ["*"], now, time.time(), index=idx, server=k)
+            return undo
         if cls == "hostile":
             self.hostile(p)
             self.note(cls, [], now, time.time(), index=idx)
@@ -496,6 +720,10 @@ class Torture:
 
     def heal_and_stop(self):
         self.say("healing: every worker running, every server up, every proxy healed")
+        for k in sorted(self.net.cut if self.net else ()):
+            self.net.partition(k, False)
+        for w in self.procs if self.log_mounts else ():
+            self.free_log_dir(w)
         self.restart_servers(sorted(self.down_servers), wait=True)
         for i in range(len(self.ens.servers)):
             try:
@@ -524,6 +752,8 @@ class Torture:
             self.check_alive()
             time.sleep(0.2)
         self.stop_wall = time.time()
+        self.canary.done.set()
+        self.canary.join(30)
         self.say("stopping the workers (SIGTERM)")
         for w, p in self.procs.items():
             self.expected_exit[w] = True
@@ -661,6 +891,9 @@ class Torture:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         rep.info["faults"] = " ".join("%s=%d" % kv for kv in sorted(kinds.items())) or "none"
         rep.info["nemesis_errors"] = "; ".join(self.nemesis_errors) or "none"
+        lost = self.canary.lost(self.kazoo)
+        rep.info["zk_lost_writes"] = "%d of %d acknowledged canary writes%s" % (
+            len(lost), len(self.canary.acked), (": " + "; ".join(lost[:10])) if lost else "")
         return rep
 
     def close(self):
@@ -677,6 +910,10 @@ class Torture:
             for px in ps:
                 px.close()
         self.ens.close()
+        for d in getattr(self, "log_mounts", []):
+            subprocess.run(["umount", "-l", d], stderr=subprocess.DEVNULL)
+        if getattr(self, "net", None) is not None:
+            self.net.close()
         for w in self.procs:
             folder = cgroup_folder(w, os.path.join(self.dir, w, "state"))
             if folder and os.path.isdir(folder):
@@ -747,6 +984,7 @@ def main(argv=None):
         seed, seed, a.minutes, a.workers,
         (" --faults " + a.faults) if a.faults else "", workdir))
     t0 = time.monotonic()
+    load0 = os.getloadavg()[0]
     try:
         t.start()
         t.nemesis()
@@ -760,6 +998,18 @@ def main(argv=None):
     for k in a.allow:
         if rep.counts[k]:
             print("torture: %s: %d, allowed by --allow (a known failure)" % (k, rep.counts[k]))
+    c = rep.counts
+    print("torture: row for docs/reliability.md's results (load: 1-minute average at the "
+          "start and the end):\n| `%s` | %.1f / %.1f | %d: %s | %d | %d | %d | %d | %d | %d "
+          "| %d | %d | %d |" % (
+              " ".join(["scripts/torture"] + list(argv if argv is not None else sys.argv[1:])),
+              load0, os.getloadavg()[0], len(t.faults),
+              ", ".join("%s %d" % kv for kv in sorted(collections.Counter(
+                  f["kind"] for f in t.faults).items())) or "none",
+              c["overlaps"] + c["time_overlaps"] + c["fence_regressions"], c["ticks_twice"],
+              c["ticks_lost"], c["false_reasons"], c["needless_kills"],
+              c["record_disagreements"], c["orphan_lock_nodes"], c["leftovers"],
+              c["worker_crashes"] + c["sanitizer_reports"]))
     print("torture: seed %d, %.0f s, %s" % (seed, time.monotonic() - t0,
                                               "FAILED: " + ", ".join(bad) if bad else "clean"))
     print("torture: work dir %s" % workdir)
