@@ -7,8 +7,10 @@ workers runs it, with LEASEKEEPER_PARENT_RUN naming that run; a join runs once p
 of every parent and uses no parent run twice; a child placed on the other worker than its
 parent runs there; a parent run that ends while no worker carries its child is caught up
 within the child's start_deadline, and past it recorded missed (the child's worker stopped,
-then down and started again); `check` refuses a cycle and
-an unknown parent with file and line."""
+then down and started again); on three workers, a -> b and c after (a, b) answer each run
+of a exactly once through a SIGSTOP of a's worker at the end of a run and through reloads
+that leave no worker carrying b and c (shorter and longer than their start_deadline);
+`check` refuses a cycle and an unknown parent with file and line."""
 
 import json
 import os
@@ -193,6 +195,126 @@ class ChainTest(ChainCase):
         self.assertGreater(len(ran), 1, "no run of x was caught up after beta came back")
         self.assertTrue(all(r["reason"] == "missed" for r in y_recs if r["outcome"] == "missed"))
         return len(ran), len(missed)
+
+
+class ChainJoinThreeWorkersTest(ChainCase):
+    """a -> b, and c after (a, b), on three workers: through a SIGSTOP of a's worker at the
+    end of a run, and two periods in which no worker carries b or c (shorter than their
+    start_deadline, and longer)."""
+
+    @staticmethod
+    def stopped(pid):
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+    def drop(self, kids, a_job, dropped):
+        """Reload every worker with (dropped) or without (not dropped) the children."""
+        for n, (cfg, p) in self.workers.items():
+            jobs = {"a": a_job} if dropped else dict(a=a_job, **kids)
+            lktest.write_ini(os.path.join(os.path.dirname(cfg), "jobs", "jobs.ini"),
+                                  {"job %s" % j: keys for j, keys in jobs.items()})
+            p.signal(signal.SIGHUP)
+        want = "1 job" if dropped else "3 job"
+        for n, (cfg, p) in self.workers.items():
+            p.wait_log(r"reloaded: %s\(s\)" % want, timeout=60)
+
+    def check_ran(self, recs, out):
+        """The command ran once per run record, never twice: each line names the parent
+        runs of one record, no line twice; every ok record wrote its line; a record without
+        its line is a run the reload that dropped the job stopped (SIGTERM) before it wrote."""
+        ran = {",".join(x["run_id"] for x in r["after"]): r for r in recs if r.get("run_id")}
+        lines = [x[0] for x in self.lines(out)]
+        self.assertEqual(len(lines), len(set(lines)), "a run twice: %s" % lines)
+        self.assertLessEqual(set(lines), set(ran), (lines, recs))
+        self.assertEqual(len(ran), len([r for r in recs if r.get("run_id")]), recs)
+        for key, r in ran.items():
+            if key not in lines:
+                self.assertEqual(r["outcome"], "stopped", r)
+        self.assertLessEqual({k for k, r in ran.items() if r["outcome"] == "ok"}, set(lines))
+
+    def test_join_through_a_stopped_parent_worker_and_no_carrier(self):
+        out = {j: self.path(j + ".txt") for j in "abc"}
+        flag, pidf = self.path("stop-now"), self.path("alpha.pid")
+        # a's run ends by stopping its own worker's main process when the test asks: the
+        # run's end reaches the worker only after SIGCONT, its session long expired.
+        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s; if [ -e %s ]; then rm -f %s; '
+                            'kill -STOP "$(cat %s)"; fi' % (out["a"], flag, flag, pidf),
+                 "schedule": "@every 3s", "constraint": "host=alpha", "history": 200}
+        child = 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s'
+        kids = {"b": {"command": child % out["b"], "after": "a:any", "start_deadline": "8s",
+                      "history": 200},
+                "c": {"command": child % out["c"], "after": "a:any, b", "start_deadline": "8s",
+                      "history": 200}}
+        self.cluster(dict(a=a_job, **kids), names=("alpha", "beta", "gamma"))
+        alpha = self.workers["alpha"][1]
+        with open(pidf, "w") as f:
+            f.write("%d\n" % alpha.pid)
+        kz = self.kazoo()
+        self.wait_until(lambda: len([r for r in self.runs(kz, "c") if r.get("run_id")]) >= 1,
+                        timeout=60, msg="a first join")
+        # The stop: the next run of a stops alpha; it stays stopped twice its session.
+        open(flag, "w").close()
+        self.wait_until(lambda: not os.path.exists(flag), timeout=30, msg="a run that stops")
+        stopped_id = self.lines(out["a"])[-1][0]
+        self.wait_until(lambda: self.stopped(alpha.pid), timeout=30, msg="alpha stopped")
+        stopped_at = time.monotonic()
+        try:
+            self.wait_until(lambda: time.monotonic() - stopped_at > 9, timeout=30, interval=0.5)
+        finally:
+            alpha.signal(signal.SIGCONT)
+        self.wait_until(lambda: stopped_id in [r.get("run_id") for r in self.runs(kz, "a")],
+                        timeout=60, msg="the stopped run of a recorded")
+        n_a = len(self.lines(out["a"]))
+        self.wait_until(lambda: len(self.lines(out["a"])) >= n_a + 2, timeout=60,
+                        msg="a runs again after SIGCONT")
+        # No worker carries b or c for less than their start_deadline: caught up.
+        self.drop(kids, a_job, True)
+        n_a = len(self.lines(out["a"]))
+        self.wait_until(lambda: len(self.lines(out["a"])) > n_a, timeout=30, msg="a while dropped")
+        self.drop(kids, a_job, False)
+        time.sleep(3)
+        # ... and for longer: the oldest runs of a are recorded missed by b.
+        self.drop(kids, a_job, True)
+        dropped_at = time.monotonic()
+        self.wait_until(lambda: time.monotonic() - dropped_at > 14, timeout=30, interval=0.5)
+        self.drop(kids, a_job, False)
+        time.sleep(3)
+        self.assertEqual(self.cli("pause", "a").returncode, 0)
+        self.settle(kz, ["a", "b", "c"], quiet=6)
+
+        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
+        self.assertEqual(sorted(a_ids), sorted(x[0] for x in self.lines(out["a"])))
+        self.assertIn(stopped_id, a_ids)
+        # b: every run of a answered exactly once (run, or recorded missed); ran what it says.
+        b_recs = self.runs(kz, "b")
+        b_ran = [r["after"][0]["run_id"] for r in b_recs if r.get("run_id")]
+        b_missed = [r["after"][0]["run_id"] for r in b_recs if r.get("outcome") == "missed"]
+        self.assertEqual(sorted(b_ran + b_missed), sorted(a_ids), (a_ids, b_recs))
+        self.check_ran(b_recs, out["b"])
+        self.assertIn(stopped_id, b_ran)
+        self.assertTrue(b_missed, "no run of a was past b's start_deadline")
+        self.assertTrue(all(r["reason"] == "missed" for r in b_recs
+                            if r.get("outcome") == "missed"))
+        # c: each run answers one run of a and one ok run of b; no parent run used twice;
+        # c ran exactly the runs its records say; nothing is left due at the end: the newest
+        # run of a or the newest ok run of b was joined (a join waits for both to be new).
+        b_ok = [r["run_id"] for r in b_recs if r.get("outcome") == "ok"]
+        c_recs = self.runs(kz, "c")
+        c_ran = [",".join(x["run_id"] for x in r["after"]) for r in c_recs if r.get("run_id")]
+        c_all = [[x["run_id"] for x in r["after"]] for r in c_recs if r.get("after")]
+        self.check_ran(c_recs, out["c"])
+        for pair in c_all:
+            self.assertEqual(len(pair), 2, c_all)
+            self.assertIn(pair[0], a_ids)
+            self.assertIn(pair[1], b_ok)
+        used = [x for pair in c_all for x in pair]
+        self.assertEqual(len(used), len(set(used)), "a parent run joined twice: %s" % c_all)
+        self.assertTrue(a_ids[-1] in used or b_ok[-1] in used, (a_ids, b_ok, c_all))
+        self.assertGreaterEqual(len(c_ran), 4, c_all)
+        nodes = sorted({x[1] for x in self.lines(out["b"]) + self.lines(out["c"])})
+        print("\nchain on 3 workers: %d runs of a; b ran %d, missed %d; c ran %d, missed %d; "
+              "children ran on %s" % (len(a_ids), len(b_ran), len(b_missed), len(c_ran),
+                                      len(c_all) - len(c_ran), ", ".join(nodes)))
 
 
 class ChainCheckTest(lktest.TestCase):
