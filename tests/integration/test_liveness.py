@@ -312,7 +312,8 @@ class ClockOffsetTest(lktest.TestCase):
         # The offset is this host's clock minus the cluster's: +30 s ahead.
         self.assertAlmostEqual(off, 30.0, delta=1.0)
         self.assertLess(err, 1.0)
-        w.wait_log(r"clock is 3\d\.\d+ s ahead of ZooKeeper", timeout=30, since=0)
+        # Within the estimate of +30 s: 29.98 s is as right as 30.02 s.
+        w.wait_log(r"clock is (29\.[5-9]|3[01]\.)\d+ s ahead of ZooKeeper", timeout=30, since=0)
         # status shows it, from the worker's node (rewritten with it 2 s after registering).
         def node():
             r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg, "--json"],
@@ -325,7 +326,7 @@ class ClockOffsetTest(lktest.TestCase):
         self.assertLess(me["clock_error_ms"], 1000)
         r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg],
                            capture_output=True, text=True, timeout=60)
-        self.assertRegex(r.stdout, r"clock \+30\.\d s")
+        self.assertRegex(r.stdout, r"clock \+(29\.[5-9]|30\.\d|31\.0) s")
 
 
 def faketime_lib():
