@@ -71,6 +71,7 @@ struct http_conn {
 	struct bufferevent *bev;         /* until adopted: ours, with a reference held */
 	struct evhttp_connection *evcon; /* once adopted */
 	struct event *deadline;          /* the request in progress must be done by then */
+	int deferred;                    /* its request is answered later (http_defer) */
 };
 
 struct http {
@@ -123,6 +124,7 @@ http_conn_release(struct http_conn *c)
 {
 	evtimer_del(c->deadline);
 	c->used = 0;
+	c->deferred = 0;
 	c->bev = NULL;
 	c->evcon = NULL;
 	c->h->nconn--;
@@ -140,6 +142,8 @@ http_conn_close_cb(struct evhttp_connection *evcon, void *arg)
 		http_conn_release(c);
 }
 
+static void http_conn_rearm(struct http_conn *);
+
 /* The request in progress took too long: drop the connection. */
 static void
 http_conn_deadline_cb(int fd, short what, void *arg)
@@ -151,6 +155,10 @@ http_conn_deadline_cb(int fd, short what, void *arg)
 	(void)what;
 	if (evcon == NULL)
 		return;
+	if (c->deferred) { /* its answer comes, within its own bound: closing would free it */
+		http_conn_rearm(c);
+		return;
+	}
 	log_debug("http: a request took more than %d s: closing its connection", HTTP_TIMEOUT_S);
 	evhttp_connection_free(evcon);
 	if (c->used && c->evcon == evcon)
@@ -252,10 +260,13 @@ static void
 http_send(struct http *h, struct evhttp_request *req, int code, const char *reason,
           struct evbuffer *buf)
 {
-	struct http_conn *c = http_conn_find(h, req);
+	struct http_conn *c =
+	    evhttp_request_get_connection(req) != NULL ? http_conn_find(h, req) : NULL;
 
-	if (c != NULL)
+	if (c != NULL) {
+		c->deferred = 0;
 		http_conn_rearm(c);
+	}
 	if (h->nconn >= HTTP_MAX_CONNECTIONS)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	evhttp_send_reply(req, code, reason, buf);
@@ -536,6 +547,21 @@ http_route(struct http *h, const char *path, void (*fn)(struct evhttp_request *,
 		evhttp_set_gencb(h->evh, http_route_cb, r);
 	else
 		evhttp_set_cb(h->evh, path, http_route_cb, r);
+}
+
+/*
+ * The request will be answered later (by http_respond, within a bound of the caller's
+ * own, less than HTTP_TIMEOUT_S): its connection is not closed under it meanwhile, which
+ * would free it. A client that goes away meanwhile leaves it to be answered into nothing.
+ */
+void
+http_defer(struct http *h, struct evhttp_request *req)
+{
+	struct http_conn *c =
+	    evhttp_request_get_connection(req) != NULL ? http_conn_find(h, req) : NULL;
+
+	if (c != NULL)
+		c->deferred = 1;
 }
 
 /* Send a reply within the listener's bounds (see http_send). */

@@ -15,6 +15,7 @@ struct http;
 
 struct http *http_listen(struct event_base *, const char *listen);
 void http_route(struct http *, const char *path, void (*)(struct evhttp_request *, void *), void *);
+void http_defer(struct http *, struct evhttp_request *);
 void http_respond(struct http *, struct evhttp_request *, int code, const char *reason,
                   struct evbuffer *);
 void http_reply(struct http *, struct evhttp_request *, int code, const char *type,

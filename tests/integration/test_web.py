@@ -20,6 +20,7 @@ import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
@@ -497,6 +498,80 @@ class WebTest(lktest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 64, p.stderr)
         self.assertIn("--allow-remote", p.stderr)
+
+    def tail(self, url, job, run, frm=0, token=True):
+        """GET the dashboard's tail of job's run from offset frm: (status, headers, body)."""
+        return self.get("%s/api/runs/%s/%s/output?from=%d"
+                        % (url, urllib.parse.quote(job, safe=""), run, frm), token=token)
+
+    def test_tail_of_a_run_in_progress(self):
+        """The dashboard's tail (issue 21): GET /api/runs/JOB/RUN_ID/output?from=N fetches a
+        run in progress from its worker, with the worker's output token, which the page never
+        sees; every line the run writes comes once, in order, then its outcome. Without the
+        dashboard's token: 401; a run the view does not list in progress: 404."""
+        self.start_zookeeper()
+        creds = "lk:s3cret"
+        auth = self.path("zk.auth")
+        with open(auth, "w") as f:
+            f.write(creds + "\n")
+        os.chmod(auth, 0o600)
+        go = self.path("count.go")
+        count = ("while [ ! -e %s ]; do sleep 0.05; done; i=1; while [ $i -le 20 ]; do "
+                 "echo \"line $i of $LEASEKEEPER_RUN_ID\"; i=$((i+1)); sleep 0.1; done" % go)
+        cfg = self.write_config(name="alpha", zookeeper={"auth_file": auth}, safety=SAFETY,
+                                worker={"allow_root_jobs": True},
+                                jobs={"count": {"command": count, "schedule": YEARLY}},
+                                extra={"http": {"listen": "127.0.0.1:%d" % lktest.free_port()}})
+        self.worker(cfg, name="alpha").wait_log(r"registered as", timeout=30)
+        kz = self.kazoo(auth_data=[("digest", creds)])
+        secret = json.loads(kz.get("/leasekeeper/workers/alpha")[0])["output_token"]
+        url, web = self.web("-c", cfg)
+        self.cli("run-now", "-c", cfg, "count")
+        found = []
+
+        def listed():
+            status, _, body = self.get(url + "/api/cluster")
+            if status != 200:
+                return False
+            self.assertNotIn(secret.encode(), body, "the worker's output token reaches the page")
+            job = [j for j in json.loads(body)["jobs"] if j.get("name") == "count"][0]
+            found[:] = [r["znode"] for r in job.get("running", [])]
+            return found
+        self.wait_until(listed, timeout=60, msg="the dashboard's view lists the run")
+        run = found[0]
+
+        # Refusals first, while the run waits: the page's token, a run it lists.
+        status, headers, body = self.tail(url, "count", run, token=False)
+        self.assertEqual(status, 401)
+        self.check_headers(headers)
+        self.assertNotIn(b"line", body)
+        self.assertEqual(self.tail(url, "count", "run-0000009999")[0], 404)
+        self.assertEqual(self.tail(url, "nojob", run)[0], 404)
+        self.assertEqual(self.get(url + "/api/runs/count/%s/output?from=x" % run)[0], 400)
+        self.assertEqual(self.get(url + "/api/runs/count/../output")[0], 400)
+
+        open(go, "w").close()
+        got, frm, outcome, polls = b"", 0, None, 0
+        deadline = time.monotonic() + 60
+        while outcome is None and time.monotonic() < deadline:
+            status, headers, body = self.tail(url, "count", run, frm)
+            polls += 1
+            self.assertEqual(status, 200, body)
+            self.check_headers(headers)
+            self.assertEqual(int(headers["X-Output-Offset"]), frm, "nothing skipped")
+            self.assertEqual(int(headers["X-Output-Next"]), frm + len(body))
+            self.assertNotIn(secret, str(headers))
+            got += body
+            frm += len(body)
+            if headers["X-Run-State"] == "ended":
+                outcome = headers.get("X-Run-Outcome")
+            time.sleep(0.3)
+        self.assertEqual(outcome, "ok", got)
+        self.assertEqual(got.decode(), "".join("line %d of %s\n" % (i, run)
+                                               for i in range(1, 21)))
+        print("the tail read 20 lines and the outcome in %d polls" % polls)
+        web.stop()
+        self.assertEqual(web.returncode, 0)
 
 
 if __name__ == "__main__":
