@@ -515,9 +515,10 @@ class WebTest(lktest.TestCase):
         with open(auth, "w") as f:
             f.write(creds + "\n")
         os.chmod(auth, 0o600)
-        go = self.path("count.go")
+        go, stop = self.path("count.go"), self.path("count.stop")
         count = ("while [ ! -e %s ]; do sleep 0.05; done; i=1; while [ $i -le 20 ]; do "
-                 "echo \"line $i of $LEASEKEEPER_RUN_ID\"; i=$((i+1)); sleep 0.1; done" % go)
+                 "echo \"line $i of $LEASEKEEPER_RUN_ID\"; i=$((i+1)); sleep 0.1; done; "
+                 "while [ ! -e %s ]; do sleep 0.05; done" % (go, stop))
         cfg = self.write_config(name="alpha", zookeeper={"auth_file": auth}, safety=SAFETY,
                                 worker={"allow_root_jobs": True},
                                 jobs={"count": {"command": count, "schedule": YEARLY}},
@@ -565,6 +566,17 @@ class WebTest(lktest.TestCase):
             frm += len(body)
             if headers["X-Run-State"] == "ended":
                 outcome = headers.get("X-Run-Outcome")
+            elif got.count(b"\n") == 20 and not os.path.exists(stop):
+                # Every line written, the run still in progress: the page's tail shows them,
+                # as text (the run opened by its link, as a click opens it).
+                d = self.dom(url + "/#run=" + urllib.parse.quote("count/running/" + run))
+                self.assertEqual(d.by_id("detail-title").text.strip(), "count " + run)
+                tail = d.by_id("tail")
+                self.assertNotIn("hidden", tail.attrs)
+                self.assertEqual(tail.attrs.get("data-from"), str(frm))
+                self.assertEqual(d.by_id("tail-output").text.strip(), got.decode().strip())
+                self.assertEqual(d.by_id("tail-state").text.strip(), "running")
+                open(stop, "w").close()
             time.sleep(0.3)
         self.assertEqual(outcome, "ok", got)
         self.assertEqual(got.decode(), "".join("line %d of %s\n" % (i, run)

@@ -564,7 +564,8 @@
 
 	/* The run a #run=JOB/ZNODE link names, once, when it is in the view. */
 	function openLinked() {
-		var want = decodeURIComponent(location.hash.slice(5)), cut = want.lastIndexOf("/");
+		/* a job's name has no "/"; a run in progress's znode has one ("running/ID") */
+		var want = decodeURIComponent(location.hash.slice(5)), cut = want.indexOf("/");
 		allRuns().forEach(function (x) {
 			if (linked && x.job === want.slice(0, cut) && str(x.r.znode) === want.slice(cut + 1)) {
 				linked = false;
