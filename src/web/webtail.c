@@ -94,6 +94,10 @@ webtail_new(struct event_base *base, struct http *h, webtail_reply_fn reply, voi
 	t->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
 	if (t->dns == NULL) /* no resolv.conf: addresses (and /etc/hosts) only */
 		t->dns = evdns_base_new(base, 0);
+	if (t->dns != NULL) { /* a name resolves within about the fetch's own bound */
+		evdns_base_set_option(t->dns, "timeout:", "2");
+		evdns_base_set_option(t->dns, "attempts:", "1");
+	}
 	t->runs = json_object();
 	t->workers = json_object();
 	TAILQ_INIT(&t->fetches);

@@ -585,6 +585,82 @@ class WebTest(lktest.TestCase):
         web.stop()
         self.assertEqual(web.returncode, 0)
 
+    def test_tail_of_workers_that_fail(self):
+        """The tail's fetch is bounded: a worker that accepts and never answers costs a 502
+        after the fetch's 4 s (the page's request is kept meanwhile, then answered), one whose
+        answer's offsets make no sense a 502 too; the dashboard stays responsive throughout. A
+        worker listening on every address is reached by its host's name."""
+        import http.server
+        import threading
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
+                                jobs={"count": {"command": "true", "schedule": YEARLY}})
+        self.worker(cfg, name="alpha").wait_log(r"registered as", timeout=30)
+
+        class Fake(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.server.seen.append((self.path, self.headers.get("Authorization")))
+                if "hangs" in self.path:
+                    time.sleep(8)
+                    return
+                body = b"abc"
+                named = "named" in self.path
+                self.send_response(200)
+                # garbled: asked from 0, says 5, and 99 after 3 bytes
+                self.send_header("X-Output-Offset", "0" if named else "5")
+                self.send_header("X-Output-Next", "3" if named else "99")
+                self.send_header("X-Run-State", "running")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+        srv.seen = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        kz = self.kazoo()
+        token = "0123456789abcdef" * 2
+        kz.create("/leasekeeper/workers/ghost", json.dumps(
+            {"node": "ghost", "http": "127.0.0.1:%d" % srv.server_port,
+             "output_token": token}).encode(), ephemeral=True)
+        # A worker listening on every address: reached by its host's name (evdns, not blocking).
+        kz.create("/leasekeeper/workers/named", json.dumps(
+            {"node": "named", "http": "0.0.0.0:%d" % srv.server_port, "host": "localhost",
+             "output_token": token}).encode(), ephemeral=True)
+        for run, node in (("hangs-1", "ghost"), ("garbled-1", "ghost"), ("named-1", "named")):
+            kz.create("/leasekeeper/jobs/count/running/" + run, json.dumps(
+                {"node": node, "run_id": run}).encode(), ephemeral=True, makepath=True)
+        url, web = self.web("-c", cfg)
+
+        def listed():
+            body = self.get(url + "/api/cluster")[2]
+            self.assertNotIn(token.encode(), body)
+            job = [j for j in json.loads(body)["jobs"] if j.get("name") == "count"][0]
+            return len(job.get("running", [])) == 3
+        self.wait_until(listed, timeout=60, msg="the dashboard's view lists both runs")
+        status, _, body = self.tail(url, "count", "garbled-1")
+        self.assertEqual(status, 502, body)
+        self.assertIn(b"makes no sense", body)
+        self.assertEqual(srv.seen[-1], ("/runs/garbled-1/output?from=0", "Bearer " + token))
+        status, headers, body = self.tail(url, "count", "named-1")
+        self.assertEqual((status, body, headers["X-Output-Next"]), (200, b"abc", "3"))
+        result = []
+        t0 = time.monotonic()
+        hang = threading.Thread(target=lambda: result.append(self.tail(url, "count", "hangs-1")))
+        hang.start()
+        time.sleep(1)
+        self.assertEqual(self.get(url + "/api/cluster")[0], 200, "answers meanwhile")
+        hang.join(timeout=30)
+        took = time.monotonic() - t0
+        self.assertEqual(result[0][0], 502, result)
+        self.assertIn(b"cannot reach", result[0][2])
+        self.assertGreaterEqual(took, 3.5)
+        print("a worker that never answers: 502 after %.1f s" % took)
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+
 
 if __name__ == "__main__":
     lktest.main()
