@@ -658,6 +658,19 @@ class WebTest(lktest.TestCase):
         self.assertIn(b"cannot reach", result[0][2])
         self.assertGreaterEqual(took, 3.5)
         print("a worker that never answers: 502 after %.1f s" % took)
+        # The same on a connection idle for most of the listener's 10 s: its deadline comes
+        # while the answer waits for the worker, and must not close it under the request.
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=30)
+        auth = {"Authorization": "Bearer " + self.token}
+        conn.request("GET", "/api/cluster", headers=auth)
+        self.assertEqual(conn.getresponse().read()[:1], b"{")
+        time.sleep(8)
+        conn.request("GET", "/api/runs/count/hangs-1/output?from=0", headers=auth)
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()[:24]), (502, b"cannot reach the run's w"))
+        conn.close()
+        self.assertTrue(web.alive(), "the dashboard is still up")
         web.stop()
         self.assertEqual(web.returncode, 0)
 
