@@ -8,7 +8,8 @@ a queue; the page opened in headless Chromium (Debian's chromium, installed by
 scripts/bootstrap), its DOM checked for each of them and a run's output, and a screenshot saved
 under the build directory. Hostile strings in ZooKeeper (a job named like an element, node data holding
 <script>) are shown as text; /api/cluster stays bounded on a huge cluster; the listener
-refuses what it should."""
+refuses what it should. The tail of a run in progress (issue 21): its output, fetched by the
+dashboard from its worker with the worker's output token, which never reaches the page."""
 
 import datetime
 import html.parser
