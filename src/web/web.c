@@ -10,7 +10,8 @@
  * clients: its result becomes one JSON document, bounded to WEB_MAX_DOCUMENT bytes, that
  * every GET /api/cluster is served until the next one. GET / is one page (HTML with its
  * CSS and script inline, from src/web/page/, embedded at build time) that polls the
- * document and builds its DOM from it with textContent only.
+ * document and builds its DOM from it with textContent only. GET /api/runs/<job>/<run id>/
+ * output is the tail of a run in progress, fetched from its worker (webtail.c).
  *
  * The listener is the worker's bounded one (http.c). The page has no authentication of its
  * own and shows everything the cluster records, so it listens on loopback unless told
