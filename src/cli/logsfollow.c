@@ -11,7 +11,6 @@
  * escapes a run record's output: the answer is the job's to write.
  */
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,50 +350,17 @@ logsfollow_poll(struct logsfollow *f)
 	}
 }
 
-/* Whether a host name or address read from a worker node may be connected to. */
-static int
-logsfollow_host_ok(const char *host)
-{
-	static const char ok[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:-_";
-
-	return strspn(host, ok) == strlen(host);
-}
-
-/*
- * "host:port" or "[v6]:port" of the worker node's "http" (its [http] listen): the host,
- * or the worker's host name for a wildcard address. 0, or -1 if it is not one.
- */
+/* The worker's listener from its node's "http" and "host" (follow.c): 0, or -1. */
 static int
 logsfollow_address(struct logsfollow *f, const char *listen, const char *hostname)
 {
-	const char *colon = strrchr(listen, ':');
 	char host[256];
-	size_t n;
-	long port;
-	char *end;
+	int port;
 
-	if (colon == NULL || (n = (size_t)(colon - listen)) >= sizeof host)
+	if (follow_parse_listen(listen, hostname, host, sizeof host, &port) != 0)
 		return -1;
-	memcpy(host, listen, n);
-	host[n] = '\0';
-	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
-		memmove(host, host + 1, n - 2);
-		host[n - 2] = '\0';
-	}
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || end == colon + 1 || *end != '\0' || port < 1 || port > 65535 ||
-	    !logsfollow_host_ok(host))
-		return -1;
-	if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
-		if (hostname == NULL || strlen(hostname) > 253 || !logsfollow_host_ok(hostname) ||
-		    hostname[0] == '\0')
-			return -1;
-		snprintf(host, sizeof host, "%s", hostname);
-	}
 	f->addr = xstrdup(host);
-	f->port = (int)port;
+	f->port = port;
 	return 0;
 }
 

@@ -378,6 +378,20 @@ view_record(struct view *v, struct view_req *r, const struct zk_reply *reply)
 	}
 }
 
+/* Whether entry is one of the workers' (their output_token is kept with o.output_tokens). */
+static int
+view_is_worker(struct view *v, json_t *entry)
+{
+	json_t *w;
+	size_t i;
+
+	json_array_foreach(json_object_get(v->out, "workers"), i, w) {
+		if (w == entry)
+			return 1;
+	}
+	return 0;
+}
+
 /* One answer of status. */
 static void
 view_reply_cb(const struct zk_reply *reply, void *arg)
@@ -452,7 +466,8 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 			if (r->role == VIEW_LOCK_DATA || !view_refused(v, reply, r->target, NULL))
 				nodedata_merge(r->target, reply->value, reply->value_len);
 			/* A worker's key to its runs' output (runout.c): not for display. */
-			json_object_del(r->target, "output_token");
+			if (!v->o.output_tokens || !view_is_worker(v, r->target))
+				json_object_del(r->target, "output_token");
 			/* As the logs print it: 64 bits are not safe in JSON. "0x0": persistent. */
 			if (reply->stat != NULL) {
 				char session[24];

@@ -17,8 +17,9 @@ struct view_opts {
 	const struct config *cfg; /* its jobs; NULL: those the cluster records */
 	const char *lock_path;    /* or this one lock folder alone, with leases */
 	int leases;
-	size_t runs;     /* the newest run records read per job */
-	size_t max_list; /* the most entries read of any other listing; 0: all */
+	size_t runs;       /* the newest run records read per job */
+	size_t max_list;   /* the most entries read of any other listing; 0: all */
+	int output_tokens; /* keep the workers' output_token (the dashboard, which strips them) */
 };
 
 void view_start(struct zk *, const struct view_opts *, void (*)(json_t *, void *), void *);

@@ -157,6 +157,7 @@ http_conn_release(struct http_conn *c)
 	http_conn_forget(c, 0);
 	evtimer_del(c->deadline);
 	c->used = 0;
+	c->deferred = 0;
 	c->bev = NULL;
 	c->evcon = NULL;
 	c->h->nconn--;
@@ -176,6 +177,8 @@ http_conn_close_cb(struct evhttp_connection *evcon, void *arg)
 	}
 }
 
+static void http_conn_rearm(struct http_conn *);
+
 /* The request in progress took too long: drop the connection. */
 static void
 http_conn_deadline_cb(int fd, short what, void *arg)
@@ -187,6 +190,10 @@ http_conn_deadline_cb(int fd, short what, void *arg)
 	(void)what;
 	if (evcon == NULL)
 		return;
+	if (c->deferred) { /* its answer comes, within its own bound: closing would free it */
+		http_conn_rearm(c);
+		return;
+	}
 	log_debug("http: a request took more than %d s: closing its connection", HTTP_TIMEOUT_S);
 	evhttp_connection_free(evcon);
 	if (c->used && c->evcon == evcon)
@@ -288,7 +295,8 @@ static void
 http_send(struct http *h, struct evhttp_request *req, int code, const char *reason,
           struct evbuffer *buf)
 {
-	struct http_conn *c = http_conn_find(h, req);
+	struct http_conn *c =
+	    evhttp_request_get_connection(req) != NULL ? http_conn_find(h, req) : NULL;
 
 	if (c != NULL) {
 		http_conn_rearm(c);

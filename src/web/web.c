@@ -10,7 +10,8 @@
  * clients: its result becomes one JSON document, bounded to WEB_MAX_DOCUMENT bytes, that
  * every GET /api/cluster is served until the next one. GET / is one page (HTML with its
  * CSS and script inline, from src/web/page/, embedded at build time) that polls the
- * document and builds its DOM from it with textContent only.
+ * document and builds its DOM from it with textContent only. GET /api/runs/<job>/<run id>/
+ * output is the tail of a run in progress, fetched from its worker (webtail.c).
  *
  * The listener is the worker's bounded one (http.c). The page has no authentication of its
  * own and shows everything the cluster records, so it listens on loopback unless told
@@ -50,6 +51,7 @@
 #include "web.h"
 #include "webdoc.h"
 #include "webpage.h"
+#include "webtail.h"
 #include "xmalloc.h"
 #include "zk.h"
 
@@ -78,7 +80,8 @@ struct web {
 	char token[WEB_TOKEN_MAX + 1]; /* every request must carry it (webdoc_token_ok) */
 	int reading;                   /* a read of the cluster is in progress */
 	int closing;
-	char *doc; /* the last document, or NULL before the first read */
+	char *doc;            /* the last document, or NULL before the first read */
+	struct webtail *tail; /* GET /api/runs/<job>/<run id>/output (webtail.c) */
 	uint64_t reads;
 };
 
@@ -110,6 +113,14 @@ web_reply(struct web *w, struct evhttp_request *req, int code, const char *reaso
 	web_headers(req, type);
 	http_respond(w->http, req, code, reason, buf);
 	evbuffer_free(buf);
+}
+
+/* web_reply for webtail.c. */
+static void
+web_tail_reply(void *arg, struct evhttp_request *req, int code, const char *reason,
+               const char *type, const char *body, size_t len)
+{
+	web_reply(arg, req, code, reason, type, body, len);
 }
 
 /* A Host header that is a name (DNS rebinding; http.c judges it): 403, with our headers. */
@@ -181,12 +192,17 @@ web_api_cb(struct evhttp_request *req, void *arg)
 		web_reply(w, req, 200, "OK", "application/json", w->doc, strlen(w->doc));
 }
 
-/* Any other path. */
+/* Any other path: GET /api/runs/<job>/<run id>/output?from=N (webtail.c), or 404. */
 static void
 web_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	struct web *w = arg;
 
+	if (strncmp(evhttp_request_get_uri(req), "/api/runs/", 10) == 0) {
+		if (web_authorized(w, req))
+			webtail_serve(w->tail, req);
+		return;
+	}
 	web_reply(w, req, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", 10);
 }
 
@@ -238,6 +254,7 @@ web_view_done(json_t *view, void *arg)
 		json_decref(view);
 		return;
 	}
+	webtail_update(w->tail, view); /* takes the workers' output tokens out of it */
 	if (json_array_size(errors) > 0)
 		log_warnx_limited(&web_lim_errors,
 		                  "web: %zu read%s of the cluster failed, first: %s",
@@ -310,6 +327,7 @@ web_serve(struct web *w, const struct target *t)
 	if (w->remote)
 		http_any_host(w->http); /* else http.c refuses a Host header that is a name */
 	http_on_refuse(w->http, web_refused_cb, w);
+	w->tail = webtail_new(w->base, w->http, web_tail_reply, w);
 	http_route(w->http, "/", web_page_cb, w);
 	http_route(w->http, "/index.html", web_page_cb, w);
 	http_route(w->http, "/api/cluster", web_api_cb, w);
@@ -333,6 +351,7 @@ web_serve(struct web *w, const struct target *t)
 		         t->hosts, w->listen, w->token_file);
 	event_base_dispatch(w->base);
 	w->closing = 1;
+	webtail_free(w->tail);
 	http_free(w->http);
 	zk_free(w->zk); /* completes a read in progress: web_view_done drops it */
 	event_free(w->refresh);
@@ -499,6 +518,7 @@ web_main(int argc, char **argv)
 	w.view.cfg = t.cfg;
 	w.view.runs = WEB_RUNS;
 	w.view.max_list = WEB_MAX_LIST;
+	w.view.output_tokens = 1; /* for webtail.c, which takes them out of every view */
 	rc = web_serve(&w, &t);
 	if (t.auth != NULL)
 		explicit_bzero(t.auth, strlen(t.auth));

@@ -8,7 +8,8 @@ a queue; the page opened in headless Chromium (Debian's chromium, installed by
 scripts/bootstrap), its DOM checked for each of them and a run's output, and a screenshot saved
 under the build directory. Hostile strings in ZooKeeper (a job named like an element, node data holding
 <script>) are shown as text; /api/cluster stays bounded on a huge cluster; the listener
-refuses what it should."""
+refuses what it should. The tail of a run in progress (issue 21): its output, fetched by the
+dashboard from its worker with the worker's output token, which never reaches the page."""
 
 import datetime
 import html.parser
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
@@ -497,6 +499,191 @@ class WebTest(lktest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 64, p.stderr)
         self.assertIn("--allow-remote", p.stderr)
+
+    def tail(self, url, job, run, frm=0, token=True):
+        """GET the dashboard's tail of job's run from offset frm: (status, headers, body)."""
+        return self.get("%s/api/runs/%s/%s/output?from=%d"
+                        % (url, urllib.parse.quote(job, safe=""), run, frm), token=token)
+
+    def test_tail_of_a_run_in_progress(self):
+        """The dashboard's tail (issue 21): GET /api/runs/JOB/RUN_ID/output?from=N fetches a
+        run in progress from its worker, with the worker's output token, which the page never
+        sees; every line the run writes comes once, in order, then its outcome. Without the
+        dashboard's token: 401; a run the view does not list in progress: 404."""
+        self.start_zookeeper()
+        creds = "lk:s3cret"
+        auth = self.path("zk.auth")
+        with open(auth, "w") as f:
+            f.write(creds + "\n")
+        os.chmod(auth, 0o600)
+        go, stop = self.path("count.go"), self.path("count.stop")
+        count = ("while [ ! -e %s ]; do sleep 0.05; done; i=1; while [ $i -le 20 ]; do "
+                 "echo \"line $i of $LEASEKEEPER_RUN_ID\"; i=$((i+1)); sleep 0.1; done; "
+                 "while [ ! -e %s ]; do sleep 0.05; done" % (go, stop))
+        cfg = self.write_config(name="alpha", zookeeper={"auth_file": auth}, safety=SAFETY,
+                                worker={"allow_root_jobs": True},
+                                jobs={"count": {"command": count, "schedule": YEARLY}},
+                                extra={"http": {"listen": "127.0.0.1:%d" % lktest.free_port()}})
+        self.worker(cfg, name="alpha").wait_log(r"registered as", timeout=30)
+        kz = self.kazoo(auth_data=[("digest", creds)])
+        secret = json.loads(kz.get("/leasekeeper/workers/alpha")[0])["output_token"]
+        url, web = self.web("-c", cfg)
+        self.cli("run-now", "-c", cfg, "count")
+        found = []
+
+        def listed():
+            status, _, body = self.get(url + "/api/cluster")
+            if status != 200:
+                return False
+            self.assertNotIn(secret.encode(), body, "the worker's output token reaches the page")
+            job = [j for j in json.loads(body)["jobs"] if j.get("name") == "count"][0]
+            found[:] = [r["znode"] for r in job.get("running", [])]
+            return found
+        self.wait_until(listed, timeout=60, msg="the dashboard's view lists the run")
+        run = found[0]
+
+        # Refusals first, while the run waits: the page's token, a run it lists.
+        status, headers, body = self.tail(url, "count", run, token=False)
+        self.assertEqual(status, 401)
+        self.check_headers(headers)
+        self.assertNotIn(b"line", body)
+        self.assertEqual(self.tail(url, "count", "run-0000009999")[0], 404)
+        self.assertEqual(self.tail(url, "nojob", run)[0], 404)
+        self.assertEqual(self.get(url + "/api/runs/count/%s/output?from=x" % run)[0], 400)
+        self.assertEqual(self.get(url + "/api/runs/count/../output")[0], 400)
+
+        open(go, "w").close()
+        got, frm, outcome, polls = b"", 0, None, 0
+        deadline = time.monotonic() + 60
+        while outcome is None and time.monotonic() < deadline:
+            status, headers, body = self.tail(url, "count", run, frm)
+            polls += 1
+            self.assertEqual(status, 200, body)
+            self.check_headers(headers)
+            self.assertEqual(int(headers["X-Output-Offset"]), frm, "nothing skipped")
+            self.assertEqual(int(headers["X-Output-Next"]), frm + len(body))
+            self.assertNotIn(secret, str(headers))
+            got += body
+            frm += len(body)
+            if headers["X-Run-State"] == "ended":
+                outcome = headers.get("X-Run-Outcome")
+            elif got.count(b"\n") == 20 and not os.path.exists(stop):
+                # Every line written, the run still in progress: the page's tail shows them,
+                # as text (the run opened by its link, as a click opens it).
+                d = self.dom(url + "/#run=" + urllib.parse.quote("count/running/" + run))
+                self.assertEqual(d.by_id("detail-title").text.strip(), "count " + run)
+                tail = d.by_id("tail")
+                self.assertNotIn("hidden", tail.attrs)
+                self.assertEqual(tail.attrs.get("data-from"), str(frm))
+                self.assertEqual(d.by_id("tail-output").text.strip(), got.decode().strip())
+                self.assertEqual(d.by_id("tail-state").text.strip(), "running")
+                open(stop, "w").close()
+            time.sleep(0.3)
+        self.assertEqual(outcome, "ok", got)
+        self.assertEqual(got.decode(), "".join("line %d of %s\n" % (i, run)
+                                               for i in range(1, 21)))
+        print("the tail read 20 lines and the outcome in %d polls" % polls)
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+
+    def test_tail_of_workers_that_fail(self):
+        """The tail's fetch is bounded: a worker that accepts and never answers costs a 502
+        after the fetch's 4 s (the page's request is kept meanwhile, then answered), one whose
+        answer's offsets make no sense a 502 too; the dashboard stays responsive throughout. A
+        worker listening on every address is reached by its host's name."""
+        import http.server
+        import threading
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
+                                jobs={"count": {"command": "true", "schedule": YEARLY}})
+        self.worker(cfg, name="alpha").wait_log(r"registered as", timeout=30)
+
+        class Fake(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.server.seen.append((self.path, self.headers.get("Authorization")))
+                if "hangs" in self.path:
+                    time.sleep(8)
+                    return
+                body = b"abc"
+                named = "named" in self.path
+                self.send_response(200)
+                # garbled: asked from 0, says 5, and 99 after 3 bytes
+                self.send_header("X-Output-Offset", "0" if named else "5")
+                self.send_header("X-Output-Next", "3" if named else "99")
+                self.send_header("X-Run-State", "running")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+        srv.seen = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        kz = self.kazoo()
+        token = "0123456789abcdef" * 2
+        kz.create("/leasekeeper/workers/ghost", json.dumps(
+            {"node": "ghost", "http": "127.0.0.1:%d" % srv.server_port,
+             "output_token": token}).encode(), ephemeral=True)
+        # A worker listening on every address: reached by its host's name (evdns, not blocking).
+        kz.create("/leasekeeper/workers/named", json.dumps(
+            {"node": "named", "http": "0.0.0.0:%d" % srv.server_port, "host": "localhost",
+             "output_token": token}).encode(), ephemeral=True)
+        for run, node in (("hangs-1", "ghost"), ("garbled-1", "ghost"), ("named-1", "named")):
+            kz.create("/leasekeeper/jobs/count/running/" + run, json.dumps(
+                {"node": node, "run_id": run}).encode(), ephemeral=True, makepath=True)
+        url, web = self.web("-c", cfg)
+
+        def listed():
+            body = self.get(url + "/api/cluster")[2]
+            self.assertNotIn(token.encode(), body)
+            job = [j for j in json.loads(body)["jobs"] if j.get("name") == "count"][0]
+            return len(job.get("running", [])) == 3
+        self.wait_until(listed, timeout=60, msg="the dashboard's view lists both runs")
+        status, _, body = self.tail(url, "count", "garbled-1")
+        self.assertEqual(status, 502, body)
+        self.assertIn(b"makes no sense", body)
+        self.assertEqual(srv.seen[-1], ("/runs/garbled-1/output?from=0", "Bearer " + token))
+        status, headers, body = self.tail(url, "count", "named-1")
+        self.assertEqual((status, body, headers["X-Output-Next"]), (200, b"abc", "3"))
+        result = []
+        t0 = time.monotonic()
+        hang = threading.Thread(target=lambda: result.append(self.tail(url, "count", "hangs-1")))
+        hang.start()
+        time.sleep(1)
+        self.assertEqual(self.get(url + "/api/cluster")[0], 200, "answers meanwhile")
+        hang.join(timeout=30)
+        took = time.monotonic() - t0
+        self.assertEqual(result[0][0], 502, result)
+        self.assertIn(b"cannot reach", result[0][2])
+        self.assertGreaterEqual(took, 3.5)
+        print("a worker that never answers: 502 after %.1f s" % took)
+        # The same on a connection idle for most of the listener's 10 s: its deadline comes
+        # while the answer waits for the worker, and must not close it under the request.
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=30)
+        auth = {"Authorization": "Bearer " + self.token}
+        conn.request("GET", "/api/cluster", headers=auth)
+        self.assertEqual(conn.getresponse().read()[:1], b"{")
+        time.sleep(8)
+        conn.request("GET", "/api/runs/count/hangs-1/output?from=0", headers=auth)
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()[:24]), (502, b"cannot reach the run's w"))
+        conn.close()
+        self.assertTrue(web.alive(), "the dashboard is still up")
+        # Stopped while a fetch is in flight: it exits cleanly (what it held freed).
+        def asked():
+            try:
+                self.tail(url, "count", "hangs-1")
+            except OSError:
+                pass
+        hang = threading.Thread(target=asked)
+        hang.start()
+        time.sleep(1)
+        web.stop()
+        self.assertEqual(web.returncode, 0)
+        hang.join(timeout=30)
 
 
 if __name__ == "__main__":

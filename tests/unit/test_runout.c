@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_runout.c: a run's output kept for followers (runout.c): offsets, gaps, the cap, the end. */
+/*
+ * test_runout.c: a run's output kept for followers (runout.c): offsets, gaps, the cap, the
+ * end; and the dashboard's tail path and a worker's listen address as follow.c reads them.
+ */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "follow.h"
 #include "runout.h"
 
 #define KEEP (64 * 1024) /* RUNOUT_KEEP */
@@ -122,6 +126,67 @@ test_not_kept_and_all_ended(void **state)
 	runout_free(ro);
 }
 
+/* The dashboard's /api/runs/<job>/<run id>/output?from=N: the job decoded, the rest strict. */
+static void
+test_tail_uri(void **state)
+{
+	char job[32], id[FOLLOW_MAX_RUN_ID + 1];
+	uint64_t from = 7;
+
+	(void)state;
+	assert_int_equal(follow_parse_tail_uri("/api/runs/a%20b.c/run-01/output?from=12", job,
+	                                       sizeof job, id, sizeof id, &from),
+	                 0);
+	assert_string_equal(job, "a b.c");
+	assert_string_equal(id, "run-01");
+	assert_int_equal(from, 12);
+	assert_int_equal(
+	    follow_parse_tail_uri("/api/runs/j/r/output", job, sizeof job, id, sizeof id, &from),
+	    0);
+	assert_int_equal(from, 0);
+	static const char *const bad[] = {
+	    "/api/runs/j/r/output?from=x",
+	    "/api/runs/j/r/output?from=1&x=2",
+	    "/api/runs//r/output",
+	    "/api/runs/r/output",
+	    "/api/runs/j/../output",
+	    "/api/runs/a%2Fb/r/output",
+	    "/api/runs/a%00b/r/output",
+	    "/api/runs/a%2/r/output",
+	    "/api/runs/j/r/outputs",
+	    "/api/runs/j/r/output/",
+	    "/runs/r/output",
+	    "/api/runs/0123456789012345678901234567890123/r/output",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(
+		    follow_parse_tail_uri(bad[i], job, sizeof job, id, sizeof id, &from), -1);
+}
+
+/* A worker node's "http": an address, or the worker's host name for a wildcard one. */
+static void
+test_listen(void **state)
+{
+	char host[64];
+	int port;
+
+	(void)state;
+	assert_int_equal(follow_parse_listen("127.0.0.1:9100", "h", host, sizeof host, &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 9100);
+	assert_int_equal(follow_parse_listen("[::1]:80", NULL, host, sizeof host, &port), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(follow_parse_listen("0.0.0.0:81", "w1.example", host, sizeof host, &port),
+	                 0);
+	assert_string_equal(host, "w1.example");
+	assert_int_equal(follow_parse_listen(":82", NULL, host, sizeof host, &port), -1);
+	assert_int_equal(follow_parse_listen("h:0", NULL, host, sizeof host, &port), -1);
+	assert_int_equal(follow_parse_listen("h:65536", NULL, host, sizeof host, &port), -1);
+	assert_int_equal(follow_parse_listen("h:+80", NULL, host, sizeof host, &port), -1);
+	assert_int_equal(follow_parse_listen("a/b:80", NULL, host, sizeof host, &port), -1);
+	assert_int_equal(follow_parse_listen("h", NULL, host, sizeof host, &port), -1);
+}
+
 int
 main(void)
 {
@@ -129,6 +194,8 @@ main(void)
 	    cmocka_unit_test(test_in_order_then_outcome),
 	    cmocka_unit_test(test_cap_and_gap),
 	    cmocka_unit_test(test_not_kept_and_all_ended),
+	    cmocka_unit_test(test_tail_uri),
+	    cmocka_unit_test(test_listen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -450,6 +450,77 @@
 		return "";
 	}
 
+	/*
+	 * The tail of a run in progress: its output as its worker serves it (the dashboard's
+	 * GET /api/runs/JOB/RUN_ID/output?from=N, the same as `leasekeeper logs --follow`),
+	 * polled every second and appended as text, until the run ended and all is read.
+	 */
+	var tail = null, TAIL_MAX_CHARS = 262144;
+
+	function stopTail() {
+		if (tail && tail.timer) clearTimeout(tail.timer);
+		tail = null;
+		$("tail").hidden = true;
+	}
+
+	function tailAppend(text) {
+		var out = $("tail-output");
+		out.appendChild(document.createTextNode(text));
+		if (out.textContent.length > TAIL_MAX_CHARS) /* the page keeps the end only */
+			out.textContent = out.textContent.slice(-TAIL_MAX_CHARS / 2);
+		out.scrollTop = out.scrollHeight;
+	}
+
+	function tailAnswer(t, resp, buf) {
+		var at = Number(resp.headers.get("X-Output-Offset")), next = Number(resp.headers.get("X-Output-Next"));
+		var outcome = resp.headers.get("X-Run-Outcome");
+		if (at > t.from) tailAppend("[... " + (at - t.from) + " bytes of output not kept for followers ...]\n");
+		tailAppend(t.decoder.decode(buf, {stream: true}));
+		t.from = next;
+		$("tail").setAttribute("data-from", String(next));
+		if (resp.headers.get("X-Run-State") === "ended" && outcome) {
+			$("tail-state").textContent = "ended: " + outcome;
+			$("tail").setAttribute("data-state", "ended");
+			return false;
+		}
+		$("tail-state").textContent = "running";
+		return true;
+	}
+
+	function tailPoll(t) {
+		t.timer = null;
+		fetch("/api/runs/" + encodeURIComponent(t.job) + "/" + encodeURIComponent(t.id) + "/output?from=" + t.from,
+			{cache: "no-store", credentials: "same-origin"})
+			.then(function (resp) {
+				if (!resp.ok) return resp.text().then(function (text) {
+					var e = new Error("HTTP " + resp.status + ": " + text.split("\n")[0]);
+					e.code = resp.status;
+					throw e;
+				});
+				return resp.arrayBuffer().then(function (buf) { return tail === t && tailAnswer(t, resp, buf); });
+			})
+			.then(function (more) {
+				if (tail === t && more) t.timer = setTimeout(function () { tailPoll(t); }, 1000);
+			}, function (err) {
+				if (tail !== t) return;
+				$("tail-state").textContent = str(err && err.message);
+				/* 404 (ended a while ago), 403 (not kept), 400: nothing more to read */
+				if ([400, 403, 404].indexOf(err && err.code) < 0)
+					t.timer = setTimeout(function () { tailPoll(t); }, 3000);
+			});
+	}
+
+	function startTail(job, id) {
+		if (tail && tail.job === job && tail.id === id) return;
+		stopTail();
+		tail = {job: job, id: id, from: 0, timer: null, decoder: new TextDecoder("utf-8")};
+		$("tail-output").textContent = "";
+		$("tail-state").textContent = "following";
+		$("tail").setAttribute("data-state", "following");
+		$("tail").hidden = false;
+		tailPoll(tail);
+	}
+
 	/* The details of one run, its output tail when the record keeps one. */
 	function show(x, b) {
 		var r = x.r, dl = $("detail-fields"), o = outcome(r), s = time(r.start), e = time(r.end);
@@ -484,13 +555,17 @@
 		Object.keys(r).forEach(function (k) { if (KNOWN_FIELDS.indexOf(k) < 0) field(dl, k, r[k]); });
 		var out = outputText(r.output !== undefined ? r.output : r.output_tail);
 		$("detail-output").textContent = out ||
-			(r.running ? "(in progress: its output is in its record once it ends)" : "(this run record keeps no output)");
+			(r.running ? "(in progress: its record keeps its output once it ends; the tail below follows it)" :
+				"(this run record keeps no output)");
+		if (r.running && r.run_id) startTail(x.job, str(r.run_id));
+		else stopTail();
 		$("detail").hidden = false;
 	}
 
 	/* The run a #run=JOB/ZNODE link names, once, when it is in the view. */
 	function openLinked() {
-		var want = decodeURIComponent(location.hash.slice(5)), cut = want.lastIndexOf("/");
+		/* a job's name has no "/"; a run in progress's znode has one ("running/ID") */
+		var want = decodeURIComponent(location.hash.slice(5)), cut = want.indexOf("/");
 		allRuns().forEach(function (x) {
 			if (linked && x.job === want.slice(0, cut) && str(x.r.znode) === want.slice(cut + 1)) {
 				linked = false;
@@ -556,6 +631,7 @@
 	$("window").addEventListener("change", function () { if (doc) render(); });
 	$("detail-close").addEventListener("click", function () {
 		$("detail").hidden = true;
+		stopTail();
 		selected = null;
 		document.querySelectorAll(".run.selected").forEach(function (n) { n.classList.remove("selected"); });
 	});
