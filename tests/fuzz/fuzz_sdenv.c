@@ -3,13 +3,15 @@
  * fuzz_sdenv.c: systemd's environment variables as the worker reads them; anyone who starts
  * the process sets its environment. The input is two strings split at the first NUL: the
  * socket activation's LISTEN_PID and LISTEN_FDS (http_systemd_passed, the HTTP listener),
- * then the same two as WATCHDOG_USEC and WATCHDOG_PID (sdnotify_watchdog_usec); each is
- * tried against a few process ids.
+ * then the same two as WATCHDOG_USEC and WATCHDOG_PID (sdnotify_watchdog_usec), each
+ * tried against a few process ids; and the first string as JOURNAL_STREAM
+ * (log_journal_stream_parse, "DEVICE:INODE").
  *
  * Each answer is checked against a reference reading of the harness's own, both ways:
  * plain decimal numbers only (no sign, space or suffix; leading zeros allowed), a pid that
  * is the process's own; LISTEN_FDS 1 to HTTP_MAX_LISTEN_FDS; a watchdog interval above 0
- * and below 2^64, WATCHDOG_PID absent or ours.
+ * and below 2^64, WATCHDOG_PID absent or ours; JOURNAL_STREAM two such numbers split by
+ * one colon.
  */
 
 #include <stdint.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "log.h"
 #include "sdnotify.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -59,6 +62,24 @@ fuzz_sdenv_check(const char *a, const char *b, long own)
 		abort();
 }
 
+/* JOURNAL_STREAM: parsed exactly when it is DIGITS:DIGITS, each below 2^64, as read. */
+static void
+fuzz_sdenv_journal(char *text)
+{
+	char *colon = strchr(text, ':');
+	uint64_t dev, ino, d, i;
+	int want = 0;
+
+	if (colon != NULL) {
+		*colon = '\0';
+		want = fuzz_sdenv_number(text, &d) && fuzz_sdenv_number(colon + 1, &i);
+		*colon = ':';
+	}
+	if ((log_journal_stream_parse(text, &dev, &ino) == 0) != want ||
+	    (want && (dev != d || ino != i)))
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -74,6 +95,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	second = text + strlen(text) + 1; /* no NUL in the input: the second is "" */
 	for (i = 0; i < sizeof owns / sizeof owns[0]; i++)
 		fuzz_sdenv_check(text, second, owns[i]);
+	fuzz_sdenv_journal(text);
 	/* No variable, or no process id, is never a socket. */
 	if (http_systemd_passed(NULL, second, 4242) || http_systemd_passed(text, NULL, 4242) ||
 	    http_systemd_passed(text, second, 0) || sdnotify_watchdog_usec(NULL, text, 4242) != 0)
