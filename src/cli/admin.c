@@ -23,7 +23,6 @@
 #include "admin.h"
 #include "target.h"
 #include "sha1.h"
-#include "authfile.h"
 #include "clock.h"
 #include "config.h"
 #include "ctlrec.h"
@@ -32,6 +31,7 @@
 #include "lease.h"
 #include "log.h"
 #include "nodedata.h"
+#include "rolesrec.h"
 #include "schedule.h"
 #include "tickstate.h"
 #include "utf8.h"
@@ -130,17 +130,6 @@ admin_mk_free(struct admin *a)
 	a->mk = NULL;
 }
 
-/* The digest id named by key in the roles node o, if valid and not id (ours); else NULL. */
-static const char *
-admin_mk_role(json_t *o, const char *key, const char *id)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-
-	if (v == NULL || !authfile_valid_digest_id(v) || (id != NULL && strcmp(v, id) == 0))
-		return NULL;
-	return v;
-}
-
 /* The roles node: the record gets the workers' every permission and the reader's READ. */
 static void
 admin_mk_roles_cb(const struct zk_reply *reply, void *arg)
@@ -151,28 +140,23 @@ admin_mk_roles_cb(const struct zk_reply *reply, void *arg)
 	char *id = auth != NULL ? sha1_zk_digest_id(auth) : NULL;
 	struct ACL entries[3] = {{ZOO_PERM_ALL, {(char *)"auth", (char *)""}}};
 	struct ACL_vector acl = {1, entries};
-	const char *workers, *reader;
-	json_t *o = NULL;
+	struct rolesrec r;
 
 	if (mk == NULL) {
 		free(id);
 		return;
 	}
-	if (reply->rc == ZOK && reply->value != NULL && reply->value_len <= 4096)
-		o = json_loadb(reply->value, (size_t)reply->value_len, 0, NULL);
-	if (id != NULL && (workers = admin_mk_role(o, "workers", id)) != NULL) {
-		entries[acl.count++] =
-		    (struct ACL){ZOO_PERM_ALL, {(char *)"digest", (char *)workers}};
-		if ((reader = admin_mk_role(o, "reader", id)) != NULL)
+	if (id != NULL && reply->rc == ZOK &&
+	    rolesrec_parse(reply->value, reply->value_len, id, &r)) {
+		entries[acl.count++] = (struct ACL){ZOO_PERM_ALL, {(char *)"digest", r.workers}};
+		if (r.reader[0] != '\0')
 			entries[acl.count++] =
-			    (struct ACL){ZOO_PERM_READ, {(char *)"digest", (char *)reader}};
+			    (struct ACL){ZOO_PERM_READ, {(char *)"digest", r.reader}};
 		zk_create_node_acl(a->zk, mk->path, mk->data, (int)strlen(mk->data), mk->flags,
 		                   &acl, mk->cb, a);
 	} else
 		zk_create_node(a->zk, mk->path, mk->data, (int)strlen(mk->data), mk->flags, mk->cb,
 		               a);
-	if (o != NULL)
-		json_decref(o);
 	free(id);
 	admin_mk_free(a);
 }

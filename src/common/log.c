@@ -7,6 +7,7 @@
  */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,34 @@ static const char *log_level_names[] = {"fatal", "warn", "info", "debug"};
 static const int log_level_priorities[] = {3, 4, 6, 7};
 static int log_journal; /* stderr is the journal's stream: priority prefixes */
 
+/* A number of digits only (no sign or space) below 2^64 from *s into *v, *s past it; or -1. */
+static int
+log_journal_number(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+
+	*v = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (*v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		*v = *v * 10 + (uint64_t)(*p - '0');
+	}
+	*s = p;
+	return 0;
+}
+
+/* JOURNAL_STREAM's "DEVICE:INODE" (e) into *dev and *ino: 0, or -1 when e is not that. */
+int
+log_journal_stream_parse(const char *e, uint64_t *dev, uint64_t *ino)
+{
+	if (e == NULL || log_journal_number(&e, dev) != 0 || *e++ != ':' ||
+	    log_journal_number(&e, ino) != 0 || *e != '\0')
+		return -1;
+	return 0;
+}
+
 /*
  * Whether stderr is the stream systemd connected to the journal: JOURNAL_STREAM holds
  * "DEVICE:INODE" of it, which must match stderr's (a child's stderr may have been
@@ -34,16 +63,13 @@ static int log_journal; /* stderr is the journal's stream: priority prefixes */
 static int
 log_stderr_is_journal(void)
 {
-	const char *e = getenv("JOURNAL_STREAM");
-	unsigned long long dev, ino;
+	uint64_t dev, ino;
 	struct stat st;
-	int n = 0;
 
-	if (e == NULL || sscanf(e, "%llu:%llu%n", &dev, &ino, &n) != 2 || e[n] != '\0')
+	if (log_journal_stream_parse(getenv("JOURNAL_STREAM"), &dev, &ino) != 0 ||
+	    fstat(STDERR_FILENO, &st) != 0)
 		return 0;
-	if (fstat(STDERR_FILENO, &st) != 0)
-		return 0;
-	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+	return (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
 
 /*

@@ -15,6 +15,7 @@
 enum log_level { LOG_LEVEL_FATAL, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 void log_init(int verbose, const char *process);
+int log_journal_stream_parse(const char *e, uint64_t *dev, uint64_t *ino);
 void log_set_process(const char *process);
 int log_verbose(void);
 const char *log_prefix(enum log_level);

@@ -229,8 +229,9 @@ znode_fix_for_sorting(const char *name, const char *base)
 
 /*
  * Parse the sequence suffix after base as the server writes it (printf "%010d"): ten
- * digits, or after the wrap a '-' and nine or ten digits ("-000000042", "-2147483648").
- * Only these forms order numerically exactly as they order as strings.
+ * digits, or after the wrap a '-' and nine digits ("-000000042", never "-000000000") or ten
+ * not starting with 0 ("-2147483648"). Only these forms order numerically exactly as they
+ * order as strings; another ("-0000000042", a second spelling of -42) is no sequence.
  */
 int
 znode_sequence(const char *name, const char *base, int64_t *seq)
@@ -248,7 +249,8 @@ znode_sequence(const char *name, const char *base, int64_t *seq)
 		if (++digits > 10)
 			return -1;
 	}
-	if (*p != '\0' || (!neg && digits != 10) || (neg && digits < 9))
+	if (*p != '\0' || (!neg && digits != 10) || (neg && digits == 9 && v == 0) ||
+	    (neg && digits == 10 && s[1] == '0') || (neg && digits < 9))
 		return -1;
 	if (neg)
 		v = -v;

@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,38 @@ http_libevent_log_cb(int severity, const char *msg)
 		log_debug("libevent: %s", msg);
 }
 
+/* A decimal number of digits only (no sign, space or suffix) up to max into *v; else -1. */
+static int
+http_decimal(const char *s, long max, long *v)
+{
+	long n = 0;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9' || n > (max - (*s - '0')) / 10)
+			return -1;
+		n = n * 10 + (*s - '0');
+	}
+	*v = n;
+	return 0;
+}
+
+/*
+ * Whether systemd's socket-activation variables (LISTEN_PID, LISTEN_FDS, as given) say it
+ * passed this process (pid) at least one descriptor: each a plain decimal number, the pid
+ * ours, the count 1 to HTTP_MAX_LISTEN_FDS. Anything else (unset, garbage, another
+ * process's) is no socket.
+ */
+int
+http_systemd_passed(const char *pid, const char *fds, long own)
+{
+	long p, n;
+
+	return own > 0 && http_decimal(pid, LONG_MAX, &p) == 0 && p == own &&
+	       http_decimal(fds, HTTP_MAX_LISTEN_FDS, &n) == 0 && n >= 1;
+}
+
 /*
  * Socket activation: the listening socket systemd passed as descriptor 3 (LISTEN_PID is
  * ours, LISTEN_FDS at least 1), taken once per process, so that no local user can bind the
@@ -395,8 +428,7 @@ http_systemd_fd(long port)
 	socklen_t len = sizeof ss, olen;
 	int type = 0, acc = 0, got;
 
-	if (taken || pid == NULL || fds == NULL || strtol(pid, NULL, 10) != (long)getpid() ||
-	    strtol(fds, NULL, 10) < 1)
+	if (taken || !http_systemd_passed(pid, fds, (long)getpid()))
 		return -1;
 	taken = 1;
 	unsetenv("LISTEN_PID"); /* not for what we start */

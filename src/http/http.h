@@ -6,7 +6,8 @@
 
 #include <stdint.h>
 
-#define HTTP_MAX_CONNECTIONS 16 /* open at once; past that new ones wait in the backlog */
+#define HTTP_MAX_CONNECTIONS 16   /* open at once; past that new ones wait in the backlog */
+#define HTTP_MAX_LISTEN_FDS  1024 /* descriptors systemd may say it passed (LISTEN_FDS) */
 
 struct event_base;
 struct evbuffer;
@@ -26,6 +27,7 @@ void http_stream_chunk(struct http *, struct evhttp_request *, struct evbuffer *
 void http_stream_end(struct http *, struct evhttp_request *);
 uint64_t http_beat_age_ms(const struct http *);
 int http_host_ok(const char *host, const char *own);
+int http_systemd_passed(const char *pid, const char *fds, long own);
 void http_any_host(struct http *);
 void http_on_refuse(struct http *, void (*)(struct evhttp_request *, void *), void *);
 int http_connections(const struct http *);

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "members.h"
 #include "nodedata.h"
+#include "rolesrec.h"
 #include "runout.h"
 #include "runspec.h"
 #include "sdnotify.h"
@@ -531,14 +532,8 @@ worker_node_root_cb(const struct zk_reply *reply, void *arg)
 static char *
 worker_node_roles_data(const struct config *cfg)
 {
-	char *id = sha1_zk_digest_id(cfg->auth), *data;
-	json_t *o = json_pack("{s:s}", "workers", id);
+	char *id = sha1_zk_digest_id(cfg->auth), *data = rolesrec_dump(id, cfg->reader);
 
-	if (cfg->reader != NULL)
-		json_object_set_new(o, "reader", json_string(cfg->reader));
-	format_stamp(o);
-	data = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
 	free(id);
 	return data;
 }

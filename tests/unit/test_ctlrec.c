@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_ctlrec.c: a run-now request node as read back, and the exit status run-now gives. */
+/* test_ctlrec.c: control records as read back (run-now, stop, params, <root>/roles). */
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "ctlrec.h"
 #include "paramrec.h"
+#include "rolesrec.h"
 #include "stoprec.h"
 #include "leasekeeper.h"
 
@@ -212,13 +214,58 @@ test_params(void **state)
 	json_decref(given);
 }
 
+/* <root>/roles as a command reads it: what the worker writes, and what it must not believe. */
+static void
+test_roles(void **state)
+{
+	const char *w = "leasekeeper:AAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+	           *rd = "reader:CCCCCCCCCCCCCCCCCCCCCCCCCCC=";
+	const char *op = "operator:BBBBBBBBBBBBBBBBBBBBBBBBBBB=";
+	struct rolesrec r;
+	const char *text;
+	char *data;
+
+	(void)state;
+	data = rolesrec_dump(w, rd);
+	assert_int_equal(rolesrec_parse(data, (int)strlen(data), op, &r), 1);
+	assert_string_equal(r.workers, w);
+	assert_string_equal(r.reader, rd);
+	/* The workers' own credential: no roles to add. */
+	assert_int_equal(rolesrec_parse(data, (int)strlen(data), w, &r), 0);
+	assert_string_equal(r.workers, "");
+	assert_string_equal(r.reader, "");
+	free(data);
+	data = rolesrec_dump(w, NULL);
+	assert_int_equal(rolesrec_parse(data, (int)strlen(data), NULL, &r), 1);
+	assert_string_equal(r.reader, "");
+	free(data);
+	/* A reader that is us, or not an id, is none; workers that are not an id, nobody. */
+	text = "{\"workers\":\"leasekeeper:AAAAAAAAAAAAAAAAAAAAAAAAAAA=\","
+	       "\"reader\":\"operator:BBBBBBBBBBBBBBBBBBBBBBBBBBB=\"}";
+	assert_int_equal(rolesrec_parse(text, (int)strlen(text), op, &r), 1);
+	assert_string_equal(r.reader, "");
+	text =
+	    "{\"workers\":\"leasekeeper:AAAA\",\"reader\":\"reader:CCCCCCCCCCCCCCCCCCCCCCCCCCC=\"}";
+	assert_int_equal(rolesrec_parse(text, (int)strlen(text), op, &r), 0);
+	assert_string_equal(r.reader, "");
+	assert_int_equal(rolesrec_parse("[1]", 3, op, &r), 0);
+	assert_int_equal(rolesrec_parse(NULL, 0, op, &r), 0);
+	/* Larger than any roles node: not read. */
+	text = "{\"workers\":\"leasekeeper:AAAAAAAAAAAAAAAAAAAAAAAAAAA=\"}";
+	assert_int_equal(rolesrec_parse(text, ROLESREC_MAX_DATA + 1, op, &r), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_request_lifecycle), cmocka_unit_test(test_request_hostile),
-	    cmocka_unit_test(test_request_exit),      cmocka_unit_test(test_request_invalid),
-	    cmocka_unit_test(test_stop_request),      cmocka_unit_test(test_params),
+	    cmocka_unit_test(test_request_lifecycle),
+	    cmocka_unit_test(test_request_hostile),
+	    cmocka_unit_test(test_request_exit),
+	    cmocka_unit_test(test_request_invalid),
+	    cmocka_unit_test(test_stop_request),
+	    cmocka_unit_test(test_params),
+	    cmocka_unit_test(test_roles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -268,6 +268,28 @@ test_plain_format(void **state)
 	}
 }
 
+/* JOURNAL_STREAM as systemd writes it, and what is not that (read as no journal). */
+static void
+test_journal_stream_parse(void **state)
+{
+	uint64_t dev, ino;
+
+	(void)state;
+	assert_int_equal(log_journal_stream_parse("8:123456", &dev, &ino), 0);
+	assert_true(dev == 8 && ino == 123456);
+	assert_int_equal(log_journal_stream_parse("18446744073709551615:0", &dev, &ino), 0);
+	assert_true(dev == UINT64_MAX && ino == 0);
+	assert_int_equal(log_journal_stream_parse("18446744073709551616:1", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse("-1:5", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse(" 8:5", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse("8: 5", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse("8:5x", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse("8:", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse(":5", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse("85", &dev, &ino), -1);
+	assert_int_equal(log_journal_stream_parse(NULL, &dev, &ino), -1);
+}
+
 int
 main(void)
 {
@@ -279,6 +301,7 @@ main(void)
 	    cmocka_unit_test(test_limit_burst),
 	    cmocka_unit_test(test_journal_prefixes),
 	    cmocka_unit_test(test_plain_format),
+	    cmocka_unit_test(test_journal_stream_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

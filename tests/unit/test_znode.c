@@ -158,6 +158,14 @@ test_sequence(void **state)
 	/* Not the server's %010d form: as strings they would not order like numbers. */
 	assert_int_not_equal(znode_sequence("_c_u-lock-42", "lock-", &seq), 0);
 	assert_int_not_equal(znode_sequence("_c_u-lock-00000000042", "lock-", &seq), 0);
+	/* Nor a second spelling of a wrapped one (found by fuzz_znode): one number, one name. */
+	assert_int_not_equal(znode_sequence("_c_u-lock--0000000042", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock--0000000000", "lock-", &seq), 0);
+	assert_int_not_equal(znode_sequence("_c_u-lock--000000000", "lock-", &seq), 0);
+	assert_int_equal(znode_sequence("_c_u-lock--1000000000", "lock-", &seq), 0);
+	assert_int_equal(seq, -1000000000);
+	assert_int_equal(znode_sequence("_c_u-lock--999999999", "lock-", &seq), 0);
+	assert_int_equal(seq, -999999999);
 	assert_int_not_equal(znode_sequence("_c_u-lock--42", "lock-", &seq), 0);
 }
 
