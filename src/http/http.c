@@ -20,8 +20,9 @@
  * A reply that takes many turns of the loop to write (the worker's /metrics with thousands
  * of jobs) is deferred (http_defer) and may be streamed in chunks (http_stream_*), each
  * written only once the client took the previous one, each chunk getting HTTP_TIMEOUT_S
- * anew; if the connection closes first, its owner is told (and the request, if libevent
- * left it to us, is freed here).
+ * anew, and the whole reply HTTP_DEFER_MAX_S (a client reading a byte now and then keeps
+ * no reply, and no scrape slot, longer); if the connection closes first, its owner is told
+ * (and the request, if libevent left it to us, is freed here).
  *
  * libevent 2.1 has no connection cap and no hook when a server connection opens, so we
  * make each connection's bufferevent ourselves (evhttp_set_bevcb), then, once the accept
@@ -56,6 +57,7 @@
 #include "xmalloc.h"
 
 #define HTTP_TIMEOUT_S       10
+#define HTTP_DEFER_MAX_S     60 /* a deferred (streamed) reply's whole time, at most */
 #define HTTP_MAX_HEADERS     8192
 #define HTTP_MAX_BODY        0
 #define HTTP_MAX_INPUT       (2 * HTTP_MAX_HEADERS)
@@ -84,6 +86,7 @@ struct http_conn {
 	void *gone_arg;
 	void (*sent)(void *); /* a streamed chunk was written: the next may come */
 	void *sent_arg;
+	uint64_t deferred_ns; /* when it was deferred (clock_now_ns) */
 };
 
 struct http {
@@ -191,7 +194,9 @@ http_conn_deadline_cb(int fd, short what, void *arg)
 	(void)what;
 	if (evcon == NULL)
 		return;
-	if (c->deferred) { /* its answer comes, within its own bound: closing would free it */
+	/* A deferred answer comes within its own bound (closing would free it), up to a point. */
+	if (c->deferred &&
+	    clock_now_ns() - c->deferred_ns < (uint64_t)HTTP_DEFER_MAX_S * 1000000000u) {
 		http_conn_rearm(c);
 		return;
 	}
@@ -415,12 +420,32 @@ http_systemd_passed(const char *pid, const char *fds, long own)
 }
 
 /*
- * Socket activation: the listening socket systemd passed as descriptor 3 (LISTEN_PID is
- * ours, LISTEN_FDS at least 1), taken once per process, so that no local user can bind the
- * port before we start; -1 if there is none, or it is not a listening TCP socket on port.
+ * Whether a passed socket's address ss is the configured host's: a numeric host must be
+ * the same address (a socket on every interface is not one on loopback); a name is taken
+ * as the operator's word, as a bind to it would be.
  */
 static int
-http_systemd_fd(long port)
+http_systemd_same_host(const char *host, const struct sockaddr_storage *ss)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return ss->ss_family == AF_INET &&
+		       ((const struct sockaddr_in *)ss)->sin_addr.s_addr == a4.s_addr;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return ss->ss_family == AF_INET6 &&
+		       memcmp(&((const struct sockaddr_in6 *)ss)->sin6_addr, &a6, sizeof a6) == 0;
+	return 1;
+}
+
+/*
+ * Socket activation: the listening socket systemd passed as descriptor 3 (LISTEN_PID is
+ * ours, LISTEN_FDS at least 1), taken once per process, so that no local user can bind the
+ * port before we start; -1 if there is none, or it is not a listening TCP socket on host:port.
+ */
+static int
+http_systemd_fd(const char *host, long port)
 {
 	static int taken;
 	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
@@ -443,12 +468,13 @@ http_systemd_fd(long port)
 	if (got && ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 	                                         : ((struct sockaddr_in6 *)&ss)->sin6_port) != port)
 		got = 0;
+	if (got && !http_systemd_same_host(host, &ss))
+		got = 0;
 	if (!got) {
-		log_warnx(
-		    "http: LISTEN_FDS: descriptor 3 is not a listening TCP socket on port %ld "
-		    "([http] listen): binding it ourselves; make the socket unit's "
-		    "ListenStream= the same address",
-		    port);
+		log_warnx("http: LISTEN_FDS: descriptor 3 is not a listening TCP socket on %s:%ld "
+		          "([http] listen): binding it ourselves; make the socket unit's "
+		          "ListenStream= the same address",
+		          host, port);
 		return -1;
 	}
 	if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0 || evutil_make_socket_nonblocking(3) != 0) {
@@ -482,7 +508,7 @@ http_listen(struct event_base *base, const char *listen)
 		goto fail;
 	}
 	*colon = '\0';
-	if ((fd = http_systemd_fd(port)) >= 0) {
+	if ((fd = http_systemd_fd(host, port)) >= 0) {
 		if ((bound = evhttp_accept_socket_with_handle(h->evh, fd)) == NULL) {
 			log_warnx("http: cannot accept on the socket systemd passed");
 			goto fail;
@@ -638,6 +664,7 @@ http_defer(struct http *h, struct evhttp_request *req, void (*gone)(void *), voi
 	if (c == NULL || c->deferred != NULL)
 		return -1;
 	c->deferred = req;
+	c->deferred_ns = clock_now_ns();
 	c->gone = gone;
 	c->gone_arg = arg;
 	return 0;

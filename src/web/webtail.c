@@ -35,7 +35,8 @@
 #include "xmalloc.h"
 
 #define WEBTAIL_MAX_FETCHES 4          /* fetches from workers in flight at once, at most */
-#define WEBTAIL_HTTP_S      4          /* one fetch's time, at most (the listener gives 10 s) */
+#define WEBTAIL_HTTP_S      4          /* a fetch's read or write, at most */
+#define WEBTAIL_TOTAL_S     8          /* a whole fetch (a name, the connection, the answer) */
 #define WEBTAIL_MAX_BODY    (64 << 10) /* a worker's answer, at most (it sends 32 KiB) */
 #define WEBTAIL_GRACE_MS    15000      /* a run gone from the view may still be read so long */
 #define WEBTAIL_MAX_JOB     255        /* bytes of a job's name */
@@ -45,6 +46,8 @@ struct webtail_fetch {
 	struct webtail *t;
 	struct evhttp_request *client; /* NULL once its connection is gone (http_defer) */
 	struct evhttp_connection *conn;
+	struct event *timer; /* WEBTAIL_TOTAL_S: a worker trickling bytes holds no fetch longer */
+	int ended;           /* answered (or timed out): the worker's late answer is dropped */
 	uint64_t from;
 	TAILQ_ENTRY(webtail_fetch) entry;
 };
@@ -77,6 +80,8 @@ webtail_reap_cb(int fd, short what, void *arg)
 		TAILQ_REMOVE(&t->done, f, entry);
 		if (f->conn != NULL)
 			evhttp_connection_free(f->conn);
+		if (f->timer != NULL)
+			event_free(f->timer);
 		free(f);
 	}
 }
@@ -246,6 +251,11 @@ webtail_fetch_cb(struct evhttp_request *resp, void *arg)
 	struct webtail *t = f->t;
 	int code = resp != NULL ? evhttp_request_get_response_code(resp) : 0;
 
+	if (f->ended)
+		return; /* timed out already (webtail_fetch_timeout_cb) */
+	f->ended = 1;
+	if (f->timer != NULL)
+		evtimer_del(f->timer);
 	if (f->client == NULL)
 		; /* the page went away: the answer is dropped */
 	else if (code == 200)
@@ -274,6 +284,15 @@ webtail_fetch_cb(struct evhttp_request *resp, void *arg)
 	event_active(t->reap, EV_TIMEOUT, 1); /* not in its own callback */
 }
 
+/* The whole fetch took too long: the page gets a 502, the connection goes next turn. */
+static void
+webtail_fetch_timeout_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	webtail_fetch_cb(NULL, arg);
+}
+
 /* Fetch the output of run id from its worker w, from offset from, for the page's req. */
 static void
 webtail_fetch(struct webtail *t, struct evhttp_request *req, json_t *w, const char *id,
@@ -285,6 +304,7 @@ webtail_fetch(struct webtail *t, struct evhttp_request *req, json_t *w, const ch
 	struct evhttp_request *out;
 	struct evkeyvalq *h;
 	char buf[FOLLOW_MAX_RUN_ID + 64], host[300];
+	struct timeval total = {WEBTAIL_TOTAL_S, 0};
 
 	if (http_defer(t->http, req, webtail_client_gone_cb, f) != 0) {
 		free(f);
@@ -297,6 +317,8 @@ webtail_fetch(struct webtail *t, struct evhttp_request *req, json_t *w, const ch
 	f->from = from;
 	TAILQ_INSERT_TAIL(&t->fetches, f, entry);
 	t->inflight++;
+	f->timer = evtimer_new(t->base, webtail_fetch_timeout_cb, f);
+	evtimer_add(f->timer, &total);
 	f->conn = evhttp_connection_base_new(t->base, t->dns, addr, (uint16_t)port);
 	if (f->conn == NULL) {
 		webtail_fetch_cb(NULL, f);

@@ -581,8 +581,8 @@ job_free(struct job *job)
 	log_limit_flush(&job->lim_hook);
 	while (job->nhookq > 0)
 		job_hook_free(&job->hookq[--job->nhookq]);
-	if (job->hook.node != NULL && job->zk != NULL) /* the token dies with the job */
-		zk_delete(job->zk, job->hook.node, -1, NULL, NULL);
+	if (job->hook.node != NULL && job->zk != NULL)         /* the token dies with the job */
+		zk_delete_guaranteed(job->zk, job->hook.node); /* retried past a reconnect */
 	job_hook_free(&job->hook);
 	free(job->lock_path);
 	free(job->last_result);

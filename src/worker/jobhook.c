@@ -231,7 +231,7 @@ job_hook_end(struct job *job, int failed, const char *how)
 
 	job->hook_run = 0;
 	if (job->hook.node != NULL) /* the token reads nothing from now on */
-		zk_delete(job->zk, job->hook.node, -1, NULL, NULL);
+		zk_delete_guaranteed(job->zk, job->hook.node); /* retried past a reconnect */
 	job_hook_free(&job->hook);
 	if (failed) {
 		job->hook_failures++;
