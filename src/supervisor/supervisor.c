@@ -18,10 +18,8 @@
  * that it reaps them. Only then does main hear that the job exited and release its lease.
  *
  * Deadlines are on CLOCK_BOOTTIME and the timer is a timerfd on that clock with an
- * absolute expiry, so a suspend does not postpone a kill.
- *
- * A job's child between fork and exec is child.c, its log file joblog.c; main's handle on
- * this process is src/svlink/svlink.c.
+ * absolute expiry, so a suspend does not postpone a kill. A job's child between fork and
+ * exec is child.c, its log file joblog.c; main's handle on this process is svlink.c.
  */
 
 #include <sys/inotify.h>
@@ -176,8 +174,6 @@ sv_signal(struct sjob *j, int sig)
 static void
 sv_tail_add(struct sjob *j, const char *buf, size_t n)
 {
-	size_t drop;
-
 	if (j->tail_max == 0)
 		return;
 	if (n >= j->tail_max) {
@@ -187,7 +183,8 @@ sv_tail_add(struct sjob *j, const char *buf, size_t n)
 		return;
 	}
 	if (j->tail_len + n > j->tail_max) {
-		drop = j->tail_len + n - j->tail_max;
+		size_t drop = j->tail_len + n - j->tail_max;
+
 		memmove(j->tail, j->tail + drop, j->tail_len - drop);
 		j->tail_len -= drop;
 		j->tail_cut = 1;
@@ -221,8 +218,8 @@ sv_output_cb(int fd, short what, void *arg)
 		}
 		joblog_write(&j->log, buf, (size_t)n);
 		sv_tail_add(j, buf, (size_t)n);
-		/* A run's kept output, for its followers (logs --follow); not a hook's. */
-		if (j->tail_max > 0 && j->own_deadline == 0)
+		/* Kept output for followers (not a hook's), once the start was told: sv_job_step */
+		if (j->tail_max > 0 && j->own_deadline == 0 && j->stamp.exec_ms != 0)
 			proto_send_lossy(j->sv->conn, PROTO_OUTPUT, j->id, j->epoch,
 			                 (int64_t)j->out_off, buf, (size_t)n);
 		j->out_off += (uint64_t)n;
@@ -392,6 +389,9 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 		log_info("supervisor: job %s started, pid %ld run=%s", j->name, (long)j->pid,
 		         j->run_id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
+		if (j->tail_max > 0 && j->own_deadline == 0 && j->tail_len > 0)
+			proto_send(sv->conn, PROTO_OUTPUT, j->id, j->epoch,
+			           (int64_t)(j->out_off - j->tail_len), 0, j->tail, j->tail_len);
 	}
 	if (act.send_start_failed) {
 		log_debug("supervisor: job %s could not start: %s", j->name, failure);
