@@ -389,7 +389,7 @@ class WebTest(lktest.TestCase):
         self.screenshot(url + "/#run=flaky/" + failed["znode"], "dashboard.png")
 
         # It is its own process: stopping it stops nothing else, and it ends cleanly.
-        web.stop()
+        web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
         self.assertEqual(web.returncode, 0)
 
     def test_hostile_strings_are_text(self):
@@ -429,7 +429,7 @@ class WebTest(lktest.TestCase):
                   evil % "output", "</td></tr></table><h1>table</h1>", evil % "field"):
             self.assertIn(s, text)
         self.assertIn(evil % "output", d.by_id("detail-output").text)
-        web.stop()
+        web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
         self.assertEqual(web.returncode, 0)
 
     def test_limits_and_refusals(self):
@@ -490,7 +490,7 @@ class WebTest(lktest.TestCase):
         # Headers past the listener's bound (8 KiB).
         status = self.get(url + "/", {"X-Big": "y" * 20000})[0]
         self.assertIn(status, (400, 413, 431))
-        web.stop()
+        web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
         self.assertEqual(web.returncode, 0)
 
         # Not on another address unless asked: it has no authentication of its own.
@@ -583,7 +583,7 @@ class WebTest(lktest.TestCase):
         self.assertEqual(got.decode(), "".join("line %d of %s\n" % (i, run)
                                                for i in range(1, 21)))
         print("the tail read 20 lines and the outcome in %d polls" % polls)
-        web.stop()
+        web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
         self.assertEqual(web.returncode, 0)
 
     def test_tail_of_workers_that_fail(self):
@@ -681,7 +681,7 @@ class WebTest(lktest.TestCase):
         hang = threading.Thread(target=asked)
         hang.start()
         time.sleep(1)
-        web.stop()
+        web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
         self.assertEqual(web.returncode, 0)
         hang.join(timeout=30)
 
