@@ -37,7 +37,15 @@ struct worker_reload;
 #define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
 #define WORKER_STATUS_MS           1000 /* systemd's STATUS= is brought up to date this often */
 #define WORKER_PLACEMENT_MS        5000 /* how often jobs no live worker can run are looked for */
-#define WORKER_DEADLINE_PUSH_MS    50   /* the supervisor learns a deadline that moved this much */
+/*
+ * Main's loop has three priorities: every event takes the middle one (1); a reload's slices,
+ * its start and the reaping of what it replaced take the last (2), so they run only in a turn
+ * of the loop where nothing else is ready: a request or a heartbeat that needs several turns
+ * (read, answer, write) is not made to wait a slice at each.
+ */
+#define WORKER_PRIORITIES          3
+#define WORKER_PRIORITY_BACKGROUND 2
+#define WORKER_DEADLINE_PUSH_MS    50 /* the supervisor learns a deadline that moved this much */
 
 enum worker_state {
 	WORKER_CONNECTING,  /* no session yet */
@@ -166,7 +174,7 @@ void worker_node_update(struct worker *w);
 void worker_node_clock_cb(int fd, short what, void *arg);
 
 /* worker-reload.c */
-void worker_reload(struct worker *w);
+void worker_reload_request(struct worker *w);
 void worker_reload_abort(struct worker *w);
 void worker_reload_init(struct worker *w);
 void worker_reload_fini(struct worker *w);

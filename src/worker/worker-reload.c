@@ -17,7 +17,11 @@
  *
  * SIGHUPs coalesce: while a reload runs, another SIGHUP marks one more as pending, which starts
  * as long after this one ended as this one's slices took (reading and applying: a storm of
- * reloads takes at most half of the loop's time), and reads the files as they are then. And a
+ * reloads takes at most half of the loop's time), and reads the files as they are then; a
+ * SIGHUP while that one waits to start is taken by it. The slices, the start and the reaping
+ * run at the loop's lowest priority (WORKER_PRIORITY_BACKGROUND): only in a turn where
+ * nothing else is ready, so that a request to /livez, read, answered and written over
+ * several turns, does not wait a slice at each. And a
  * SIGHUP when no file the configuration was read from changed reads nothing: the worker file,
  * each job file, the auth file, /etc/passwd and /etc/group are compared by content and ACL (a
  * SHA-1), inode, owner and mode, and each folder by its times too (they move when a file comes
@@ -69,11 +73,15 @@ struct worker_reload {
 	size_t nold;
 	size_t pos; /* in old (stopping), then in cfg->jobs_list (starting) */
 	int starting;
+	int ending;  /* every job applied: the end's steps, one slice each (1, 2, 3) */
+	int swapped; /* cfg is the worker's, the old one retired */
 	uint64_t began_ns;
 	size_t unchanged, stopped, started;
 };
 
+static void worker_reload(struct worker *);
 static void worker_reload_done(struct worker *);
+static void worker_reload_swap(struct worker *, struct worker_reload *);
 static void worker_reload_http(struct worker *, const char *);
 static void worker_reload_read_slice(struct worker *, struct worker_reload *);
 static size_t worker_reload_free_done(struct worker *, int, size_t);
@@ -322,14 +330,58 @@ static void
 worker_reload_end(struct worker *w)
 {
 	struct worker_reload *r = w->reload;
-	struct worker_config *rc = xcalloc(1, sizeof *rc);
 
 	evtimer_del(w->reload_ev);
+	worker_reload_swap(w, r);
+	w->reload = NULL;
+	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
+}
+
+/* The new configuration becomes the worker's (once); the old one is retired. */
+static void
+worker_reload_swap(struct worker *w, struct worker_reload *r)
+{
+	struct worker_config *rc;
+
+	if (r->swapped)
+		return;
+	r->swapped = 1;
+	rc = xcalloc(1, sizeof *rc);
 	rc->cfg = w->cfg;
 	TAILQ_INSERT_TAIL(&w->retired, rc, entry);
 	w->cfg = r->cfg;
-	w->reload = NULL;
-	event_active(w->reap, EV_TIMEOUT, 0); /* the old configuration may be unused already */
+}
+
+/*
+ * Every job applied: the end, a step per slice (the node's data alone is a few ms at 2,000
+ * jobs): the configuration swapped, then the node rewritten, then the reload's state freed.
+ */
+static void
+worker_reload_ending(struct worker *w, struct worker_reload *r, uint64_t start)
+{
+	switch (r->ending++) {
+	case 1:
+		worker_reload_swap(w, r);
+		worker_log_excluded(w->cfg);
+		worker_health_configure(w);
+		break;
+	case 2:
+		worker_node_update(w);
+		break;
+	default:
+		log_info("reloaded: %zu job(s) (%zu unchanged, %zu stopped, %zu started) in %llu "
+		         "ms",
+		         r->cfg->njobs, r->unchanged, r->stopped, r->started,
+		         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
+		worker_reload_end(w);
+		/* Its own time, for the spacing of the next: a storm takes at most half the loop. */
+		w->reload_ns = r->work_ns + (clock_now_ns() - start);
+		worker_reload_free(r);
+		worker_reload_done(w);
+		return;
+	}
+	r->work_ns += clock_now_ns() - start;
+	worker_reload_later(w, 0);
 }
 
 /* A slice of the reload: as many jobs as WORKER_RELOAD_SLICE_US allows. */
@@ -347,6 +399,10 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		return;
 	if (r->loader != NULL) {
 		worker_reload_read_slice(w, r);
+		return;
+	}
+	if (r->ending > 0) {
+		worker_reload_ending(w, r, start);
 		return;
 	}
 	if (r->index == NULL) { /* read and accepted: applying begins */
@@ -376,17 +432,9 @@ worker_reload_slice_cb(int fd, short what, void *arg)
 		else
 			break;
 	}
-	log_info("reloaded: %zu job(s) (%zu unchanged, %zu stopped, %zu started) in %llu ms",
-	         r->cfg->njobs, r->unchanged, r->stopped, r->started,
-	         (unsigned long long)((clock_now_ns() - r->began_ns) / CLOCK_NS_PER_MS));
-	worker_reload_end(w);
-	worker_log_excluded(w->cfg);
-	worker_health_configure(w);
-	worker_node_update(w);
-	/* Its own time, for the spacing of the next: a storm takes at most half of the loop. */
-	w->reload_ns = r->work_ns + (clock_now_ns() - start);
-	worker_reload_free(r);
-	worker_reload_done(w);
+	r->ending = 1; /* the end's steps from the next slice on */
+	r->work_ns += clock_now_ns() - start;
+	worker_reload_later(w, 0);
 }
 
 /* Begin applying cfg, a configuration that was read and accepted. */
@@ -444,11 +492,29 @@ worker_reload_accept(struct worker *w, struct config_loader *l)
 }
 
 /*
- * SIGHUP: reload, between RELOADING=1 (with the CLOCK_MONOTONIC time of the request, as
- * Type=notify-reload wants) and READY=1, once systemd was told we are ready. While one
- * runs, one more is pending, however many SIGHUPs come.
+ * SIGHUP: a reload, started from the loop at the background priority (the files' hashes are
+ * not taken in the signal's turn). One running, or one waiting to start (spaced after the
+ * last), takes the SIGHUP: it reads the files as they are when it starts.
  */
 void
+worker_reload_request(struct worker *w)
+{
+	if (w->reload != NULL) {
+		if (!w->reload_pending)
+			log_debug("reload: one is running; another follows it");
+		w->reload_pending = 1;
+		return;
+	}
+	if (evtimer_pending(w->reload_next, NULL))
+		return; /* one is due already: it reads the files as they are then */
+	event_active(w->reload_next, EV_TIMEOUT, 1);
+}
+
+/*
+ * The reload itself, between RELOADING=1 (with the CLOCK_MONOTONIC time it starts, after the
+ * SIGHUP's, as Type=notify-reload wants) and READY=1, once systemd was told we are ready.
+ */
+static void
 worker_reload(struct worker *w)
 {
 	char msg[128];
@@ -456,12 +522,6 @@ worker_reload(struct worker *w)
 	struct worker_fp *fp;
 	uint64_t began = clock_now_ns();
 
-	if (w->reload != NULL) {
-		if (!w->reload_pending)
-			log_debug("reload: one is running; another follows it");
-		w->reload_pending = 1;
-		return;
-	}
 	if (w->notified_ready) {
 		snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
 		         (unsigned long long)sdnotify_monotonic_usec());
@@ -587,6 +647,8 @@ worker_reload_init(struct worker *w)
 {
 	w->reload_ev = evtimer_new(w->base, worker_reload_slice_cb, w);
 	w->reload_next = evtimer_new(w->base, worker_reload_next_cb, w);
+	event_priority_set(w->reload_ev, WORKER_PRIORITY_BACKGROUND);
+	event_priority_set(w->reload_next, WORKER_PRIORITY_BACKGROUND);
 }
 
 /* Free them, and a reload's state. */
