@@ -46,7 +46,7 @@ static const struct main_cmd main_cmds[] = {
      "change the cluster's lease count of a job", 0},
     {"run-now", runnow_main, "run-now [-c FILE | --zk HOSTS] [--wait] JOB",
      "one run of a job now, on one worker", 1},
-    {"stop", stop_main, "stop [-c FILE | --zk HOSTS] [--run FENCE] [--kill] [--no-restart] JOB",
+    {"stop", stop_main, "stop [-c FILE | --zk HOSTS] [--run RUN_ID] [--kill] [--no-restart] JOB",
      "end a job's run under way, wherever it runs", 1},
     {"pause", control_pause, "pause [-c FILE | --zk HOSTS] [--stop-running] JOB",
      "pause a job cluster-wide", 1},

@@ -727,11 +727,10 @@ control_main(enum control_cmd cmd, const char *name, int argc, char **argv)
 	c.by = admin_who(by);
 	c.out = json_object();
 	c.carriers = json_array();
-	json_object_set(c.out, "carried_by", c.carriers);
+	if (cmd == CONTROL_FORGET) /* its --json says who carried the job it forgot */
+		json_object_set(c.out, "carried_by", c.carriers);
 	a.ctx = &c;
 	rc = admin_run(&a, 10000);
-	if (cmd != CONTROL_FORGET)
-		json_object_del(c.out, "carried_by");
 	json_decref(c.carriers);
 	json_decref(c.out);
 	free(c.by);

@@ -4,9 +4,10 @@
  * initauth.c: `leasekeeper init-auth [--user NAME] [--force] FILE`: write a new ZooKeeper
  * digest credential, "NAME:PASSWORD" with 24 random bytes of password, to FILE, created
  * mode 0600 and owned by whoever runs it (root, for the workers' file), never through a
- * symbolic link. The operator copies it to every worker host (one credential per cluster:
- * nodes get the creator-only ACL, so workers with different credentials lock each other
- * out) and names it in [zookeeper] auth_file.
+ * symbolic link. The workers' credential goes to every worker host (one per cluster: nodes
+ * get the creator-only ACL, so workers with different credentials lock each other out),
+ * named in [zookeeper] auth_file; a reader's or an operator's stays off the workers, which
+ * name only its digest id ([zookeeper] reader = / operator =).
  */
 
 #include <sys/random.h>
@@ -33,9 +34,14 @@ static const char initauth_usage[] =
     "usage: leasekeeper init-auth [--user NAME] [--force] FILE\n"
     "\n"
     "Write a new ZooKeeper digest credential NAME:PASSWORD (a random password) to FILE,\n"
-    "mode 0600, owned by the user running it. Run it once per cluster, as root, copy FILE\n"
-    "to every worker host (install -m 0600 -o root -g root), and set\n"
-    "[zookeeper] auth_file = FILE in each worker.ini. See docs/security.md.\n"
+    "mode 0600, owned by the user running it, and print what to do with it.\n"
+    "The workers' credential (the default user): run it once per cluster, as root, copy\n"
+    "FILE to every worker host (install -m 0600 -o root -g root), and set\n"
+    "[zookeeper] auth_file = FILE in each worker.ini.\n"
+    "A read-only identity (--user reader) or an operator identity (--user operator):\n"
+    "keep FILE off the worker hosts (the dashboard, status, or the operators pass\n"
+    "--auth-file FILE) and set [zookeeper] reader = or operator = to the digest id it\n"
+    "prints in each worker.ini. See docs/security.md (\"Roles\").\n"
     "\n"
     "  --user NAME  the digest user (default leasekeeper; letters, digits, . _ -)\n"
     "  --force      replace FILE if it exists (the old credential is lost)\n"
@@ -122,6 +128,39 @@ initauth_write(const char *file, const char *line, int force)
 	return 0;
 }
 
+/* What to do with the file just written: the advice depends on whose credential it is. */
+static void
+initauth_advise(const char *file, const char *user, const char *id)
+{
+	printf("wrote %s: digest user %s, mode 0600, owner uid %u.\n", file, user,
+	       (unsigned)geteuid());
+	if (strcmp(user, "reader") == 0) {
+		printf("This is a read-only identity: keep it off the worker hosts; whoever runs "
+		       "the dashboard or status uses it (web --auth-file %s, status --auth-file "
+		       "%s). On every worker, set in [zookeeper] the read-only identity:\n"
+		       "reader = %s\n",
+		       file, file, id);
+	} else if (strcmp(user, "operator") == 0) {
+		printf("This is an operator identity: keep it off the worker hosts; give it to "
+		       "the operators (mode 0600, their own copy), who pass --auth-file %s to "
+		       "run-now, stop, pause, resume, drain, undrain, set-leases, status and "
+		       "logs. On every worker, set in [zookeeper] the operator identity:\n"
+		       "operator = %s\n",
+		       file, id);
+	} else {
+		printf("%s the workers' credential: copy it to every worker host "
+		       "(install -m 0600 -o root -g root) and set [zookeeper] auth_file = %s "
+		       "in each worker.ini (one credential per cluster).\n",
+		       strcmp(user, "leasekeeper") == 0 ? "This is" : "If this is", file);
+		if (strcmp(user, "leasekeeper") != 0)
+			printf("If it is instead a read-only or an operator identity, keep it off "
+			       "the worker hosts and set on every worker, in [zookeeper], "
+			       "reader = %s or operator = %s\n",
+			       id, id);
+	}
+	printf("See docs/security.md (\"Roles\").\n");
+}
+
 /* `init-auth [--user NAME] [--force] FILE`. */
 int
 initauth_main(int argc, char **argv)
@@ -175,13 +214,7 @@ initauth_main(int argc, char **argv)
 		free(id);
 		return rc;
 	}
-	printf("wrote %s: digest user %s, mode 0600, owner uid %u. Copy it to every worker host "
-	       "(install -m 0600 -o root -g root) and set [zookeeper] auth_file = %s; see "
-	       "docs/security.md\n",
-	       argv[optind], user, (unsigned)geteuid(), argv[optind]);
-	printf("its digest id, for [zookeeper] reader = if this is the read-only identity, or "
-	       "operator = if the operator identity: %s\n",
-	       id);
+	initauth_advise(argv[optind], user, id);
 	free(id);
 	return 0;
 }

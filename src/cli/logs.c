@@ -370,7 +370,7 @@ static const char logs_usage[] =
     "The end of the output of a job's recent runs, as their run records keep it, from any\n"
     "host. Control characters are escaped.\n"
     "\n"
-    "  -j, --json            one JSON object instead of text\n"
+    "  -j, --json            a JSON array of the run records instead of text\n"
     "  -R, --run ID          this run only: its id (as the log lines' run=, the hooks'\n"
     "                        LEASEKEEPER_RUN_ID), or its record's number\n"
     "  -n, --last N          the last N runs (default 1, at most 1000)\n"

@@ -30,6 +30,40 @@ static const char next_usage[] =
     "  -j, --json         one JSON object\n"
     "  -h, --help         this help\n";
 
+/* How many names a NULL-terminated list holds. */
+static int
+next_count(char *const *list)
+{
+	int n = 0;
+
+	while (list != NULL && list[n] != NULL)
+		n++;
+	return n;
+}
+
+/* Which runs of a parent a child answers, by its after's suffix: "ok", "any", "failed". */
+static const char *
+next_when(const char *when)
+{
+	if (strcmp(when, "any") == 0)
+		return ", whatever its outcome";
+	if (strcmp(when, "failed") == 0)
+		return " that ends other than ok";
+	return " that ends ok";
+}
+
+/* A parent as after names it ("build", "test:any"): "run of build that ends ok". */
+static void
+next_parent_run(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+
+	if (colon == NULL)
+		printf("run of %s%s", spec, next_when("ok"));
+	else
+		printf("run of %.*s%s", (int)(colon - spec), spec, next_when(colon + 1));
+}
+
 /*
  * A chain: the parents a job runs after ("after": "build", "test:any"), and the jobs that
  * run after it ("children": "deploy", "alert:failed", as their after names it).
@@ -49,8 +83,9 @@ next_chain(const struct config_job *job, const struct config *cfg, json_t *out)
 			    ((*p)[len] == '\0' || (*p)[len] == ':')) {
 				json_array_append_new(
 				    children,
-				    json_pack("{s:s, s:s}", "job", cfg->jobs_list[i]->name, "when",
-				              (*p)[len] == ':' ? *p + len + 1 : "ok"));
+				    json_pack("{s:s, s:s, s:i}", "job", cfg->jobs_list[i]->name,
+				              "when", (*p)[len] == ':' ? *p + len + 1 : "ok",
+				              "parents", next_count(cfg->jobs_list[i]->after)));
 				break;
 			}
 	json_object_set_new(out, "after", parents);
@@ -124,24 +159,37 @@ next_print(json_t *out)
 	json_t *jitter = json_object_get(out, "jitter_s");
 	size_t i;
 
-	json_array_foreach(json_object_get(out, "children"), i, e)
-		printf("%s: then %s runs, after each %s run\n", job,
-		       json_string_value(json_object_get(e, "job")),
-		       strcmp(json_string_value(json_object_get(e, "when")), "ok") == 0
-		           ? "ok"
-		           : json_string_value(json_object_get(e, "when")));
+	json_array_foreach(json_object_get(out, "children"), i, e) {
+		const char *when = next_when(json_string_value(json_object_get(e, "when")));
+
+		if (json_integer_value(json_object_get(e, "parents")) > 1)
+			printf("%s: then %s runs, after a run of %s%s, once its other parents have "
+			       "had theirs too (a join)\n",
+			       job, json_string_value(json_object_get(e, "job")), job, when);
+		else
+			printf("%s: then %s runs, after each run of %s%s\n", job,
+			       json_string_value(json_object_get(e, "job")), job, when);
+	}
 	if (json_is_true(json_object_get(out, "continuous"))) {
 		printf("%s: @continuous: runs whenever this worker holds a lease\n", job);
 		return;
 	}
 	if (json_array_size(json_object_get(out, "after")) > 0) {
+		size_t n = json_array_size(json_object_get(out, "after"));
+
 		printf("%s: runs after", job);
 		json_array_foreach(json_object_get(out, "after"), i, e)
 			printf("%s %s", i > 0 ? "," : "", json_string_value(e));
-		printf(" (%s), no schedule of its own\n",
-		       json_array_size(json_object_get(out, "after")) > 1
-		           ? "once every parent has a new run since its last"
-		           : "once per run of its parent");
+		if (n > 1)
+			printf(" (a join: once each parent has had a new run since %s last ran: a ",
+			       job);
+		else
+			printf(" (once per ");
+		json_array_foreach(json_object_get(out, "after"), i, e) {
+			printf("%s", i == 0 ? "" : (i + 1 == n ? "; and a " : "; a "));
+			next_parent_run(json_string_value(e));
+		}
+		printf("%s), no schedule of its own\n", n > 1 ? "; the newest of each" : "");
 		return;
 	}
 	/* H and jitter are per job: say what they resolved to, then the times they give. */

@@ -39,8 +39,8 @@ runline_header(FILE *f, json_t *rec, int flags)
 	char *outcome = runline_outcome(rec, flags),
 	     *id = runline_field(rec, "run_id", NULL, flags);
 	char *node = runline_field(rec, "node", "?", flags);
-	char *start = runline_field(rec, "start", "?", flags);
-	char *end = runline_field(rec, "end", "?", flags);
+	char *start = runline_field(rec, "start", NULL, flags);
+	char *end = runline_field(rec, "end", NULL, flags);
 	char *why = runline_field(rec, "missed_reason", NULL, flags);
 	json_t *st = json_object_get(rec, "status"), *sig = json_object_get(rec, "signal");
 	json_t *tick = json_object_get(rec, "tick"), *fence = json_object_get(rec, "fence");
@@ -49,9 +49,11 @@ runline_header(FILE *f, json_t *rec, int flags)
 	if (id != NULL)
 		fprintf(f, "=== run %s (record %lld): %s", id, record, outcome);
 	else
-		fprintf(f, "=== run %lld: %s", record, outcome);
+		fprintf(f, "=== run (record %lld): %s", record, outcome);
 	if (why != NULL)
 		fprintf(f, " (%s)", why);
+	if (strcmp(outcome, "paused") == 0 || strcmp(outcome, "missed") == 0)
+		fprintf(f, ", not run"); /* a tick let go: no start, no end */
 	if (json_is_integer(st))
 		fprintf(f, ", exit status %lld", (long long)json_integer_value(st));
 	if (json_is_integer(sig))
@@ -61,7 +63,8 @@ runline_header(FILE *f, json_t *rec, int flags)
 		clock_iso8601((uint64_t)json_integer_value(tick) * 1000, when, sizeof when);
 		fprintf(f, ", tick %s", when);
 	}
-	fprintf(f, ", %s to %s", start, end);
+	if (start != NULL || end != NULL)
+		fprintf(f, ", %s to %s", start != NULL ? start : "?", end != NULL ? end : "?");
 	if (json_is_integer(fence))
 		fprintf(f, ", fence %lld", (long long)json_integer_value(fence));
 	fprintf(f, "\n");

@@ -11,6 +11,7 @@
 int
 usage_hint(const char *cmd)
 {
-	fprintf(stderr, "Try 'leasekeeper %s --help' for its usage.\n", cmd);
+	fprintf(stderr, "Try 'leasekeeper %s%s--help' for its usage.\n", cmd,
+	        cmd[0] != '\0' ? " " : "");
 	return EXIT_USAGE;
 }

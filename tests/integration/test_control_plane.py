@@ -200,7 +200,7 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
         r = self.lk("init-auth", "--user", "reader", rauth)
         self.assertEqual(r.returncode, 0, r.stderr)
-        reader_id = re.search(r"operator identity: (reader:\S+)$", r.stdout, re.M).group(1)
+        reader_id = re.search(r"^reader = (reader:\S+)$", r.stdout, re.M).group(1)
         out = self.path("runs.txt")
         cfg = self.config(jobs=self.recording_jobs(out),
                           zookeeper={"auth_file": wauth, "require_acl": True,
@@ -243,7 +243,7 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
         r = self.lk("init-auth", "--user", "operator", oauth)
         self.assertEqual(r.returncode, 0, r.stderr)
-        op_id = re.search(r"operator identity: (operator:\S+)$", r.stdout, re.M).group(1)
+        op_id = re.search(r"^operator = (operator:\S+)$", r.stdout, re.M).group(1)
         out = self.path("runs.txt")
         jobs = self.recording_jobs(out)
         jobs["hold"] = {"command": "exec sleep 1000", "leases": 2}
