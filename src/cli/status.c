@@ -338,9 +338,15 @@ static void
 status_ready(struct admin *a)
 {
 	struct view_opts *o = a->ctx;
+	const char *auth = a->auth != NULL ? a->auth : a->cfg != NULL ? a->cfg->auth : NULL;
+	static char user[128]; /* the credentials' user name alone, for messages */
 
 	o->root = a->root;
 	o->cfg = a->cfg;
+	if (auth != NULL) {
+		snprintf(user, sizeof user, "%.*s", (int)strcspn(auth, ":"), auth);
+		o->identity = user;
+	}
 	view_start(a->zk, o, status_done, a);
 }
 
