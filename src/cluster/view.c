@@ -404,19 +404,14 @@ view_job_role(enum view_role role)
 static const char *
 view_who(const struct view *v)
 {
-	static char text[128];
-
-	if (v->o.identity == NULL)
-		return "for an unauthenticated session: give credentials (--auth-file)";
-	snprintf(text, sizeof text, "for the identity %.80s", v->o.identity);
-	return text;
+	return v->o.identity != NULL ? v->o.identity : "this session's identity";
 }
 
 /* A job's node that this identity may not read: a warning on the job, not a failed view. */
 static void
 view_no_permission(struct view *v, json_t *job, const char *path)
 {
-	json_t *text = json_sprintf("no permission to read %s: ACL (%s)", path, view_who(v));
+	json_t *text = json_sprintf("no permission to read %s: ACL (for %s)", path, view_who(v));
 
 	if (json_object_get(job, "warning") == NULL)
 		json_object_set(job, "warning", text);
@@ -441,7 +436,7 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 		json_array_append_new(
 		    json_object_get(v->out, "errors"),
 		    reply->rc == ZNOAUTH
-		        ? json_sprintf("cannot read %s: no permission (ACL) %s", reply->path,
+		        ? json_sprintf("cannot read %s: no permission (ACL) for %s", reply->path,
 		                       view_who(v))
 		        : json_sprintf("cannot read %s: %s", reply->path, zerror(reply->rc)));
 	}

@@ -349,6 +349,11 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("WARNING: " + want, r.stdout)
         self.assertNotIn("not authenticated", r.stdout + r.stderr)
+        # Without credentials nothing is readable: exit 69, saying why (not "not authenticated").
+        r = self.lk("status", "--zk=" + self.zk.connect_string)
+        self.assertEqual(r.returncode, 69, r.stdout + r.stderr)
+        self.assertIn("cannot read %s: no permission (ACL) for a session without credentials"
+                      % ROOT, r.stderr)
 
     def test_a_hook_token_reads_its_own_run_while_the_hook_runs(self):
         """Hooks had no secret: to read their run's output they needed the workers'."""
