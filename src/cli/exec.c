@@ -75,6 +75,8 @@ struct exec {
 	char **argv;
 	struct config_limits limits; /* [worker]'s defaults, with -c */
 	enum config_cgroups cgroups; /* [worker] cgroups, with -c; else auto */
+	const char *reader;          /* [zookeeper] reader's digest id, with -c; or NULL */
+	const char *operator_id;     /* [zookeeper] operator's digest id, with -c; or NULL */
 
 	uint64_t started_ns;
 	int exit_code;
@@ -696,6 +698,8 @@ exec_settle(struct exec *e, struct exec_args *a, struct config **cfg, char **aut
 		e->safety_margin_ms = (int)(*cfg)->safety_margin_ms;
 		e->limits = (*cfg)->limits;
 		e->cgroups = (*cfg)->cgroups;
+		e->reader = (*cfg)->reader;
+		e->operator_id = (*cfg)->operator_id;
 	}
 	/* --auth-file overrides the configuration's credentials; refused like auth_file. */
 	if (a->auth_file != NULL && authfile_read(a->auth_file, auth, &cause) != 0) {
@@ -779,6 +783,11 @@ exec_run(struct exec *e, const struct exec_args *a, const char *auth)
 	e->sv = svlink_start(e->base, &scb, e, &sv_opts);
 	e->zk = zk_create(e->base, a->hosts, (int)a->session_timeout_ms, e->safety_margin_ms, auth,
 	                  exec_zk_cb, e);
+	/* The nodes exec creates get the worker's ACLs: the reader reads, the operator controls. */
+	if (e->reader != NULL)
+		zk_set_reader(e->zk, e->reader);
+	if (e->operator_id != NULL)
+		zk_set_operator(e->zk, a->root, e->operator_id);
 	data = lease_data(e->node_id, e->name, clock_wall_ms());
 	exec_lease_new(e, a->root, data, &lcb);
 	free(data);

@@ -338,9 +338,16 @@ static void
 status_ready(struct admin *a)
 {
 	struct view_opts *o = a->ctx;
+	const char *auth = a->auth != NULL ? a->auth : a->cfg != NULL ? a->cfg->auth : NULL;
+	static char who[160]; /* who the session is (never the password), for messages */
 
 	o->root = a->root;
 	o->cfg = a->cfg;
+	if (auth != NULL)
+		snprintf(who, sizeof who, "the identity %.*s", (int)strcspn(auth, ":"), auth);
+	else
+		snprintf(who, sizeof who, "a session without credentials (--auth-file)");
+	o->identity = who;
 	view_start(a->zk, o, status_done, a);
 }
 

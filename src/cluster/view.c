@@ -392,6 +392,32 @@ view_is_worker(struct view *v, json_t *entry)
 	return 0;
 }
 
+/* Whether a read of role is one of a job's (its target the job's object). */
+static int
+view_job_role(enum view_role role)
+{
+	return role == VIEW_RECORD || role == VIEW_STATE || role == VIEW_RUNS ||
+	       role == VIEW_RUNNING || role == VIEW_HOLDERS || role == VIEW_WAITERS;
+}
+
+/* Who a ZNOAUTH was for (zerror's "not authenticated" is wrong with credentials). */
+static const char *
+view_who(const struct view *v)
+{
+	return v->o.identity != NULL ? v->o.identity : "this session's identity";
+}
+
+/* A job's node that this identity may not read: a warning on the job, not a failed view. */
+static void
+view_no_permission(struct view *v, json_t *job, const char *path)
+{
+	json_t *text = json_sprintf("no permission to read %s: ACL (for %s)", path, view_who(v));
+
+	if (json_object_get(job, "warning") == NULL)
+		json_object_set(job, "warning", text);
+	json_array_append_new(json_object_get(v->out, "warnings"), text);
+}
+
 /* One answer of status. */
 static void
 view_reply_cb(const struct zk_reply *reply, void *arg)
@@ -404,10 +430,15 @@ view_reply_cb(const struct zk_reply *reply, void *arg)
 	json_t *state;
 	int i, n;
 
-	if (reply->rc != ZOK && reply->rc != ZNONODE) {
+	if (reply->rc == ZNOAUTH && view_job_role(r->role))
+		view_no_permission(v, r->target, reply->path);
+	else if (reply->rc != ZOK && reply->rc != ZNONODE) {
 		json_array_append_new(
 		    json_object_get(v->out, "errors"),
-		    json_sprintf("cannot read %s: %s", reply->path, zerror(reply->rc)));
+		    reply->rc == ZNOAUTH
+		        ? json_sprintf("cannot read %s: no permission (ACL) for %s", reply->path,
+		                       view_who(v))
+		        : json_sprintf("cannot read %s: %s", reply->path, zerror(reply->rc)));
 	}
 	if (reply->rc == ZOK) {
 		switch (r->role) {

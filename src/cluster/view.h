@@ -20,6 +20,7 @@ struct view_opts {
 	size_t runs;       /* the newest run records read per job */
 	size_t max_list;   /* the most entries read of any other listing; 0: all */
 	int output_tokens; /* keep the workers' output_token (the dashboard, which strips them) */
+	const char *identity; /* who the session is, for messages ("the identity ops"), or NULL */
 };
 
 void view_start(struct zk *, const struct view_opts *, void (*)(json_t *, void *), void *);

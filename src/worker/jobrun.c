@@ -22,6 +22,7 @@
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "lease.h"
+#include "stopreq.h"
 #include "svlink.h"
 #include "utf8.h"
 
@@ -422,6 +423,7 @@ job_started(struct job *job, uint32_t run, pid_t pid)
 	job_health_started(job);
 	job_input(job, &in, JOBFSM_STARTED);
 	job_feed(job, &in, NULL);
+	stopreq_ran(job->stops); /* a stop that came while the copy was restarting */
 }
 
 /* The supervisor could not start the run. */

@@ -14,6 +14,8 @@
  * stops the run (stopreq_cb.take) and, when its record is written, hands back how it ended
  * (stopreq_finish), written into the node as "result". Whoever lists the folder deletes what
  * is done and older than STOPREQ_KEEP_MS, and requests nobody took long after their timeout.
+ * A request read while its run was not under way here (an @continuous copy restarting under
+ * its lease) is read again when a run starts (stopreq_ran): the folder's watch would not fire.
  */
 
 #include <stdlib.h>
@@ -52,7 +54,8 @@ struct stopreq {
 	char *node;
 	const struct stopreq_cb *cb;
 	void *arg;
-	int active; /* watching the folder in this session */
+	int active;    /* watching the folder in this session */
+	int unmatched; /* the last listing had a request for a run not under way here */
 	struct stopreq_taken taken[STOPREQ_MAX_TAKEN];
 	int ntaken;
 };
@@ -289,9 +292,12 @@ stopreq_get_cb(const struct zk_reply *reply, void *arg)
 		zk_delete(sr->zk, reply->path, 0, NULL, NULL);
 		return;
 	}
-	if (reply->stat->version != 0 || stopreq_find(sr, znode_basename(reply->path)) >= 0 ||
-	    !stopreq_mine(sr, &s, reply->stat->czxid))
+	if (reply->stat->version != 0 || stopreq_find(sr, znode_basename(reply->path)) >= 0)
 		return;
+	if (!stopreq_mine(sr, &s, reply->stat->czxid)) {
+		sr->unmatched = 1; /* a copy restarting under that fence may start: stopreq_ran */
+		return;
+	}
 	/* Like every control record: honoured only where control needs credentials. */
 	if (!control_allow(CONTROL_STOP, sr->job, znode_basename(reply->path)))
 		return;
@@ -311,7 +317,8 @@ stopreq_list_cb(const struct zk_reply *reply, void *arg)
 	int i, from = 0;
 
 	if (reply->rc != ZOK || reply->nchildren == 0)
-		return; /* a connection error: listed again at the reconnect */
+		return;    /* a connection error: listed again at the reconnect */
+	sr->unmatched = 0; /* the gets below tell again */
 	names = xcalloc((size_t)reply->nchildren, sizeof *names);
 	for (i = 0; i < reply->nchildren; i++)
 		names[i] = reply->children[i];
@@ -344,6 +351,20 @@ stopreq_list(struct stopreq *sr)
 {
 	if (sr->active)
 		zk_children(sr->zk, sr->dir, stopreq_watch_cb, stopreq_list_cb, sr);
+}
+
+/*
+ * A run started here: a request read while no run (or another) was under way may name this
+ * one (an @continuous copy restarted under the same lease shares its fence): read them again.
+ * The folder's watch fires only when a request is made or goes.
+ */
+void
+stopreq_ran(struct stopreq *sr)
+{
+	if (!sr->active || !sr->unmatched)
+		return;
+	sr->unmatched = 0;
+	zk_children(sr->zk, sr->dir, NULL, stopreq_list_cb, sr);
 }
 
 /* The folder exists (made now, or before): list it. */

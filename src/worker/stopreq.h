@@ -28,6 +28,7 @@ void stopreq_free(struct stopreq *);
 void stopreq_start(struct stopreq *, const char *node);
 void stopreq_session(struct stopreq *, enum zk_event);
 int stopreq_pending(const struct stopreq *);
+void stopreq_ran(struct stopreq *);
 void stopreq_finish(struct stopreq *, json_t *result);
 
 #endif

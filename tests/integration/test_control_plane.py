@@ -306,6 +306,55 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertNotIn("others may create or delete", w.log_text())
         self.assertEqual(w.stop(timeout=15), 0)
 
+    def test_exec_gives_the_reader_and_operator_their_roles(self):
+        """exec made its job record with the workers' ACL alone: status failed for the
+        operator and the reader ("not authenticated", exit 69) after one exec."""
+        from kazoo.security import CREATOR_ALL_ACL
+        self.start_zookeeper()
+        wauth, rauth, oauth = (self.path(f) for f in ("zk.auth", "reader.auth", "op.auth"))
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        ids = {}
+        for user, f in (("reader", rauth), ("operator", oauth)):
+            r = self.lk("init-auth", "--user", user, f)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ids[user] = re.search(r"operator identity: (%s:\S+)$" % user, r.stdout,
+                                  re.M).group(1)
+        cfg = self.config(zookeeper={"auth_file": wauth, "reader": ids["reader"],
+                                     "operator": ids["operator"]})
+        r = self.lk("exec", "-c", cfg, "myexec2", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for f in (oauth, rauth):
+            r = self.lk("status", "--zk=" + self.zk.connect_string, "--auth-file", f, "--json")
+            self.assertEqual(r.returncode, 0, f + ": " + r.stderr)
+            job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "myexec2"][0]
+            self.assertNotIn("warning", job)
+            self.assertEqual(job["leases"], 1)
+        zkopt = ["--zk=" + self.zk.connect_string, "--auth-file", oauth]
+        for cmd in ("pause", "resume"):  # the operator writes the record exec made
+            r = self.lk(cmd, *zkopt, "myexec2")
+            self.assertEqual(r.returncode, 0, cmd + ": " + r.stdout + r.stderr)
+        # A record the operator may not read (as an older exec made it): a warning on that
+        # job, naming the identity; the rest of the cluster is shown and status exits 0.
+        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        friend.create(ROOT + "/jobs/closed", b"{}", acl=CREATOR_ALL_ACL)
+        r = self.lk("status", *zkopt, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        jobs = {j["name"]: j for j in doc["jobs"]}
+        self.assertNotIn("warning", jobs["myexec2"])
+        want = ("no permission to read %s/jobs/closed: ACL (for the identity operator)" % ROOT)
+        self.assertEqual(jobs["closed"]["warning"], want)
+        self.assertIn(want, doc["warnings"])
+        r = self.lk("status", *zkopt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("WARNING: " + want, r.stdout)
+        self.assertNotIn("not authenticated", r.stdout + r.stderr)
+        # Without credentials nothing is readable: exit 69, saying why (not "not authenticated").
+        r = self.lk("status", "--zk=" + self.zk.connect_string)
+        self.assertEqual(r.returncode, 69, r.stdout + r.stderr)
+        self.assertIn("cannot read %s: no permission (ACL) for a session without credentials"
+                      % ROOT, r.stderr)
+
     def test_a_hook_token_reads_its_own_run_while_the_hook_runs(self):
         """Hooks had no secret: to read their run's output they needed the workers'."""
         from kazoo.exceptions import NoAuthError, NoNodeError

@@ -149,6 +149,23 @@ class StopTest(WorkflowCase):
         recs = [x for x in self.runs(kz, "work") if x.get("stopped_by") == "ops@test"]
         self.assertEqual([x["outcome"] for x in recs], ["stopped"])
 
+        # --run FENCE at once after a stop: the copy is restarting (restart_backoff 3s) under
+        # the same lease, so the same fence; the request waits for it and stops it.
+        fence = recs[0]["fence"]
+        n = len(self.lines(out))
+        r = self.cli("stop", "--json", "--by", "ops@test", "work")  # the restarted copy
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        recs = [x for x in self.runs(kz, "work") if x.get("stopped_by") == "ops@test"]
+        self.assertEqual([x["fence"] for x in recs], [fence, fence])  # one lease, one fence
+        r = self.cli("stop", "--json", "--by", "ops2@test", "--timeout", "30s", "--run",
+                     str(fence), "work")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(json.loads(r.stdout)["result"]["outcome"], "stopped")
+        self.assertGreaterEqual(len(self.lines(out)), n + 1, "no copy restarted")
+        recs = [x for x in self.runs(kz, "work") if x.get("stopped_by") == "ops2@test"]
+        self.assertEqual([(x["outcome"], x["fence"]) for x in recs], [("stopped", fence)])
+        self.wait_until(lambda: len(self.lines(out)) >= n + 2, timeout=30, msg="the restart")
+
         # --no-restart: stopped, and held (paused) until resume.
         r = self.cli("stop", "--no-restart", "work")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -160,8 +177,8 @@ class StopTest(WorkflowCase):
         r = self.cli("resume", "work")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.wait_until(lambda: len(self.lines(out)) > n, timeout=30, msg="the copy after resume")
-        # Two stops, two "stopped" records: the resumed copy runs on.
-        self.assertEqual(len([x for x in self.runs(kz, "work") if x["outcome"] == "stopped"]), 2)
+        # Four stops, four "stopped" records: the resumed copy runs on.
+        self.assertEqual(len([x for x in self.runs(kz, "work") if x["outcome"] == "stopped"]), 4)
 
 
 class ParamsTest(WorkflowCase):
