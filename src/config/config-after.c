@@ -70,30 +70,21 @@ void
 config_resolve_after(struct config_ctx *ctx, const struct config_sec *sec, struct config_job *job)
 {
 	const struct config_kv *kv = config_kv_find(sec, "after");
-	const char *p;
+	const char *p = kv != NULL ? kv->value : NULL;
 	char **list, *item;
-	size_t n = 0, len, end;
+	size_t n = 0;
 
 	if (kv == NULL)
 		return;
 	list = xcalloc(1, sizeof *list);
-	for (p = kv->value; *p != '\0';) {
-		p += strspn(p, " \t");
-		len = strcspn(p, ",");
-		end = len;
-		while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t'))
-			end--;
-		item = xstrndup(p, end);
-		if (end == 0)
+	while ((item = config_list_next(&p)) != NULL) {
+		if (*item == '\0')
 			config_error_kv(ctx, sec, kv,
 			                "after has an empty item: write job names separated by "
 			                "commas, e.g. after = build, test:any");
 		else
 			config_after_item(ctx, sec, kv, item, &list, &n);
 		free(item);
-		p += len;
-		if (*p == ',')
-			p++;
 	}
 	if (n == 0) {
 		free(list);

@@ -151,6 +151,7 @@ int config_parse_size(const char *text, uint64_t *bytes, char **cause);
 int config_valid_identifier(const char *name, size_t len);
 void config_resolve_policy(struct config_ctx *, const struct config_sec *, struct config_job *,
                            int ok_sched);
+char *config_list_next(const char **p);
 void config_resolve_params(struct config_ctx *, const struct config_sec *, struct config_job *);
 /* config-after.c */
 void config_resolve_after(struct config_ctx *, const struct config_sec *, struct config_job *);

@@ -58,26 +58,44 @@ config_param_item(struct config_ctx *ctx, const struct config_sec *sec, const st
 	(*list)[++*n] = NULL;
 }
 
+/*
+ * The next item of the comma-separated list at *p, without its blanks (the caller frees
+ * it; "" for an empty one), *p moved past it and its comma; NULL at the list's end.
+ */
+char *
+config_list_next(const char **p)
+{
+	const char *s = *p;
+	size_t len, end;
+	char *item;
+
+	if (*s == '\0')
+		return NULL;
+	s += strspn(s, " \t");
+	len = strcspn(s, ",");
+	end = len;
+	while (end > 0 && (s[end - 1] == ' ' || s[end - 1] == '\t'))
+		end--;
+	item = xstrndup(s, end);
+	s += len;
+	*p = *s == ',' ? s + 1 : s;
+	return item;
+}
+
 /* The job's params: "NAME" or "NAME=DEFAULT" in job->params, NULL terminated (none: NULL). */
 void
 config_resolve_params(struct config_ctx *ctx, const struct config_sec *sec, struct config_job *job)
 {
 	const struct config_kv *kv = config_kv_find(sec, "params");
-	const char *p;
+	const char *p = kv != NULL ? kv->value : NULL;
 	char **list, *item;
-	size_t n = 0, len, end;
+	size_t n = 0;
 
 	if (kv == NULL)
 		return;
 	list = xcalloc(1, sizeof *list);
-	for (p = kv->value; *p != '\0';) {
-		p += strspn(p, " \t");
-		len = strcspn(p, ",");
-		end = len;
-		while (end > 0 && (p[end - 1] == ' ' || p[end - 1] == '\t'))
-			end--;
-		item = xstrndup(p, end);
-		if (end == 0)
+	while ((item = config_list_next(&p)) != NULL) {
+		if (*item == '\0')
 			config_error_kv(
 			    ctx, sec, kv,
 			    "params has an empty item: write names separated by commas, "
@@ -85,9 +103,6 @@ config_resolve_params(struct config_ctx *ctx, const struct config_sec *sec, stru
 		else
 			config_param_item(ctx, sec, kv, item, &list, &n);
 		free(item);
-		p += len;
-		if (*p == ',')
-			p++;
 	}
 	job->params = list;
 }
