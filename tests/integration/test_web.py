@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -84,6 +85,14 @@ class Dom(html.parser.HTMLParser):
 
 
 class WebTest(lktest.TestCase):
+    def note_stuck_stop(self, web):
+        """The dashboard's shutdown watchdog fired (web.c, web_stop_stuck): say so loudly.
+        Seen under ASan on a loaded machine, not yet explained (see the session note)."""
+        text = web.log_text()
+        if "the shutdown took over" in text:
+            sys.stderr.write("WARNING (known issue): %s\n" % [
+                line for line in text.splitlines() if "the shutdown took over" in line])
+
     def chromium(self, *args, timeout=120):
         exe = shutil.which("chromium")
         self.assertIsNotNone(exe, "chromium is not installed: run scripts/bootstrap")
@@ -390,6 +399,7 @@ class WebTest(lktest.TestCase):
 
         # It is its own process: stopping it stops nothing else, and it ends cleanly.
         web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
+        self.note_stuck_stop(web)
         self.assertEqual(web.returncode, 0)
 
     def test_hostile_strings_are_text(self):
@@ -430,6 +440,7 @@ class WebTest(lktest.TestCase):
             self.assertIn(s, text)
         self.assertIn(evil % "output", d.by_id("detail-output").text)
         web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
+        self.note_stuck_stop(web)
         self.assertEqual(web.returncode, 0)
 
     def test_limits_and_refusals(self):
@@ -491,6 +502,7 @@ class WebTest(lktest.TestCase):
         status = self.get(url + "/", {"X-Big": "y" * 20000})[0]
         self.assertIn(status, (400, 413, 431))
         web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
+        self.note_stuck_stop(web)
         self.assertEqual(web.returncode, 0)
 
         # Not on another address unless asked: it has no authentication of its own.
@@ -584,6 +596,7 @@ class WebTest(lktest.TestCase):
                                                for i in range(1, 21)))
         print("the tail read 20 lines and the outcome in %d polls" % polls)
         web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
+        self.note_stuck_stop(web)
         self.assertEqual(web.returncode, 0)
 
     def test_tail_of_workers_that_fail(self):
@@ -682,6 +695,7 @@ class WebTest(lktest.TestCase):
         hang.start()
         time.sleep(1)
         web.stop(timeout=30)  # closing its session waits for the server (slow when busy)
+        self.note_stuck_stop(web)
         self.assertEqual(web.returncode, 0)
         hang.join(timeout=30)
 
