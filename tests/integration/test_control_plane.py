@@ -317,7 +317,7 @@ class ControlPlaneTest(lktest.TestCase):
         for user, f in (("reader", rauth), ("operator", oauth)):
             r = self.lk("init-auth", "--user", user, f)
             self.assertEqual(r.returncode, 0, r.stderr)
-            ids[user] = re.search(r"operator identity: (%s:\S+)$" % user, r.stdout,
+            ids[user] = re.search(r"^%s = (%s:\S+)$" % (user, user), r.stdout,
                                   re.M).group(1)
         cfg = self.config(zookeeper={"auth_file": wauth, "reader": ids["reader"],
                                      "operator": ids["operator"]})
