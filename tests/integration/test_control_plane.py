@@ -369,6 +369,10 @@ class ControlPlaneTest(lktest.TestCase):
         cfg = self.config(jobs=jobs, zookeeper={"auth_file": wauth, "require_acl": True})
         w = self.worker(cfg)
         w.wait_log(r"registered as", timeout=30)
+        kz0 = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        # The job records are written after the registration: run-now needs them.
+        self.wait_until(lambda: all(kz0.exists("%s/jobs/%s" % (ROOT, j)) for j in ("a", "b")),
+                        timeout=30, msg="the job records")
         for j in ("a", "b"):
             r = self.lk("run-now", "-c", cfg, "--wait", j)
             self.assertEqual(r.returncode, 3, r.stdout + r.stderr)  # the run failed: its status

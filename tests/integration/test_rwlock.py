@@ -376,6 +376,15 @@ class RwLockTest(lktest.TestCase):
         self.wait_until(lambda: runs("ab") >= want and runs("ba") >= want, timeout=want + 60,
                         msg="runs stopped (deadlock?)")
         took = time.monotonic() - t0
+        kz = self.kazoo()
+
+        def recorded_ok(job):
+            runs_dir = "/leasekeeper/jobs/%s/runs" % job
+            return [json.loads(kz.get(runs_dir + "/" + c)[0]).get("outcome")
+                    for c in kz.get_children(runs_dir)].count("ok")
+        # A run's record is written after its end: wait for those of the runs counted above.
+        self.wait_until(lambda: recorded_ok("ab") >= want and recorded_ok("ba") >= want,
+                        timeout=60, msg="run records of the runs that ended")
         for p in self.procs.values():
             p.stop()
         print("opposite orders, jobs: %d + %d runs in %.1f s" % (runs("ab"), runs("ba"), took))
@@ -388,7 +397,6 @@ class RwLockTest(lktest.TestCase):
         # A deadlock stops every run of both jobs (the wait above). A tick may still be
         # recorded missed (reason locks) on a machine too slow to take both locks within
         # start_deadline: such misses are counted and stay the exception.
-        kz = self.kazoo()
         for job in ("ab", "ba"):
             runs_dir = "/leasekeeper/jobs/%s/runs" % job
             outcomes = [json.loads(kz.get(runs_dir + "/" + c)[0]).get("outcome")
