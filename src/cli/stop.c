@@ -352,6 +352,19 @@ stop_ask(struct admin *a)
 	free(dir);
 }
 
+/* The job is not in the cluster: say so and end with 1. */
+static void
+stop_no_job(struct admin *a)
+{
+	struct stop *s = a->ctx;
+
+	fprintf(stderr,
+	        "leasekeeper stop: the cluster knows no job \"%s\" (%s does not exist): check "
+	        "the name\n",
+	        s->job, s->record);
+	stop_done(a, 1);
+}
+
 /* The pause (--no-restart) ended (pausewr.c): then ask for the stop. */
 static void
 stop_paused_cb(struct pausewr *w, enum pausewr_result result, const json_t *paused, const char *why,
@@ -368,11 +381,7 @@ stop_paused_cb(struct pausewr *w, enum pausewr_result result, const json_t *paus
 		stop_failed(a, why, reply);
 		return;
 	case PAUSEWR_NO_JOB:
-		fprintf(stderr,
-		        "leasekeeper stop: the cluster knows no job \"%s\" (%s does not exist): "
-		        "check the name\n",
-		        s->job, s->record);
-		stop_done(a, 1);
+		stop_no_job(a);
 		return;
 	case PAUSEWR_REFUSED:
 		fprintf(stderr, "leasekeeper stop: %s\n", why);
@@ -398,11 +407,7 @@ stop_record_cb(const struct zk_reply *reply, void *arg)
 	if (s->finished)
 		return;
 	if (reply->rc == ZNONODE) {
-		fprintf(stderr,
-		        "leasekeeper stop: the cluster knows no job \"%s\" (%s does not exist): "
-		        "check the name\n",
-		        s->job, s->record);
-		stop_done(a, 1);
+		stop_no_job(a);
 		return;
 	}
 	if (reply->rc != ZOK) {
