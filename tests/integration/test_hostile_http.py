@@ -318,6 +318,9 @@ class HostileHttpTest(lktest.TestCase):
         self.start_zookeeper()
         self.start({"work": {"command": "sleep 3600"}})
         kz = self.kazoo()
+        # The worker makes the lock's folder when it first takes the lease.
+        self.wait_until(lambda: kz.exists("/leasekeeper/mutex/work"), timeout=60,
+                        msg="the worker never made the lock's folder")
         forged = "\x1b[2J\x1b]0;owned\x07\nforged-line \x7f\x9b31m"
         kz.create("/leasekeeper/workers/evil", ('{"host": "%s", "pid": 1}'
                                                 % forged.replace("\n", "\\n")
