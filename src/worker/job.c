@@ -185,7 +185,7 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 			         when);
 		else
 			log_info("job %s: catching up the tick of %s, still inside its "
-			         "start_deadline",
+			         "start_deadline, unless another worker has run it",
 			         job->name, when);
 		break;
 	case JOBFSM_NOTE_MANUAL_RUN:
