@@ -169,6 +169,24 @@ config_print_job_lease(const struct config *cfg, const struct config_job *job, F
 	}
 }
 
+/* The workdir of a job with a user and no workdir: its home, or / when the home is no folder. */
+static void
+config_print_home(const char *user, FILE *f)
+{
+	struct passwd *pw = getpwnam(user);
+	struct stat st;
+
+	if (pw == NULL || pw->pw_dir == NULL)
+		fprintf(f, "  workdir          the home directory of %s\n", user);
+	else if (stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode))
+		fprintf(f, "  workdir          %s (the home directory of %s)\n", pw->pw_dir, user);
+	else
+		fprintf(
+		    f,
+		    "  workdir          / (the home directory of %s, %s, is not a folder here)\n",
+		    user, pw->pw_dir);
+}
+
 /* Print one resolved job. */
 static void
 config_print_job(const struct config *cfg, const struct config_job *job, FILE *f)
@@ -208,7 +226,7 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	if (job->workdir != NULL)
 		fprintf(f, "  workdir          %s\n", job->workdir);
 	else if (job->user != NULL)
-		fprintf(f, "  workdir          the home directory of %s\n", job->user);
+		config_print_home(job->user, f);
 	else
 		fprintf(f, "  workdir          %s\n", cfg->state_dir);
 	for (p = job->env; p != NULL && *p != NULL; p++)
