@@ -18,6 +18,10 @@ chunks waiting to be written. Faults:
   until heal(). reject_new(): new connections are accepted and closed at once.
 * delay(ms): every chunk is held `ms` milliseconds before it is forwarded (both directions).
 * drop_all(reset=False): close every current connection (FIN, or RST with reset=True).
+* cut_after(pattern): once, when bytes a client sends contain pattern, pass on the chunk
+  that holds it, then close the client's side of that connection at once and leave the
+  server's open, unread: the server processes the request, the client never gets its answer
+  (a request in flight when the connection is lost). .cuts counts the cuts made.
 * close(): stop the proxy and close everything.
 
 The proxy's own port (.port) stays the same for its lifetime; set_target() redirects new
@@ -51,6 +55,7 @@ class _Pipe:
         self.eof = False  # src sent FIN
         self.shut = False  # FIN passed on to dst
         self.bytes = 0
+        self.tail = b""  # the last bytes read, for a pattern that spans two reads
 
 
 class _Conn:
@@ -92,6 +97,11 @@ class Proxy:
         self.accepted = 0  # connections accepted so far
         self.bytes_up = 0  # client -> server bytes written upstream
         self.bytes_down = 0
+        self._cut = None  # cut_after's pattern, until it is seen
+        self._cut_hold = 0.0  # how long cut_after holds new connections after its cut
+        self._hold_until = None  # new connections held until then (monotonic)
+        self._lingering = []  # the server sides of cut connections, closed by close()
+        self.cuts = 0  # connections cut by cut_after
         self._thread = threading.Thread(target=self._run, name="lktest-proxy-%d" % self.port,
                                         daemon=True)
         self._thread.start()
@@ -155,6 +165,14 @@ class Proxy:
         """Close every current connection on both sides (RST instead of FIN with reset)."""
         return self._call(lambda: self._drop_all(reset))
 
+    def cut_after(self, pattern, hold=2.0):
+        """Once: cut the connection whose client sends pattern, right after passing it on;
+        then hold new connections for `hold` seconds, so that the server gets to the request
+        before the client's reconnect closes the old connection."""
+        def arm():
+            self._cut, self._cut_hold = bytes(pattern), hold
+        self._call(arm)
+
     def set_target(self, host, port):
         """Send new connections to another server."""
         self.target = (host, int(port))
@@ -195,7 +213,7 @@ class Proxy:
                     time.sleep(0.01)
         finally:
             self._drop_all(True)
-            for s in (self._lsock, self._wake_r, self._wake_w):
+            for s in [self._lsock, self._wake_r, self._wake_w] + self._lingering:
                 try:
                     s.close()
                 except OSError:
@@ -223,12 +241,15 @@ class Proxy:
             calls, self._calls = list(self._calls), collections.deque()
         for fn in calls:
             fn()
+        if self._hold_until is not None and time.monotonic() >= self._hold_until:
+            self._hold_until = None
+            self._set(new="forward")
         self._flush_due()
 
     def _next_timeout(self):
         if self._mode != "forward":
             return None
-        due = None
+        due = self._hold_until
         for c in self._conns:
             for p in (c.up, c.down):
                 if p and p.queue:
@@ -295,7 +316,13 @@ class Proxy:
             if data == b"":
                 pipe.eof = True
             elif data:
-                pipe.queue.append([time.monotonic() + self._delay, data])
+                cut = False
+                if self._cut is not None and pipe is c.up:
+                    cut = self._cut in pipe.tail + data
+                    pipe.tail = (pipe.tail + data)[-len(self._cut):]
+                    if cut:
+                        self._cut = None
+                pipe.queue.append([time.monotonic() + self._delay, data, cut])
                 pipe.queued += len(data)
         if events & selectors.EVENT_WRITE:
             pipe = c.up if sock is c.server else c.down
@@ -333,7 +360,9 @@ class Proxy:
             if n < len(data):
                 pipe.queue[0][1] = data[n:]
                 return
-            pipe.queue.popleft()
+            if pipe.queue.popleft()[2]:
+                self._cut_now(c)
+                return
         if pipe.eof and not pipe.queue and not pipe.shut:
             pipe.shut = True
             try:
@@ -403,6 +432,22 @@ class Proxy:
                 pass
         if c in self._conns:
             self._conns.remove(c)
+
+    def _cut_now(self, c):
+        """cut_after's cut: the client's side closed; the server's left open and no longer
+        read until close(), so that the server processes the request (ZooKeeper drops the
+        requests of a connection closed before it got to them) and its answer is lost."""
+        self.cuts += 1
+        if self._cut_hold > 0 and self._new == "forward":
+            self._new = "stall"
+            self._hold_until = time.monotonic() + self._cut_hold
+        server, c.server = c.server, None
+        try:
+            self._sel.unregister(server)
+        except (KeyError, ValueError):
+            pass
+        self._lingering.append(server)
+        self._close(c)
 
     def _drop_all(self, reset=False):
         n = len(self._conns)
