@@ -56,6 +56,7 @@ static const char *aclcheck_result_names[] = {"closed", "open", "interrupted"};
 
 static void aclcheck_acl_cb(const struct zk_reply *, void *);
 static void aclcheck_set_cb(const struct zk_reply *, void *);
+static void aclcheck_finish(struct aclcheck *);
 
 /* The name of a result, for logs. */
 const char *
@@ -222,6 +223,7 @@ aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *ac
 	log_debug("acl: %s: giving the operator identity its role", path);
 	if (c->sets[at] == 1)
 		c->granted++;
+	c->inflight++; /* the check ends once its writes are answered too */
 	zk_set_acl(c->zk, path, stat->aversion, &v, aclcheck_set_cb, c);
 	free(v.data);
 }
@@ -232,10 +234,12 @@ aclcheck_reread_cb(const struct zk_reply *reply, void *arg)
 {
 	struct aclcheck *c = arg;
 
+	c->inflight--;
 	if (reply->rc == ZOK)
 		aclcheck_grant(c, reply->path, reply->acl, reply->stat);
 	else
 		log_debug("acl: reading the ACL of %s again: %s", reply->path, zerror(reply->rc));
+	aclcheck_finish(c);
 }
 
 /* The answer to aclcheck_grant's write: on BADVERSION someone changed the ACL; read it. */
@@ -244,10 +248,17 @@ aclcheck_set_cb(const struct zk_reply *reply, void *arg)
 {
 	struct aclcheck *c = arg;
 
-	if (reply->rc == ZBADVERSION)
+	c->inflight--;
+	if (reply->rc == ZBADVERSION) {
+		log_debug("acl: %s: its ACL changed since it was read: reading it again",
+		          reply->path);
+		c->inflight++;
 		zk_get_acl(c->zk, reply->path, aclcheck_reread_cb, c);
-	else if (reply->rc != ZOK)
+		return;
+	}
+	if (reply->rc != ZOK)
 		log_debug("acl: writing the ACL of %s: %s", reply->path, zerror(reply->rc));
+	aclcheck_finish(c);
 }
 
 /* Append text to buf (size len), printable ASCII only and bounded: it comes from the server. */

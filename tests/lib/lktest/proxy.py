@@ -22,6 +22,9 @@ chunks waiting to be written. Faults:
   that holds it, then close the client's side of that connection at once and leave the
   server's open, unread: the server processes the request, the client never gets its answer
   (a request in flight when the connection is lost). .cuts counts the cuts made.
+* hold_after(pattern): once, when bytes a client sends contain pattern, hold the chunk that
+  holds them (and what follows it on that connection) until release(): a request delayed
+  on its way, to let another client act first. .holds counts the holds made.
 * close(): stop the proxy and close everything.
 
 The proxy's own port (.port) stays the same for its lifetime; set_target() redirects new
@@ -98,6 +101,9 @@ class Proxy:
         self.bytes_up = 0  # client -> server bytes written upstream
         self.bytes_down = 0
         self._cut = None  # cut_after's pattern, until it is seen
+        self._hold = None  # hold_after's pattern, until it is seen
+        self._holding = False  # a chunk hold_after matched waits for release()
+        self.holds = 0
         self._cut_hold = 0.0  # how long cut_after holds new connections after its cut
         self._hold_until = None  # new connections held until then (monotonic)
         self._lingering = []  # the server sides of cut connections, closed by close()
@@ -173,6 +179,14 @@ class Proxy:
             self._cut, self._cut_hold = bytes(pattern), hold
         self._call(arm)
 
+    def hold_after(self, pattern):
+        """Once: hold the chunk of a client's bytes that contains pattern until release()."""
+        self._call(lambda: setattr(self, "_hold", bytes(pattern)))
+
+    def release(self):
+        """Let the chunk hold_after holds go on."""
+        self._call(lambda: setattr(self, "_holding", False))
+
     def set_target(self, host, port):
         """Send new connections to another server."""
         self.target = (host, int(port))
@@ -246,13 +260,21 @@ class Proxy:
             self._set(new="forward")
         self._flush_due()
 
+    def _held(self, pipe):
+        """Whether pipe's next chunk is the one hold_after holds."""
+        return self._holding and pipe.queue[0][2] == "hold"
+
+    def _due(self, pipe, now):
+        """Whether pipe has a chunk to write now."""
+        return bool(pipe.queue) and pipe.queue[0][0] <= now and not self._held(pipe)
+
     def _next_timeout(self):
         if self._mode != "forward":
             return None
         due = self._hold_until
         for c in self._conns:
             for p in (c.up, c.down):
-                if p and p.queue:
+                if p and p.queue and not self._held(p):
                     d = p.queue[0][0]
                     due = d if due is None else min(due, d)
         if due is None:
@@ -316,13 +338,16 @@ class Proxy:
             if data == b"":
                 pipe.eof = True
             elif data:
-                cut = False
-                if self._cut is not None and pipe is c.up:
-                    cut = self._cut in pipe.tail + data
-                    pipe.tail = (pipe.tail + data)[-len(self._cut):]
-                    if cut:
-                        self._cut = None
-                pipe.queue.append([time.monotonic() + self._delay, data, cut])
+                action = None
+                if pipe is c.up and (self._cut is not None or self._hold is not None):
+                    seen = pipe.tail + data
+                    pipe.tail = seen[-max(len(self._cut or b""), len(self._hold or b"")):]
+                    if self._cut is not None and self._cut in seen:
+                        action, self._cut = "cut", None
+                    elif self._hold is not None and self._hold in seen:
+                        action, self._hold, self._holding = "hold", None, True
+                        self.holds += 1
+                pipe.queue.append([time.monotonic() + self._delay, data, action])
                 pipe.queued += len(data)
         if events & selectors.EVENT_WRITE:
             pipe = c.up if sock is c.server else c.down
@@ -342,7 +367,7 @@ class Proxy:
         if self._mode != "forward" or c.closed:
             return
         now = time.monotonic()
-        while pipe.queue and pipe.queue[0][0] <= now:
+        while self._due(pipe, now):
             data = pipe.queue[0][1]
             try:
                 n = pipe.dst.send(data)
@@ -360,7 +385,7 @@ class Proxy:
             if n < len(data):
                 pipe.queue[0][1] = data[n:]
                 return
-            if pipe.queue.popleft()[2]:
+            if pipe.queue.popleft()[2] == "cut":
                 self._cut_now(c)
                 return
         if pipe.eof and not pipe.queue and not pipe.shut:
@@ -392,7 +417,7 @@ class Proxy:
                 if forwarding:
                     if not rpipe.eof and rpipe.queued < _QUEUE_LIMIT:
                         ev |= selectors.EVENT_READ
-                    if wpipe.queue and wpipe.queue[0][0] <= now:
+                    if self._due(wpipe, now):
                         ev |= selectors.EVENT_WRITE
                 self._modify(sock, ev, c)
 
