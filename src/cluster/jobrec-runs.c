@@ -74,11 +74,12 @@ jobrec_runs_find_free(struct jobrec_runs_find *f)
 	free(f);
 }
 
-/* End the search: tell the owner (which frees it) rc and the record's path, if found. */
+/* End the search: tell the owner rc and the record's path, if found; then free it. */
 static void
 jobrec_runs_find_end(struct jobrec_runs_find *f, int rc, const char *found)
 {
 	f->cb(rc, found, f->arg);
+	jobrec_runs_find_free(f);
 }
 
 /* One record read: is it ours? */
@@ -88,9 +89,8 @@ jobrec_runs_find_get_cb(const struct zk_reply *reply, void *arg)
 	struct jobrec_runs_find *f = arg;
 	char *path;
 
-	if (zk_connection_error(reply->rc) || reply->rc == ZSESSIONEXPIRED ||
-	    reply->rc == ZINVALIDSTATE) {
-		jobrec_runs_find_end(f, reply->rc, NULL);
+	if (reply->rc != ZOK && reply->rc != ZNONODE && reply->rc != ZNOAUTH) {
+		jobrec_runs_find_end(f, reply->rc, NULL); /* the session is away, or closing */
 		return;
 	}
 	if (reply->rc == ZOK && reply->value_len >= 0 && (size_t)reply->value_len == f->len &&
@@ -100,7 +100,7 @@ jobrec_runs_find_get_cb(const struct zk_reply *reply, void *arg)
 		free(path);
 		return;
 	}
-	/* Not ours, or gone (trimmed): the next older one. */
+	/* Not ours, gone (trimmed), or not ours to read: the next older one. */
 	f->next++;
 	jobrec_runs_find_next(f);
 }
@@ -149,7 +149,8 @@ jobrec_runs_find_children_cb(const struct zk_reply *reply, void *arg)
 /*
  * Look for a record whose data is data (len bytes) among the newest max (at most
  * JOBREC_RUNS_FIND_MAX) under runs_path. cb gets ZOK and the record's path, or ZOK and NULL (not
- * there), or the error that stopped the search; it must jobrec_runs_find_free the search.
+ * there), or the error that stopped the search; the search is then over and freed (do not
+ * jobrec_runs_find_free it from cb).
  */
 struct jobrec_runs_find *
 jobrec_runs_find_start(struct zk *zk, const char *runs_path, const char *data, size_t len, int max,

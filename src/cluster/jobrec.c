@@ -945,10 +945,10 @@ jobrec_run_found_cb(int rc, const char *found, void *arg)
 {
 	struct jobrec_task *t = arg;
 
-	jobrec_runs_find_free(t->find);
-	t->find = NULL;
-	if (zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
-		t->waiting = 1; /* away again: look after the next reconnect */
+	t->find = NULL; /* it frees itself */
+	if (zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
+	    rc == ZCLOSING) {
+		t->waiting = 1; /* away again: look after the next reconnect (or session) */
 		return;
 	}
 	t->maybe_set = 0;
