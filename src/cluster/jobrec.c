@@ -16,8 +16,7 @@
  * forward: a tick older than the newest claimed one can never run, so the worker that
  * claims T also records as missed the ticks skipped since the previous claim.
  *
- * <root>/jobs/<job>/runs/run-<seq> holds one JSON record per finished (or missed) run,
- * the oldest deleted beyond `history`.
+ * <root>/jobs/<job>/runs/run-<seq> holds one record per ended or missed run (jobrec-runs.c).
  */
 
 #include <stdlib.h>
@@ -47,8 +46,7 @@ enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN }
 #define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
 #define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
 #define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
-#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
-#define JOBREC_MAX_TRIM     100 /* old run records deleted per record written, at most */
+#define JOBREC_MAX_RACES    10 /* versioned writes of the state lost in a row, at most */
 
 /* A count of events in a window of time, for the write limits. */
 struct jobrec_window {
@@ -68,12 +66,14 @@ struct jobrec_task {
 	int await;     /* peek: wait (a watch) until the tick is given back; say only FREE */
 	int hand;      /* missed: give the tick back instead (tickstate_hand_back) */
 	int handed;    /* ... what it did: 1 given back, 2 and marked missed, 0 nothing */
-	int maybe_set; /* a claim write was sent and may have landed */
+	int maybe_set; /* a claim write, or a run record, was sent and may have landed */
 	int races;     /* versioned writes lost to another writer */
 	int waiting;   /* waiting for a reconnect to go on */
 	jobrec_claim_cb cb;
 	void *arg;
 	json_t *record;
+	char *data;                    /* run: the record as sent */
+	struct jobrec_runs_find *find; /* run: looking for it after a lost answer */
 	int history;
 	int paused;                   /* missed: a paused job's tick, not a missed one */
 	enum jobrec_missed_why why;   /* missed: why; claim: why its skipped ticks are missed */
@@ -114,6 +114,7 @@ struct jobrec {
 static void jobrec_claim_step(struct jobrec_task *);
 static void jobrec_missed_step(struct jobrec_task *);
 static void jobrec_run_step(struct jobrec_task *);
+static void jobrec_run_found_cb(int, const char *, void *);
 
 /* Say that a record was written (created: its path) or will not be (NULL). */
 static void
@@ -168,6 +169,8 @@ jobrec_task_free(struct jobrec_task *t)
 	zk_cancel(t->jr->zk, t);
 	TAILQ_REMOVE(&t->jr->tasks, t, entry);
 	free(t->node);
+	free(t->data);
+	jobrec_runs_find_free(t->find);
 	if (t->record != NULL)
 		json_decref(t->record);
 	if (t->skipped != NULL)
@@ -443,6 +446,10 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 				jobrec_claim_step(t);
 			else if (t->kind == JOBREC_TASK_MISSED)
 				jobrec_missed_step(t);
+			else if (t->maybe_set) /* a record's answer lost: did it land? */
+				t->find = jobrec_runs_find_start(jr->zk, jr->runs_path, t->data,
+				                                 strlen(t->data), t->history,
+				                                 jobrec_run_found_cb, t);
 			else
 				jobrec_run_step(t);
 		}
@@ -886,25 +893,8 @@ static void
 jobrec_trim_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	char **names, *path;
-	int i, excess;
 
-	if (reply->rc == ZOK && reply->nchildren > t->history) {
-		names = xcalloc((size_t)reply->nchildren, sizeof *names);
-		for (i = 0; i < reply->nchildren; i++)
-			names[i] = reply->children[i];
-		znode_sort(names, (size_t)reply->nchildren, "run-");
-		/* Someone may have made thousands: a few at a time, each record trims more. */
-		excess = reply->nchildren - t->history;
-		if (excess > JOBREC_MAX_TRIM)
-			excess = JOBREC_MAX_TRIM;
-		for (i = 0; i < excess; i++) {
-			path = znode_join(t->jr->runs_path, names[i]);
-			zk_delete(t->jr->zk, path, -1, NULL, NULL);
-			free(path);
-		}
-		free(names);
-	}
+	jobrec_runs_trim(t->jr->zk, t->jr->runs_path, reply, t->history);
 	jobrec_task_free(t);
 }
 
@@ -923,7 +913,8 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (zk_connection_error(reply->rc) || reply->rc == ZSESSIONEXPIRED ||
 	    reply->rc == ZINVALIDSTATE) {
-		/* It may have landed: a duplicate record is better than a lost one. */
+		/* It may have landed: after the reconnect, look for it (jobrec-runs.c). */
+		t->maybe_set = 1;
 		t->waiting = 1;
 		return;
 	}
@@ -941,13 +932,34 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 static void
 jobrec_run_step(struct jobrec_task *t)
 {
-	char *data = json_dumps(t->record, JSON_COMPACT),
-	     *path = znode_join(t->jr->runs_path, "run-");
+	char *path = znode_join(t->jr->runs_path, "run-");
 
-	zk_create_node(t->jr->zk, path, data, (int)strlen(data), ZOO_PERSISTENT_SEQUENTIAL,
+	zk_create_node(t->jr->zk, path, t->data, (int)strlen(t->data), ZOO_PERSISTENT_SEQUENTIAL,
 	               jobrec_run_cb, t);
 	free(path);
-	free(data);
+}
+
+/* After a lost answer: the record found (it landed), not found (write it), or wait again. */
+static void
+jobrec_run_found_cb(int rc, const char *found, void *arg)
+{
+	struct jobrec_task *t = arg;
+
+	t->find = NULL; /* it frees itself */
+	if (zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
+	    rc == ZCLOSING) {
+		t->waiting = 1; /* away again: look after the next reconnect (or session) */
+		return;
+	}
+	t->maybe_set = 0;
+	if (found == NULL) {
+		jobrec_run_step(t);
+		return;
+	}
+	log_info("job %s: the run record whose answer was lost had landed: %s",
+	         znode_basename(t->jr->path), znode_basename(found));
+	jobrec_recorded(t->jr, t->record, found);
+	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
 }
 
 /* Append a run record (stolen reference) and keep the newest `history` of them. */
@@ -981,6 +993,7 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 	format_stamp(record);
 	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
 	t->record = record;
+	t->data = json_dumps(record, JSON_COMPACT);
 	t->history = history;
 	jobrec_run_step(t);
 }

@@ -4,6 +4,7 @@
 #ifndef JOBREC_H
 #define JOBREC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -79,6 +80,15 @@ void jobrec_hand_back(struct jobrec *, int64_t tick, const char *node, int histo
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
+
+/* jobrec-runs.c: the oldest records trimmed; whether a record whose answer was lost landed */
+void jobrec_runs_trim(struct zk *, const char *runs_path, const struct zk_reply *, int history);
+struct jobrec_runs_find;
+typedef void (*jobrec_runs_find_cb)(int rc, const char *found, void *arg);
+struct jobrec_runs_find *jobrec_runs_find_start(struct zk *, const char *runs_path,
+                                                const char *data, size_t len, int max,
+                                                jobrec_runs_find_cb, void *arg);
+void jobrec_runs_find_free(struct jobrec_runs_find *);
 
 int jobrec_parse_leases(const char *data, int len);
 int jobrec_has_lock(const char *data, int len);

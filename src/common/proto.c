@@ -29,6 +29,14 @@
 #include "proto.h"
 #include "xmalloc.h"
 
+/*
+ * Messages, and bytes, read per call of the read event: the rest waits for the loop's next
+ * turn (the event is level-triggered, so it is called again then), so that a peer that
+ * keeps the socket full does not starve the loop's other events.
+ */
+#define PROTO_READ_MAX_MSGS  64
+#define PROTO_READ_MAX_BYTES (256 * 1024)
+
 struct proto_hdr {
 	uint32_t type;
 	uint32_t job;
@@ -108,7 +116,7 @@ proto_log(const char *verb, uint32_t type, uint32_t job, uint64_t epoch, int64_t
 		          (long long)v2);
 }
 
-/* Read every message that is waiting. */
+/* Read the messages waiting, up to PROTO_READ_MAX_MSGS and PROTO_READ_MAX_BYTES. */
 static void
 proto_read_cb(int fd, short what, void *arg)
 {
@@ -116,9 +124,10 @@ proto_read_cb(int fd, short what, void *arg)
 	static char buf[sizeof(struct proto_hdr) + PROTO_MAX_PAYLOAD + 1];
 	struct proto_msg msg;
 	ssize_t n;
+	size_t msgs = 0, bytes = 0;
 
 	(void)what;
-	while (!c->eof) {
+	while (!c->eof && msgs < PROTO_READ_MAX_MSGS && bytes < PROTO_READ_MAX_BYTES) {
 		/* MSG_TRUNC: the real size, so a message cut to fit is refused, not run. */
 		n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -131,6 +140,8 @@ proto_read_cb(int fd, short what, void *arg)
 			proto_conn_eof(c);
 			return;
 		}
+		msgs++;
+		bytes += (size_t)n;
 		if ((size_t)n > sizeof buf - 1 || proto_decode(buf, (size_t)n, &msg) != 0) {
 			log_warnx("proto: bad message (%zd bytes) ignored", n);
 			continue;

@@ -336,8 +336,12 @@ webtail_fetch(struct webtail *t, struct evhttp_request *req, json_t *w, const ch
 	evhttp_add_header(h, "Authorization", buf);
 	snprintf(buf, sizeof buf, FOLLOW_PREFIX "%s" FOLLOW_SUFFIX "?from=%llu", id,
 	         (unsigned long long)from);
+	/*
+	 * Not freed on failure: libevent 2.1 fails here only on a failed strdup, after which it
+	 * freed the request itself (its other failure, a bind, needs a bind address, never set).
+	 */
 	if (evhttp_make_request(f->conn, out, EVHTTP_REQ_GET, buf) != 0)
-		webtail_fetch_cb(NULL, f); /* (the request is freed by the failed call) */
+		webtail_fetch_cb(NULL, f);
 	explicit_bzero(buf, sizeof buf);
 }
 

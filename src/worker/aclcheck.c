@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "aclcheck.h"
 #include "layout.h"
@@ -28,6 +29,7 @@
 #define ACLCHECK_WINDOW    32 /* reads in flight at once */
 #define ACLCHECK_MAX_LINES 20 /* folders described one by one; the rest are counted */
 #define ACLCHECK_ID_MAX    80 /* bytes of an ACL id shown */
+#define ACLCHECK_MAX_SETS  3  /* ACL writes per folder, each after a re-read (BADVERSION) */
 
 struct aclcheck {
 	struct zk *zk;
@@ -37,7 +39,9 @@ struct aclcheck {
 
 	struct ACL_vector ours; /* who we are: the ACL of our own node */
 	char *jobs_dir;         /* <root>/jobs: a job record there must not be writable either */
+	char *roles;            /* <root>/roles: not writable by others either (forged roles) */
 	char **paths;           /* sorted, unique */
+	int *sets;              /* per path: ACL writes sent (aclcheck_grant) */
 	size_t npaths;
 	size_t next;     /* the next path to read */
 	size_t inflight; /* reads sent, not answered */
@@ -51,6 +55,8 @@ struct aclcheck {
 static const char *aclcheck_result_names[] = {"closed", "open", "interrupted"};
 
 static void aclcheck_acl_cb(const struct zk_reply *, void *);
+static void aclcheck_set_cb(const struct zk_reply *, void *);
+static void aclcheck_finish(struct aclcheck *);
 
 /* The name of a result, for logs. */
 const char *
@@ -101,6 +107,7 @@ aclcheck_paths(struct aclcheck *c, const struct config *cfg)
 	aclcheck_add(c, &cap, layout_lock_dir(cfg->root, 1));
 	aclcheck_add(c, &cap, layout_lock_dir(cfg->root, 2));
 	aclcheck_add(c, &cap, layout_drains(cfg->root));
+	aclcheck_add(c, &cap, layout_roles(cfg->root));
 	for (i = 0; i < cfg->njobs; i++) {
 		job = cfg->jobs_list[i];
 		/* The control records: a job's record (its pause) and its run requests. */
@@ -122,6 +129,16 @@ aclcheck_paths(struct aclcheck *c, const struct config *cfg)
 			c->paths[n++] = c->paths[i];
 	}
 	c->npaths = n;
+	c->sets = xcalloc(n > 0 ? n : 1, sizeof *c->sets);
+}
+
+/* The index of path in c->paths, or -1. */
+static ssize_t
+aclcheck_index(const struct aclcheck *c, const char *path)
+{
+	char **hit = bsearch(&path, c->paths, c->npaths, sizeof *c->paths, aclcheck_cmp);
+
+	return hit != NULL ? hit - c->paths : -1;
 }
 
 /* Copy an ACL vector. */
@@ -166,15 +183,19 @@ aclcheck_is_operator(const struct aclcheck *c, const char *path, const struct AC
 /*
  * An existing node made before [zookeeper] operator was set (an upgrade): give the operator
  * its role's entry, keeping every other entry, if the node is ours (we hold ADMIN on it).
+ * The write names the ACL's version read (stat), so that a change made meanwhile is not
+ * lost: on BADVERSION the ACL is read again and judged again, ACLCHECK_MAX_SETS times.
  */
 static void
-aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *acl)
+aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *acl,
+               const struct Stat *stat)
 {
 	const char *op = zk_operator_id(c->zk);
 	struct ACL_vector v;
 	int i, mine = 0, want = zk_operator_perms(c->zk, path);
+	ssize_t at = aclcheck_index(c, path);
 
-	if (op == NULL || acl == NULL)
+	if (op == NULL || acl == NULL || stat == NULL || at < 0)
 		return;
 	for (i = 0; i < acl->count; i++) {
 		if (strcmp(acl->data[i].id.scheme, "digest") == 0 &&
@@ -185,6 +206,12 @@ aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *ac
 	}
 	if (!mine)
 		return; /* not ours to change (a folder Curator or an operator made) */
+	if (c->sets[at]++ >= ACLCHECK_MAX_SETS) {
+		log_warnx("zookeeper: the ACL of %s changed under each of %d writes: the operator "
+		          "identity was not given its role there",
+		          path, ACLCHECK_MAX_SETS);
+		return;
+	}
 	v.count = 0;
 	v.data = xcalloc((size_t)acl->count + 1, sizeof *v.data);
 	for (i = 0; i < acl->count; i++) {
@@ -194,9 +221,44 @@ aclcheck_grant(struct aclcheck *c, const char *path, const struct ACL_vector *ac
 	}
 	v.data[v.count++] = (struct ACL){want, {(char *)"digest", (char *)op}};
 	log_debug("acl: %s: giving the operator identity its role", path);
-	c->granted++;
-	zk_set_acl(c->zk, path, &v, NULL, NULL);
+	if (c->sets[at] == 1)
+		c->granted++;
+	c->inflight++; /* the check ends once its writes are answered too */
+	zk_set_acl(c->zk, path, stat->aversion, &v, aclcheck_set_cb, c);
 	free(v.data);
+}
+
+/* A re-read after a lost race: grant again on what is there now. */
+static void
+aclcheck_reread_cb(const struct zk_reply *reply, void *arg)
+{
+	struct aclcheck *c = arg;
+
+	c->inflight--;
+	if (reply->rc == ZOK)
+		aclcheck_grant(c, reply->path, reply->acl, reply->stat);
+	else
+		log_debug("acl: reading the ACL of %s again: %s", reply->path, zerror(reply->rc));
+	aclcheck_finish(c);
+}
+
+/* The answer to aclcheck_grant's write: on BADVERSION someone changed the ACL; read it. */
+static void
+aclcheck_set_cb(const struct zk_reply *reply, void *arg)
+{
+	struct aclcheck *c = arg;
+
+	c->inflight--;
+	if (reply->rc == ZBADVERSION) {
+		log_debug("acl: %s: its ACL changed since it was read: reading it again",
+		          reply->path);
+		c->inflight++;
+		zk_get_acl(c->zk, reply->path, aclcheck_reread_cb, c);
+		return;
+	}
+	if (reply->rc != ZOK)
+		log_debug("acl: writing the ACL of %s: %s", reply->path, zerror(reply->rc));
+	aclcheck_finish(c);
 }
 
 /* Append text to buf (size len), printable ASCII only and bounded: it comes from the server. */
@@ -226,7 +288,8 @@ aclcheck_judge(struct aclcheck *c, const char *path, const struct ACL_vector *ac
 	char who[512] = "", perms[8], parent[1024];
 	int i, n = 0, mask = ZOO_PERM_CREATE | ZOO_PERM_DELETE;
 
-	if (znode_parent(path, parent, sizeof parent) == 0 && strcmp(parent, c->jobs_dir) == 0)
+	if ((znode_parent(path, parent, sizeof parent) == 0 && strcmp(parent, c->jobs_dir) == 0) ||
+	    strcmp(path, c->roles) == 0)
 		mask |= ZOO_PERM_WRITE;
 	for (i = 0; acl != NULL && i < acl->count; i++) {
 		if ((acl->data[i].perms & mask) == 0 || aclcheck_is_us(c, &acl->data[i].id) ||
@@ -309,7 +372,7 @@ aclcheck_acl_cb(const struct zk_reply *reply, void *arg)
 	c->inflight--;
 	if (reply->rc == ZOK) {
 		aclcheck_judge(c, reply->path, reply->acl);
-		aclcheck_grant(c, reply->path, reply->acl);
+		aclcheck_grant(c, reply->path, reply->acl, reply->stat);
 	} else if (reply->rc == ZNONODE)
 		log_debug("acl: %s does not exist yet; we create it with our ACL", reply->path);
 	else if (reply->rc == ZNOAUTH) {
@@ -367,6 +430,7 @@ aclcheck_start(struct zk *zk, const struct config *cfg, const char *own_node, ac
 	c->cb = cb;
 	c->arg = arg;
 	c->jobs_dir = layout_jobs(cfg->root);
+	c->roles = layout_roles(cfg->root);
 	aclcheck_paths(c, cfg);
 	c->inflight = 1;
 	zk_get_acl(zk, own_node, aclcheck_own_cb, c);
@@ -386,6 +450,7 @@ aclcheck_free(struct aclcheck *c)
 	for (i = 0; i < c->npaths; i++)
 		free(c->paths[i]);
 	free(c->paths);
+	free(c->sets);
 	for (k = 0; k < c->ours.count; k++) {
 		free(c->ours.data[k].id.scheme);
 		free(c->ours.data[k].id.id);
@@ -393,5 +458,6 @@ aclcheck_free(struct aclcheck *c)
 	free(c->ours.data);
 	free(c->own_node);
 	free(c->jobs_dir);
+	free(c->roles);
 	free(c);
 }

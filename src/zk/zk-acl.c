@@ -128,9 +128,10 @@ zk_create_node_acl(struct zk *zk, const char *path, const char *data, int len, i
 	zk_request_acl(zk, ZK_OP_CREATE, path, data, len, flags, acl, cb, arg);
 }
 
-/* Replace a node's ACL (any version). */
+/* Replace a node's ACL if its ACL version (aversion) is still version (-1: any). */
 void
-zk_set_acl(struct zk *zk, const char *path, const struct ACL_vector *acl, zk_reply_cb cb, void *arg)
+zk_set_acl(struct zk *zk, const char *path, int version, const struct ACL_vector *acl,
+           zk_reply_cb cb, void *arg)
 {
-	zk_request_acl(zk, ZK_OP_SET_ACL, path, NULL, 0, -1, acl, cb, arg);
+	zk_request_acl(zk, ZK_OP_SET_ACL, path, NULL, 0, version, acl, cb, arg);
 }

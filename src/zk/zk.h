@@ -85,7 +85,8 @@ int zk_operator_perms(const struct zk *, const char *path);
 const char *zk_operator_id(const struct zk *);
 void zk_create_node_acl(struct zk *, const char *path, const char *data, int len, int flags,
                         const struct ACL_vector *, zk_reply_cb, void *arg);
-void zk_set_acl(struct zk *, const char *path, const struct ACL_vector *, zk_reply_cb, void *arg);
+void zk_set_acl(struct zk *, const char *path, int version, const struct ACL_vector *, zk_reply_cb,
+                void *arg);
 void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_set(struct zk *, const char *path, const char *data, int len, int version, zk_reply_cb,

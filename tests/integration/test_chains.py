@@ -186,12 +186,12 @@ class ChainTest(ChainCase):
         start_deadline; y ran exactly the runs its records say. Returns (ran, missed)."""
         x_runs = [r for r in self.runs(kz, "x") if r.get("run_id")]
         y_recs = self.runs(kz, "y")
-        # One record per run of y: a record whose write's answer was lost with the session
-        # (beta stopped past it) is written again, the same run id twice (see the note).
-        ran = list({r["run_id"]: r["after"][0]["run_id"] for r in y_recs
-                    if r.get("run_id")}.values())
-        missed = list(dict.fromkeys(r["after"][0]["run_id"] for r in y_recs
-                                    if r.get("outcome") == "missed"))
+        # One record per run of y, even one whose write's answer was lost with the session
+        # (beta stopped past it): the worker looks for it before writing it again.
+        ids = [r["run_id"] for r in y_recs if r.get("run_id")]
+        self.assertEqual(len(ids), len(set(ids)), ("a run of y recorded twice", y_recs))
+        ran = [r["after"][0]["run_id"] for r in y_recs if r.get("run_id")]
+        missed = [r["after"][0]["run_id"] for r in y_recs if r.get("outcome") == "missed"]
         self.assertEqual(sorted(ran + missed), sorted(r["run_id"] for r in x_runs),
                          (x_runs, y_recs))
         self.assertEqual(sorted(x.split()[0] for x in read(out).split("\n")[:-1]), sorted(ran))

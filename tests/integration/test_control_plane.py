@@ -687,5 +687,50 @@ class ControlPlaneTest(lktest.TestCase):
         self.assertEqual(w.stop(timeout=15), 0)
 
 
+    def test_the_operator_grant_keeps_an_acl_changed_meanwhile(self):
+        """The operator's entry is added with the ACL version read: an ACL changed between
+        the read and the write (the write held on its way) is not overwritten; the worker
+        reads it again and adds the entry to what is there now."""
+        import struct
+        from kazoo.security import ACL, Id, Permissions
+        self.start_zookeeper()
+        wauth, oauth = self.path("zk.auth"), self.path("operator.auth")
+        self.assertEqual(self.lk("init-auth", wauth).returncode, 0)
+        r = self.lk("init-auth", "--user", "operator", oauth)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        op_id = re.search(r"^operator = (operator:\S+)$", r.stdout, re.M).group(1)
+        jobs = {"hold": {"command": "exec sleep 1000"}}
+        path = ROOT + "/jobs/hold"
+        # The cluster made before the operator identity existed.
+        beta = self.worker(self.config(name="beta", jobs=jobs,
+                                       zookeeper={"auth_file": wauth}), name="beta")
+        beta.wait_log(r"job hold: running", timeout=30)
+        self.assertEqual(beta.stop(timeout=15), 0)
+        friend = self.kazoo(auth_data=[("digest", read(wauth).strip())])
+        # alpha, with the line, through a proxy that holds its setACL of the job record
+        # (request header: xid, type 7; then the path).
+        proxy = self.proxy()
+        proxy.hold_after(struct.pack(">ii", 7, len(path)) + path.encode())
+        cfg = self.write_config(name="alpha", hosts=proxy.connect_string, safety=SAFETY,
+                                zookeeper={"session_timeout": "10s", "auth_file": wauth,
+                                           "operator": op_id},
+                                worker={"allow_root_jobs": True}, jobs=jobs)
+        alpha = self.worker(cfg, name="alpha")
+        self.wait_until(lambda: proxy.holds == 1, timeout=30, msg="no setACL of " + path)
+        acl, stat = friend.get_acls(path)
+        extra = ACL(Permissions.READ, Id("digest", "auditor:AAAAAAAAAAAAAAAAAAAAAAAAAAA="))
+        friend.set_acls(path, list(acl) + [extra], version=stat.aversion)
+        proxy.release()
+
+        def operator_entry():
+            return [a for a in friend.get_acls(path)[0] if a.id.id == op_id]
+        self.wait_until(operator_entry, timeout=30,
+                        msg="the operator was not given its role: %r" % (friend.get_acls(path),))
+        final = friend.get_acls(path)[0]
+        self.assertIn(extra, final, "the ACL change made meanwhile was overwritten")
+        self.assertEqual(operator_entry()[0].perms, Permissions.READ | Permissions.WRITE)
+        self.assertEqual(len(final), len(acl) + 2, final)
+        alpha.wait_log(r"registered as", timeout=30)
+
 if __name__ == "__main__":
     lktest.main()

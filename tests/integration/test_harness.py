@@ -174,6 +174,22 @@ class ProxyTest(lktest.TestCase):
         # Healed, a round trip no longer waits 300 ms (a busy machine may still be slow).
         self.assertLess(time.monotonic() - t, delayed)
 
+    def test_cut_after_loses_the_answer_not_the_request(self):
+        from kazoo.exceptions import ConnectionLoss
+        k = self.kazoo(hosts=self.proxy.connect_string, timeout=10.0)
+        session = k.client_id
+        self.proxy.cut_after(b"/cut-me", hold=1.0)
+        k.exists("/other")  # no match: nothing cut
+        self.assertEqual(self.proxy.cuts, 0)
+        with self.assertRaises(ConnectionLoss):
+            k.create("/cut-me", b"x")
+        self.assertEqual(self.proxy.cuts, 1)
+        self.wait_until(lambda: k.connected, 15, "reconnect after the cut")
+        self.assertEqual(k.client_id, session)
+        self.assertIsNotNone(k.exists("/cut-me"), "the server did not get the request")
+        k.create("/cut-me-too", b"x")  # once only
+        self.assertEqual(self.proxy.cuts, 1)
+
     def test_reject_new(self):
         self.proxy.reject_new()
         import socket

@@ -78,6 +78,42 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(nxt["node"], other)
         self.assertNotEqual(nxt["run_id"], run["run_id"])
 
+    def test_a_record_whose_answer_is_lost_is_written_once(self):
+        """The connection is cut right after a run record's create reaches the server, before
+        its answer comes back: the worker reconnects (same session), finds the record it
+        wrote among the newest, and does not write it again. One record per run id."""
+        self.start_zookeeper()
+        proxy = self.proxy()
+        cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
+                                zookeeper={"session_timeout": "10s"}, safety=SAFETY,
+                                worker={"allow_root_jobs": True},
+                                jobs={"tick": {"command": "true", "schedule": "@every 2s",
+                                               "history": 100}})
+        proc = self.worker(cfg, name="alpha")
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/tick/runs"
+
+        def records():
+            if not kz.exists(path):
+                return []
+            return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+
+        # Once the folder is there (the first create of a record may fail for want of it).
+        self.wait_until(records, timeout=60, msg="no run record")
+        proxy.cut_after(b"/jobs/tick/runs/run-")
+        self.wait_until(lambda: proxy.cuts == 1, timeout=60,
+                        msg="no run record's create was cut")
+
+        self.wait_until(lambda: len([r for r in records() if r.get("run_id")]) >= 4,
+                        timeout=120, msg="fewer than 4 run records after the cut")
+        proc.stop(timeout=30)
+        ids = [r["run_id"] for r in records() if r.get("run_id")]
+        self.assertEqual(sorted(ids), sorted(set(ids)), "a run id recorded twice")
+        # No run lost either: runs 1..N of the worker, each recorded.
+        self.assertEqual(sorted(int(i.rsplit("-", 1)[1]) for i in ids),
+                         list(range(1, len(ids) + 1)), ids)
+        self.assertIn("the run record whose answer was lost had landed", proc.log_text())
+
 
 if __name__ == "__main__":
     lktest.main()

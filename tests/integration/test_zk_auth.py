@@ -108,7 +108,7 @@ class ZkAuthTest(lktest.TestCase):
         self.assertEqual(json.loads(friend.get(root + "/workers/alpha")[0])["node"], "alpha")
         # checked before the worker registered as ready
         self.assertRegex(w.log_text(), r"ACLs checked: no one else may create or delete in "
-                                       r"the 20 folders of this worker's nodes\n.*registered as")
+                                       r"the 21 folders of this worker's nodes\n.*registered as")
         self.assertNotIn("others may create or delete", w.log_text())
         self.assertNotRegex(w.log_text(), NO_AUTH_WARNING)
         self.assertEqual(w.stop(timeout=15), 0)
@@ -149,6 +149,20 @@ class ZkAuthTest(lktest.TestCase):
                         msg="the job contends all the same")
         self.assertNotRegex(w.log_text(), r"others may create or delete in /leasekeeper")
         self.assertEqual(w.stop(timeout=15), 0)
+
+    def test_open_roles_node_warns(self):
+        """<root>/roles (who the workers and the reader are) is checked like a job record:
+        one that others may write could be forged, so WRITE counts as open there."""
+        from kazoo.security import CREATOR_ALL_ACL, make_acl
+        self.start_zookeeper()
+        friend = self.kazoo(auth_data=[("digest", CREDS)])
+        friend.create("/leasekeeper", b"", acl=CREATOR_ALL_ACL)
+        friend.create("/leasekeeper/roles", b"", acl=CREATOR_ALL_ACL + [
+            make_acl("world", "anyone", read=True, write=True)])
+        w = self.worker(self.config(zookeeper={"auth_file": self.auth_file()}))
+        w.wait_log(r"others may create or delete in /leasekeeper/roles \(world:anyone:w\)",
+                   timeout=30)
+        w.wait_log(r"ACLs checked: of \d+ folders, 1 are open to others", timeout=10)
 
     def test_open_lock_parent_refused_with_require_acl(self):
         w = self.worker(self.open_parent_config(require_acl=True))

@@ -181,6 +181,52 @@ test_roundtrip(void **state)
 	event_base_free(base);
 }
 
+static int other_reads;
+
+/* The other connection's reader: counts. */
+static void
+other_cb(const struct proto_msg *m, void *arg)
+{
+	(void)m;
+	(void)arg;
+	other_reads++;
+}
+
+/*
+ * A peer that keeps the socket full does not starve the loop: one turn reads at most 64
+ * messages of it, another connection ready meanwhile is read in the same turn, and the rest
+ * comes in the next turns.
+ */
+static void
+test_read_capped_per_turn(void **state)
+{
+	char buf[128];
+	struct reader r;
+	struct proto_conn *other;
+	int sv[2], i, turns;
+	size_t n = frame(buf, PROTO_STARTED, "", 0);
+
+	(void)state;
+	reader_open(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
+	other = proto_conn_new(r.base, sv[0], other_cb, NULL, NULL);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(send(r.peer, buf, n, 0), (ssize_t)n);
+	assert_int_equal(send(sv[1], buf, n, 0), (ssize_t)n);
+	received = other_reads = 0;
+	event_base_loop(r.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_int_equal(received, 64);
+	assert_int_equal(other_reads, 1);
+	for (turns = 1; received < 200 && turns < 10; turns++)
+		event_base_loop(r.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_int_equal(received, 200);
+	assert_int_equal(turns, 4); /* 64 + 64 + 64 + 8 */
+	proto_conn_free(other);
+	close(sv[1]);
+	memset(&got, 0, sizeof got);
+	reader_close(&r);
+}
+
 /* A frame shorter than the header is refused, whatever its first bytes say. */
 static void
 test_truncated_frame(void **state)
@@ -526,7 +572,7 @@ main(void)
 	    cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_truncated_frame),
 	    cmocka_unit_test(test_spec_limits),  cmocka_unit_test(test_usage),
 	    cmocka_unit_test(test_usage_output), cmocka_unit_test(test_usage_times),
-	    cmocka_unit_test(test_spec_run_id),
+	    cmocka_unit_test(test_spec_run_id),  cmocka_unit_test(test_read_capped_per_turn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

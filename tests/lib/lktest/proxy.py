@@ -18,6 +18,13 @@ chunks waiting to be written. Faults:
   until heal(). reject_new(): new connections are accepted and closed at once.
 * delay(ms): every chunk is held `ms` milliseconds before it is forwarded (both directions).
 * drop_all(reset=False): close every current connection (FIN, or RST with reset=True).
+* cut_after(pattern): once, when bytes a client sends contain pattern, pass on the chunk
+  that holds it, then close the client's side of that connection at once and leave the
+  server's open, unread: the server processes the request, the client never gets its answer
+  (a request in flight when the connection is lost). .cuts counts the cuts made.
+* hold_after(pattern): once, when bytes a client sends contain pattern, hold the chunk that
+  holds them (and what follows it on that connection) until release(): a request delayed
+  on its way, to let another client act first. .holds counts the holds made.
 * close(): stop the proxy and close everything.
 
 The proxy's own port (.port) stays the same for its lifetime; set_target() redirects new
@@ -51,6 +58,7 @@ class _Pipe:
         self.eof = False  # src sent FIN
         self.shut = False  # FIN passed on to dst
         self.bytes = 0
+        self.tail = b""  # the last bytes read, for a pattern that spans two reads
 
 
 class _Conn:
@@ -92,6 +100,14 @@ class Proxy:
         self.accepted = 0  # connections accepted so far
         self.bytes_up = 0  # client -> server bytes written upstream
         self.bytes_down = 0
+        self._cut = None  # cut_after's pattern, until it is seen
+        self._hold = None  # hold_after's pattern, until it is seen
+        self._holding = False  # a chunk hold_after matched waits for release()
+        self.holds = 0
+        self._cut_hold = 0.0  # how long cut_after holds new connections after its cut
+        self._hold_until = None  # new connections held until then (monotonic)
+        self._lingering = []  # the server sides of cut connections, closed by close()
+        self.cuts = 0  # connections cut by cut_after
         self._thread = threading.Thread(target=self._run, name="lktest-proxy-%d" % self.port,
                                         daemon=True)
         self._thread.start()
@@ -155,6 +171,22 @@ class Proxy:
         """Close every current connection on both sides (RST instead of FIN with reset)."""
         return self._call(lambda: self._drop_all(reset))
 
+    def cut_after(self, pattern, hold=2.0):
+        """Once: cut the connection whose client sends pattern, right after passing it on;
+        then hold new connections for `hold` seconds, so that the server gets to the request
+        before the client's reconnect closes the old connection."""
+        def arm():
+            self._cut, self._cut_hold = bytes(pattern), hold
+        self._call(arm)
+
+    def hold_after(self, pattern):
+        """Once: hold the chunk of a client's bytes that contains pattern until release()."""
+        self._call(lambda: setattr(self, "_hold", bytes(pattern)))
+
+    def release(self):
+        """Let the chunk hold_after holds go on."""
+        self._call(lambda: setattr(self, "_holding", False))
+
     def set_target(self, host, port):
         """Send new connections to another server."""
         self.target = (host, int(port))
@@ -195,7 +227,7 @@ class Proxy:
                     time.sleep(0.01)
         finally:
             self._drop_all(True)
-            for s in (self._lsock, self._wake_r, self._wake_w):
+            for s in [self._lsock, self._wake_r, self._wake_w] + self._lingering:
                 try:
                     s.close()
                 except OSError:
@@ -223,15 +255,26 @@ class Proxy:
             calls, self._calls = list(self._calls), collections.deque()
         for fn in calls:
             fn()
+        if self._hold_until is not None and time.monotonic() >= self._hold_until:
+            self._hold_until = None
+            self._set(new="forward")
         self._flush_due()
+
+    def _held(self, pipe):
+        """Whether pipe's next chunk is the one hold_after holds."""
+        return self._holding and pipe.queue[0][2] == "hold"
+
+    def _due(self, pipe, now):
+        """Whether pipe has a chunk to write now."""
+        return bool(pipe.queue) and pipe.queue[0][0] <= now and not self._held(pipe)
 
     def _next_timeout(self):
         if self._mode != "forward":
             return None
-        due = None
+        due = self._hold_until
         for c in self._conns:
             for p in (c.up, c.down):
-                if p and p.queue:
+                if p and p.queue and not self._held(p):
                     d = p.queue[0][0]
                     due = d if due is None else min(due, d)
         if due is None:
@@ -295,7 +338,16 @@ class Proxy:
             if data == b"":
                 pipe.eof = True
             elif data:
-                pipe.queue.append([time.monotonic() + self._delay, data])
+                action = None
+                if pipe is c.up and (self._cut is not None or self._hold is not None):
+                    seen = pipe.tail + data
+                    pipe.tail = seen[-max(len(self._cut or b""), len(self._hold or b"")):]
+                    if self._cut is not None and self._cut in seen:
+                        action, self._cut = "cut", None
+                    elif self._hold is not None and self._hold in seen:
+                        action, self._hold, self._holding = "hold", None, True
+                        self.holds += 1
+                pipe.queue.append([time.monotonic() + self._delay, data, action])
                 pipe.queued += len(data)
         if events & selectors.EVENT_WRITE:
             pipe = c.up if sock is c.server else c.down
@@ -315,7 +367,7 @@ class Proxy:
         if self._mode != "forward" or c.closed:
             return
         now = time.monotonic()
-        while pipe.queue and pipe.queue[0][0] <= now:
+        while self._due(pipe, now):
             data = pipe.queue[0][1]
             try:
                 n = pipe.dst.send(data)
@@ -333,7 +385,9 @@ class Proxy:
             if n < len(data):
                 pipe.queue[0][1] = data[n:]
                 return
-            pipe.queue.popleft()
+            if pipe.queue.popleft()[2] == "cut":
+                self._cut_now(c)
+                return
         if pipe.eof and not pipe.queue and not pipe.shut:
             pipe.shut = True
             try:
@@ -363,7 +417,7 @@ class Proxy:
                 if forwarding:
                     if not rpipe.eof and rpipe.queued < _QUEUE_LIMIT:
                         ev |= selectors.EVENT_READ
-                    if wpipe.queue and wpipe.queue[0][0] <= now:
+                    if self._due(wpipe, now):
                         ev |= selectors.EVENT_WRITE
                 self._modify(sock, ev, c)
 
@@ -403,6 +457,22 @@ class Proxy:
                 pass
         if c in self._conns:
             self._conns.remove(c)
+
+    def _cut_now(self, c):
+        """cut_after's cut: the client's side closed; the server's left open and no longer
+        read until close(), so that the server processes the request (ZooKeeper drops the
+        requests of a connection closed before it got to them) and its answer is lost."""
+        self.cuts += 1
+        if self._cut_hold > 0 and self._new == "forward":
+            self._new = "stall"
+            self._hold_until = time.monotonic() + self._cut_hold
+        server, c.server = c.server, None
+        try:
+            self._sel.unregister(server)
+        except (KeyError, ValueError):
+            pass
+        self._lingering.append(server)
+        self._close(c)
 
     def _drop_all(self, reset=False):
         n = len(self._conns)
