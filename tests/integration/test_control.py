@@ -159,13 +159,40 @@ class ControlTest(lktest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn('no live worker is named "alpha"', r.stderr)
         self.assertIsNone(self.kazoo().exists("/leasekeeper/drain/alpha"))
+        # With --json the same refusal is one JSON object on stderr, same exit status; its
+        # "error" is the refusal, not the note on credentials printed before it.
+        r = self.cli("drain", zk, "--json", "alpha")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        err = json.loads(r.stderr)
+        self.assertEqual((err["command"], err["exit_status"]), ("drain", 1))
+        self.assertIn('no live worker is named "alpha"', err["error"])
+        self.assertIsNone(self.kazoo().exists("/leasekeeper/drain/alpha"))
         self.ok("drain", zk, "--force", "alpha")
+        # Repeated, a control whose effect is in place exits 0 and says so.
+        self.assertIn("already drained", self.ok("drain", zk, "--force", "alpha").stdout)
         cfg, p = self.start("alpha", {"work": {"command": rec.command("alpha")}})
         p.wait_log(r"drained: taking no new lease", timeout=20)
         time.sleep(2)
         self.assertEqual(rec.starts(), [])
         self.ok("undrain", zk, "alpha")
+        self.assertIn("not drained", self.ok("undrain", zk, "alpha").stdout)
+        self.assertFalse(json.loads(self.ok("undrain", zk, "--json", "alpha").stdout)["changed"])
         rec.wait_for("start", who="alpha", timeout=30)
+        # logs: a job the cluster knows with no run recorded yet (an @continuous run that has
+        # not ended) exits 0 and says so; a misspelt job exits 1 and says that.
+        r = self.cli("logs", zk, "work")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("job work has no run recorded yet", r.stderr)
+        r = self.cli("logs", zk, "--json", "work")
+        self.assertEqual((r.returncode, json.loads(r.stdout)), (0, []), r.stderr)
+        self.assertIn("no run recorded yet", json.loads(r.stderr)["warning"])
+        r = self.cli("logs", zk, "wrok")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn('the cluster knows no job "wrok"', r.stderr)
+        r = self.cli("logs", zk, "--json", "wrok")
+        self.assertEqual((r.returncode, json.loads(r.stderr)["exit_status"]), (1, 1), r.stderr)
+        self.assertIn('knows no job "wrok"', json.loads(r.stderr)["error"])
 
     def test_forget_refused_while_carried(self):
         self.start_zookeeper()
@@ -180,6 +207,11 @@ class ControlTest(lktest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("carried by live worker(s) \"alpha\"", r.stderr)
         self.assertIsNotNone(kz.exists("/leasekeeper/jobs/gone"))
+        # Repeated pause and resume exit 0 and say the effect was in place already.
+        self.assertIn("paused by", self.ok("pause", zk, "gone").stdout)
+        self.assertIn("already paused", self.ok("pause", zk, "gone").stdout)
+        self.assertIn("resumed", self.ok("resume", zk, "gone").stdout)
+        self.assertIn("not paused", self.ok("resume", zk, "gone").stdout)
         p.stop()
         r = self.ok("forget", zk, "gone", "--json")
         self.assertTrue(json.loads(r.stdout)["forgotten"])
