@@ -220,8 +220,8 @@ class RwLockTest(lktest.TestCase):
         r = subprocess.run([BIN, "status", "--zk", self.zk.connect_string, "--lock-path", path],
                            capture_output=True, text=True, timeout=60)
         self.assertIn("read-write lock " + path, r.stdout)
-        self.assertRegex(r.stdout, r"(?m)^\s+holder\s+r1\s")
-        self.assertRegex(r.stdout, r"(?m)^\s+waiting\s+w\s")
+        self.assertRegex(r.stdout, r"(?m)^\s+holder\s+r1\s.* \(read\) queued since ")
+        self.assertRegex(r.stdout, r"(?m)^\s+waiting\s+w\s.* \(write\) queued since ")
 
     @staticmethod
     def holds_rw(who):
@@ -473,6 +473,25 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"(?m)^\s+locks\s+/leasekeeper/mutex/p \(mutex\), whose")
         self.assertRegex(r.stdout, r"(?m)^\s+/leasekeeper/semaphore/q \(semaphore\)$")
+        # Without the configuration too, the run in progress names both locks, each with
+        # its mode and fence (its node under <job>/running says them).
+        zk = ["--zk", self.zk.connect_string]
+
+        def running():
+            r = subprocess.run([BIN, "status", *zk, "--json"], capture_output=True,
+                               text=True, timeout=60)
+            job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "both"][0]
+            return job.get("running", [])
+        self.wait_until(lambda: len(running()) == 1, timeout=30,
+                        msg="the new run's node under running")
+        locks = running()[0]["locks"]
+        self.assertEqual([(k["path"], k["mode"]) for k in locks],
+                         [("/leasekeeper/mutex/p", "mutex"),
+                          ("/leasekeeper/semaphore/q", "semaphore")])
+        self.assertTrue(all(k["fence"] > 0 for k in locks), locks)
+        r = subprocess.run([BIN, "status", *zk], capture_output=True, text=True, timeout=60)
+        self.assertRegex(r.stdout, r"(?m)^\s+locks /leasekeeper/mutex/p \(mutex\) fence \d+\n"
+                                   r"\s+/leasekeeper/semaphore/q \(semaphore\) fence \d+$")
         self.assertEqual(rec.check(leases=1).overlaps, 0)
 
     @staticmethod
