@@ -82,5 +82,6 @@ void jobrec_record_run(struct jobrec *, json_t *record, int history);
 
 int jobrec_parse_leases(const char *data, int len);
 int jobrec_has_lock(const char *data, int len);
+void jobrec_lock_warn(const char *path, const char *data, int len, const char *ours, int *warned);
 
 #endif

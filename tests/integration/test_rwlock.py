@@ -9,6 +9,7 @@ two locks whose main process is stopped past its session."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -410,6 +411,33 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(rep.overlaps + rep.flock_overlaps, 0, "\n".join(rep.violations[:10]))
         self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
         self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
+
+    def test_a_job_configured_with_another_lock_elsewhere_is_named(self):
+        """One job, a mutex on alpha and lock_mode = write on beta: the two queue in different
+        folders and do not exclude each other (see docs/configuration.md). The worker whose
+        configuration differs from the job record's lock says so in its log, once."""
+        self.start_zookeeper()
+
+        def jobs(n):
+            job = {"command": "exec sleep 600"}
+            if n == "beta":
+                job["lock_mode"] = "write"
+            return {"split": job}
+        self.start_workers(jobs)
+        kz = self.kazoo()
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/split") and
+                        "lock" in json.loads(kz.get("/leasekeeper/jobs/split")[0]), timeout=30)
+        first = json.loads(kz.get("/leasekeeper/jobs/split")[0])["lock"]
+        other = {"/leasekeeper/mutex/split": "beta", "/leasekeeper/rwlock/split": "alpha"}[first]
+        warning = (r'/leasekeeper/jobs/split says the job\'s lock is "%s", but this '
+                   r'configuration puts it at /leasekeeper/(mutex|rwlock)/split: ' % first)
+        self.procs[other].wait_log(warning, timeout=30)
+        time.sleep(2)
+        self.assertEqual(len(re.findall(warning, self.procs[other].log_text())), 1)
+        for p in self.procs.values():
+            self.assertNotIn("but this configuration puts it at", "" if p is self.procs[other]
+                             else p.log_text())
+            p.stop()
 
     def test_tick_without_every_lock_is_missed_with_reason_locks(self):
         """A job of two locks, one of them held by Curator: no run, every tick recorded
