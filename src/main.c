@@ -40,7 +40,8 @@ static const struct main_cmd main_cmds[] = {
      "the cluster as ZooKeeper sees it", 1},
     {"logs", logs_main, "logs [-c FILE | --zk HOSTS] [--run ID | --last N | --follow] JOB",
      "the output's end of a job's recent runs, or its run in progress", 1},
-    {"exec", exec_main, "exec [-c FILE | --zk HOSTS] [--leases N] NAME -- CMD [ARGS...]",
+    {"exec", exec_main,
+     "exec [-c FILE | --zk HOSTS] [--leases N | --read | --write] NAME -- CMD [ARGS...]",
      "run one command under a lease", 0},
     {"set-leases", setleases_main, "set-leases [-c FILE | --zk HOSTS] JOB N",
      "change the cluster's lease count of a job", 0},
@@ -72,8 +73,13 @@ main_usage(FILE *f)
 	fputs("usage: leasekeeper COMMAND [OPTIONS]\n\n", f);
 	for (i = 0; i < sizeof main_cmds / sizeof main_cmds[0]; i++)
 		fprintf(f, "  %s\n      %s\n", main_cmds[i].synopsis, main_cmds[i].summary);
-	fputs("  version\n      print the version\n\n"
-	      "FILE defaults to " LEASEKEEPER_DEFAULT_CONFIG ". `leasekeeper COMMAND --help` "
+	fputs("  version\n      print the version\n\nWith --json (one JSON object on stdout; "
+	      "errors as one on stderr):",
+	      f);
+	for (i = 0; i < sizeof main_cmds / sizeof main_cmds[0]; i++)
+		if (main_cmds[i].json)
+			fprintf(f, " %s", main_cmds[i].name);
+	fputs(".\nFILE defaults to " LEASEKEEPER_DEFAULT_CONFIG ". `leasekeeper COMMAND --help` "
 	      "prints a command's options. See leasekeeper(1).\n",
 	      f);
 	return f == stdout ? 0 : EXIT_USAGE;
