@@ -109,6 +109,34 @@ class HelpTest(unittest.TestCase):
                               % (cmd, rest[:60], opt))
         self.assertGreater(checked, 20, "the synopsis lines were not found")
 
+    def test_every_command_line_in_the_docs_takes_only_options_help_lists(self):
+        """Beyond the synopses: every `leasekeeper COMMAND ...` written anywhere in the README,
+        docs/, deploy/README.md and both man pages (examples, prose, tables) uses only long
+        options that COMMAND's --help names."""
+        paths = ["README.md", os.path.join("deploy", "README.md"),
+                 os.path.join("man", "leasekeeper.1"), os.path.join("man", "leasekeeper.ini.5")]
+        docs = os.path.join(SRC, "docs")
+        paths += [os.path.join("docs", f) for f in sorted(os.listdir(docs)) if f.endswith(".md")]
+        known = set(commands()) - {"version"}
+        helps, checked = {}, 0
+        mention = re.compile(r"leasekeeper ([a-z-]+)((?:[ \t]+(?:\[[^\]\n]*\]|[^\s`|;,)\]]+))*)")
+        for rel in paths:
+            with open(os.path.join(SRC, rel)) as f:
+                text = f.read()
+            for esc in ("\\-", "\\fB", "\\fR", "\\fI"):
+                text = text.replace(esc, "-" if esc == "\\-" else "")
+            for m in mention.finditer(text):
+                cmd = m.group(1)
+                if cmd not in known:
+                    continue
+                if cmd not in helps:
+                    helps[cmd] = set(re.findall(r"--([a-z][a-z-]+)", run(cmd, "--help").stdout))
+                for opt in re.findall(r"(?<![\w-])--([a-z][a-z-]+)", m.group(2).split(" -- ")[0]):
+                    checked += 1
+                    self.assertIn(opt, helps[cmd], "%s: %s: --%s is not in its --help"
+                                  % (rel, m.group(0)[:80], opt))
+        self.assertGreater(checked, 100, "the command lines were not found")
+
     def test_a_bad_option_is_one_line_and_a_hint(self):
         """Every command answers an unknown option, and one missing its argument, with one
         line naming it and one line pointing at its --help, exit 64: not its whole usage."""
