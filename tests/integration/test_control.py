@@ -210,8 +210,10 @@ class ControlTest(lktest.TestCase):
         # Repeated pause and resume exit 0 and say the effect was in place already.
         self.assertIn("paused by", self.ok("pause", zk, "gone").stdout)
         self.assertIn("already paused", self.ok("pause", zk, "gone").stdout)
-        self.assertIn("resumed", self.ok("resume", zk, "gone").stdout)
+        self.assertFalse(json.loads(self.ok("pause", zk, "--json", "gone").stdout)["changed"])
+        self.assertTrue(json.loads(self.ok("resume", zk, "--json", "gone").stdout)["changed"])
         self.assertIn("not paused", self.ok("resume", zk, "gone").stdout)
+        self.assertFalse(json.loads(self.ok("resume", zk, "--json", "gone").stdout)["changed"])
         p.stop()
         r = self.ok("forget", zk, "gone", "--json")
         self.assertTrue(json.loads(r.stdout)["forgotten"])
