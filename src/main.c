@@ -40,7 +40,8 @@ static const struct main_cmd main_cmds[] = {
      "the cluster as ZooKeeper sees it", 1},
     {"logs", logs_main, "logs [-c FILE | --zk HOSTS] [--run ID | --last N | --follow] JOB",
      "the output's end of a job's recent runs, or its run in progress", 1},
-    {"exec", exec_main, "exec [-c FILE | --zk HOSTS] [--leases N] NAME -- CMD [ARGS...]",
+    {"exec", exec_main,
+     "exec [-c FILE | --zk HOSTS] [--leases N | --read | --write] NAME -- CMD [ARGS...]",
      "run one command under a lease", 0},
     {"set-leases", setleases_main, "set-leases [-c FILE | --zk HOSTS] JOB N",
      "change the cluster's lease count of a job", 0},
@@ -72,8 +73,13 @@ main_usage(FILE *f)
 	fputs("usage: leasekeeper COMMAND [OPTIONS]\n\n", f);
 	for (i = 0; i < sizeof main_cmds / sizeof main_cmds[0]; i++)
 		fprintf(f, "  %s\n      %s\n", main_cmds[i].synopsis, main_cmds[i].summary);
-	fputs("  version\n      print the version\n\n"
-	      "FILE defaults to " LEASEKEEPER_DEFAULT_CONFIG ". `leasekeeper COMMAND --help` "
+	fputs("  version\n      print the version\n\nWith --json (one JSON object on stdout; "
+	      "errors as one on stderr):",
+	      f);
+	for (i = 0; i < sizeof main_cmds / sizeof main_cmds[0]; i++)
+		if (main_cmds[i].json)
+			fprintf(f, " %s", main_cmds[i].name);
+	fputs(".\nFILE defaults to " LEASEKEEPER_DEFAULT_CONFIG ". `leasekeeper COMMAND --help` "
 	      "prints a command's options. See leasekeeper(1).\n",
 	      f);
 	return f == stdout ? 0 : EXIT_USAGE;
@@ -91,18 +97,44 @@ main_wants_json(int argc, char **argv)
 	return 0;
 }
 
-/* The line that says what went wrong: the first that is not a log line (those start with a
- * timestamp, "2026-..."), else the first. */
+/* Whether a captured stderr line is a log line (it starts with a timestamp, "2026-..."). */
+static int
+main_json_log_line(const char *s)
+{
+	return s[0] >= '0' && s[0] <= '9' && strlen(s) > 4 && s[4] == '-';
+}
+
+/* Whether a captured stderr line is a note or a warning ("leasekeeper drain: note: ..."). */
+static int
+main_json_aside(const char *s)
+{
+	const char *colon = strchr(s, ':');
+
+	return colon != NULL &&
+	       (strncmp(colon, ": note: ", 8) == 0 || strncmp(colon, ": warning: ", 11) == 0);
+}
+
+/*
+ * The line that says what happened: for an error (failed), the first line that is neither a
+ * log line nor a note or warning printed before it; else the first that is not a log line;
+ * else the first.
+ */
 static json_t *
-main_json_headline(json_t *lines)
+main_json_headline(json_t *lines, int failed)
 {
 	const char *s;
 	json_t *line;
 	size_t i;
 
+	if (failed)
+		json_array_foreach(lines, i, line) {
+			s = json_string_value(line);
+			if (s != NULL && !main_json_log_line(s) && !main_json_aside(s))
+				return line;
+		}
 	json_array_foreach(lines, i, line) {
 		s = json_string_value(line);
-		if (s != NULL && !(s[0] >= '0' && s[0] <= '9' && strlen(s) > 4 && s[4] == '-'))
+		if (s != NULL && !main_json_log_line(s))
 			return line;
 	}
 	return json_array_get(lines, 0);
@@ -111,7 +143,8 @@ main_json_headline(json_t *lines)
 /*
  * Run a command that was asked for JSON: what it writes on stderr (its errors, warnings and
  * log lines, from any code) is kept aside, then written as one JSON object,
- * {"command", "exit_status", "error" or "warning": the first line, "lines": all of them},
+ * {"command", "exit_status", "error" or "warning": the line that says what happened, "lines":
+ * all of them},
  * so that a script reads stdout and stderr alike. The exit status is the command's.
  */
 static int
@@ -155,7 +188,8 @@ main_json_run(const struct main_cmd *cmd, int argc, char **argv)
 		free(valid);
 	}
 	o = json_pack("{s:s, s:i, s:O, s:o}", "command", cmd->name, "exit_status", rc,
-	              rc != 0 ? "error" : "warning", main_json_headline(lines), "lines", lines);
+	              rc != 0 ? "error" : "warning", main_json_headline(lines, rc != 0), "lines",
+	              lines);
 	if (o != NULL)
 		json_dumpf(o, stderr, JSON_COMPACT | JSON_ENSURE_ASCII);
 	fputc('\n', stderr);

@@ -144,14 +144,22 @@ check_cgroups(const struct config *cfg, FILE *out)
 	return rc;
 }
 
-/* A job as `check --json` shows it. */
+/* A job as `check --json` shows it: "locks" is every lock it holds for a run, as listed. */
 static json_t *
 check_job_json(const struct config_job *cj)
 {
-	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:i, s:s, s:i, s:s?}", "name", cj->name, "file",
-	                 cj->file, "line", cj->line, "schedule", cj->schedule, "resolved",
+	json_t *locks = json_array();
+	size_t i;
+
+	for (i = 0; i < cj->nlocks; i++)
+		json_array_append_new(locks,
+		                      json_pack("{s:s, s:s, s:i}", "path", cj->locks[i].znode,
+		                                "mode", config_lock_kind_name(cj->locks[i].kind),
+		                                "leases", cj->locks[i].leases));
+	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:i, s:s, s:o, s:i, s:s?}", "name", cj->name,
+	                 "file", cj->file, "line", cj->line, "schedule", cj->schedule, "resolved",
 	                 schedule_resolved(cj->sched), "leases", cj->leases, "lock", cj->lock_znode,
-	                 "per_tick", cj->per_tick, "user", cj->user);
+	                 "locks", locks, "per_tick", cj->per_tick, "user", cj->user);
 }
 
 /* `check --json`: one object on stdout, whatever the outcome; the status as in text. */

@@ -135,6 +135,8 @@ control_pause_done(struct pausewr *w, enum pausewr_result result, const json_t *
 		}
 		break;
 	}
+	/* As drain and undrain say it: whether this command changed the cluster. */
+	json_object_set_new(c->out, "changed", json_boolean(result == PAUSEWR_WRITTEN));
 	control_print(c, line);
 	free(line);
 	admin_done(a, 0);

@@ -62,22 +62,29 @@ status_print_node(const char *what, json_t *n)
 	const char *since = json_string_value(json_object_get(n, "since"));
 	const char *held = json_string_value(json_object_get(n, "held_since"));
 	const char *data = json_string_value(json_object_get(n, "data"));
+	const char *mode = json_string_value(json_object_get(n, "mode"));
 	json_t *pid = json_object_get(n, "pid");
+	char side[16] = "";
+
+	/* A read-write lock's node says its side: "(read) queued since ...". */
+	if (mode != NULL)
+		snprintf(side, sizeof side, "(%.8s) ", mode);
 
 	/*
 	 * since: when it joined the queue; held_since: when it got the lease, written by a
 	 * holder that waited a second or more (one that got it at once holds since "since").
 	 */
 	if (node != NULL && since != NULL && strcmp(what, "holder") == 0)
-		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s, holder since %s\n",
+		printf("    %-8s %-16s pid %-8lld job %-16s %squeued since %s, holder since %s\n",
 		       what, node, (long long)json_integer_value(pid), job != NULL ? job : "?",
-		       since, held != NULL ? held : since);
+		       side, since, held != NULL ? held : since);
 	else if (node != NULL)
-		printf("    %-8s %-16s pid %-8lld job %-16s queued since %s\n", what, node,
-		       (long long)json_integer_value(pid), job != NULL ? job : "?",
+		printf("    %-8s %-16s pid %-8lld job %-16s %squeued since %s\n", what, node,
+		       (long long)json_integer_value(pid), job != NULL ? job : "?", side,
 		       since != NULL ? since : "?");
 	else
-		printf("    %-8s (another client: %s) %s\n", what, data != NULL ? data : "no data",
+		printf("    %-8s (another client: %s) %s%s\n", what,
+		       data != NULL ? data : "no data", side,
 		       json_string_value(json_object_get(n, "znode")));
 }
 
@@ -177,6 +184,20 @@ status_print_chain(json_t *job)
 	}
 }
 
+/* The locks a run in progress of several locks holds, each with its mode and fence. */
+static void
+status_print_run_locks(json_t *run)
+{
+	json_t *k;
+	size_t i;
+
+	json_array_foreach(json_object_get(run, "locks"), i, k)
+		printf("             %-5s %s (%s) fence %lld\n", i == 0 ? "locks" : "",
+		       json_string_value(json_object_get(k, "path")) ?: "?",
+		       json_string_value(json_object_get(k, "mode")) ?: "?",
+		       (long long)json_integer_value(json_object_get(k, "fence")));
+}
+
 /* A job's runs in progress (from any host) and its last runs. */
 static void
 status_print_runs(json_t *job)
@@ -185,13 +206,15 @@ status_print_runs(json_t *job)
 	size_t j;
 
 	/* Runs in progress, from any host: their nodes under <job>/running. */
-	json_array_foreach(json_object_get(job, "running"), j, n)
+	json_array_foreach(json_object_get(job, "running"), j, n) {
 		printf("    running  %-16s pid %-8lld since %s fence %lld run=%s\n",
 		       json_string_value(json_object_get(n, "node")) ?: "?",
 		       (long long)json_integer_value(json_object_get(n, "pid")),
 		       json_string_value(json_object_get(n, "since")) ?: "?",
 		       (long long)json_integer_value(json_object_get(n, "fence")),
 		       json_string_value(json_object_get(n, "run_id")) ?: "?");
+		status_print_run_locks(n);
+	}
 	runs = json_object_get(job, "runs");
 	if (json_array_size(runs) > 0)
 		printf("    last runs:\n");

@@ -2,13 +2,19 @@
 /* Runs in: any process that talks to the cluster (worker, one-shot commands, web). */
 /*
  * jobrec-data.c: the data of a job record (<root>/jobs/<job>), read bounded from what anyone
- * may have written: the cluster's lease count, and whether it names its lock.
+ * may have written: the cluster's lease count, whether it names its lock, and whether that
+ * lock is ours.
  */
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
 #include "jobrec.h"
 #include "leasekeeper.h"
+#include "log.h"
+#include "utf8.h"
 
 /*
  * The "leases" of a job record's JSON: 0 if the record names none (empty, or no such
@@ -55,4 +61,35 @@ jobrec_has_lock(const char *data, int len)
 	has = json_is_string(json_object_get(o, "lock"));
 	json_decref(o);
 	return has;
+}
+
+/*
+ * Warn, once until it changes, when the job record at path names another lock than ours
+ * (*warned remembers it): workers that configure one job's lock differently (another name,
+ * a mutex here and a read-write lock there) queue in different folders and do not exclude
+ * each other. The record's lock is what its first writer's configuration said.
+ */
+void
+jobrec_lock_warn(const char *path, const char *data, int len, const char *ours, int *warned)
+{
+	const char *lock;
+	char *theirs;
+	json_t *o;
+
+	if (data == NULL || len <= 0 || len > JOBREC_MAX_SIZE ||
+	    (o = json_loadb(data, (size_t)len, 0, NULL)) == NULL)
+		return;
+	lock = json_string_value(json_object_get(o, "lock"));
+	if (lock == NULL || strcmp(lock, ours) == 0) {
+		*warned = 0;
+	} else if (!*warned) {
+		*warned = 1;
+		theirs = utf8_escape(lock);
+		log_warnx("%s says the job's lock is \"%s\", but this configuration puts it at %s: "
+		          "workers that configure one job's lock differently do not exclude each "
+		          "other; give the job the same lock, lock_mode and locks on every worker",
+		          path, theirs, ours);
+		free(theirs);
+	}
+	json_decref(o);
 }

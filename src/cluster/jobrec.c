@@ -95,6 +95,7 @@ struct jobrec {
 	int paused_stop;    /* ... with --stop-running */
 	int skip_catch_up;  /* the next claim's skipped ticks: catch_up, not superseded */
 	int checking;
+	int lock_warned;               /* the record names another lock than ours, and we said so */
 	int newer;                     /* the record's format, when this release cannot read it */
 	int state_newer;               /* the tick state's format, likewise */
 	struct format_once record_fmt; /* the record's refusal, logged once */
@@ -390,6 +391,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 agreed:
+	jobrec_lock_warn(jr->path, reply->value, reply->value_len, jr->lock_path, &jr->lock_warned);
 	jr->cluster = n;
 	if (n == jr->leases)
 		jr->cb.agreed(jr, jr->arg);

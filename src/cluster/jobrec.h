@@ -92,5 +92,6 @@ void jobrec_runs_find_free(struct jobrec_runs_find *);
 
 int jobrec_parse_leases(const char *data, int len);
 int jobrec_has_lock(const char *data, int len);
+void jobrec_lock_warn(const char *path, const char *data, int len, const char *ours, int *warned);
 
 #endif

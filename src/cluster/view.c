@@ -778,6 +778,11 @@ view_start(struct zk *zk, const struct view_opts *o, void (*done)(json_t *, void
 			if (cfg->jobs_list[i]->nlocks > 1)
 				json_object_set_new(job, "locks",
 				                    view_config_locks(cfg->jobs_list[i]));
+			/* A read-write lock says so before anyone queues in its folder. */
+			if (cfg->jobs_list[i]->nlocks > 0 &&
+			    (cfg->jobs_list[i]->locks[0].kind == CONFIG_LOCK_READ ||
+			     cfg->jobs_list[i]->locks[0].kind == CONFIG_LOCK_WRITE))
+				json_object_set_new(job, "kind", json_string("read-write lock"));
 			view_config_chain(cfg, cfg->jobs_list[i], job);
 			t = schedule_next(cfg->jobs_list[i]->sched,
 			                  (int64_t)(clock_wall_ms() / 1000));

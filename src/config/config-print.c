@@ -120,6 +120,26 @@ config_print_limits(const struct config_limits *l, FILE *f)
 	fprintf(f, "%s\n", n == 0 ? "none" : "");
 }
 
+/* What a job's lease means: a mutex, a semaphore, a side of a read-write lock, or several. */
+static void
+config_print_leases(FILE *f, const struct config_job *job)
+{
+	if (job->nlocks > 1)
+		fprintf(f, "  leases           %zu locks (below), all held for each run or none\n",
+		        job->nlocks);
+	else if (job->locks[0].kind == CONFIG_LOCK_READ)
+		fprintf(f, "  leases           1: the read side of a read-write lock, runs beside "
+		           "other readers, never beside a writer\n");
+	else if (job->locks[0].kind == CONFIG_LOCK_WRITE)
+		fprintf(f, "  leases           1: the write side of a read-write lock, at most one "
+		           "host runs it, and no reader beside it\n");
+	else if (job->leases == 1)
+		fprintf(f, "  leases           1: mutex, at most one host runs it\n");
+	else
+		fprintf(f, "  leases           %d: semaphore, at most %d hosts run it at once\n",
+		        job->leases, job->leases);
+}
+
 /* A job's schedule, where it runs and its lock, for `check`. */
 static void
 config_print_job_lease(const struct config *cfg, const struct config_job *job, FILE *f)
@@ -152,16 +172,16 @@ config_print_job_lease(const struct config *cfg, const struct config_job *job, F
 		        "worker's labels\n",
 		        text, why);
 	free(text);
-	if (job->leases == 1)
-		fprintf(f, "  leases           1: mutex, at most one host runs it\n");
-	else
-		fprintf(f, "  leases           %d: semaphore, at most %d hosts run it at once\n",
-		        job->leases, job->leases);
+	config_print_leases(f, job);
 	fprintf(f, "  lock             %s%s\n", job->lock_znode,
 	        job->lock_path != NULL ? " (lock_path)" : "");
-	for (i = 0; job->has_locks && i < job->nlocks; i++)
-		fprintf(f, "  %-16s %s (%s)\n", i == 0 ? "locks" : "", job->locks[i].znode,
-		        config_lock_kind_name(job->locks[i].kind));
+	for (i = 0; job->nlocks > 1 && i < job->nlocks; i++)
+		if (job->locks[i].kind == CONFIG_LOCK_SEMAPHORE)
+			fprintf(f, "  %-16s %s (semaphore of %d)\n", i == 0 ? "locks" : "",
+			        job->locks[i].znode, job->locks[i].leases);
+		else
+			fprintf(f, "  %-16s %s (%s)\n", i == 0 ? "locks" : "", job->locks[i].znode,
+			        config_lock_kind_name(job->locks[i].kind));
 	if (!continuous) {
 		duration_format(job->start_deadline_ms, d1, sizeof d1);
 		fprintf(f, "  per tick         %d host%s, must start within %s\n", job->per_tick,

@@ -3,7 +3,8 @@
 /*
  * jobrunning.c: a run in progress, visible from any host. When the supervisor says the run
  * started, the worker creates <root>/jobs/<job>/running/<run id>, ephemeral, with the run's
- * facts ({"run_id", "node", "pid", "since", "fence", "tick"?}); when the run ended it
+ * facts ({"run_id", "node", "pid", "since", "fence", "tick_time"?, and "locks": [{"path", "mode",
+ * "fence"}] when the job holds several}); when the run ended it
  * deletes it. Ephemeral: a session that ends takes it along, as it takes the lease. status
  * and the dashboard list these nodes (view.c). Two writes a run, not awaited.
  */
@@ -16,6 +17,7 @@
 #include "clock.h"
 #include "config.h"
 #include "format.h"
+#include "joblocks.h"
 #include "jobpriv.h"
 #include "layout.h"
 #include "xmalloc.h"
@@ -57,6 +59,8 @@ job_running_add(struct job *job)
 		clock_iso8601((uint64_t)job->fsm.tick * 1000, tick, sizeof tick);
 		json_object_set_new(o, "tick_time", json_string(tick));
 	}
+	if (job->lease != NULL && lease_count(job->lease) > 1)
+		json_object_set_new(o, "locks", joblocks_json(job->lease)); /* one fence each */
 	format_stamp(o); /* "v": its format version, as every node we write */
 	data = json_dumps(o, JSON_COMPACT);
 	zk_create_node(job->zk, job->running_path, data, (int)strlen(data), ZOO_EPHEMERAL, NULL,

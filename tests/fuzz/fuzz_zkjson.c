@@ -288,7 +288,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *s = (const char *)data + 1;
 	size_t n = size - 1;
 	json_t *o;
-	int leases, stop, fmt;
+	int leases, stop, fmt, warned;
 	int64_t deadline;
 
 	if (size < 1)
@@ -300,6 +300,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (leases < -1 || leases > LK_MAX_LEASES)
 			abort();
 		if (ctlrec_paused(s, (int)n, &stop) == 0 && stop != 0)
+			abort();
+		warned = 0; /* a record's lock against ours: read bounded, escaped in the log */
+		jobrec_lock_warn("/fuzz/jobs/j", s, (int)n, "/fuzz/mutex/j", &warned);
+		if (warned != 0 && warned != 1)
 			abort();
 		deadline = ctlrec_drain_deadline_ms(s, (int)n);
 		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)

@@ -384,6 +384,16 @@ class LeaseTest(lktest.TestCase):
         self.assertEqual(env["LEASEKEEPER_LEASES"], "2")
         self.assertGreater(int(env["LEASEKEEPER_FENCE"]), 0)
         self.assertEqual(int(env["LEASEKEEPER_DEADLINE_MS"]), 10000 - 1000)
+        # A configuration of only [zookeeper] is enough: exec runs none of its jobs, so the
+        # worker's "no jobs" refusal (exit 78) is not exec's.
+        only_zk = self.path("only-zk.ini")
+        with open(only_zk, "w") as f:
+            f.write("[zookeeper]\nhosts = %s\n" % self.zk.connect_string)
+        r = subprocess.run([BIN, "exec", "-c", only_zk, "zkonly", "--", "sh", "-c",
+                            'echo "$LEASEKEEPER_JOB $LEASEKEEPER_FENCES"'],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^zkonly /leasekeeper/mutex/zkonly=\d+\n$")
 
     def test_exec_passes_sigint_to_the_whole_group(self):
         self.start_zookeeper()

@@ -9,6 +9,7 @@ two locks whose main process is stopped past its session."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -220,8 +221,8 @@ class RwLockTest(lktest.TestCase):
         r = subprocess.run([BIN, "status", "--zk", self.zk.connect_string, "--lock-path", path],
                            capture_output=True, text=True, timeout=60)
         self.assertIn("read-write lock " + path, r.stdout)
-        self.assertRegex(r.stdout, r"(?m)^\s+holder\s+r1\s")
-        self.assertRegex(r.stdout, r"(?m)^\s+waiting\s+w\s")
+        self.assertRegex(r.stdout, r"(?m)^\s+holder\s+r1\s.* \(read\) queued since ")
+        self.assertRegex(r.stdout, r"(?m)^\s+waiting\s+w\s.* \(write\) queued since ")
 
     @staticmethod
     def holds_rw(who):
@@ -411,6 +412,33 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
         self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
 
+    def test_a_job_configured_with_another_lock_elsewhere_is_named(self):
+        """One job, a mutex on alpha and lock_mode = write on beta: the two queue in different
+        folders and do not exclude each other (see docs/configuration.md). The worker whose
+        configuration differs from the job record's lock says so in its log, once."""
+        self.start_zookeeper()
+
+        def jobs(n):
+            job = {"command": "exec sleep 600"}
+            if n == "beta":
+                job["lock_mode"] = "write"
+            return {"split": job}
+        self.start_workers(jobs)
+        kz = self.kazoo()
+        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/split") and
+                        "lock" in json.loads(kz.get("/leasekeeper/jobs/split")[0]), timeout=30)
+        first = json.loads(kz.get("/leasekeeper/jobs/split")[0])["lock"]
+        other = {"/leasekeeper/mutex/split": "beta", "/leasekeeper/rwlock/split": "alpha"}[first]
+        warning = (r'/leasekeeper/jobs/split says the job\'s lock is "%s", but this '
+                   r'configuration puts it at /leasekeeper/(mutex|rwlock)/split: ' % first)
+        self.procs[other].wait_log(warning, timeout=30)
+        time.sleep(2)
+        self.assertEqual(len(re.findall(warning, self.procs[other].log_text())), 1)
+        for p in self.procs.values():
+            self.assertNotIn("but this configuration puts it at", "" if p is self.procs[other]
+                             else p.log_text())
+            p.stop()
+
     def test_tick_without_every_lock_is_missed_with_reason_locks(self):
         """A job of two locks, one of them held by Curator: no run, every tick recorded
         missed with the reason "locks" (outcome "missed"), and the lock it got given back."""
@@ -473,6 +501,25 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"(?m)^\s+locks\s+/leasekeeper/mutex/p \(mutex\), whose")
         self.assertRegex(r.stdout, r"(?m)^\s+/leasekeeper/semaphore/q \(semaphore\)$")
+        # Without the configuration too, the run in progress names both locks, each with
+        # its mode and fence (its node under <job>/running says them).
+        zk = ["--zk", self.zk.connect_string]
+
+        def running():
+            r = subprocess.run([BIN, "status", *zk, "--json"], capture_output=True,
+                               text=True, timeout=60)
+            job = [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "both"][0]
+            return job.get("running", [])
+        self.wait_until(lambda: len(running()) == 1, timeout=30,
+                        msg="the new run's node under running")
+        locks = running()[0]["locks"]
+        self.assertEqual([(k["path"], k["mode"]) for k in locks],
+                         [("/leasekeeper/mutex/p", "mutex"),
+                          ("/leasekeeper/semaphore/q", "semaphore")])
+        self.assertTrue(all(k["fence"] > 0 for k in locks), locks)
+        r = subprocess.run([BIN, "status", *zk], capture_output=True, text=True, timeout=60)
+        self.assertRegex(r.stdout, r"(?m)^\s+locks /leasekeeper/mutex/p \(mutex\) fence \d+\n"
+                                   r"\s+/leasekeeper/semaphore/q \(semaphore\) fence \d+$")
         self.assertEqual(rec.check(leases=1).overlaps, 0)
 
     @staticmethod

@@ -250,6 +250,7 @@ class WebTest(lktest.TestCase):
             "report": {"command": "echo report written by $LEASEKEEPER_NODE",
                        "schedule": YEARLY},
             "chained": {"command": "true", "after": "flaky:failed", "start_deadline": "10s"},
+            "both": {"command": "exec sleep 600", "locks": "db:read, cache"},
         }
         configs, procs = {}, {}
         for n in ("alpha", "beta", "gamma"):
@@ -314,6 +315,10 @@ class WebTest(lktest.TestCase):
         flaky = [j for j in json.loads(self.get(url + "/api/cluster")[2])["jobs"]
                  if j["name"] == "flaky"][0]
         failed = [r for r in flaky["runs"] if r["reason"] == "failed"][-1]
+        # A run of both (two locks) in progress, in the view: its node names both locks.
+        self.wait_until(lambda: [r for j in json.loads(self.get(url + "/api/cluster")[2])["jobs"]
+                                 if j["name"] == "both" for r in j.get("running", [])
+                                 if r.get("locks")], timeout=60, msg="both's run in progress")
         d = self.dom(url + "/#run=flaky/" + failed["znode"])
         workers = d.by_class("worker")
         self.assertEqual(sorted(w.text.split()[0] for w in workers), ["alpha", "beta", "gamma"])
@@ -332,6 +337,18 @@ class WebTest(lktest.TestCase):
         self.assertRegex(hold_holders[0].text, r"^alpha pid \d+ holding since \d+ (s|min|h)")
         self.assertRegex(hold_waiters[0].text, r"^beta pid \d+ queued \d+ (s|min|h)")
         self.assertIn("lease since 20", hold_holders[0].attrs.get("title", ""))
+        # A job of two locks, the first a read lock: its kind, each lock with its mode, its
+        # holder's side, and its run in progress with each lock's fence.
+        self.assertIn("read-write lock", jobrows["both"])
+        self.assertIn("/leasekeeper/rwlock/db (read)", jobrows["both"])
+        self.assertIn("/leasekeeper/mutex/cache (mutex)", jobrows["both"])
+        self.assertIn("1 (mutex)", jobrows["hold"])
+        self.assertTrue([e for e in d.by_class("holder") if re.search(r"pid \d+ \(read\)", e.text)],
+                        "both's holder says its side")
+        self.assertTrue(any(re.search(r"fence \d+ \(/leasekeeper/rwlock/db read fence \d+, "
+                                      r"/leasekeeper/mutex/cache mutex fence \d+\) $", e.text)
+                            for e in d.by_class("running-now")),
+                        [e.text for e in d.by_class("running-now")])
         self.assertIn("alpha pid", jobrows["hold"])
         self.assertIn("beta pid", jobrows["hold"])
         # Paused, by whom and since when; its last run the manual one.

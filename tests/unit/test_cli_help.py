@@ -4,6 +4,7 @@
 """Every command of `leasekeeper --help` answers its own `--help` with its usage, exit 0, and
 that usage names every long option the command's getopt table takes (read from its source).
 No ZooKeeper: ctest runs it as a unit test."""
+import json
 import os
 import re
 import subprocess
@@ -107,6 +108,86 @@ class HelpTest(unittest.TestCase):
                 self.assertIn(opt, helps[cmd], "leasekeeper %s %s: --%s is not in its --help"
                               % (cmd, rest[:60], opt))
         self.assertGreater(checked, 20, "the synopsis lines were not found")
+
+    def test_every_command_line_in_the_docs_takes_only_options_help_lists(self):
+        """Beyond the synopses: every `leasekeeper COMMAND ...` written anywhere in the README,
+        docs/, deploy/README.md and both man pages (examples, prose, tables) uses only long
+        options that COMMAND's --help names."""
+        paths = ["README.md", os.path.join("deploy", "README.md"),
+                 os.path.join("man", "leasekeeper.1"), os.path.join("man", "leasekeeper.ini.5")]
+        docs = os.path.join(SRC, "docs")
+        paths += [os.path.join("docs", f) for f in sorted(os.listdir(docs)) if f.endswith(".md")]
+        known = set(commands()) - {"version"}
+        helps, checked = {}, 0
+        mention = re.compile(r"leasekeeper ([a-z-]+)((?:[ \t]+(?:\[[^\]\n]*\]|[^\s`|;,)\]]+))*)")
+        for rel in paths:
+            with open(os.path.join(SRC, rel)) as f:
+                text = f.read()
+            for esc in ("\\-", "\\fB", "\\fR", "\\fI"):
+                text = text.replace(esc, "-" if esc == "\\-" else "")
+            for m in mention.finditer(text):
+                cmd = m.group(1)
+                if cmd not in known:
+                    continue
+                if cmd not in helps:
+                    helps[cmd] = set(re.findall(r"--([a-z][a-z-]+)", run(cmd, "--help").stdout))
+                for opt in re.findall(r"(?<![\w-])--([a-z][a-z-]+)", m.group(2).split(" -- ")[0]):
+                    checked += 1
+                    self.assertIn(opt, helps[cmd], "%s: %s: --%s is not in its --help"
+                                  % (rel, m.group(0)[:80], opt))
+        self.assertGreater(checked, 100, "the command lines were not found")
+
+    def test_a_bad_option_is_one_line_and_a_hint(self):
+        """Every command answers an unknown option, and one missing its argument, with one
+        line naming it and one line pointing at its --help, exit 64: not its whole usage."""
+        for cmd in commands():
+            if cmd == "version":
+                continue
+            for bad in (["--nosuchoption"], ["-c"]) if cmd != "init-auth" else (["--nosuchoption"],):
+                with self.subTest(cmd=cmd, bad=bad):
+                    out = run(cmd, *bad)
+                    self.assertEqual(out.returncode, 64, out.stderr)
+                    self.assertEqual(out.stdout, "")
+                    lines = out.stderr.splitlines()
+                    self.assertEqual(len(lines), 2, out.stderr)
+                    self.assertTrue(lines[0].startswith("leasekeeper %s: " % cmd), lines[0])
+                    self.assertIn("nosuchoption" if bad[0] != "-c" else "requires an argument",
+                                  lines[0])
+                    self.assertEqual(lines[1], "Try 'leasekeeper %s --help' for its usage." % cmd)
+
+    def test_json_errors_are_one_json_object_on_stderr(self):
+        """Every command whose --help offers --json writes its errors, with --json, as one JSON
+        object on stderr ({"command", "exit_status", "error", "lines"}), with the exit status
+        it has without --json: a bad option (64), and for the commands that read a
+        configuration, one that cannot be opened (78; check reports it in its own JSON)."""
+        jsons = [c for c in commands() if c != "version" and "--json" in run(c, "--help").stdout]
+        self.assertGreaterEqual(len(jsons), 10, jsons)
+        missing = os.path.join(BUILD, "no-such-dir", "worker.ini")
+        for cmd in jsons:
+            cases = [(["--json", "--nosuchoption"], 64, "unrecognized option")]
+            if cmd not in ("check", "next"):
+                cases.append((["--json", "-c", missing, "somejob"], 78, "cannot open"))
+            for args, status, what in cases:
+                if cmd == "status" and status == 78:
+                    args = args[:-1]  # status takes no argument
+                with self.subTest(cmd=cmd, args=args):
+                    plain = run(cmd, *[a for a in args if a != "--json"])
+                    out = run(cmd, *args)
+                    self.assertEqual((plain.returncode, out.returncode), (status, status),
+                                     out.stderr)
+                    lines = out.stderr.splitlines()
+                    self.assertEqual(len(lines), 1, out.stderr)
+                    err = json.loads(lines[0])
+                    self.assertEqual(err["command"], cmd)
+                    self.assertEqual(err["exit_status"], status)
+                    self.assertIn(what, err["error"])
+                    self.assertEqual(err["lines"], plain.stderr.splitlines())
+        # check reports a configuration it cannot open in its own JSON on stdout, exit 1.
+        out = run("check", "--json", "-c", missing)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        doc = json.loads(out.stdout)
+        self.assertFalse(doc["ok"])
+        self.assertIn("cannot open", doc["errors"][0])
 
     def test_an_unknown_command_is_one_line_and_a_hint(self):
         out = run("nosuchcommand")

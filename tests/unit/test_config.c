@@ -648,7 +648,12 @@ test_locks(void **state)
 	fclose(f);
 	assert_non_null(strstr(out, "  locks            /leasekeeper/rwlock/db (read)\n"
 	                            "                   /leasekeeper/mutex/cache (mutex)\n"));
-	assert_non_null(strstr(out, "/leasekeeper/semaphore/pool (semaphore)\n"));
+	assert_non_null(strstr(out, "/leasekeeper/semaphore/pool (semaphore of 3)\n"));
+	assert_non_null(strstr(out, "locks (below), all held for each run or none\n"));
+	assert_non_null(strstr(out, "1: the read side of a read-write lock, runs beside other "
+	                            "readers, never beside a writer\n"));
+	assert_non_null(strstr(out, "1: the write side of a read-write lock, at most one host runs "
+	                            "it, and no reader beside it\n"));
 	free(out);
 	config_free(cfg);
 	config_errors_free(&errors);

@@ -128,7 +128,8 @@
 	function contender(n, cls) {
 		var li = el("li", cls), now = time(doc && doc.generated) || Date.now();
 		var held = cls === "holder" ? (n.held_since || n.since) : null;
-		var text = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "");
+		var text = nodeName(n) + (n.pid !== undefined ? " pid " + str(n.pid) : "") +
+			(n.mode !== undefined ? " (" + str(n.mode) + ")" : "");
 		if (held) {
 			text += " holding since " + since(time(held), now);
 			if (n.held_since && n.since && n.held_since !== n.since)
@@ -221,8 +222,22 @@
 		return (Array.isArray(j.running) ? j.running : []).map(function (n) {
 			return {running: true, outcome: "running", start: n.since, node: n.node, pid: n.pid,
 				fence: n.fence, run_id: n.run_id, znode: "running/" + str(n.znode),
-				tick_time: n.tick_time};
+				tick_time: n.tick_time, locks: n.locks};
 		});
+	}
+
+	/* A job's lock: its kind, and each of its locks with its mode when it has several. */
+	function lockCell(j) {
+		var td = el("td", null, j.kind === "read-write lock" ? "read-write lock" :
+			str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)"));
+		if (Array.isArray(j.locks)) {
+			var ul = el("ul", "locks");
+			j.locks.forEach(function (k) {
+				ul.appendChild(el("li", "mono small", str(k && k.path) + " (" + str(k && k.mode) + ")"));
+			});
+			td.appendChild(ul);
+		}
+		return td;
 	}
 
 	function renderJobs(now) {
@@ -261,14 +276,17 @@
 				j.next_tick ? since(time(j.next_tick), now) : "");
 			next.title = str(j.next_tick);
 			tr.appendChild(next);
-			tr.appendChild(el("td", null, str(j.leases) + (j.leases === 1 ? " (mutex)" : " (semaphore)")));
+			tr.appendChild(lockCell(j));
 			tr.appendChild(list(j.holders, "holder", j.holders_omitted));
 			tr.appendChild(list(j.waiters, "waiter", j.waiters_omitted));
 			var runs = sortedRuns(j), last = el("td"), live = runningRuns(j);
 			live.forEach(function (r) {
 				last.appendChild(el("span", "badge o-running", "running"));
 				last.appendChild(el("span", "muted running-now", " " + nodeName(r) + " pid " +
-					str(r.pid) + " since " + since(time(r.start), now) + " fence " + str(r.fence) + " "));
+					str(r.pid) + " since " + since(time(r.start), now) + " fence " + str(r.fence) +
+					(Array.isArray(r.locks) ? " (" + r.locks.map(function (k) {
+						return str(k && k.path) + " " + str(k && k.mode) + " fence " + str(k && k.fence);
+					}).join(", ") + ")" : "") + " "));
 			});
 			if (live.length) { /* the runs in progress say it all */ } else if (runs.length) {
 				var r = runs[runs.length - 1], o = outcome(r);
