@@ -294,10 +294,7 @@ jobrec_create(struct jobrec *jr)
 	free(data);
 }
 
-/*
- * Whether the record as read is of a format this release cannot read: then it does not
- * contend (a conflict), says so once, and never writes over it until it changes.
- */
+/* A record of a format this release cannot read: no contending, said once, never written over. */
 static int
 jobrec_refused(struct jobrec *jr, const struct zk_reply *reply)
 {
