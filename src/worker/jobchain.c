@@ -378,6 +378,7 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	          (long long)job_chain_time(&g));
 	job_input(job, &in, JOBFSM_TICK);
 	in.tick = job_chain_time(&g);
+	in.kind = JOBFSM_KIND_GEN;
 	job_feed(job, &in, NULL);
 }
 
@@ -604,11 +605,14 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 	}
 }
 
-/* Whether the run of tick is a chained one: the run-now of a chained job (no tick) is not. */
+/*
+ * Whether the run of tick is a chained one (a generation claimed): not the run-now of a
+ * chained job (no tick), nor a scheduled tick's run of a job with a schedule as well.
+ */
 static int
-job_chain_running(const struct job *job, int64_t tick)
+job_chain_running(const struct job *job, int64_t tick, enum jobfsm_kind kind)
 {
-	return job->chain != NULL && job->chain->have_run && tick >= 0;
+	return job->chain != NULL && job->chain->have_run && tick >= 0 && kind == JOBFSM_KIND_GEN;
 }
 
 /*
@@ -627,7 +631,7 @@ job_chain_env(struct job *job, struct runspec *rs, char **env)
 	size_t i, n = rs->nenv;
 	int k;
 
-	if (!job_chain_running(job, job->fsm.tick))
+	if (!job_chain_running(job, job->fsm.tick, job->fsm.kind))
 		return env;
 	g = &job->chain->run;
 	out = xcalloc(n + 4, sizeof *out);
@@ -652,9 +656,9 @@ job_chain_env(struct job *job, struct runspec *rs, char **env)
 
 /* The record of a chained run (of tick) says which parents' runs it answers ("after"). */
 void
-job_chain_record(const struct job *job, json_t *record, int64_t tick)
+job_chain_record(const struct job *job, json_t *record, int64_t tick, enum jobfsm_kind kind)
 {
-	if (job_chain_running(job, tick))
+	if (job_chain_running(job, tick, kind))
 		json_object_set_new(record, "after", chainrec_gen_json(&job->chain->run));
 }
 

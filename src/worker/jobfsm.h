@@ -161,11 +161,23 @@ enum jobfsm_hook {
 	JOBFSM_HOOK_MISSED,
 };
 
+/*
+ * What a tick the machine holds is (docs/workflows.md, "A schedule and after"): a time of
+ * the job's schedule, claimed in <root>/jobs/<job>/state, or a chain generation (after =
+ * JOB: the parents' runs one chained run answers, its time when the last of them was
+ * recorded), claimed in <root>/jobs/<job>/chain. A job with both holds either.
+ */
+enum jobfsm_kind {
+	JOBFSM_KIND_TICK, /* a scheduled tick (and a run-now run: no tick) */
+	JOBFSM_KIND_GEN,  /* a chain generation */
+};
+
 /* One action, and what it needs. */
 struct jobfsm_action {
 	enum jobfsm_act act;
 	enum job_state from, to;  /* JOBFSM_ENTER */
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
+	enum jobfsm_kind kind;    /* CLAIM, START_RUN, RECORD*, HAND_BACK, TICK_ARM: of tick */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
 	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
 	                           * JOBFSM_MISSED_*; CLAIM: 1 for a catch-up */
@@ -249,7 +261,9 @@ struct jobfsm {
 	int halted;           /* the run is stopped by `leasekeeper stop` */
 	int replacing;        /* the run is stopped for the next tick (overlap = replace) */
 	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
+	enum jobfsm_kind kind; /* ... what it is: a scheduled tick or a chain generation */
 	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
+	int64_t pending_gen;  /* after: the newest generation that came due meanwhile */
 	int attempt;          /* scheduled: retries of this tick so far */
 	int failures;         /* consecutive */
 	int cooldowns;        /* consecutive cool-downs */
@@ -266,6 +280,7 @@ struct jobfsm_input {
 	enum jobfsm_event event;
 	uint64_t now_ms;      /* wall clock */
 	int64_t tick;         /* TICK: the tick due */
+	enum jobfsm_kind kind; /* TICK: a scheduled tick, or a chain generation (no delay) */
 	uint64_t delay_ms;    /* TICK: the rank's delay; 0: contend now */
 	int64_t catch_up;     /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
 	uint64_t manual_ms;   /* RUN_REQUEST: its timeout */
