@@ -368,7 +368,8 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		if (job->chain != NULL &&
 		    (a->act == JOBFSM_TICK_ARM_IF_IDLE || a->kind == JOBFSM_KIND_GEN))
 			job_chain_poke(job->chain);
-		if (!job_has_schedule(job) || (a->act == JOBFSM_TICK_ARM && a->kind != JOBFSM_KIND_TICK))
+		if (!job_has_schedule(job) ||
+		    (a->act == JOBFSM_TICK_ARM && a->kind != JOBFSM_KIND_TICK))
 			break;
 		if (a->act == JOBFSM_TICK_ARM)
 			job_arm_tick(job);

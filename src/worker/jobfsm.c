@@ -224,8 +224,8 @@ jobfsm_after_loss(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 
 /* Contend for the lease (for tick, if scheduled), unless paused, drained or too late. */
 void
-jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
-               enum jobfsm_kind kind, struct jobfsm_actions *out)
+jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick, enum jobfsm_kind kind,
+               struct jobfsm_actions *out)
 {
 	uint64_t timeout = 0;
 

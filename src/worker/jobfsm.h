@@ -247,27 +247,27 @@ struct jobfsm {
 	struct jobfsm_config cfg;
 	enum jobfsm_lease lease;
 	enum jobfsm_manual manual;
-	int ready;            /* registered in the current session */
-	int agreed;           /* the cluster's lease count is ours */
-	int stop_requested;   /* stopping for good */
-	int lost_pending;     /* the lease went while running: contend again after the exit */
-	int conflict_pending; /* the count changed while running: stop contending after */
-	int await_verify;     /* start once the lease is confirmed after a reconnect */
-	int paused;           /* the record says paused: take no new lease */
-	int drained;          /* this worker is drained: take no new lease */
-	int busy;             /* a run is under way (started or starting) */
-	int timed_out;        /* the run reached its timeout */
-	int manual_ended;     /* the run that just ended was the request's */
-	int halted;           /* the run is stopped by `leasekeeper stop` */
-	int replacing;        /* the run is stopped for the next tick (overlap = replace) */
-	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
+	int ready;             /* registered in the current session */
+	int agreed;            /* the cluster's lease count is ours */
+	int stop_requested;    /* stopping for good */
+	int lost_pending;      /* the lease went while running: contend again after the exit */
+	int conflict_pending;  /* the count changed while running: stop contending after */
+	int await_verify;      /* start once the lease is confirmed after a reconnect */
+	int paused;            /* the record says paused: take no new lease */
+	int drained;           /* this worker is drained: take no new lease */
+	int busy;              /* a run is under way (started or starting) */
+	int timed_out;         /* the run reached its timeout */
+	int manual_ended;      /* the run that just ended was the request's */
+	int halted;            /* the run is stopped by `leasekeeper stop` */
+	int replacing;         /* the run is stopped for the next tick (overlap = replace) */
+	int64_t tick;          /* scheduled: the tick being handled, -1 if none */
 	enum jobfsm_kind kind; /* ... what it is: a scheduled tick or a chain generation */
-	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
-	int64_t pending_gen;  /* after: the newest generation that came due meanwhile */
-	int attempt;          /* scheduled: retries of this tick so far */
-	int failures;         /* consecutive */
-	int cooldowns;        /* consecutive cool-downs */
-	uint64_t manual_ms;   /* the request taken: how long its lease may take */
+	int64_t pending_tick;  /* scheduled: the newest tick that came due during a run */
+	int64_t pending_gen;   /* after: the newest generation that came due meanwhile */
+	int attempt;           /* scheduled: retries of this tick so far */
+	int failures;          /* consecutive */
+	int cooldowns;         /* consecutive cool-downs */
+	uint64_t manual_ms;    /* the request taken: how long its lease may take */
 	uint64_t failures_total;
 	int catching;    /* the tick handled is a catch-up one (catch_up = all) */
 	int catch_claim; /* ... or catch_up = latest's: its claim's skipped ticks say catch_up */
@@ -278,16 +278,16 @@ struct jobfsm {
 /* One event and the facts that come with it. */
 struct jobfsm_input {
 	enum jobfsm_event event;
-	uint64_t now_ms;      /* wall clock */
-	int64_t tick;         /* TICK: the tick due */
+	uint64_t now_ms;       /* wall clock */
+	int64_t tick;          /* TICK: the tick due */
 	enum jobfsm_kind kind; /* TICK: a scheduled tick, or a chain generation (no delay) */
-	uint64_t delay_ms;    /* TICK: the rank's delay; 0: contend now */
-	int64_t catch_up;     /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
-	uint64_t manual_ms;   /* RUN_REQUEST: its timeout */
-	int paused, stop;     /* AGREED: the pause, and its stop_running; DRAIN: stop */
-	int wait;             /* STOP: let the run finish */
-	int kill, hold;       /* HALT: SIGKILL at once; the command paused the job first */
-	const int64_t *ticks; /* CATCH_UP: the missed ticks, oldest first */
+	uint64_t delay_ms;     /* TICK: the rank's delay; 0: contend now */
+	int64_t catch_up;      /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
+	uint64_t manual_ms;    /* RUN_REQUEST: its timeout */
+	int paused, stop;      /* AGREED: the pause, and its stop_running; DRAIN: stop */
+	int wait;              /* STOP: let the run finish */
+	int kill, hold;        /* HALT: SIGKILL at once; the command paused the job first */
+	const int64_t *ticks;  /* CATCH_UP: the missed ticks, oldest first */
 	int nticks;
 	int taken;                     /* PEEKED, CLAIM_LOST: someone has the tick */
 	int timed_out;                 /* LEASE_FAILED: at its timeout */

@@ -29,8 +29,8 @@ jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 	if (!m->busy)
 		return;
 	if (in->host && m->cfg.scheduled && tick >= 0 && m->kind == JOBFSM_KIND_TICK &&
-	    m->state == JOB_STARTING && !m->catching &&
-	    m->manual != JOBFSM_MANUAL_ACTIVE && m->manual != JOBFSM_MANUAL_RESTART) {
+	    m->state == JOB_STARTING && !m->catching && m->manual != JOBFSM_MANUAL_ACTIVE &&
+	    m->manual != JOBFSM_MANUAL_RESTART) {
 		jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
 		jobfsm_act(out, JOBFSM_HAND_BACK)->tick = tick;
 		m->attempt = 0;

@@ -10,8 +10,8 @@ struct jobfsm_action *jobfsm_act(struct jobfsm_actions *, enum jobfsm_act);
 void jobfsm_enter(struct jobfsm *, enum job_state next, struct jobfsm_actions *);
 void jobfsm_stop_run(struct jobfsm_actions *, int sig, enum jobfsm_why);
 void jobfsm_acquire(struct jobfsm *, uint64_t ms, struct jobfsm_actions *);
-void jobfsm_contend(struct jobfsm *, const struct jobfsm_input *, int64_t tick,
-                    enum jobfsm_kind, struct jobfsm_actions *);
+void jobfsm_contend(struct jobfsm *, const struct jobfsm_input *, int64_t tick, enum jobfsm_kind,
+                    struct jobfsm_actions *);
 struct jobfsm_action *jobfsm_tick_act(struct jobfsm_actions *, enum jobfsm_act, int64_t tick,
                                       enum jobfsm_kind);
 void jobfsm_manual_go(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
