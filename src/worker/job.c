@@ -207,7 +207,11 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 		                            : "restarting the running copy");
 		break;
 	case JOBFSM_NOTE_TICK_RUN:
-		log_info("job %s: running the tick of %s", job->name, when);
+		if (a->n) /* a generation: its parents' runs, the last recorded at its time */
+			log_info("job %s: running after its parents' run(s) recorded at %s",
+			         job->name, when);
+		else
+			log_info("job %s: running the tick of %s", job->name, when);
 		break;
 	case JOBFSM_NOTE_TICK_GONE:
 		log_debug("job %s: the tick of %s %s", job->name, when,

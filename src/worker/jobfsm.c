@@ -687,7 +687,7 @@ jobfsm_claim_ended(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 	if (m->state != JOB_CLAIMING)
 		return;
 	if (in->event == JOBFSM_CLAIMED) {
-		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, 0);
+		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, m->kind == JOBFSM_KIND_GEN);
 		jobfsm_start_run(m, in, out);
 		return;
 	}

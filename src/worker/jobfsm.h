@@ -143,7 +143,7 @@ enum jobfsm_note {
 	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick (a.n: from catch_up = all's queue) */
 	JOBFSM_NOTE_MANUAL_RUN,  /* running it at the request */
 	JOBFSM_NOTE_MANUAL_GO,   /* the request: contending, or restarting the copy */
-	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed */
+	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed (a.n: a chain generation) */
 	JOBFSM_NOTE_TICK_GONE,   /* the tick is someone else's (a.n: taken) */
 	JOBFSM_NOTE_STEP_IN,     /* a backup steps in: the tick is unclaimed */
 	JOBFSM_NOTE_ACQ_FAILED,  /* could not acquire a lease (the event's reason) */
