@@ -113,6 +113,9 @@ class ChainScheduleTest(lktest.TestCase):
             self.assertEqual(lines[i][2], "none", r)
             self.assertEqual(lines[i][1], time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                         time.gmtime(r["tick"])), r)
+        # The meeting this test is for: parent runs recorded in the second of a child's tick.
+        met = [r for r in chained.values() if r["tick"] in set(ticks)]
+        self.assertTrue(met, "no parent run ended at a tick of the child")
         nodes = sorted({x[3] for x in lines.values()})
         # status and next show both.
         cfg = self.workers["alpha"][0]
@@ -126,9 +129,9 @@ class ChainScheduleTest(lktest.TestCase):
         self.assertIn("child: runs after parent", r.stdout)
         self.assertIn("at each tick of its schedule @every %ds" % EVERY, r.stdout)
         print("\nschedule and after: %d runs of parent; child ran %d ticks (missed %d) and %d "
-              "parent runs (missed %d), on %s" % (len(p_ok), len(ticks), len(tick_missed),
-                                                 len(gen_ran), len(gen_missed),
-                                                 ", ".join(nodes)))
+              "parent runs (missed %d; %d recorded in the second of a tick), on %s"
+              % (len(p_ok), len(ticks), len(tick_missed), len(gen_ran), len(gen_missed),
+                 len(met), ", ".join(nodes)))
 
 
 if __name__ == "__main__":
