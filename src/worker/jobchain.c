@@ -6,9 +6,10 @@
  * child waits for are its candidates. A generation is the parents' runs one chained run
  * answers: with one parent, each of its runs in turn (oldest first); with several (a join),
  * the newest candidate of every parent, once each has one newer than the last it handled.
- * The machine gets a generation as a TICK whose time is when its last run was recorded, so
- * that start_deadline counts from the parent's end; its claim, and its missed or paused
- * record, is a versioned write of the chain state (chainrec.c) instead of the tick state.
+ * The machine gets a generation as a TICK of kind JOBFSM_KIND_GEN whose time is when its
+ * last run was recorded, so that start_deadline counts from the parent's end; its claim, and
+ * its missed or paused record, is a versioned write of the chain state (chainrec.c), apart
+ * from the tick state that a job with a schedule as well claims its ticks in.
  * Parent runs recorded before the child's job record was created are not the child's.
  */
 

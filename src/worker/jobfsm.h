@@ -51,7 +51,7 @@ enum jobfsm_event {
 	JOBFSM_SESSION_EXPIRED, /* after the lease heard of the expiry: let go what is left */
 	JOBFSM_AGREED,          /* the cluster's lease count is ours; paused, stop: the pause */
 	JOBFSM_CONFLICT,        /* the cluster's lease count is not ours */
-	JOBFSM_TICK,            /* a tick is due; delay_ms: our rank's delay (0: contend now) */
+	JOBFSM_TICK,            /* a tick (kind: or a generation) is due; delay_ms: rank's delay */
 	JOBFSM_TIMER,           /* the back-off, retry, cool-down or standby timer */
 	JOBFSM_PEEKED,          /* a backup read the tick; taken: someone has it */
 	JOBFSM_LEASE_ACQUIRED,
