@@ -329,6 +329,23 @@ job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
 	return 1;
 }
 
+/*
+ * Whether the machine may be handed the next generation (c->fed, which its claim takes): it
+ * waits; or, with a schedule as well, it handles a tick (a run, a stand-by, a retry) and
+ * holds no generation, and keeps this one pending (jobfsmtick.c), so that ticks due one
+ * after the other do not keep it waiting. Never while it holds one: c->fed is its claim's.
+ */
+static int
+job_chain_may_feed(const struct job *job)
+{
+	const struct jobfsm *m = &job->fsm;
+
+	if (m->state == JOB_WAITING)
+		return 1;
+	return job_has_schedule(job) && m->pending_gen < 0 &&
+	       !(m->tick >= 0 && m->kind == JOBFSM_KIND_GEN);
+}
+
 /* The chain state as read: what is handled; hand the next generation to the machine. */
 static void
 job_chain_state_cb(const struct zk_reply *reply, void *arg)
@@ -367,7 +384,7 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 		job_chain_eval(c);
 		return;
 	}
-	if (!job_chain_next(c, &g) || job->fsm.state != JOB_WAITING || !jobfsm_active(&job->fsm))
+	if (!job_chain_next(c, &g) || !job_chain_may_feed(job) || !jobfsm_active(&job->fsm))
 		return; /* the machine evaluates again when it waits (TICK_ARM_IF_IDLE) */
 	if (job_chain_same(&g, &c->fed) && now < c->fed_ms + JOB_CHAIN_REFEED_MS) {
 		job_timer(c->timer, c->fed_ms + JOB_CHAIN_REFEED_MS - now);
