@@ -7,7 +7,9 @@ which also runs `@every 3s`, so that each parent run ends at about the moment of
 child's ticks. Counted from the run records in ZooKeeper, by run id: every tick of the child
 is answered exactly once (run, or recorded missed), every run of parent exactly once (run, or
 recorded missed), no run answers both; a chained run's environment names its parent run and
-a scheduled run's names none; `status` and `next` show the schedule and the parent."""
+a scheduled run's names none; `status` and `next` show the schedule and the parent. With
+overlap = skip, a tick due during a chained run is recorded missed (overlap), and every
+parent run still runs."""
 
 import json
 import subprocess
@@ -132,6 +134,52 @@ class ChainScheduleTest(lktest.TestCase):
               "parent runs (missed %d; %d recorded in the second of a tick), on %s"
               % (len(p_ok), len(ticks), len(tick_missed), len(gen_ran), len(gen_missed),
                  len(met), ", ".join(nodes)))
+
+    def test_skip_lets_a_tick_go_during_a_chained_run_never_a_parent_run(self):
+        """overlap = skip: a tick due while a chained run holds the lease is recorded missed
+        (overlap); a parent run due during a scheduled run waits for it and runs."""
+        out = self.path("child.txt")
+        # Chained runs last 4 s (over the next tick), scheduled ones 0.2 s.
+        child_cmd = ('if [ -n "$LEASEKEEPER_PARENT_RUN" ]; then sleep 4; else sleep 0.2; fi; '
+                     'echo "$LEASEKEEPER_RUN_ID ${LEASEKEEPER_PARENT_RUN:-none}" >> %s' % out)
+        self.cluster({
+            "parent": {"command": "true", "schedule": "@every 9s", "history": 500},
+            "child": {"command": child_cmd, "schedule": "@every %ds" % EVERY,
+                      "after": "parent", "overlap": "skip", "start_deadline": "20s",
+                      "history": 500},
+        }, names=("alpha", "beta"))
+        kz = self.kazoo()
+        self.wait_until(lambda: len([r for r in self.runs(kz, "parent") if r.get("run_id")])
+                        >= 4, timeout=120, msg="4 runs of parent")
+        self.assertEqual(self.cli("pause", "parent").returncode, 0)
+        self.settle(lambda: ([r["run_id"] for r in self.runs(kz, "parent") if r.get("run_id")],
+                             [r.get("after") for r in self.runs(kz, "child") if r.get("after")]))
+        self.assertEqual(self.cli("pause", "child").returncode, 0)
+        self.settle(lambda: [r.get("run_id") for r in self.runs(kz, "child")
+                             if r.get("outcome") != "paused"])
+
+        p_ok = [r["run_id"] for r in self.runs(kz, "parent") if r.get("outcome") == "ok"]
+        recs = [r for r in self.runs(kz, "child") if r.get("outcome") != "paused"]
+        ran = {r["run_id"]: r for r in recs if r.get("run_id")}
+        chained = [r for r in ran.values() if r.get("after")]
+        ticks = [r["tick"] for r in ran.values() if not r.get("after")]
+        missed = {r["tick"]: r for r in recs
+                  if r.get("outcome") == "missed" and not r.get("after")}
+        # Every parent run ran once, none skipped; no chained run stopped or replaced.
+        self.assertEqual(sorted(r["after"][0]["run_id"] for r in chained), sorted(p_ok), recs)
+        self.assertFalse([r for r in recs if r.get("after") and r.get("outcome") != "ok"], recs)
+        # Every tick once: run or missed; some missed for the overlap with a chained run.
+        self.assertEqual(len(ticks), len(set(ticks)), sorted(ticks))
+        self.assertFalse(set(ticks) & set(missed))
+        every = sorted(ticks + list(missed))
+        self.assertEqual(every, list(range(every[0], every[-1] + 1, EVERY)))
+        overlap = [t for t, r in missed.items() if r.get("missed_reason") == "overlap"]
+        self.assertTrue(overlap, "no tick was skipped for a chained run: %s" % missed)
+        lines = lktest.read_text(out).split("\n")[:-1]
+        self.assertEqual(sorted(x.split()[0] for x in lines), sorted(ran))
+        print("\noverlap = skip with after: %d parent runs all answered; %d ticks ran, %d "
+              "skipped for a chained run (overlap), %d missed otherwise"
+              % (len(p_ok), len(ticks), len(overlap), len(missed) - len(overlap)))
 
 
 if __name__ == "__main__":
