@@ -189,8 +189,14 @@ next_print(json_t *out)
 			printf("%s", i == 0 ? "" : (i + 1 == n ? "; and a " : "; a "));
 			next_parent_run(json_string_value(e));
 		}
-		printf("%s), no schedule of its own\n", n > 1 ? "; the newest of each" : "");
-		return;
+		if (strcmp(schedule, "@after") == 0) {
+			printf("%s), no schedule of its own\n",
+			       n > 1 ? "; the newest of each" : "");
+			return;
+		}
+		/* A schedule as well: its ticks run too, each once (docs/workflows.md). */
+		printf("%s), and at each tick of its schedule %s:\n",
+		       n > 1 ? "; the newest of each" : "", schedule);
 	}
 	/* H and jitter are per job: say what they resolved to, then the times they give. */
 	if (strcmp(resolved, schedule) != 0)

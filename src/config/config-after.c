@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config-int.h"
+#include "schedule.h"
 #include "xmalloc.h"
 
 #define CONFIG_MAX_AFTER 16 /* parents of one job, at most */
@@ -137,7 +138,10 @@ config_after_cycle(const struct config *cfg, size_t i, char *colour)
 	return -1;
 }
 
-/* The keys of scheduled ticks, which a job with after has none of: errors, not ignored. */
+/*
+ * The keys of scheduled ticks, which a job with after alone has none of: errors, not ignored.
+ * A job with a cron or @every schedule as well has them for its ticks, but no per_tick.
+ */
 static void
 config_after_misplaced(struct config_ctx *ctx, const struct config_sec *sec,
                        const struct config_job *job)
@@ -148,8 +152,11 @@ config_after_misplaced(struct config_ctx *ctx, const struct config_sec *sec,
 
 	if (job->per_tick > 1)
 		config_error_kv(ctx, sec, config_kv_find(sec, "per_tick"),
-		                "per_tick applies to scheduled ticks: a job with after runs "
-		                "once per parent run, on one worker; remove per_tick");
+		                "per_tick applies to scheduled ticks of a job without after: a "
+		                "job with after runs each tick and each parent run once, on one "
+		                "worker; remove per_tick");
+	if (job->sched != NULL && schedule_kind(job->sched) != SCHEDULE_AFTER)
+		return;
 	for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
 		if ((kv = config_kv_find(sec, keys[k])) != NULL)
 			config_error_kv(ctx, sec, kv,

@@ -215,6 +215,9 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	struct passwd *pw;
 	char **p;
 	int continuous = job->sched != NULL && schedule_kind(job->sched) == SCHEDULE_CONTINUOUS;
+	/* ticks of a schedule (cron, @every): a job with after alone has none */
+	int ticks =
+	    !continuous && job->sched != NULL && schedule_kind(job->sched) != SCHEDULE_AFTER;
 
 	config_print_job_lease(cfg, job, f);
 	fprintf(f, "  command          ");
@@ -271,14 +274,14 @@ config_print_job(const struct config *cfg, const struct config_job *job, FILE *f
 	} else {
 		duration_format(job->retry_backoff_ms, d1, sizeof d1);
 		fprintf(f, "  retries          %d, back-off from %s\n", job->retries, d1);
-		if (job->after != NULL)
-			; /* a chained job: each parent run is its tick (docs/workflows.md) */
-		else if (job->catch_up == CONFIG_CATCH_UP_ALL)
+		if (ticks && job->catch_up == CONFIG_CATCH_UP_ALL)
 			fprintf(f, "  catch_up         all, at most %d\n", job->catch_up_limit);
-		else
+		else if (ticks)
 			fprintf(f, "  catch_up         %s\n", config_catch_up_name(job->catch_up));
-		if (job->after == NULL)
-			fprintf(f, "  overlap          %s\n", config_overlap_name(job->overlap));
+		/* Between a chained run and a scheduled one: docs/workflows.md. */
+		if (ticks)
+			fprintf(f, "  overlap          %s%s\n", config_overlap_name(job->overlap),
+			        job->after != NULL ? " (of ticks; a parent run's waits)" : "");
 	}
 	duration_format(job->kill_grace_ms, d2, sizeof d2);
 	fprintf(f, "  kill_grace       %s\n", d2);

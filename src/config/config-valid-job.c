@@ -352,12 +352,14 @@ config_resolve_job_schedule(struct config_ctx *ctx, const struct config *cfg,
 	} else if (cfg->timezone != NULL)
 		job->zone = xstrdup(cfg->timezone);
 	kv = config_kv_find(sec, "schedule");
-	if (config_kv_find(sec, "after") != NULL && kv != NULL) {
+	/* With after, a cron or @every schedule adds its ticks (docs/workflows.md). */
+	if (config_kv_find(sec, "after") != NULL && kv != NULL &&
+	    strncasecmp(kv->value + strspn(kv->value, " \t"), "@continuous", 11) == 0) {
 		config_error_kv(ctx, sec, kv,
-		                "a job with after runs after its parents' runs, not on a schedule: "
-		                "remove schedule (or after, and chain nothing)");
+		                "a job with after runs once per parent run, or on a cron or @every "
+		                "schedule as well, never @continuous: remove schedule (or after)");
 		kv = NULL;
-	} else if (config_kv_find(sec, "after") == NULL && kv != NULL &&
+	} else if (kv != NULL &&
 	           strncasecmp(kv->value + strspn(kv->value, " \t"), "@after", 6) == 0) {
 		config_error_kv(ctx, sec, kv,
 		                "schedule @after is what after = JOB sets: write after = JOB "

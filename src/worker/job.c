@@ -85,6 +85,15 @@ job_scheduled(const struct job *job)
 	return schedule_kind(job->cfg->sched) != SCHEDULE_CONTINUOUS;
 }
 
+/* Whether the job has ticks of a schedule (cron, @every), with or without after. */
+int
+job_has_schedule(const struct job *job)
+{
+	enum schedule_kind k = schedule_kind(job->cfg->sched);
+
+	return k != SCHEDULE_CONTINUOUS && k != SCHEDULE_AFTER;
+}
+
 /* Arm a timer for ms from now. */
 void
 job_timer(struct event *ev, uint64_t ms)
@@ -198,7 +207,11 @@ job_note(struct job *job, const struct jobfsm_action *a, const struct job_ctx *c
 		                            : "restarting the running copy");
 		break;
 	case JOBFSM_NOTE_TICK_RUN:
-		log_info("job %s: running the tick of %s", job->name, when);
+		if (a->n) /* a generation: its parents' runs, the last recorded at its time */
+			log_info("job %s: running after its parents' run(s) recorded at %s",
+			         job->name, when);
+		else
+			log_info("job %s: running the tick of %s", job->name, when);
 		break;
 	case JOBFSM_NOTE_TICK_GONE:
 		log_debug("job %s: the tick of %s %s", job->name, when,
@@ -265,7 +278,7 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_release(job);
 		break;
 	case JOBFSM_CLAIM:
-		if (job->chain != NULL)
+		if (a->kind == JOBFSM_KIND_GEN && job->chain != NULL)
 			job_chain_claim(job->chain, "run");
 		else
 			job_claim(job, a->tick, a->n);
@@ -294,8 +307,9 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		              json_pack("{s:s, s:s}", "outcome", "lost", "error", "busy"));
 		break;
 	case JOBFSM_RECORD_MISSED:
-		if (job->chain != NULL) {
-			job_chain_claim(job->chain, "missed");
+		if (a->kind == JOBFSM_KIND_GEN) {
+			if (job->chain != NULL)
+				job_chain_claim(job->chain, "missed");
 			break;
 		}
 		jobrec_missed_why(job->rec, a->tick, cfg->node_id, job->cfg->history,
@@ -303,9 +317,10 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		break;
 	case JOBFSM_RECORD_PAUSED:
 		job->paused_ticks++;
-		if (job->chain != NULL)
-			job_chain_claim(job->chain, "paused");
-		else
+		if (a->kind == JOBFSM_KIND_GEN) {
+			if (job->chain != NULL)
+				job_chain_claim(job->chain, "paused");
+		} else
 			jobrec_paused_tick(job->rec, a->tick, cfg->node_id, job->cfg->history);
 		break;
 	case JOBFSM_MANUAL_ABORT:
@@ -318,7 +333,8 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_manual_restarted(job);
 		break;
 	case JOBFSM_HAND_BACK:
-		job_hand_back(job, a->tick);
+		if (a->kind == JOBFSM_KIND_TICK) /* the machine gives back no generation */
+			job_hand_back(job, a->tick);
 		break;
 	default:
 		return 0;
@@ -352,10 +368,14 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		break;
 	case JOBFSM_TICK_ARM:
 	case JOBFSM_TICK_ARM_IF_IDLE:
-		if (job->chain != NULL)
-			job_chain_poke(
-			    job->chain); /* a chained job's ticks are its parents' runs */
-		else if (a->act == JOBFSM_TICK_ARM)
+		/* A chained job's generations are its parents' runs; its ticks, its schedule's. */
+		if (job->chain != NULL &&
+		    (a->act == JOBFSM_TICK_ARM_IF_IDLE || a->kind == JOBFSM_KIND_GEN))
+			job_chain_poke(job->chain);
+		if (!job_has_schedule(job) ||
+		    (a->act == JOBFSM_TICK_ARM && a->kind != JOBFSM_KIND_TICK))
+			break;
+		if (a->act == JOBFSM_TICK_ARM)
 			job_arm_tick(job);
 		else
 			job_arm_tick_if_idle(job);

@@ -6,9 +6,10 @@
  * child waits for are its candidates. A generation is the parents' runs one chained run
  * answers: with one parent, each of its runs in turn (oldest first); with several (a join),
  * the newest candidate of every parent, once each has one newer than the last it handled.
- * The machine gets a generation as a TICK whose time is when its last run was recorded, so
- * that start_deadline counts from the parent's end; its claim, and its missed or paused
- * record, is a versioned write of the chain state (chainrec.c) instead of the tick state.
+ * The machine gets a generation as a TICK of kind JOBFSM_KIND_GEN whose time is when its
+ * last run was recorded, so that start_deadline counts from the parent's end; its claim, and
+ * its missed or paused record, is a versioned write of the chain state (chainrec.c), apart
+ * from the tick state that a job with a schedule as well claims its ticks in.
  * Parent runs recorded before the child's job record was created are not the child's.
  */
 
@@ -328,6 +329,23 @@ job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
 	return 1;
 }
 
+/*
+ * Whether the machine may be handed the next generation (c->fed, which its claim takes): it
+ * waits; or, with a schedule as well, it handles a tick (a run, a stand-by, a retry) and
+ * holds no generation, and keeps this one pending (jobfsmtick.c), so that ticks due one
+ * after the other do not keep it waiting. Never while it holds one: c->fed is its claim's.
+ */
+static int
+job_chain_may_feed(const struct job *job)
+{
+	const struct jobfsm *m = &job->fsm;
+
+	if (m->state == JOB_WAITING)
+		return 1;
+	return job_has_schedule(job) && m->pending_gen < 0 &&
+	       !(m->tick >= 0 && m->kind == JOBFSM_KIND_GEN);
+}
+
 /* The chain state as read: what is handled; hand the next generation to the machine. */
 static void
 job_chain_state_cb(const struct zk_reply *reply, void *arg)
@@ -366,7 +384,7 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 		job_chain_eval(c);
 		return;
 	}
-	if (!job_chain_next(c, &g) || job->fsm.state != JOB_WAITING || !jobfsm_active(&job->fsm))
+	if (!job_chain_next(c, &g) || !job_chain_may_feed(job) || !jobfsm_active(&job->fsm))
 		return; /* the machine evaluates again when it waits (TICK_ARM_IF_IDLE) */
 	if (job_chain_same(&g, &c->fed) && now < c->fed_ms + JOB_CHAIN_REFEED_MS) {
 		job_timer(c->timer, c->fed_ms + JOB_CHAIN_REFEED_MS - now);
@@ -378,6 +396,7 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	          (long long)job_chain_time(&g));
 	job_input(job, &in, JOBFSM_TICK);
 	in.tick = job_chain_time(&g);
+	in.kind = JOBFSM_KIND_GEN;
 	job_feed(job, &in, NULL);
 }
 
@@ -604,11 +623,14 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 	}
 }
 
-/* Whether the run of tick is a chained one: the run-now of a chained job (no tick) is not. */
+/*
+ * Whether the run of tick is a chained one (a generation claimed): not the run-now of a
+ * chained job (no tick), nor a scheduled tick's run of a job with a schedule as well.
+ */
 static int
-job_chain_running(const struct job *job, int64_t tick)
+job_chain_running(const struct job *job, int64_t tick, enum jobfsm_kind kind)
 {
-	return job->chain != NULL && job->chain->have_run && tick >= 0;
+	return job->chain != NULL && job->chain->have_run && tick >= 0 && kind == JOBFSM_KIND_GEN;
 }
 
 /*
@@ -627,7 +649,7 @@ job_chain_env(struct job *job, struct runspec *rs, char **env)
 	size_t i, n = rs->nenv;
 	int k;
 
-	if (!job_chain_running(job, job->fsm.tick))
+	if (!job_chain_running(job, job->fsm.tick, job->fsm.kind))
 		return env;
 	g = &job->chain->run;
 	out = xcalloc(n + 4, sizeof *out);
@@ -652,9 +674,9 @@ job_chain_env(struct job *job, struct runspec *rs, char **env)
 
 /* The record of a chained run (of tick) says which parents' runs it answers ("after"). */
 void
-job_chain_record(const struct job *job, json_t *record, int64_t tick)
+job_chain_record(const struct job *job, json_t *record, int64_t tick, enum jobfsm_kind kind)
 {
-	if (job_chain_running(job, tick))
+	if (job_chain_running(job, tick, kind))
 		json_object_set_new(record, "after", chainrec_gen_json(&job->chain->run));
 }
 

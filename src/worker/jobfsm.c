@@ -32,7 +32,7 @@ jobfsm_init(struct jobfsm *m, const struct jobfsm_config *cfg)
 	memset(m, 0, sizeof *m);
 	m->state = JOB_IDLE;
 	m->cfg = *cfg;
-	m->tick = m->pending_tick = -1;
+	m->tick = m->pending_tick = m->pending_gen = -1;
 }
 
 /* A reload kept the job: its configuration's new copy. */
@@ -219,12 +219,12 @@ jobfsm_after_loss(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 		return;
 	}
 	if (m->lease == JOBFSM_LEASE_IDLE)
-		jobfsm_contend(m, in, -1, out);
+		jobfsm_contend(m, in, -1, JOBFSM_KIND_TICK, out);
 }
 
 /* Contend for the lease (for tick, if scheduled), unless paused, drained or too late. */
 void
-jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
+jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick, enum jobfsm_kind kind,
                struct jobfsm_actions *out)
 {
 	uint64_t timeout = 0;
@@ -236,14 +236,15 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 	if (tick >= 0 && (m->paused || m->drained)) {
 		/* Paused: the tick is recorded as such, once; drained: it is the others'. */
 		if (m->paused)
-			jobfsm_act(out, JOBFSM_RECORD_PAUSED)->tick = tick;
+			jobfsm_tick_act(out, JOBFSM_RECORD_PAUSED, tick, kind);
 		jobfsm_wait_tick(m, in, out);
 		return;
 	}
 	if (jobfsm_hold(m, out))
 		return;
 	m->tick = tick;
-	if (tick >= 0 && !m->catching)
+	m->kind = kind;
+	if (tick >= 0 && !m->catching && kind == JOBFSM_KIND_TICK)
 		jobfsm_catch_drop(m, tick); /* claims only move forward */
 	if (tick >= 0) {
 		/* A catch-up tick's start_deadline counts from when it could first run. */
@@ -251,7 +252,7 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 		    (m->catching ? in->now_ms : (uint64_t)tick * 1000) + m->cfg.start_deadline_ms;
 
 		if (in->now_ms >= until) {
-			jobfsm_act(out, JOBFSM_RECORD_MISSED)->tick = tick;
+			jobfsm_tick_act(out, JOBFSM_RECORD_MISSED, tick, kind);
 			jobfsm_wait_tick(m, in, out);
 			return;
 		}
@@ -260,33 +261,6 @@ jobfsm_contend(struct jobfsm *m, const struct jobfsm_input *in, int64_t tick,
 	}
 	jobfsm_enter(m, JOB_CONTENDING, out);
 	jobfsm_acquire(m, timeout, out);
-}
-
-/*
- * Between ticks. A tick that came due during the run just ended is contended for now (the
- * claim tells whether another worker ran it; past its deadline it is recorded missed);
- * then a request taken meanwhile is acted on, or new ones looked for.
- */
-void
-jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	int64_t pending = m->pending_tick;
-
-	m->tick = -1;
-	m->pending_tick = -1;
-	m->catching = m->catch_claim = 0;
-	jobfsm_enter(m, JOB_WAITING, out);
-	jobfsm_act(out, JOBFSM_TICK_ARM_IF_IDLE);
-	if (pending >= 0 && jobfsm_active(m))
-		jobfsm_contend(m, in, pending, out);
-	if (m->paused || m->drained)
-		m->ncatch = 0; /* held: the next claim records them missed */
-	if (m->state == JOB_WAITING && m->ncatch > 0)
-		jobfsm_catch_next(m, in, out);
-	if (m->state == JOB_WAITING && m->manual == JOBFSM_MANUAL_QUEUED)
-		jobfsm_manual_go(m, in, out);
-	else if (m->state == JOB_WAITING)
-		jobfsm_act(out, JOBFSM_RUNREQ_CHECK);
 }
 
 /* Agreed and registered: start doing the job (and catch a tick up, if one is due). */
@@ -298,17 +272,21 @@ jobfsm_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions
 	if (m->state != JOB_IDLE && m->state != JOB_CONFLICT)
 		return;
 	if (!m->cfg.scheduled) {
-		jobfsm_contend(m, in, -1, out);
+		jobfsm_contend(m, in, -1, JOBFSM_KIND_TICK, out);
 		return;
 	}
+	if (in->catch_up >= 0 && !m->paused && !m->drained)
+		m->pending_tick = -1; /* the newer tick catch_up names goes for it */
 	jobfsm_wait_tick(m, in, out);
-	if (m->paused || m->drained)
+	if (m->paused || m->drained || in->catch_up < 0)
 		return;
-	if (in->catch_up >= 0) {
-		jobfsm_note(out, JOBFSM_NOTE_CATCH_UP, in->catch_up, 0);
-		jobfsm_contend(m, in, in->catch_up, out);
-		m->catch_claim = m->tick == in->catch_up;
+	if (m->state != JOB_WAITING) {
+		m->pending_tick = in->catch_up; /* a generation went first: the tick after it */
+		return;
 	}
+	jobfsm_note(out, JOBFSM_NOTE_CATCH_UP, in->catch_up, 0);
+	jobfsm_contend(m, in, in->catch_up, JOBFSM_KIND_TICK, out);
+	m->catch_claim = m->tick == in->catch_up;
 }
 
 /* Not paused or drained any more: a continuous job held back contends again. */
@@ -411,7 +389,7 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	m->busy = 1;
 	m->timed_out = 0;
 	jobfsm_enter(m, JOB_STARTING, out);
-	jobfsm_act(out, JOBFSM_START_RUN)->tick = m->tick;
+	jobfsm_tick_act(out, JOBFSM_START_RUN, m->tick, m->kind);
 }
 
 /* Act on the run-now request taken: contend for a lease and run, or restart the copy. */
@@ -428,6 +406,7 @@ jobfsm_manual_go(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	}
 	m->manual = JOBFSM_MANUAL_ACTIVE;
 	m->tick = -1;
+	m->kind = JOBFSM_KIND_TICK;
 	m->attempt = 0;
 	jobfsm_enter(m, JOB_CONTENDING, out);
 	jobfsm_acquire(m, m->manual_ms, out);
@@ -465,6 +444,7 @@ jobfsm_record(struct jobfsm *m, enum job_outcome outcome, int untrusted, struct 
 	a->outcome = outcome;
 	a->untrusted = untrusted;
 	a->tick = m->tick;
+	a->kind = m->kind;
 	if (!jobfsm_manual_taken(m))
 		return;
 	/* A run-now: the run asked for ("manual"), or the copy it restarts. */
@@ -595,60 +575,6 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_enter(m, JOB_IDLE, out);
 }
 
-/* A tick is due: contend, or wait the rank's delay in STANDBY. */
-static void
-jobfsm_tick_due(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	m->catching = m->catch_claim = 0;
-	if (in->delay_ms == 0) {
-		jobfsm_contend(m, in, in->tick, out);
-		return;
-	}
-	m->tick = in->tick;
-	jobfsm_enter(m, JOB_STANDBY, out);
-	jobfsm_timer(out, JOBFSM_TIMER_STANDBY, 0, in->delay_ms);
-}
-
-/* A tick is due. */
-static void
-jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	jobfsm_act(out, JOBFSM_TICK_ARM);
-	if (!jobfsm_active(m) || jobfsm_catch_queue(m, in->tick))
-		return;
-	switch (m->state) {
-	case JOB_WAITING:
-		jobfsm_tick_due(m, in, out);
-		break;
-	case JOB_STANDBY:
-		/* A backup for an older tick: the newest due tick is what counts now. */
-		jobfsm_act(out, JOBFSM_TIMER_DEL);
-		jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
-		jobfsm_tick_due(m, in, out);
-		break;
-	case JOB_CONTENDING:
-		if (m->manual != JOBFSM_MANUAL_NONE) {
-			m->pending_tick = in->tick; /* after the manual run, as after any run */
-			break;
-		}
-		/*
-		 * Still waiting for a lease for an older tick: the newest due tick is what counts
-		 * now (claims only move forward). Keep the place in the queue; only the target
-		 * and its deadline change.
-		 */
-		m->tick = in->tick;
-		m->attempt = 0;
-		m->catch_claim = 0;
-		jobfsm_act(out, JOBFSM_RETIME)->ms = m->cfg.start_deadline_ms;
-		break;
-	default:
-		/* Busy with a run: the tick is for the others, or for us right after. */
-		if (!(m->busy && jobfsm_overlap(m, in, out)))
-			m->pending_tick = in->tick;
-		break;
-	}
-}
-
 /* The back-off, retry, cool-down or standby timer. */
 static void
 jobfsm_timer_fired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
@@ -660,10 +586,10 @@ jobfsm_timer_fired(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 		else if (m->cfg.scheduled)
 			jobfsm_wait_tick(m, in, out); /* the lease went: this tick is over for us */
 		else
-			jobfsm_contend(m, in, -1, out);
+			jobfsm_contend(m, in, -1, JOBFSM_KIND_TICK, out);
 		break;
 	case JOB_COOLDOWN:
-		jobfsm_contend(m, in, -1, out);
+		jobfsm_contend(m, in, -1, JOBFSM_KIND_TICK, out);
 		break;
 	case JOB_STANDBY:
 		jobfsm_act(out, JOBFSM_PEEK)->tick = m->tick;
@@ -691,8 +617,7 @@ jobfsm_lease_acquired(struct jobfsm *m, const struct jobfsm_input *in, struct jo
 	}
 	if (m->cfg.scheduled) {
 		jobfsm_enter(m, JOB_CLAIMING, out);
-		a = jobfsm_act(out, JOBFSM_CLAIM);
-		a->tick = m->tick;
+		a = jobfsm_tick_act(out, JOBFSM_CLAIM, m->tick, m->kind);
 		a->n = m->catching || m->catch_claim; /* its skipped ticks: reason catch_up */
 		return;
 	}
@@ -721,8 +646,7 @@ jobfsm_lease_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 	}
 	if (m->cfg.scheduled && m->tick >= 0 && in->timed_out) {
 		jobfsm_note(out, JOBFSM_NOTE_TICK_FAILED, m->tick, 0);
-		a = jobfsm_act(out, JOBFSM_RECORD_MISSED);
-		a->tick = m->tick;
+		a = jobfsm_tick_act(out, JOBFSM_RECORD_MISSED, m->tick, m->kind);
 		a->n = JOBFSM_MISSED_LEASE;
 		jobfsm_wait_tick(m, in, out);
 		return;
@@ -763,7 +687,7 @@ jobfsm_claim_ended(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 	if (m->state != JOB_CLAIMING)
 		return;
 	if (in->event == JOBFSM_CLAIMED) {
-		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, 0);
+		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, m->kind == JOBFSM_KIND_GEN);
 		jobfsm_start_run(m, in, out);
 		return;
 	}
@@ -920,7 +844,7 @@ jobfsm_step(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 			jobfsm_wait_tick(m, in, out);
 		else {
 			jobfsm_note(out, JOBFSM_NOTE_STEP_IN, m->tick, 0);
-			jobfsm_contend(m, in, m->tick, out);
+			jobfsm_contend(m, in, m->tick, JOBFSM_KIND_TICK, out);
 		}
 		break;
 	case JOBFSM_LEASE_ACQUIRED:

@@ -51,7 +51,7 @@ enum jobfsm_event {
 	JOBFSM_SESSION_EXPIRED, /* after the lease heard of the expiry: let go what is left */
 	JOBFSM_AGREED,          /* the cluster's lease count is ours; paused, stop: the pause */
 	JOBFSM_CONFLICT,        /* the cluster's lease count is not ours */
-	JOBFSM_TICK,            /* a tick is due; delay_ms: our rank's delay (0: contend now) */
+	JOBFSM_TICK,            /* a tick (kind: or a generation) is due; delay_ms: rank's delay */
 	JOBFSM_TIMER,           /* the back-off, retry, cool-down or standby timer */
 	JOBFSM_PEEKED,          /* a backup read the tick; taken: someone has it */
 	JOBFSM_LEASE_ACQUIRED,
@@ -143,7 +143,7 @@ enum jobfsm_note {
 	JOBFSM_NOTE_CATCH_UP,    /* catching up tick a.tick (a.n: from catch_up = all's queue) */
 	JOBFSM_NOTE_MANUAL_RUN,  /* running it at the request */
 	JOBFSM_NOTE_MANUAL_GO,   /* the request: contending, or restarting the copy */
-	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed */
+	JOBFSM_NOTE_TICK_RUN,    /* running the tick claimed (a.n: a chain generation) */
 	JOBFSM_NOTE_TICK_GONE,   /* the tick is someone else's (a.n: taken) */
 	JOBFSM_NOTE_STEP_IN,     /* a backup steps in: the tick is unclaimed */
 	JOBFSM_NOTE_ACQ_FAILED,  /* could not acquire a lease (the event's reason) */
@@ -161,11 +161,23 @@ enum jobfsm_hook {
 	JOBFSM_HOOK_MISSED,
 };
 
+/*
+ * What a tick the machine holds is (docs/workflows.md, "A schedule and after"): a time of
+ * the job's schedule, claimed in <root>/jobs/<job>/state, or a chain generation (after =
+ * JOB: the parents' runs one chained run answers, its time when the last of them was
+ * recorded), claimed in <root>/jobs/<job>/chain. A job with both holds either.
+ */
+enum jobfsm_kind {
+	JOBFSM_KIND_TICK, /* a scheduled tick (and a run-now run: no tick) */
+	JOBFSM_KIND_GEN,  /* a chain generation */
+};
+
 /* One action, and what it needs. */
 struct jobfsm_action {
 	enum jobfsm_act act;
 	enum job_state from, to;  /* JOBFSM_ENTER */
 	int64_t tick;             /* CLAIM, PEEK, START_RUN, RECORD_*, NOTE */
+	enum jobfsm_kind kind;    /* CLAIM, START_RUN, RECORD*, HAND_BACK, TICK_ARM: of tick */
 	uint64_t ms;              /* ACQUIRE, RETIME, TIMER_SET */
 	int n;                    /* TIMER_SET: the back-off's exponent; NOTE; RECORD_MISSED:
 	                           * JOBFSM_MISSED_*; CLAIM: 1 for a catch-up */
@@ -235,25 +247,27 @@ struct jobfsm {
 	struct jobfsm_config cfg;
 	enum jobfsm_lease lease;
 	enum jobfsm_manual manual;
-	int ready;            /* registered in the current session */
-	int agreed;           /* the cluster's lease count is ours */
-	int stop_requested;   /* stopping for good */
-	int lost_pending;     /* the lease went while running: contend again after the exit */
-	int conflict_pending; /* the count changed while running: stop contending after */
-	int await_verify;     /* start once the lease is confirmed after a reconnect */
-	int paused;           /* the record says paused: take no new lease */
-	int drained;          /* this worker is drained: take no new lease */
-	int busy;             /* a run is under way (started or starting) */
-	int timed_out;        /* the run reached its timeout */
-	int manual_ended;     /* the run that just ended was the request's */
-	int halted;           /* the run is stopped by `leasekeeper stop` */
-	int replacing;        /* the run is stopped for the next tick (overlap = replace) */
-	int64_t tick;         /* scheduled: the tick being handled, -1 if none */
-	int64_t pending_tick; /* scheduled: the newest tick that came due during a run */
-	int attempt;          /* scheduled: retries of this tick so far */
-	int failures;         /* consecutive */
-	int cooldowns;        /* consecutive cool-downs */
-	uint64_t manual_ms;   /* the request taken: how long its lease may take */
+	int ready;             /* registered in the current session */
+	int agreed;            /* the cluster's lease count is ours */
+	int stop_requested;    /* stopping for good */
+	int lost_pending;      /* the lease went while running: contend again after the exit */
+	int conflict_pending;  /* the count changed while running: stop contending after */
+	int await_verify;      /* start once the lease is confirmed after a reconnect */
+	int paused;            /* the record says paused: take no new lease */
+	int drained;           /* this worker is drained: take no new lease */
+	int busy;              /* a run is under way (started or starting) */
+	int timed_out;         /* the run reached its timeout */
+	int manual_ended;      /* the run that just ended was the request's */
+	int halted;            /* the run is stopped by `leasekeeper stop` */
+	int replacing;         /* the run is stopped for the next tick (overlap = replace) */
+	int64_t tick;          /* scheduled: the tick being handled, -1 if none */
+	enum jobfsm_kind kind; /* ... what it is: a scheduled tick or a chain generation */
+	int64_t pending_tick;  /* scheduled: the newest tick that came due during a run */
+	int64_t pending_gen;   /* after: the newest generation that came due meanwhile */
+	int attempt;           /* scheduled: retries of this tick so far */
+	int failures;          /* consecutive */
+	int cooldowns;         /* consecutive cool-downs */
+	uint64_t manual_ms;    /* the request taken: how long its lease may take */
 	uint64_t failures_total;
 	int catching;    /* the tick handled is a catch-up one (catch_up = all) */
 	int catch_claim; /* ... or catch_up = latest's: its claim's skipped ticks say catch_up */
@@ -264,15 +278,16 @@ struct jobfsm {
 /* One event and the facts that come with it. */
 struct jobfsm_input {
 	enum jobfsm_event event;
-	uint64_t now_ms;      /* wall clock */
-	int64_t tick;         /* TICK: the tick due */
-	uint64_t delay_ms;    /* TICK: the rank's delay; 0: contend now */
-	int64_t catch_up;     /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
-	uint64_t manual_ms;   /* RUN_REQUEST: its timeout */
-	int paused, stop;     /* AGREED: the pause, and its stop_running; DRAIN: stop */
-	int wait;             /* STOP: let the run finish */
-	int kill, hold;       /* HALT: SIGKILL at once; the command paused the job first */
-	const int64_t *ticks; /* CATCH_UP: the missed ticks, oldest first */
+	uint64_t now_ms;       /* wall clock */
+	int64_t tick;          /* TICK: the tick due */
+	enum jobfsm_kind kind; /* TICK: a scheduled tick, or a chain generation (no delay) */
+	uint64_t delay_ms;     /* TICK: the rank's delay; 0: contend now */
+	int64_t catch_up;      /* AGREED, UNDRAIN: the latest tick still in its deadline; -1 */
+	uint64_t manual_ms;    /* RUN_REQUEST: its timeout */
+	int paused, stop;      /* AGREED: the pause, and its stop_running; DRAIN: stop */
+	int wait;              /* STOP: let the run finish */
+	int kill, hold;        /* HALT: SIGKILL at once; the command paused the job first */
+	const int64_t *ticks;  /* CATCH_UP: the missed ticks, oldest first */
 	int nticks;
 	int taken;                     /* PEEKED, CLAIM_LOST: someone has the tick */
 	int timed_out;                 /* LEASE_FAILED: at its timeout */

@@ -28,8 +28,9 @@ jobfsm_start_failed(struct jobfsm *m, const struct jobfsm_input *in, struct jobf
 
 	if (!m->busy)
 		return;
-	if (in->host && m->cfg.scheduled && tick >= 0 && m->state == JOB_STARTING && !m->catching &&
-	    m->manual != JOBFSM_MANUAL_ACTIVE && m->manual != JOBFSM_MANUAL_RESTART) {
+	if (in->host && m->cfg.scheduled && tick >= 0 && m->kind == JOBFSM_KIND_TICK &&
+	    m->state == JOB_STARTING && !m->catching && m->manual != JOBFSM_MANUAL_ACTIVE &&
+	    m->manual != JOBFSM_MANUAL_RESTART) {
 		jobfsm_record(m, JOB_OUTCOME_START_FAILED, 0, out);
 		jobfsm_act(out, JOBFSM_HAND_BACK)->tick = tick;
 		m->attempt = 0;
@@ -123,7 +124,7 @@ jobfsm_catch_next(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 	memmove(m->catchq, m->catchq + 1, (size_t)--m->ncatch * sizeof m->catchq[0]);
 	jobfsm_note(out, JOBFSM_NOTE_CATCH_UP, tick, 1);
 	m->catching = 1;
-	jobfsm_contend(m, in, tick, out);
+	jobfsm_contend(m, in, tick, JOBFSM_KIND_TICK, out);
 }
 
 /* A tick came due while catching up: it goes after the queue (1), in order; 0: not catching. */
@@ -148,33 +149,4 @@ jobfsm_catch_drop(struct jobfsm *m, int64_t tick)
 		if (m->catchq[i] > tick)
 			m->catchq[n++] = m->catchq[i];
 	m->ncatch = n;
-}
-
-/*
- * A tick came due while this worker's run holds the lease: overlap = skip records it missed
- * (reason overlap) at once; overlap = replace stops the run (outcome replaced) and runs the
- * tick after it, as any tick due during a run. 0: queue (the tick waits, as before).
- */
-int
-jobfsm_overlap(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
-{
-	struct jobfsm_action *a;
-
-	switch (m->cfg.overlap) {
-	case JOBFSM_OVERLAP_SKIP:
-		a = jobfsm_act(out, JOBFSM_RECORD_MISSED);
-		a->tick = in->tick;
-		a->n = JOBFSM_MISSED_OVERLAP;
-		return 1;
-	case JOBFSM_OVERLAP_REPLACE:
-		m->pending_tick = in->tick;
-		if (m->replacing || m->state == JOB_STOPPING)
-			return 1; /* on its way out already */
-		m->replacing = 1;
-		jobfsm_stop_run(out, SIGTERM, JOBFSM_WHY_REPLACED);
-		jobfsm_enter(m, JOB_STOPPING, out);
-		return 1;
-	default:
-		return 0;
-	}
 }

@@ -120,6 +120,7 @@ struct job {
 const struct config *job_main_config(const struct job *);
 struct svlink *job_supervisor(const struct job *);
 int job_scheduled(const struct job *);
+int job_has_schedule(const struct job *);
 void job_timer(struct event *, uint64_t ms);
 void job_input(struct job *, struct jobfsm_input *, enum jobfsm_event);
 uint64_t job_now_ms(const struct job *);
@@ -185,7 +186,7 @@ void job_chain_poke(struct job_chain *);
 void job_chain_claim(struct job_chain *, const char *how);
 void job_chain_cancel(struct job_chain *);
 char **job_chain_env(struct job *, struct runspec *, char **env);
-void job_chain_record(const struct job *, json_t *record, int64_t tick);
+void job_chain_record(const struct job *, json_t *record, int64_t tick, enum jobfsm_kind);
 json_t *job_chain_json(const struct job *);
 
 /* jobstats.c */

@@ -311,7 +311,7 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		job_record_signals(o, u);
 	if (a->manual)
 		job_record_manual(job, o, a);
-	job_chain_record(job, o, a->tick);
+	job_chain_record(job, o, a->tick, a->kind);
 	if (job->halt_by != NULL) /* `leasekeeper stop` ended it */
 		json_object_set_new(o, "stopped_by", json_string(job->halt_by));
 	jobrec_record_run(job->rec, o, job->cfg->history);

@@ -366,9 +366,14 @@ static const struct bad_case bad_cases[] = {
     {"after a bad outcome", NULL,
      "[job a]\ncommand = true\nafter = b:done\n[job b]\ncommand = true\n", "jobs/a.ini", 3,
      "bad outcome \"done\"", "b:failed", 0},
-    {"after with a schedule", NULL,
-     "[job a]\ncommand = true\nschedule = @daily\nafter = b\n[job b]\ncommand = true\n",
-     "jobs/a.ini", 3, "not on a schedule", "remove schedule", 0},
+    {"after with @continuous", NULL,
+     "[job a]\ncommand = true\nschedule = @continuous\nafter = b\n[job b]\ncommand = true\n",
+     "jobs/a.ini", 3, "never @continuous", "remove schedule", 0},
+    {"after and a schedule with per_tick", NULL,
+     "[job a]\ncommand = true\nschedule = @daily\nafter = b\nleases = 2\nper_tick = 2\n"
+     "[job b]\ncommand = true\n",
+     "jobs/a.ini", 6, "per_tick applies to scheduled ticks of a job without after",
+     "remove per_tick", 0},
     {"after twice", NULL, "[job a]\ncommand = true\nafter = b, b:any\n[job b]\ncommand = true\n",
      "jobs/a.ini", 3, "after names job \"b\" twice", "keep one", 0},
     {"after with overlap", NULL,
@@ -654,6 +659,45 @@ test_locks(void **state)
 	                            "readers, never beside a writer\n"));
 	assert_non_null(strstr(out, "1: the write side of a read-write lock, at most one host runs "
 	                            "it, and no reader beside it\n"));
+	free(out);
+	config_free(cfg);
+	config_errors_free(&errors);
+}
+
+/* after with a cron or @every schedule: accepted, with the ticks' overlap and catch_up. */
+static void
+test_after_with_schedule(void **state)
+{
+	struct config *cfg;
+	struct config_errors errors;
+	struct config_job *j;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	put("worker.ini", BASE);
+	put("jobs/a.ini", "[job p]\ncommand = true\nschedule = @every 1m\n"
+	                  "[job c]\ncommand = true\nschedule = @every 3s\nafter = p\n"
+	                  "overlap = skip\ncatch_up = none\n"
+	                  "[job d]\ncommand = true\nafter = p\n");
+	if (load("worker.ini", &cfg, &errors) != 0)
+		dump(&errors);
+	assert_non_null(cfg);
+	assert_int_equal(errors.n, 0);
+	j = config_find_job(cfg, "c");
+	assert_int_equal(schedule_kind(j->sched), SCHEDULE_EVERY);
+	assert_non_null(j->after);
+	assert_string_equal(j->after[0], "p");
+	assert_int_equal(j->overlap, CONFIG_OVERLAP_SKIP);
+	j = config_find_job(cfg, "d");
+	assert_int_equal(schedule_kind(j->sched), SCHEDULE_AFTER);
+	/* check shows the ticks' policies of c only */
+	assert_non_null(f = open_memstream(&out, &len));
+	config_print(cfg, f);
+	fclose(f);
+	assert_non_null(strstr(out, "  overlap          skip (of ticks; a parent run's waits)\n"));
+	assert_non_null(strstr(out, "  catch_up         none\n"));
 	free(out);
 	config_free(cfg);
 	config_errors_free(&errors);
@@ -2418,6 +2462,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_constraint_match, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_after_with_schedule, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_all_problems_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),

@@ -33,12 +33,18 @@ struct env {
 	enum run run;
 	int stop_sent;
 	int claim, peek, timer, run_timer, list;
-	int64_t claimed_tick; /* the tick whose claim landed last, -1 */
-	int open_run;         /* a run started whose record is not written */
-	int req_open;         /* a run-now request taken and not ended */
-	int halt_open;        /* a stop request (`leasekeeper stop`) took the run under way */
-	int64_t last_claim;   /* the newest tick a CLAIM asked for, -1 */
-	int64_t catch[3];     /* CATCH_UP: the missed ticks given */
+	int64_t claimed_tick;          /* the tick whose claim landed last, -1 */
+	enum jobfsm_kind claimed_kind; /* ... a scheduled tick or a chain generation */
+	int64_t claim_tick;            /* the CLAIM under way: its tick */
+	enum jobfsm_kind claim_kind;   /* ... and kind */
+	enum jobfsm_kind run_kind;     /* the run started last: its kind */
+	int64_t run_tick;              /* ... and tick */
+	int64_t last_gen;              /* the newest generation a CLAIM asked for, -1 */
+	int open_run;                  /* a run started whose record is not written */
+	int req_open;                  /* a run-now request taken and not ended */
+	int halt_open;      /* a stop request (`leasekeeper stop`) took the run under way */
+	int64_t last_claim; /* the newest tick a CLAIM asked for, -1 */
+	int64_t catch[3];   /* CATCH_UP: the missed ticks given */
 	int done;
 	int late;   /* main woke past the lease deadline: it stays past until the session answers */
 	int handed; /* a HAND_BACK in the step under way */
@@ -66,6 +72,7 @@ static const struct input inputs[] = {
     {"CONFLICT", JOBFSM_CONFLICT, 0, 0},
     {"TICK", JOBFSM_TICK, 0, 0},
     {"TICK(backup)", JOBFSM_TICK, 1, 0},
+    {"TICK(gen)", JOBFSM_TICK, 2, 0},
     {"TIMER", JOBFSM_TIMER, 0, 0},
     {"PEEKED(free)", JOBFSM_PEEKED, 0, 0},
     {"PEEKED(taken)", JOBFSM_PEEKED, 1, 0},
@@ -220,11 +227,18 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 	case JOBFSM_CLAIM:
 		if (e->lease != JOBFSM_LEASE_HELD)
 			violation(e, "CLAIM without the lease");
-		if (a->tick < e->last_claim)
+		/* Each kind's claims move forward: ticks in the tick state, generations apart. */
+		if (a->tick < (a->kind == JOBFSM_KIND_GEN ? e->last_gen : e->last_claim))
 			violation(
-			    e, "a claim of tick %lld after one of %lld (claims only move forward)",
-			    (long long)a->tick, (long long)e->last_claim);
-		e->last_claim = a->tick;
+			    e, "a claim of %s %lld after one of %lld (claims only move forward)",
+			    a->kind == JOBFSM_KIND_GEN ? "generation" : "tick", (long long)a->tick,
+			    (long long)(a->kind == JOBFSM_KIND_GEN ? e->last_gen : e->last_claim));
+		if (a->kind == JOBFSM_KIND_GEN)
+			e->last_gen = a->tick;
+		else
+			e->last_claim = a->tick;
+		e->claim_tick = a->tick;
+		e->claim_kind = a->kind;
 		e->claim = 1;
 		break;
 	case JOBFSM_PEEK:
@@ -240,8 +254,13 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			violation(e, "a run starts without a held lease");
 		if (e->late)
 			violation(e, "a run starts while the lease deadline is past");
-		if (m->cfg.scheduled && a->tick >= 0 && a->tick != e->claimed_tick)
-			violation(e, "the run of tick %lld starts unclaimed", (long long)a->tick);
+		if (m->cfg.scheduled && a->tick >= 0 &&
+		    (a->tick != e->claimed_tick || a->kind != e->claimed_kind))
+			violation(e, "the run of %s %lld starts unclaimed",
+			          a->kind == JOBFSM_KIND_GEN ? "generation" : "tick",
+			          (long long)a->tick);
+		e->run_kind = a->kind;
+		e->run_tick = a->tick;
 		if (m->cfg.scheduled && a->tick < 0 && m->manual != JOBFSM_MANUAL_ACTIVE)
 			violation(e, "a run with no tick and no run-now request");
 		e->run = RUN_STARTING;
@@ -270,8 +289,14 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		if (!e->open_run)
 			violation(e, "a record for no run, or a second one");
 		e->open_run = 0;
+		if (a->tick != e->run_tick || (a->tick >= 0 && a->kind != e->run_kind))
+			violation(e, "the record of the run of %lld (kind %d) says %lld (kind %d)",
+			          (long long)e->run_tick, (int)e->run_kind, (long long)a->tick,
+			          (int)a->kind);
 		if (a->outcome == JOB_OUTCOME_REPLACED && m->cfg.overlap != JOBFSM_OVERLAP_REPLACE)
 			violation(e, "a run replaced without overlap = replace");
+		if (a->outcome == JOB_OUTCOME_REPLACED && a->kind == JOBFSM_KIND_GEN)
+			violation(e, "a chained run replaced");
 		if (jobfsm_hook(job_outcome_name(a->outcome)) != expected_hook(a->outcome))
 			violation(e, "the hook does not follow the outcome %s",
 			          job_outcome_name(a->outcome));
@@ -297,7 +322,8 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			violation(e, "a paused tick runs a hook");
 		break;
 	case JOBFSM_HAND_BACK:
-		if (!m->cfg.scheduled || a->tick < 0 || a->tick != e->claimed_tick)
+		if (!m->cfg.scheduled || a->tick < 0 || a->tick != e->claimed_tick ||
+		    a->kind != JOBFSM_KIND_TICK || e->claimed_kind != JOBFSM_KIND_TICK)
 			violation(e, "HAND_BACK of tick %lld, not the tick claimed (%lld)",
 			          (long long)a->tick, (long long)e->claimed_tick);
 		e->handed = 1;
@@ -430,7 +456,13 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	uint64_t failures = e->m.failures_total, failed = 0;
 	/* A tick due while a run goes on here, to be skipped or to replace it (not catching up). */
 	int overlapping = e->run != RUN_NONE && e->m.cfg.overlap != JOBFSM_OVERLAP_QUEUE &&
-	                  jobfsm_active(&e->m) && !e->m.catching && e->m.ncatch == 0;
+	                  jobfsm_active(&e->m) && !e->m.catching && e->m.ncatch == 0 &&
+	                  !(event == JOBFSM_TICK && in->a == 2);
+	/* A generation due during a run: it waits, it neither stops the run nor is missed. */
+	int gen_during = event == JOBFSM_TICK && in->a == 2 && e->run != RUN_NONE;
+	/* replace replaces only a run of its kind: a chained run is waited for. */
+	int chained_run = event == JOBFSM_TICK && e->run != RUN_NONE && e->run_tick >= 0 &&
+	                  e->run_kind == JOBFSM_KIND_GEN;
 	/* A run-now restart of the copy asked for a new copy at once: it is one. */
 	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
 	int hand_due; /* a start of a claimed tick failed for a reason of this host */
@@ -448,7 +480,8 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		break;
 	case JOBFSM_TICK:
 		fi.tick = (int64_t)(e->now_ms / 1000);
-		fi.delay_ms = in->a ? 500 : 0;
+		fi.delay_ms = in->a == 1 ? 500 : 0;
+		fi.kind = in->a == 2 ? JOBFSM_KIND_GEN : JOBFSM_KIND_TICK;
 		break;
 	case JOBFSM_PEEKED:
 	case JOBFSM_CLAIM_LOST:
@@ -485,7 +518,8 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	}
 	hand_due = event == JOBFSM_START_FAILED && in->a && e->m.cfg.scheduled &&
 	           e->m.state == JOB_STARTING && e->m.tick >= 0 && !e->m.catching &&
-	           e->m.manual != JOBFSM_MANUAL_ACTIVE && e->m.manual != JOBFSM_MANUAL_RESTART;
+	           e->m.kind == JOBFSM_KIND_TICK && e->m.manual != JOBFSM_MANUAL_ACTIVE &&
+	           e->m.manual != JOBFSM_MANUAL_RESTART;
 	e->handed = 0;
 	jobfsm_step(&e->m, &fi, &out);
 	steps++;
@@ -516,9 +550,18 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
 	hand_check(e, &out, hand_due);
-	if (event == JOBFSM_TICK && overlapping && overlap_missing(e, &fi, &out))
+	if (event == JOBFSM_TICK && overlapping &&
+	    !(chained_run && e->m.cfg.overlap == JOBFSM_OVERLAP_REPLACE) &&
+	    overlap_missing(e, &fi, &out))
 		violation(e, "a tick due during a run was not handled as overlap = %s says",
 		          e->m.cfg.overlap == JOBFSM_OVERLAP_SKIP ? "skip" : "replace");
+	for (i = 0; i < out.n && (gen_during || (overlapping && chained_run &&
+	                                         e->m.cfg.overlap == JOBFSM_OVERLAP_REPLACE));
+	     i++)
+		if (out.a[i].act == JOBFSM_STOP_RUN || out.a[i].act == JOBFSM_RECORD_MISSED)
+			violation(e, "%s during a chained run: %s",
+			          gen_during ? "a generation due" : "a tick due with replace",
+			          jobfsm_act_name(out.a[i].act));
 	if (event == JOBFSM_HALT) {
 		int sent = 0;
 
@@ -609,8 +652,10 @@ bring(struct env *e, const struct input *in)
 	case JOBFSM_CLAIMED:
 	case JOBFSM_CLAIM_LOST:
 		e->claim = 0;
-		if (in->event == JOBFSM_CLAIMED)
-			e->claimed_tick = e->m.tick;
+		if (in->event == JOBFSM_CLAIMED) {
+			e->claimed_tick = e->claim_tick;
+			e->claimed_kind = e->claim_kind;
+		}
 		feed(e, in->event, in);
 		break;
 	case JOBFSM_STARTED:
@@ -659,6 +704,7 @@ env_init(struct env *e, int kind)
 	e->connected = 1;
 	e->claimed_tick = -1;
 	e->last_claim = -1;
+	e->last_gen = -1;
 	e->now_ms = 1000000;
 }
 
