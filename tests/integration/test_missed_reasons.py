@@ -6,10 +6,13 @@
 skipped while ZooKeeper could not be reached for 1.5 T (its one server stopped; or two of an
 ensemble of three: the quorum lost) are "superseded" (a later tick was claimed once it came
 back), not "no worker started it within its start_deadline"; a tick whose lease a peer holds
-past its start_deadline is "lease_held"."""
+past its start_deadline is "lease_held"; the ticks that came due while the job's only worker
+was drained (so no live worker could run them) are "no_worker"; those missed while no worker
+was up at all are "superseded": the worker that comes back cannot know that none was."""
 
 import json
 import re
+import subprocess
 import time
 import urllib.request
 import uuid
@@ -20,7 +23,7 @@ import lktest
 T_MS = 4000
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 REASONS = {"superseded", "deadline", "lease_held", "locks", "unreachable", "unhealthy",
-           "overlap", "catch_up"}
+           "no_worker", "overlap", "catch_up"}
 
 
 class MissedReasonTest(lktest.TestCase):
@@ -46,9 +49,16 @@ class MissedReasonTest(lktest.TestCase):
         cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "%dms" % T_MS},
                                 safety=SAFETY, worker={"allow_root_jobs": True},
                                 http={"listen": "127.0.0.1:%d" % self.port}, jobs=jobs)
+        self.cfg = cfg
         self.w = self.worker(cfg)
         self.w.wait_log(r"registered as", timeout=60)
         return self.kazoo()
+
+    def cli(self, *args):
+        r = subprocess.run([lktest.leasekeeper_bin()] + list(args), capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
 
     def assert_label_set(self, text, job):
         """The label reason takes the fixed set of values, each once."""
@@ -139,6 +149,67 @@ class MissedReasonTest(lktest.TestCase):
         text = self.metrics(self.port)
         self.assert_label_set(text, "held")
         self.assertGreaterEqual(self.count(text, "held", "lease_held"), 1)
+
+    def test_ticks_due_while_the_only_worker_is_drained_are_no_worker(self):
+        """The one worker that carries the job is drained for 8 s: no live worker can run
+        its ticks. It sees so itself (its view of <root>/workers), and when it is undrained,
+        its claim records the ticks skipped meanwhile as no_worker, not superseded."""
+        deadline = 2
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "%ds" % deadline, "catch_up": "none",
+                                   "history": 200}})
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        self.cli("drain", "-c", self.cfg)
+        self.w.wait_log(r"drained: taking no new lease", timeout=30)
+        drained = time.time()
+        time.sleep(8)
+        self.cli("undrain", "-c", self.cfg)
+        undrained = time.time()
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)  # the claim's skipped ticks are recorded once it landed
+        missed = [r for r in self.missed(kz, "every") if r["tick"] > drained - 3]
+        # Due after the drain was seen, their start_deadline over before the undrain: every
+        # one came and went with no live worker able to run it.
+        inside = [r for r in missed if drained + 1 <= r["tick"] <= undrained - deadline - 1]
+        print("drained %.1f s: %d tick(s) recorded missed, %d inside, reasons %s"
+              % (undrained - drained, len(missed), len(inside),
+                 sorted({r.get("missed_reason") for r in missed})), flush=True)
+        self.assertGreaterEqual(len(inside), 3, missed)
+        self.assertEqual({r.get("missed_reason") for r in inside}, {"no_worker"}, inside)
+        self.assertEqual({r["reason"] for r in inside}, {"missed"}, "the older field")
+        # At the edges (due before the drain was seen, or not over at the undrain): either.
+        self.assertLessEqual({r.get("missed_reason") for r in missed}, {"no_worker", "superseded"})
+        self.assertRegex(self.w.log_text(), r"the tick of \S+ was missed \(no_worker\): no live "
+                                            r"worker could run it")
+        text = self.metrics(self.port)
+        self.assert_label_set(text, "every")
+        self.assertEqual(self.count(text, "every", "no_worker"),
+                         len([r for r in missed if r.get("missed_reason") == "no_worker"]))
+        logs = self.cli("logs", "-c", self.cfg, "--last", "100", "every")
+        self.assertRegex(logs, r"=== run \(record \d+\): missed \(no_worker\), not run")
+
+    def test_ticks_missed_while_no_worker_was_up_are_superseded(self):
+        """The job's only worker is stopped for 6 s and started again: it cannot know whether
+        another worker was up meanwhile (a registration leaves no trace once gone), so the
+        ticks skipped are superseded, never no_worker."""
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "2s", "catch_up": "none",
+                                   "history": 200}})
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        self.w.stop()
+        down = time.time()
+        time.sleep(6)
+        self.w = self.worker(self.cfg)
+        self.w.wait_log(r"running the tick", timeout=60)
+        up = time.time()
+        time.sleep(2)
+        gap = [r for r in self.missed(kz, "every") if down + 1 <= r["tick"] <= up - 3]
+        print("no worker for %.1f s: %d tick(s) recorded missed, reasons %s"
+              % (up - down, len(gap), sorted({r.get("missed_reason") for r in gap})),
+              flush=True)
+        self.assertGreaterEqual(len(gap), 3, self.missed(kz, "every"))
+        self.assertEqual({r.get("missed_reason") for r in gap}, {"superseded"}, gap)
 
 
 if __name__ == "__main__":
