@@ -208,7 +208,8 @@ worker_placement_nobody(const struct worker *w, const char *job, uint64_t from_m
 	until = json_integer_value(json_array_get(span, 1));
 	if (from <= 0 || (uint64_t)from > from_ms)
 		return 0;
-	if (until == 0) /* it lasts: up to now */
-		return to_ms <= zk_cluster_now_ms(w->zk);
+	if (until == 0) /* it lasts: up to now, or to a change not looked at yet */
+		return to_ms <= (w->observe_change_ms != 0 ? w->observe_change_ms
+		                                           : zk_cluster_now_ms(w->zk));
 	return to_ms <= (uint64_t)until;
 }
