@@ -151,7 +151,7 @@ class MissedReasonTest(lktest.TestCase):
         self.assertGreaterEqual(self.count(text, "held", "lease_held"), 1)
 
     def test_ticks_due_while_the_only_worker_is_drained_are_no_worker(self):
-        """The one worker that carries the job is drained for 8 s: no live worker can run
+        """The one worker that carries the job is drained for 10 s: no live worker can run
         its ticks. It sees so itself (its view of <root>/workers), and when it is undrained,
         its claim records the ticks skipped meanwhile as no_worker, not superseded."""
         deadline = 2
@@ -162,7 +162,7 @@ class MissedReasonTest(lktest.TestCase):
         self.cli("drain", "-c", self.cfg)
         self.w.wait_log(r"drained: taking no new lease", timeout=30)
         drained = time.time()
-        time.sleep(8)
+        time.sleep(10)
         self.cli("undrain", "-c", self.cfg)
         undrained = time.time()
         mark = len(self.w.log_text())
@@ -190,7 +190,7 @@ class MissedReasonTest(lktest.TestCase):
         self.assertRegex(logs, r"=== run \(record \d+\): missed \(no_worker\), not run")
 
     def test_ticks_missed_while_no_worker_was_up_are_superseded(self):
-        """The job's only worker is stopped for 6 s and started again: it cannot know whether
+        """The job's only worker is stopped for 8 s and started again: it cannot know whether
         another worker was up meanwhile (a registration leaves no trace once gone), so the
         ticks skipped are superseded, never no_worker."""
         kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
@@ -199,7 +199,7 @@ class MissedReasonTest(lktest.TestCase):
         self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
         self.w.stop()
         down = time.time()
-        time.sleep(6)
+        time.sleep(8)
         self.w = self.worker(self.cfg)
         self.w.wait_log(r"running the tick", timeout=60)
         up = time.time()
