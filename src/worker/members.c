@@ -146,7 +146,8 @@ members_same(const struct rank_member *a, const struct rank_member *b)
 {
 	size_t i;
 
-	if (a->drained != b->drained || a->unhealthy != b->unhealthy || a->njobs != b->njobs)
+	if (a->drained != b->drained || a->unhealthy != b->unhealthy || a->partial != b->partial ||
+	    a->njobs != b->njobs)
 		return 0;
 	for (i = 0; i < a->njobs; i++) {
 		if (strcmp(a->jobs[i], b->jobs[i]) != 0)
@@ -359,17 +360,18 @@ members_on_change(struct members *ms, void (*cb)(void *arg), void *arg)
 /*
  * Whether the view is complete: listed in this session, every registration listed read at
  * least once (a re-read after a change keeps what was read last), none left out past
- * MEMBERS_MAX, nothing to read again after a reconnect.
+ * MEMBERS_MAX, nothing to read again after a reconnect; whole: and every registration read
+ * whole (none unreadable, no job name dropped).
  */
 int
-members_settled(const struct members *ms)
+members_settled(const struct members *ms, int whole)
 {
 	const struct members_entry *e;
 
 	if (!ms->listed || ms->resync || ms->overflow)
 		return 0;
 	TAILQ_FOREACH(e, &ms->entries, entry) {
-		if (!e->loaded)
+		if (!e->loaded || (whole && e->m.partial))
 			return 0;
 	}
 	return 1;

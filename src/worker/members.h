@@ -19,7 +19,7 @@ void members_session(struct members *, enum zk_event);
 int members_ready(const struct members *);
 const char **members_carrying(const struct members *, const char *job, size_t *n);
 void members_on_change(struct members *, void (*cb)(void *arg), void *arg);
-int members_settled(const struct members *);
+int members_settled(const struct members *, int whole);
 size_t members_carriers(const struct members *, const char *job);
 
 #endif

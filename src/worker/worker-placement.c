@@ -101,7 +101,7 @@ worker_placement_timer_cb(int fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (w->state != WORKER_READY || zk_state(w->zk) != ZK_STATE_CONNECTED ||
-	    w->members == NULL || !members_settled(w->members))
+	    w->members == NULL || !members_settled(w->members, 0))
 		goto keep; /* what we would count is not known now */
 	for (i = 0; i < w->cfg->njobs; i++) {
 		name = w->cfg->jobs_list[i]->name;
@@ -149,7 +149,7 @@ worker_placement_observe_cb(int fd, short what, void *arg)
 	json_t *next = json_object(), *old;
 	uint64_t now = zk_cluster_now_ms(w->zk), changed = w->observe_change_ms;
 	int known = w->state == WORKER_READY && zk_state(w->zk) == ZK_STATE_CONNECTED &&
-	            w->members != NULL && members_settled(w->members);
+	            w->members != NULL && members_settled(w->members, 1);
 	const char *name;
 	size_t i;
 	json_int_t from;
