@@ -159,11 +159,19 @@ worker_placement_observe_cb(int fd, short what, void *arg)
 	w->observe_change_ms = 0;
 	if (changed == 0 || changed > now)
 		changed = now;
+	if (!known) { /* the spans that last end; nothing else to look at (cheap) */
+		json_decref(next);
+		json_object_foreach(w->nobody, name, old) {
+			if (json_integer_value(json_array_get(old, 1)) == 0)
+				json_array_set_new(old, 1, json_integer((json_int_t)changed));
+		}
+		return;
+	}
 	for (i = 0; i < w->cfg->njobs; i++) {
 		name = w->cfg->jobs_list[i]->name;
 		old = json_object_get(w->nobody, name);
 		from = old != NULL ? json_integer_value(json_array_get(old, 0)) : 0;
-		if (known && members_carriers(w->members, name) == 0) {
+		if (members_carriers(w->members, name) == 0) {
 			if (old == NULL || json_integer_value(json_array_get(old, 1)) != 0)
 				from = (json_int_t)now; /* a new span */
 			json_object_set_new(next, name, json_pack("[I, I]", from, (json_int_t)0));
