@@ -189,6 +189,45 @@ class MissedReasonTest(lktest.TestCase):
         logs = self.cli("logs", "-c", self.cfg, "--last", "100", "every")
         self.assertRegex(logs, r"=== run \(record \d+\): missed \(no_worker\), not run")
 
+    def test_a_drained_worker_cut_off_says_no_worker_only_for_what_it_saw(self):
+        """The job's only worker is drained, then ZooKeeper is stopped for 1.5 T and comes
+        back (its session expired): while cut off it could not see a worker come, so the ticks
+        whose window reaches into the outage are superseded; those before it no_worker."""
+        deadline = 2
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": "%ds" % deadline, "catch_up": "none",
+                                   "history": 200}})
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        self.cli("drain", "-c", self.cfg)
+        self.w.wait_log(r"drained: taking no new lease", timeout=30)
+        drained = time.time()
+        time.sleep(10)
+        kz.stop()
+        mark = len(self.w.log_text())
+        down = time.time()
+        self.zk.pause()
+        time.sleep(1.5 * T_MS / 1000)
+        self.zk.resume()
+        up = time.time()
+        self.w.wait_log(r"zookeeper: session 0x[0-9a-f]+ (reconnected|established)", since=mark,
+                        timeout=60)
+        kz = self.kazoo()
+        time.sleep(3)
+        self.cli("undrain", "-c", self.cfg)
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)
+        missed = [r for r in self.missed(kz, "every") if r["tick"] > drained - 3]
+        before = [r for r in missed if drained + 1 <= r["tick"] <= down - deadline - 2]
+        cut = [r for r in missed if down - deadline + 1 <= r["tick"] <= up]
+        print("drained, then cut off %.1f s: %d before (%s), %d reaching the outage (%s)"
+              % (up - down, len(before), sorted({r.get("missed_reason") for r in before}),
+                 len(cut), sorted({r.get("missed_reason") for r in cut})), flush=True)
+        self.assertGreaterEqual(len(before), 3, missed)
+        self.assertEqual({r.get("missed_reason") for r in before}, {"no_worker"}, before)
+        self.assertGreaterEqual(len(cut), 5, missed)
+        self.assertEqual({r.get("missed_reason") for r in cut}, {"superseded"}, cut)
+
     def test_ticks_missed_while_no_worker_was_up_are_superseded(self):
         """The job's only worker is stopped for 8 s and started again: it cannot know whether
         another worker was up meanwhile (a registration leaves no trace once gone), so the
