@@ -228,6 +228,51 @@ class MissedReasonTest(lktest.TestCase):
         self.assertGreaterEqual(len(cut), 5, missed)
         self.assertEqual({r.get("missed_reason") for r in cut}, {"superseded"}, cut)
 
+    def test_ticks_due_while_the_constraint_matches_no_worker_are_no_worker(self):
+        """A reload gives the job's only worker labels its constraint does not match, and
+        another reload gives them back: the worker kept watching (the job stays in its
+        configuration), so its first claim records the ticks passed meanwhile as no_worker."""
+        deadline = 2
+        self.start_zookeeper()
+        self.port = lktest.free_port()
+        jobs = {"every": {"command": "true", "schedule": "@every 1s", "constraint": "zone=a",
+                          "start_deadline": "%ds" % deadline, "catch_up": "none",
+                          "history": 200}}
+
+        def config(labels):
+            return self.write_config(name="alpha", zookeeper={"session_timeout": "%dms" % T_MS},
+                                     safety=SAFETY, jobs=jobs,
+                                     worker={"allow_root_jobs": True, "labels": labels},
+                                     http={"listen": "127.0.0.1:%d" % self.port})
+        self.cfg = config("zone=a")
+        self.w = self.worker(self.cfg)
+        self.w.wait_log(r"registered as", timeout=60)
+        kz = self.kazoo()
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        config("zone=b")
+        self.w.signal(1)  # SIGHUP
+        self.w.wait_log(r"job every: no live worker can run it: no worker that is not drained "
+                        r"matches its constraint", timeout=30)
+        excluded = time.time()
+        time.sleep(10)
+        config("zone=a")
+        self.w.signal(1)
+        back = time.time()
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        time.sleep(2)
+        missed = [r for r in self.missed(kz, "every") if r["tick"] > excluded - 8]
+        inside = [r for r in missed if excluded <= r["tick"] <= back - deadline - 1]
+        print("excluded %.1f s: %d tick(s) recorded missed, %d inside, reasons %s"
+              % (back - excluded, len(missed), len(inside),
+                 sorted({r.get("missed_reason") for r in missed})), flush=True)
+        self.assertGreaterEqual(len(inside), 3, missed)
+        self.assertEqual({r.get("missed_reason") for r in inside}, {"no_worker"}, inside)
+        self.assertLessEqual({r.get("missed_reason") for r in missed}, {"no_worker", "superseded"})
+        text = self.metrics(self.port)
+        self.assert_label_set(text, "every")
+        self.assertGreaterEqual(self.count(text, "every", "no_worker"), len(inside))
+
     def test_ticks_missed_while_no_worker_was_up_are_superseded(self):
         """The job's only worker is stopped for 8 s and started again: it cannot know whether
         another worker was up meanwhile (a registration leaves no trace once gone), so the
