@@ -7,8 +7,10 @@ skipped while ZooKeeper could not be reached for 1.5 T (its one server stopped; 
 ensemble of three: the quorum lost) are "superseded" (a later tick was claimed once it came
 back), not "no worker started it within its start_deadline"; a tick whose lease a peer holds
 past its start_deadline is "lease_held"; the ticks that came due while the job's only worker
-was drained (so no live worker could run them) are "no_worker"; those missed while no worker
-was up at all are "superseded": the worker that comes back cannot know that none was."""
+was drained, or while its constraint matched no live worker (so no live worker could run
+them), are "no_worker", but not those whose window reaches into a time the worker was cut
+off; those missed while no worker was up at all are "superseded": the worker that comes
+back cannot know that none was."""
 
 import json
 import re
