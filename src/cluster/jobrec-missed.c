@@ -11,8 +11,8 @@
 #include "log.h"
 
 static const char *const jobrec_missed_names[JOBREC_MISSED_WHYS] = {
-    "superseded",  "deadline",  "lease_held", "locks",
-    "unreachable", "unhealthy", "overlap",    "catch_up",
+    "superseded", "deadline",  "lease_held", "locks",    "unreachable",
+    "unhealthy",  "no_worker", "overlap",    "catch_up",
 };
 
 /* The name of why (the record's "missed_reason", the metric's label). */
@@ -75,6 +75,10 @@ jobrec_missed_log(const char *job, const char *when, int paused, enum jobrec_mis
 	case JOBREC_MISSED_UNHEALTHY:
 		text =
 		    "its start failed on this host, and no healthy worker was left to hand it to";
+		break;
+	case JOBREC_MISSED_NO_WORKER:
+		text = "no live worker could run it (each live worker that carries it was drained, "
+		       "or none does; see leasekeeper status)";
 		break;
 	default:
 		break;

@@ -600,9 +600,14 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 	size_t i;
 
 	if (reply->rc == ZOK) {
-		json_array_foreach(t->skipped, i, v)
-			jobrec_record_missed(t->jr, json_integer_value(v), t->node, t->history, 0,
-			                     t->why);
+		json_array_foreach(t->skipped, i, v) {
+			int64_t x = json_integer_value(v);
+			int none = t->jr->cb.no_worker != NULL &&
+			           t->jr->cb.no_worker(t->jr, x, t->jr->arg);
+
+			jobrec_record_missed(t->jr, x, t->node, t->history, 0,
+			                     none ? JOBREC_MISSED_NO_WORKER : t->why);
+		}
 		jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}

@@ -30,6 +30,12 @@ struct jobrec_cb {
 	 * created is its path, or NULL when it was not (history 0, the write limit, an error)
 	 */
 	void (*recorded)(struct jobrec *, json_t *record, const char *created, void *arg);
+	/*
+	 * (may be NULL) a tick a claim of ours skipped is about to be recorded missed for why
+	 * (superseded or catch_up): 1 if this worker saw that no live worker could run it
+	 * (recorded no_worker instead)
+	 */
+	int (*no_worker)(struct jobrec *, int64_t tick, void *arg);
 };
 
 typedef void (*jobrec_claim_cb)(enum jobrec_claim_result, void *arg);
@@ -46,6 +52,7 @@ enum jobrec_missed_why {
 	JOBREC_MISSED_LOCKS,       /* a lease of several locks: not all came in time */
 	JOBREC_MISSED_UNREACHABLE, /* the cluster could not be reached until its start_deadline */
 	JOBREC_MISSED_UNHEALTHY,   /* its start failed here and no healthy worker was left */
+	JOBREC_MISSED_NO_WORKER,   /* no live undrained worker carried it, from due to deadline */
 	JOBREC_MISSED_OVERLAP,     /* the run before it went on (overlap = skip) */
 	JOBREC_MISSED_CATCH_UP,    /* not run late: catch_up */
 	JOBREC_MISSED_WHYS

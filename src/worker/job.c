@@ -537,7 +537,8 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 {
 	static const struct lease_cb lcb = {job_lease_acquired_cb, job_lease_lost_cb,
 	                                    job_lease_failed_cb, job_lease_verified_cb};
-	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb};
+	static const struct jobrec_cb rcb = {job_agreed_cb, job_conflict_cb, job_recorded_cb,
+	                                     job_no_worker_cb};
 	static const struct runreq_cb qcb = {job_can_take_cb, job_take_cb};
 	static const struct stopreq_cb scb = {job_running_cb, job_halt_cb};
 	const struct config *cfg = cb->config(arg);

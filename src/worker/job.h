@@ -33,6 +33,8 @@ struct job_cb {
 	const struct members *(*members)(void *arg); /* the live workers, to rank ticks */
 	struct jobhealth *(*health)(void *arg);      /* the worker's health (jobhealth.c) */
 	void (*health_changed)(void *arg);           /* it became unhealthy, or healthy again */
+	/* (may be NULL) whether no live worker could run job all through [from_ms, to_ms] */
+	int (*nobody)(void *arg, const char *job, uint64_t from_ms, uint64_t to_ms);
 };
 
 /* Why a lease this worker held ended (the metric's label cause). */

@@ -76,6 +76,24 @@ job_health_rank(struct job *job, uint64_t now_ms)
 	return JOB_RANK_LAST;
 }
 
+/*
+ * A tick a claim of ours skipped (jobrec.c): whether this worker saw no live worker able to
+ * run the job from the tick's time to its start_deadline, or to now if that is sooner (the
+ * worker's own view, worker-placement.c; docs/outcomes.md, no_worker).
+ */
+int
+job_no_worker_cb(struct jobrec *jr, int64_t tick, void *arg)
+{
+	struct job *job = arg;
+	uint64_t from = (uint64_t)tick * 1000, to = from + job->cfg->start_deadline_ms;
+	uint64_t now = job_now_ms(job);
+
+	(void)jr;
+	if (tick < 0 || job->cb->nobody == NULL)
+		return 0;
+	return job->cb->nobody(job->cb_arg, job->name, from, to < now ? to : now);
+}
+
 /* Whether another live worker that is neither drained nor unhealthy carries the job. */
 static int
 job_healthy_peer(struct job *job)

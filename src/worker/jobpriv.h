@@ -157,6 +157,9 @@ void job_run_timer_cb(int, short, void *);
 void job_running_add(struct job *);
 void job_running_del(struct job *);
 
+/* jobhand.c */
+int job_no_worker_cb(struct jobrec *, int64_t tick, void *arg);
+
 /* jobhook.c */
 void job_recorded_cb(struct jobrec *, json_t *rec, const char *created, void *arg);
 void job_hook_end(struct job *, int failed, const char *how);

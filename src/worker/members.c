@@ -45,7 +45,10 @@ struct members {
 	int list_pending;  /* a listing is in flight */
 	int list_watching; /* a child watch is set */
 	int resync;        /* a request failed with the connection: again after the reconnect */
+	int overflow;      /* the last listing had more than MEMBERS_MAX children */
 	size_t count;
+	void (*changed)(void *arg); /* (may be NULL) the view changed */
+	void *changed_arg;
 	TAILQ_HEAD(, members_entry) entries;
 };
 
@@ -66,10 +69,19 @@ members_find(struct members *ms, const char *path)
 	return NULL;
 }
 
+/* Tell the owner that the view changed. */
+static void
+members_changed(struct members *ms)
+{
+	if (ms->changed != NULL)
+		ms->changed(ms->changed_arg);
+}
+
 /* Forget an entry. */
 static void
 members_remove(struct members *ms, struct members_entry *e)
 {
+	members_changed(ms);
 	TAILQ_REMOVE(&ms->entries, e, entry);
 	ms->count--;
 	rank_member_free(&e->m);
@@ -87,7 +99,8 @@ members_clear(struct members *ms)
 	while ((e = TAILQ_FIRST(&ms->entries)) != NULL)
 		members_remove(ms, e);
 	zk_cancel(ms->zk, ms);
-	ms->listed = ms->list_pending = ms->list_watching = ms->resync = 0;
+	ms->listed = ms->list_pending = ms->list_watching = ms->resync = ms->overflow = 0;
+	members_changed(ms);
 }
 
 /* A new view of path's workers, empty until members_start. */
@@ -108,6 +121,7 @@ members_free(struct members *ms)
 {
 	if (ms == NULL)
 		return;
+	ms->changed = NULL;
 	members_clear(ms);
 	free(ms->path);
 	free(ms);
@@ -126,12 +140,29 @@ members_read(struct members *ms, struct members_entry *e)
 	zk_get(ms->zk, e->path, e->watching ? NULL : members_data_watch_cb, members_get_cb, ms);
 }
 
+/* Whether two registrations carry the same jobs with the same flags. */
+static int
+members_same(const struct rank_member *a, const struct rank_member *b)
+{
+	size_t i;
+
+	if (a->drained != b->drained || a->unhealthy != b->unhealthy || a->partial != b->partial ||
+	    a->njobs != b->njobs)
+		return 0;
+	for (i = 0; i < a->njobs; i++) {
+		if (strcmp(a->jobs[i], b->jobs[i]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
 /* A registration as read. */
 static void
 members_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct members *ms = arg;
 	struct members_entry *e = members_find(ms, reply->path);
+	struct rank_member old;
 
 	if (e == NULL)
 		return; /* gone meanwhile */
@@ -149,11 +180,16 @@ members_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	e->watching = 1;
-	rank_member_free(&e->m);
+	old = e->m;
+	memset(&e->m, 0, sizeof e->m);
 	if (rank_parse_member(reply->value, reply->value_len > 0 ? (size_t)reply->value_len : 0,
 	                      &e->m) != 0)
 		log_debug("members: %s is not a registration we can read: carrying nothing",
 		          e->path);
+	/* A rewrite that changed neither the jobs nor a flag (its clock sample) is no change. */
+	if (!e->loaded || !members_same(&old, &e->m))
+		members_changed(ms);
+	rank_member_free(&old);
 	e->loaded = 1;
 }
 
@@ -194,6 +230,7 @@ members_list_cb(const struct zk_reply *reply, void *arg)
 	ms->list_watching = 1;
 	TAILQ_FOREACH(e, &ms->entries, entry)
 		e->seen = 0;
+	ms->overflow = 0;
 	for (i = 0; i < reply->nchildren; i++) {
 		if (strlen(reply->children[i]) > RANK_MAX_NAME)
 			continue;
@@ -204,6 +241,7 @@ members_list_cb(const struct zk_reply *reply, void *arg)
 				    &members_lim,
 				    "%s: more than %d workers: the others are not ranked", ms->path,
 				    MEMBERS_MAX);
+				ms->overflow = 1;
 				free(path);
 				continue;
 			}
@@ -222,6 +260,7 @@ members_list_cb(const struct zk_reply *reply, void *arg)
 			members_remove(ms, e);
 	}
 	ms->listed = 1;
+	members_changed(ms);
 }
 
 /* The folder's children changed. */
@@ -308,4 +347,46 @@ members_carrying(const struct members *ms, const char *job, size_t *n)
 			out[(*n)++] = e->node;
 	}
 	return out;
+}
+
+/* Call cb(arg) whenever the view changes (a registration read, gone, the view cleared). */
+void
+members_on_change(struct members *ms, void (*cb)(void *arg), void *arg)
+{
+	ms->changed = cb;
+	ms->changed_arg = arg;
+}
+
+/*
+ * Whether the view is complete: listed in this session, every registration listed read at
+ * least once (a re-read after a change keeps what was read last), none left out past
+ * MEMBERS_MAX, nothing to read again after a reconnect; whole: and every registration read
+ * whole (none unreadable, no job name dropped).
+ */
+int
+members_settled(const struct members *ms, int whole)
+{
+	const struct members_entry *e;
+
+	if (!ms->listed || ms->resync || ms->overflow)
+		return 0;
+	TAILQ_FOREACH(e, &ms->entries, entry) {
+		if (!e->loaded || (whole && e->m.partial))
+			return 0;
+	}
+	return 1;
+}
+
+/* How many live workers carry job and are not drained, healthy or not, as read so far. */
+size_t
+members_carriers(const struct members *ms, const char *job)
+{
+	const struct members_entry *e;
+	size_t n = 0;
+
+	TAILQ_FOREACH(e, &ms->entries, entry) {
+		if (e->loaded && !e->m.drained && rank_member_has(&e->m, job))
+			n++;
+	}
+	return n;
 }

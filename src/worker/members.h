@@ -18,5 +18,8 @@ void members_start(struct members *);
 void members_session(struct members *, enum zk_event);
 int members_ready(const struct members *);
 const char **members_carrying(const struct members *, const char *job, size_t *n);
+void members_on_change(struct members *, void (*cb)(void *arg), void *arg);
+int members_settled(const struct members *, int whole);
+size_t members_carriers(const struct members *, const char *job);
 
 #endif

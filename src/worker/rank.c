@@ -26,7 +26,6 @@
 
 #include "rank.h"
 #include "schedule.h"
-#include "tickstate.h"
 #include "xmalloc.h"
 
 /* A 64-bit hash of (a, b): FNV-1a over both with a separator, then a final mix. */
@@ -64,7 +63,8 @@ rank_strcmp_cb(const void *a, const void *b)
 /*
  * Parse a worker's registration ({"jobs": [...], "drained": true, ...}), which anyone with
  * write access may forge: bounded in size, in jobs and in name length. Returns -1 (and an
- * empty member: carrying nothing) if it is not a JSON object of at most TICKSTATE_MAX_SIZE.
+ * empty member: carrying nothing) if it is not a JSON object of at most RANK_MAX_SIZE;
+ * partial says whether anything of it was left out.
  */
 int
 rank_parse_member(const char *data, size_t len, struct rank_member *m)
@@ -73,7 +73,8 @@ rank_parse_member(const char *data, size_t len, struct rank_member *m)
 	size_t i, n;
 
 	memset(m, 0, sizeof *m);
-	if (data == NULL || len == 0 || len > TICKSTATE_MAX_SIZE)
+	m->partial = 1;
+	if (data == NULL || len == 0 || len > RANK_MAX_SIZE)
 		return -1;
 	o = json_loadb(data, len, 0, NULL);
 	if (!json_is_object(o)) {
@@ -81,12 +82,15 @@ rank_parse_member(const char *data, size_t len, struct rank_member *m)
 			json_decref(o);
 		return -1;
 	}
+	m->partial = 0;
 	m->drained = json_is_true(json_object_get(o, "drained"));
 	m->unhealthy = json_is_true(json_object_get(o, "unhealthy"));
 	jobs = json_object_get(o, "jobs");
 	n = json_is_array(jobs) ? json_array_size(jobs) : 0;
-	if (n > RANK_MAX_JOBS)
+	if (n > RANK_MAX_JOBS) {
 		n = RANK_MAX_JOBS;
+		m->partial = 1;
+	}
 	m->jobs = xcalloc(n > 0 ? n : 1, sizeof *m->jobs);
 	for (i = 0; i < n; i++) {
 		v = json_array_get(jobs, i);
@@ -94,6 +98,8 @@ rank_parse_member(const char *data, size_t len, struct rank_member *m)
 		    json_string_length(v) <= RANK_MAX_NAME &&
 		    strlen(json_string_value(v)) == json_string_length(v))
 			m->jobs[m->njobs++] = xstrdup(json_string_value(v));
+		else
+			m->partial = 1;
 	}
 	json_decref(o);
 	qsort(m->jobs, m->njobs, sizeof *m->jobs, rank_strcmp_cb);

@@ -7,11 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RANK_MAX_JOBS    4096 /* job names read from one registration; the rest ignored */
-#define RANK_MAX_NAME    512  /* bytes of a job or node name read; longer ones ignored */
-#define RANK_STEPS       3    /* backups read the tick at 1, 2, then 3 steps after it */
-#define RANK_STEP_MS     500  /* one step, at most ... */
-#define RANK_MIN_STEP_MS 50   /* ... and at least */
+#define RANK_MAX_JOBS    65536   /* job names read from one registration; the rest ignored */
+#define RANK_MAX_SIZE    1048576 /* bytes of a registration parsed (ZooKeeper's default node cap) */
+#define RANK_MAX_NAME    512     /* bytes of a job or node name read; longer ones ignored */
+#define RANK_STEPS       3       /* backups read the tick at 1, 2, then 3 steps after it */
+#define RANK_STEP_MS     500     /* one step, at most ... */
+#define RANK_MIN_STEP_MS 50      /* ... and at least */
 
 struct schedule;
 
@@ -21,6 +22,7 @@ struct rank_member {
 	size_t njobs;
 	int drained;
 	int unhealthy; /* its starts fail for reasons of its host: ranked out (jobhealth.c) */
+	int partial;   /* not all of it was read: not a registration, or names dropped or cut */
 };
 
 int rank_parse_member(const char *data, size_t len, struct rank_member *);

@@ -37,6 +37,9 @@ struct worker_reload;
 #define WORKER_DRAIN_POLL_MS       250  /* drained: how often the leases still held are counted */
 #define WORKER_STATUS_MS           1000 /* systemd's STATUS= is brought up to date this often */
 #define WORKER_PLACEMENT_MS        5000 /* how often jobs no live worker can run are looked for */
+#define WORKER_PLACEMENT_LINES     10   /* ... each warned of in a line of its own; the rest: one */
+#define WORKER_PLACEMENT_SPANS     4    /* spans with no worker kept per job (worker-placement.c) */
+#define WORKER_OBSERVE_MS          50 /* the view changed: who can run each job, this much later */
 /*
  * Main's loop has three priorities: every event takes the middle one (1); a reload's slices,
  * its start and the reaping of what it replaced take the last (2), so they run only in a turn
@@ -81,6 +84,10 @@ struct worker {
 	struct members *members;            /* the live workers and their jobs, for ranking ticks */
 	struct event *placement_timer;      /* jobs no live worker can run, looked for */
 	json_t *unrunnable;                 /* {job: true}: those last found, warned of once */
+	struct event *observe_timer;        /* the view changed: who can run each job, again */
+	uint64_t observe_change_ms;         /* the first change not looked at yet; 0: none */
+	int observe_cut;                    /* ... one of them a disconnection */
+	json_t *nobody;                     /* {job: [[from, until], ...]}: seen carried by none */
 	char *http_listen;                  /* what http listens on, NULL: off */
 	const struct endpoints_cb *http_cb; /* to listen anew at a reload */
 	enum worker_state state;
@@ -200,5 +207,9 @@ void worker_health_node(const struct worker *w, json_t *o);
 /* worker-placement.c */
 int worker_placement_runnable_cb(void *arg, const char *job);
 void worker_placement_timer_cb(int fd, short what, void *arg);
+void worker_placement_observe_cb(int fd, short what, void *arg);
+void worker_placement_changed_cb(void *arg);
+int worker_placement_nobody(const struct worker *, const char *job, uint64_t from_ms,
+                            uint64_t to_ms);
 
 #endif

@@ -134,6 +134,7 @@ worker_jobs_session(struct worker *w, enum zk_event event)
 	struct worker_job *wj, *next;
 
 	members_session(w->members, event);
+	worker_placement_changed_cb(w); /* a span seen with no worker ends with the connection */
 	if (event == ZK_EVENT_SESSION_NEW || event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED)
 		w->drain_watching = 0; /* watches do not outlive their session */
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
@@ -640,14 +641,21 @@ worker_job_members_cb(void *arg)
 	return w->members;
 }
 
+/* Whether this worker saw no live worker able to run job through [from_ms, to_ms]. */
+static int
+worker_job_nobody_cb(void *arg, const char *job, uint64_t from_ms, uint64_t to_ms)
+{
+	return worker_placement_nobody(((struct worker_job *)arg)->w, job, from_ms, to_ms);
+}
+
 /* A new job of this worker (drained with it, if it is); its callbacks get wj. */
 static struct job *
 worker_job_new(struct worker *w, struct worker_job *wj, const struct config_job *cj)
 {
-	static const struct job_cb cb = {worker_job_config_cb,        worker_job_supervisor_cb,
-	                                 worker_job_next_run_cb,      worker_job_done_cb,
-	                                 worker_job_members_cb,       worker_job_health_cb,
-	                                 worker_job_health_changed_cb};
+	static const struct job_cb cb = {worker_job_config_cb,         worker_job_supervisor_cb,
+	                                 worker_job_next_run_cb,       worker_job_done_cb,
+	                                 worker_job_members_cb,        worker_job_health_cb,
+	                                 worker_job_health_changed_cb, worker_job_nobody_cb};
 	struct job *job = job_new(w->base, w->zk, cj, &cb, wj);
 
 	if (w->drained)
@@ -688,6 +696,8 @@ worker_events_new(struct worker *w)
 	worker_reload_init(w);
 	w->placement_timer = event_new(w->base, -1, EV_PERSIST, worker_placement_timer_cb, w);
 	event_add(w->placement_timer, &ptv);
+	w->observe_timer = evtimer_new(w->base, worker_placement_observe_cb, w);
+	members_on_change(w->members, worker_placement_changed_cb, w);
 }
 
 /* Free what worker_events_new made. */
@@ -705,6 +715,8 @@ worker_events_free(struct worker *w)
 	event_free(w->drain_poll);
 	event_free(w->clock_timer);
 	event_free(w->placement_timer);
+	event_free(w->observe_timer);
+	w->observe_timer = NULL; /* worker_placement_changed_cb, from a session event, checks */
 	if (w->watchdog_timer != NULL)
 		event_free(w->watchdog_timer);
 	if (w->status_timer != NULL)
@@ -738,6 +750,7 @@ worker_teardown(struct worker *w, struct config *cfg)
 	}
 	free(w->drain_path);
 	json_decref(w->unrunnable);
+	json_decref(w->nobody);
 	event_base_free(w->base);
 	log_info("stopped");
 	free(w->path);
@@ -836,6 +849,7 @@ worker_run(const char *config_file, struct config *cfg)
 		zk_set_operator(w.zk, cfg->root, cfg->operator_id);
 	w.members = members_new(w.zk, cfg->root);
 	w.unrunnable = json_object();
+	w.nobody = json_object();
 	worker_events_new(&w);
 	worker_log_excluded(cfg);
 	for (i = 0; i < cfg->njobs; i++) {

@@ -147,6 +147,20 @@ class PlacementTest(lktest.TestCase):
         self.assertNotIn("job nowhere: no live worker can run it", out["warnings"])
         procs["a"].wait_log(r"job nowhere: 1 live worker can run it again", timeout=30)
 
+    def test_many_unrunnable_jobs_are_warned_of_in_a_bounded_number_of_lines(self):
+        """25 jobs no live worker can run: 10 lines of their own, then one with the count
+        (a worker with 10,000 such jobs must not write 10,000 lines), once."""
+        self.start_zookeeper()
+        jobs = {"j%02d" % i: {"command": "true", "schedule": "@every 1h",
+                              "constraint": "zone=nowhere"} for i in range(25)}
+        p = self.start("a", jobs, "zone=a")
+        p.wait_log(r"15 more jobs \(j\d\d, \.\.\.\): no live worker can run them", timeout=30)
+        time.sleep(6)  # a second look (every 5 s) says nothing new
+        text = p.log_text()
+        self.assertEqual(len(re.findall(r"job j\d\d: no live worker can run it", text)), 10,
+                         text)
+        self.assertEqual(text.count("no live worker can run them"), 1, text)
+
     def test_jitter_agrees_across_workers_with_a_late_clock(self):
         self.start_zookeeper(tick_ms=200)
         name, every = "spread", 4

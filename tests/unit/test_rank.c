@@ -13,7 +13,6 @@
 
 #include "rank.h"
 #include "schedule.h"
-#include "tickstate.h"
 
 #define T0 1800000000 /* 2027-01-15T08:00:00Z, a whole minute */
 
@@ -235,9 +234,23 @@ test_parse_member_bounds(void **state)
 	/* The over-long first name is dropped; the list is cut at RANK_MAX_JOBS entries. */
 	assert_int_equal(m.njobs, RANK_MAX_JOBS - 1);
 	assert_true(rank_member_has(&m, "j00000"));
-	assert_false(rank_member_has(&m, "j04095"));
+	assert_true(rank_member_has(&m, "j65534"));
+	assert_false(rank_member_has(&m, "j65535"));
+	assert_true(m.partial);
 	rank_member_free(&m);
-	assert_int_equal(rank_parse_member(s, TICKSTATE_MAX_SIZE + 1, &m), -1);
+	assert_int_equal(rank_parse_member(s, RANK_MAX_SIZE + 1, &m), -1);
+	assert_true(m.partial);
+	rank_member_free(&m);
+	/* 10,000 jobs (a large worker's registration, over 64 KiB) are read whole. */
+	len = (size_t)sprintf(s, "{\"jobs\":[\"j00000\"");
+	for (i = 1; i < 10000; i++)
+		len += (size_t)sprintf(s + len, ",\"job-number-%05zu\"", i);
+	len += (size_t)sprintf(s + len, "]}");
+	assert_true(len > 65536);
+	assert_int_equal(rank_parse_member(s, len, &m), 0);
+	assert_int_equal(m.njobs, 10000);
+	assert_false(m.partial);
+	assert_true(rank_member_has(&m, "job-number-09999"));
 	rank_member_free(&m);
 	free(s);
 }
