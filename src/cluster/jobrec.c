@@ -204,10 +204,7 @@ jobrec_missed_ticks(const struct jobrec *jr, enum jobrec_missed_why why)
 	return why < JOBREC_MISSED_WHYS ? jr->missed[why] : 0;
 }
 
-/*
- * When the job's record was created, by the servers' clock (ms; 0 until read): when the
- * cluster first knew the job. A tick before it was never the job's to run.
- */
+/* When the cluster first knew the job (its record's ctime, ms; 0 until read). */
 int64_t
 jobrec_created_ms(const struct jobrec *jr)
 {
@@ -229,10 +226,7 @@ jobrec_paused(const struct jobrec *jr, int *stop_running)
 	return jr->paused;
 }
 
-/*
- * The format of the job record (else of its tick state) when this release cannot read it, 0
- * when both are readable: status says why the job is not run here.
- */
+/* The record's (else tick state's) format when this release cannot read it, 0 if readable. */
 int
 jobrec_refused_format(const struct jobrec *jr)
 {
