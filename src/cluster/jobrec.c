@@ -344,8 +344,12 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		jr->cb.conflict(jr, -1, jr->arg);
 		return;
 	}
-	locks = jobrec_locks_check(jr->path, reply->value, reply->value_len, jr->locks,
-	                           &jr->lock_warned);
+	locks = 1; /* compared once the counts agree: a count conflict is said alone */
+	if (n == jr->leases)
+		locks = jobrec_locks_check(jr->path, reply->value, reply->value_len, jr->locks,
+		                           &jr->lock_warned);
+	else
+		jr->lock_warned = 0;
 	if (n == 0 ||
 	    (n == jr->leases && (!jobrec_has_lock(reply->value, reply->value_len) || locks == 0))) {
 		/*
