@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "config.h"
 #include "jobrec.h"
 #include "lease.h"
 #include "xmalloc.h"
@@ -378,6 +379,17 @@ test_jobrec_locks(void **state)
 	assert_int_equal(locks_agree("{\"locks\":\"/lk/mutex/j\"}", -1, canon, &theirs), -1);
 	assert_string_equal(theirs, "(not a valid list of locks)");
 	free(theirs);
+	/* A configuration's locks, in the order of taking (by path) whatever the order written. */
+	struct config_lock cl[] = {{NULL, "/lk/semaphore/pool", CONFIG_LOCK_SEMAPHORE, 3},
+	                           {NULL, "/lk/rwlock/db", CONFIG_LOCK_READ, 1},
+	                           {NULL, "/a/x", CONFIG_LOCK_WRITE, 1}};
+	struct config_job cj = {.locks = cl, .nlocks = 3};
+	char *mine = jobrec_config_locks(&cj);
+	assert_string_equal(mine, "[{\"path\":\"/a/x\",\"mode\":\"write\"},"
+	                          "{\"path\":\"/lk/rwlock/db\",\"mode\":\"read\"},"
+	                          "{\"path\":\"/lk/semaphore/pool\",\"mode\":\"semaphore\","
+	                          "\"leases\":3}]");
+	free(mine);
 	/* A user that does not say its locks (exec) agrees with any. */
 	assert_int_equal(locks_agree("{\"locks\":7}", -1, NULL, &theirs), 1);
 	free(canon);
