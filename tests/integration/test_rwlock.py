@@ -480,6 +480,11 @@ class RwLockTest(lktest.TestCase):
         self.wait_until(lambda: rec.count("start", winner) >= 3, timeout=60,
                         msg="%s's runs" % winner)
         self.assertEqual(rec.count("start", loser), 0)
+        self.wait_until(lambda: kz.exists(rpath + "/runs") and kz.get_children(rpath + "/runs"),
+                        timeout=30, msg="the winner's run records")
+        nodes = {json.loads(kz.get(rpath + "/runs/" + c)[0]).get("node")
+                 for c in kz.get_children(rpath + "/runs")}
+        self.assertEqual(nodes, {winner})
         self.assertEqual(len(re.findall(said, procs[loser].log_text())), 1)
         self.assertNotIn("says the job's locks are", procs[winner].log_text())
 
