@@ -792,7 +792,8 @@ exec_run(struct exec *e, const struct exec_args *a, const char *auth)
 	exec_lease_new(e, a->root, data, &lcb);
 	free(data);
 	if (!e->explicit_lock_path)
-		e->rec = jobrec_new(e->zk, e->root, e->name, e->leases, e->lock_path, &rcb, e);
+		e->rec =
+		    jobrec_new(e->zk, e->root, e->name, e->leases, e->lock_path, NULL, &rcb, e);
 
 	event_base_dispatch(e->base);
 

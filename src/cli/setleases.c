@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs in: the one-shot command `leasekeeper set-leases`. */
-/* setleases.c: `leasekeeper set-leases JOB N`: change the cluster's agreed lease count on purpose. */
+/*
+ * setleases.c: `leasekeeper set-leases JOB N`: change the cluster's agreed lease count on
+ * purpose, and clear its recorded locks (the first worker that agrees records its own).
+ */
 
 #include <getopt.h>
 #include <stdio.h>
@@ -85,7 +88,7 @@ setleases_read_cb(const struct zk_reply *reply, void *arg)
 	struct setleases *s = a->ctx;
 	json_t *o = NULL;
 	char why[200], *data;
-	int old;
+	int old, cleared = 0;
 
 	if (reply->rc != ZOK && reply->rc != ZNONODE) {
 		fprintf(stderr, "leasekeeper set-leases: cannot read %s: %s\n", s->path,
@@ -120,6 +123,11 @@ setleases_read_cb(const struct zk_reply *reply, void *arg)
 	old = jobrec_parse_leases(reply->value, reply->value_len);
 	json_object_set_new(o, "leases", json_integer(s->leases));
 	setleases_move_lock(a, o, s->leases);
+	/* The locks follow the workers: the first configured with N records its own. */
+	if (json_object_get(o, "locks") != NULL) {
+		json_object_del(o, "locks");
+		cleared = 1;
+	}
 	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -127,6 +135,11 @@ setleases_read_cb(const struct zk_reply *reply, void *arg)
 		printf("job %s: leases %d (was %d)\n", s->job, s->leases, old);
 	else
 		printf("job %s: leases %d\n", s->job, s->leases);
+	if (cleared)
+		printf(
+		    "its recorded locks are cleared: the first worker configured with %d "
+		    "lease(s) records its own, and workers configured otherwise do not contend\n",
+		    s->leases);
 	if (reply->rc == ZNONODE)
 		zk_create_node(a->zk, s->path, data, (int)strlen(data), ZOO_PERSISTENT,
 		               setleases_write_cb, a);
@@ -171,7 +184,10 @@ setleases_main(int argc, char **argv)
 	    "                              [--auth-file FILE] [--create] JOB N\n"
 	    "\n"
 	    "Change the number of leases the cluster agrees on for a job (workers configured with\n"
-	    "another number stop contending for it). Move the workers' configuration after.\n"
+	    "another number stop contending for it), and clear the locks it agreed on (the first\n"
+	    "worker configured with N records its lock, lock_mode and locks; workers configured\n"
+	    "otherwise stop contending). To change a job's locks, configure every worker alike,\n"
+	    "then run this with the job's count.\n"
 	    "\n"
 	    "  -C, --create          create the job's record if the cluster has none "
 	    "yet\n" TARGET_OPTIONS_HELP;

@@ -268,6 +268,11 @@ status_print(json_t *out)
 		if (cl != NULL && json_integer_value(cl) != leases)
 			printf("  CONFLICT: the cluster agreed on %lld",
 			       (long long)json_integer_value(cl));
+		if (json_is_string(json_object_get(job, "cluster_locks")))
+			printf(
+			    "  CONFLICT: the job record's locks are %s; workers configured as here "
+			    "do not contend",
+			    json_string_value(json_object_get(job, "cluster_locks")));
 		if (json_is_true(json_object_get(job, "record_corrupt")))
 			printf("  CORRUPT: the job record holds no valid lease count (1 to %d); "
 			       "workers do not contend until `leasekeeper set-leases` fixes it",

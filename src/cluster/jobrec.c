@@ -3,10 +3,10 @@
 /*
  * jobrec.c: a job's records in ZooKeeper: the agreed lease count, tick claims, runs.
  *
- * <root>/jobs/<job> holds {"leases": N}, the number of leases the cluster agreed on. The
- * first worker to see the job writes it; a worker configured with another N does not
- * contend and reports the conflict until the record or its configuration changes
- * (`leasekeeper set-leases` changes the record on purpose). We watch the record.
+ * <root>/jobs/<job> holds {"leases": N, "lock", "locks"}: the lease count and the locks the
+ * cluster agreed on. The first worker to see the job writes them (locks: the first that
+ * agrees on N); a worker configured otherwise does not contend and reports the conflict until
+ * the record or its configuration changes (`leasekeeper set-leases`). We watch the record.
  *
  * <root>/jobs/<job>/state holds {"tick": T, "runners": [...], "recent": [...],
  * "missed": [...]}: the newest tick claimed and who claimed it, the last claimed ticks and
@@ -42,18 +42,10 @@ static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, job
 
 enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
 
-#define JOBREC_WINDOW_NS    (60 * 1000000000ULL) /* the window of the write limits below */
 #define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
 #define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
 #define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
 #define JOBREC_MAX_RACES    10 /* versioned writes of the state lost in a row, at most */
-
-/* A count of events in a window of time, for the write limits. */
-struct jobrec_window {
-	uint64_t start_ns;
-	int count;
-	int dropped;
-};
 
 /* One multi-step operation on the records, with the context its replies need. */
 struct jobrec_task {
@@ -89,13 +81,14 @@ struct jobrec {
 	char *runs_path;
 	int leases;
 	char *lock_path;    /* recorded with the count, so that status can find the lock */
+	char *locks;        /* our locks' canonical text (jobrec_locks_canon); NULL: not ours */
 	int cluster;        /* the agreed count, 0 until known */
 	int64_t created_ms; /* the record's ctime (the servers' clock), 0 until read */
 	int paused;         /* the record says "paused" (`leasekeeper pause`) */
 	int paused_stop;    /* ... with --stop-running */
 	int skip_catch_up;  /* the next claim's skipped ticks: catch_up, not superseded */
 	int checking;
-	int lock_warned;               /* the record names another lock than ours, and we said so */
+	int lock_warned;               /* the record names other locks than ours, and we said so */
 	int newer;                     /* the record's format, when this release cannot read it */
 	int state_newer;               /* the tick state's format, likewise */
 	struct format_once record_fmt; /* the record's refusal, logged once */
@@ -125,32 +118,15 @@ jobrec_recorded(struct jobrec *jr, json_t *record, const char *created)
 		jr->cb.recorded(jr, record, created, jr->arg);
 }
 
-/* Whether one more event fits in w's window of max; else counted as dropped. */
-static int
-jobrec_window_take(struct jobrec_window *w, int max)
-{
-	uint64_t now = clock_now_ns();
-
-	if (w->start_ns == 0 || now - w->start_ns >= JOBREC_WINDOW_NS) {
-		w->start_ns = now;
-		w->count = 0;
-	}
-	if (w->count >= max) {
-		w->dropped++;
-		return 0;
-	}
-	w->count++;
-	return 1;
-}
-
 /* A job's records; call jobrec_check once the session is ready. */
 struct jobrec *
 jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const char *lock_path,
-           const struct jobrec_cb *cb, void *arg)
+           const char *locks, const struct jobrec_cb *cb, void *arg)
 {
 	struct jobrec *jr = xcalloc(1, sizeof *jr);
 
 	jr->lock_path = xstrdup(lock_path);
+	jr->locks = locks != NULL ? xstrdup(locks) : NULL;
 
 	jr->zk = zk;
 	jr->path = layout_job_record(root, job);
@@ -194,6 +170,7 @@ jobrec_free(struct jobrec *jr)
 	free(jr->state_path);
 	free(jr->runs_path);
 	free(jr->lock_path);
+	free(jr->locks);
 	free(jr);
 }
 
@@ -240,6 +217,13 @@ jobrec_cluster_leases(const struct jobrec *jr)
 	return jr->cluster;
 }
 
+/* Whether the record, as last read, names other locks than ours (the conflict was said). */
+int
+jobrec_locks_conflict(const struct jobrec *jr)
+{
+	return jr->lock_warned;
+}
+
 /* The record changed or went away: read it again. */
 static void
 jobrec_watch_cb(int type, const char *path, void *arg)
@@ -270,6 +254,8 @@ jobrec_data(struct jobrec *jr, const char *old, int old_len)
 	}
 	json_object_set_new(o, "leases", json_integer(jr->leases));
 	json_object_set_new(o, "lock", json_string(jr->lock_path));
+	if (jr->locks != NULL)
+		json_object_set_new(o, "locks", json_loads(jr->locks, 0, NULL));
 	format_stamp(o);
 	data = json_dumps(o, JSON_COMPACT);
 
@@ -319,7 +305,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec *jr = arg;
 	char *data;
-	int n;
+	int n, locks;
 
 	jr->checking = 0;
 	if (zk_connection_error(reply->rc)) {
@@ -352,10 +338,17 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		jr->cb.conflict(jr, -1, jr->arg);
 		return;
 	}
-	if (n == 0 || (n == jr->leases && !jobrec_has_lock(reply->value, reply->value_len))) {
+	locks = 1; /* compared once the counts agree: a count conflict is said alone */
+	if (n == jr->leases)
+		locks = jobrec_locks_check(jr->path, reply->value, reply->value_len, jr->locks,
+		                           &jr->lock_warned);
+	else
+		jr->lock_warned = 0;
+	if (n == 0 ||
+	    (n == jr->leases && (!jobrec_has_lock(reply->value, reply->value_len) || locks == 0))) {
 		/*
 		 * A record without a count (made by hand?), or one that does not say where the
-		 * lock lives (older, or written by set-leases): write ours, at its version. At
+		 * locks live (older, or written by set-leases): write ours, at its version. At
 		 * most JOBREC_MAX_REWRITES a minute: another writer must not make this a loop.
 		 */
 		if (!jobrec_window_take(&jr->rewrites, JOBREC_MAX_REWRITES)) {
@@ -369,7 +362,7 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 				jr->cb.conflict(jr, -1, jr->arg);
 				return;
 			}
-			goto agreed; /* the count is ours; the lock path can wait */
+			goto agreed; /* the count is ours; the lock path can wait, the locks not */
 		}
 		jr->rewrites.dropped = 0;
 		if (n == 0)
@@ -382,12 +375,13 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 agreed:
-	jobrec_lock_warn(jr->path, reply->value, reply->value_len, jr->lock_path, &jr->lock_warned);
 	jr->cluster = n;
-	if (n == jr->leases)
-		jr->cb.agreed(jr, jr->arg);
-	else
+	if (n != jr->leases)
 		jr->cb.conflict(jr, n, jr->arg);
+	else if (locks != 1)
+		jr->cb.conflict(jr, -1, jr->arg); /* other locks (said), or none yet: wait */
+	else
+		jr->cb.agreed(jr, jr->arg);
 }
 
 /* Our count was written (or someone else's was first): read it back, with a watch. */

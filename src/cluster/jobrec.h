@@ -11,7 +11,8 @@
 
 #include "zk.h"
 
-#define JOBREC_MAX_SIZE 65536 /* bytes of a job record parsed; a larger one is corrupt */
+#define JOBREC_MAX_SIZE  65536 /* bytes of a job record parsed; a larger one is corrupt */
+#define JOBREC_MAX_LOCKS 64    /* entries of a record's "locks"; more is corrupt */
 
 struct jobrec;
 
@@ -59,11 +60,13 @@ enum jobrec_missed_why {
 };
 
 struct jobrec *jobrec_new(struct zk *, const char *root, const char *job, int leases,
-                          const char *lock_path, const struct jobrec_cb *, void *arg);
+                          const char *lock_path, const char *locks, const struct jobrec_cb *,
+                          void *arg);
 void jobrec_free(struct jobrec *);
 void jobrec_check(struct jobrec *);
 void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
+int jobrec_locks_conflict(const struct jobrec *);
 int jobrec_refused_format(const struct jobrec *);
 int64_t jobrec_corrupt_states(const struct jobrec *);
 int64_t jobrec_created_ms(const struct jobrec *);
@@ -99,6 +102,19 @@ void jobrec_runs_find_free(struct jobrec_runs_find *);
 
 int jobrec_parse_leases(const char *data, int len);
 int jobrec_has_lock(const char *data, int len);
-void jobrec_lock_warn(const char *path, const char *data, int len, const char *ours, int *warned);
+char *jobrec_locks_canon(const json_t *locks);
+int jobrec_locks_agree(const char *data, int len, const char *ours, char **theirs);
+struct config_job;
+char *jobrec_config_locks(const struct config_job *);
+int jobrec_locks_check(const char *path, const char *data, int len, const char *ours, int *warned);
+
+/* A count of events in a window of time, for the write limits (jobrec-data.c). */
+#define JOBREC_WINDOW_NS (60 * 1000000000ULL)
+struct jobrec_window {
+	uint64_t start_ns;
+	int count;
+	int dropped;
+};
+int jobrec_window_take(struct jobrec_window *, int max);
 
 #endif

@@ -340,6 +340,28 @@ view_refused(struct view *v, const struct zk_reply *reply, json_t *target, const
 	return 1;
 }
 
+/*
+ * A configured job whose record (of count n) names other locks than the configuration's:
+ * "cluster_locks" says what the record holds (workers configured like this do not contend).
+ * Compared, as workers do, only when the counts agree: a count conflict is said alone.
+ */
+static void
+view_record_locks(struct view *v, json_t *target, const struct zk_reply *reply, int n)
+{
+	const char *name = json_string_value(json_object_get(target, "name"));
+	const struct config_job *cj;
+	char *ours, *theirs;
+
+	if (v->o.cfg == NULL || name == NULL || (cj = config_find_job(v->o.cfg, name)) == NULL ||
+	    cj->leases != n)
+		return;
+	ours = jobrec_config_locks(cj);
+	if (jobrec_locks_agree(reply->value, reply->value_len, ours, &theirs) < 0)
+		json_object_set_new(target, "cluster_locks", json_string(theirs));
+	free(theirs);
+	free(ours);
+}
+
 /* A job record as read: the agreed count, the pause, and where the lock lives. */
 static void
 view_record(struct view *v, struct view_req *r, const struct zk_reply *reply)
@@ -358,6 +380,7 @@ view_record(struct view *v, struct view_req *r, const struct zk_reply *reply)
 	else if (n < 0)
 		json_object_set_new(r->target, "record_corrupt", json_true());
 	view_paused(r->target, reply->value, reply->value_len);
+	view_record_locks(v, r->target, reply, n);
 	if (json_is_true(json_object_get(r->target, "_discover"))) {
 		/* Where the lock lives is in the record; else it is named for the job. */
 		json_t *rec = json_loadb(reply->value != NULL ? reply->value : "",

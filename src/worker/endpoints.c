@@ -165,8 +165,9 @@ static const struct {
     {"leasekeeper_job_lease_held", "1 while this worker holds a lease of the job", "gauge",
      ENDPOINTS_METRIC_LEASE_HELD},
     {"leasekeeper_job_lease_conflict",
-     "1 while the cluster agreed on another number of leases than this worker's", "gauge",
-     ENDPOINTS_METRIC_CONFLICT},
+     "1 while the cluster agreed on another number of leases, or other locks, than this "
+     "worker's",
+     "gauge", ENDPOINTS_METRIC_CONFLICT},
     {"leasekeeper_job_runs_total", "runs started here", "counter", ENDPOINTS_METRIC_RUNS},
     {"leasekeeper_job_failures_total",
      "runs here that failed (any outcome but ok, stopped and killed)", "counter",

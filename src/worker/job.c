@@ -526,7 +526,7 @@ job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 		    "with %d: not contending (set leases = %d in the job, or run `leasekeeper "
 		    "set-leases %s %d` to change the cluster's count on purpose)",
 		    job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
-	/* cluster < 0: the record is corrupt, jobrec.c said so and why. */
+	/* cluster < 0: the record is corrupt, or names other locks; jobrec.c said so and why. */
 	job_event(job, JOBFSM_CONFLICT);
 }
 
@@ -544,7 +544,7 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	const struct config *cfg = cb->config(arg);
 	struct job *job = xcalloc(1, sizeof *job);
 	struct jobfsm_config fc = job_fsm_config(cj);
-	char *data;
+	char *data, *locks;
 
 	job->lim_lost.burst = 5; /* each one matters; only a storm is counted */
 	job->zk = zk;
@@ -561,7 +561,10 @@ job_new(struct event_base *base, struct zk *zk, const struct config_job *cj,
 	data = lease_data(cfg->node_id, cj->name, clock_wall_ms());
 	job->lease = joblocks_lease(base, zk, cj, data, &lcb, job);
 	free(data);
-	job->rec = jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, &rcb, job);
+	locks = jobrec_config_locks(cj);
+	job->rec =
+	    jobrec_new(zk, cfg->root, cj->name, cj->leases, job->lock_path, locks, &rcb, job);
+	free(locks);
 	job->req = runreq_new(zk, cfg->root, cj->name, &qcb, job);
 	job->stops = stopreq_new(zk, cfg->root, cj->name, &scb, job);
 	job->timer = evtimer_new(base, job_timer_cb, job);

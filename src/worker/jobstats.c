@@ -130,6 +130,8 @@ job_status_json(const struct job *job)
 	if (jobrec_cluster_leases(job->rec) > 0)
 		json_object_set_new(o, "cluster_leases",
 		                    json_integer(jobrec_cluster_leases(job->rec)));
+	if (jobrec_locks_conflict(job->rec))
+		json_object_set_new(o, "locks_conflict", json_true());
 	json_object_set_new(o, "corrupt_states", json_integer(st.corrupt_states));
 	if (jobrec_refused_format(job->rec) != 0) {
 		char why[200];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_zkjson.c: the JSON read back from ZooKeeper, which anyone with write access can forge.
- * The first byte chooses the reader: 0 the job record (its lease count, its pause), a
+ * The first byte chooses the reader: 0 the job record (its lease count, its locks, its pause), a
  * worker's drain node and a run-now request (ctlrec_request, the exit status it maps to, and
  * ctlrec_request_invalid, which a worker asks before acting) and the format version of any
  * node (format_of_data), 1 the tick state and the claim computed
@@ -282,13 +282,42 @@ fuzz_chain(const char *s, size_t n)
 	json_decref(st);
 }
 
+/* Our locks, as a worker's job record holds them. */
+#define FUZZ_LOCKS "[{\"path\":\"/fuzz/mutex/j\",\"mode\":\"mutex\"}]"
+
+/*
+ * A record's "locks" that are valid have a canonical text that is valid again and the same
+ * (a fixed point): two workers that take the same locks always agree.
+ */
+static void
+fuzz_locks(const char *s, size_t n)
+{
+	json_t *o = n <= JOBREC_MAX_SIZE ? json_loadb(s, n, 0, NULL) : NULL, *again;
+	char *canon, *twice;
+
+	if (o == NULL)
+		return;
+	canon = jobrec_locks_canon(json_object_get(o, "locks"));
+	if (canon != NULL) {
+		if ((again = json_loads(canon, 0, NULL)) == NULL)
+			abort();
+		twice = jobrec_locks_canon(again);
+		if (twice == NULL || strcmp(canon, twice) != 0)
+			abort();
+		free(twice);
+		json_decref(again);
+	}
+	free(canon);
+	json_decref(o);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data + 1;
 	size_t n = size - 1;
 	json_t *o;
-	int leases, stop, fmt, warned;
+	int leases, stop, fmt, warned, agree;
 	int64_t deadline;
 
 	if (size < 1)
@@ -301,10 +330,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (ctlrec_paused(s, (int)n, &stop) == 0 && stop != 0)
 			abort();
-		warned = 0; /* a record's lock against ours: read bounded, escaped in the log */
-		jobrec_lock_warn("/fuzz/jobs/j", s, (int)n, "/fuzz/mutex/j", &warned);
-		if (warned != 0 && warned != 1)
+		warned = 0; /* a record's locks against ours: read bounded, escaped in the log */
+		agree = jobrec_locks_check("/fuzz/jobs/j", s, (int)n, FUZZ_LOCKS, &warned);
+		if (agree < -1 || agree > 1 || (warned != 0 && warned != 1) ||
+		    warned != (agree < 0))
 			abort();
+		fuzz_locks(s, n);
 		deadline = ctlrec_drain_deadline_ms(s, (int)n);
 		if (deadline < -1 || deadline > (int64_t)CTLREC_MAX_DRAIN_S * 1000)
 			abort();

@@ -128,6 +128,35 @@ class HostileZkTest(lktest.TestCase):
         kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 1}).encode())
         self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
 
+    def test_invalid_locks_are_a_conflict_not_rewritten(self):
+        """A job record whose "locks" is not a valid list (a string here) is a conflict, as
+        other locks are: no run, never written over, said in the log and by status; the
+        operator's set-leases clears it, and the job runs."""
+        self.start_zookeeper()
+        kz = self.kazoo()
+        kz.create("/leasekeeper/jobs/work",
+                  json.dumps({"leases": 1, "lock": "/leasekeeper/mutex/work",
+                              "locks": "/leasekeeper/mutex/work"}).encode(), makepath=True)
+        out = self.path("ticks.txt")
+        p = self.start("alpha", {"work": self.tick_job(out)})
+        p.wait_log(r"job work: its record /leasekeeper/jobs/work says the job's locks are "
+                   r"\(not a valid list of locks\), but this worker's configuration takes "
+                   r".*/leasekeeper/mutex/work.*: not contending", timeout=30)
+        time.sleep(3)
+        data, stat = kz.get("/leasekeeper/jobs/work")
+        self.assertEqual(stat.version, 0, "the invalid record was rewritten: %r" % data)
+        self.assertEqual(self.ticks(out), [], "ran without agreed locks")
+        st = self.leasekeeper("status", "-c", self.path("alpha", "worker.ini"), name="status")
+        self.assertEqual(st.wait(timeout=60), 0)
+        self.assertRegex(st.log_text(), r"work .*CONFLICT: the job record's locks are "
+                                        r"\(not a valid list of locks\)")
+        fix = self.leasekeeper("set-leases", "-c", self.path("alpha", "worker.ini"), "work", "1",
+                               name="set-leases")
+        self.assertEqual(fix.wait(timeout=60), 0)
+        self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
+        self.assertEqual(json.loads(kz.get("/leasekeeper/jobs/work")[0])["locks"],
+                         [{"path": "/leasekeeper/mutex/work", "mode": "mutex"}])
+
     def test_record_fought_over_is_not_rewritten_in_a_loop(self):
         """Item 6: whatever another writer does, a worker's rewrites of a record are bounded."""
         self.start_zookeeper()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
                                                os.path.join(os.path.dirname(__file__), "..", "..")),
@@ -412,32 +413,106 @@ class RwLockTest(lktest.TestCase):
         self.assertEqual(fence_regressions(rec.records(), "-ab"), [])
         self.assertEqual(fence_regressions(rec.records(), "-ba"), [])
 
-    def test_a_job_configured_with_another_lock_elsewhere_is_named(self):
-        """One job, a mutex on alpha and lock_mode = write on beta: the two queue in different
-        folders and do not exclude each other (see docs/configuration.md). The worker whose
-        configuration differs from the job record's lock says so in its log, once."""
+    def test_a_job_configured_with_other_locks_elsewhere_runs_on_one_worker(self):
+        """One job, a mutex on alpha and lock_mode = write on beta: the two would queue in
+        different folders and nothing else would keep them apart. The job record keeps the
+        locks of the first worker to record them; the other does not contend and reports the
+        conflict (its log once, status, the conflict metric), and the job never runs on both
+        at once (exact: by flock and by the run records). Then the documented change: the
+        winner configured as the loser, and `set-leases split 1`: the loser's locks are the
+        record's, and the job runs again, one worker at a time."""
         self.start_zookeeper()
+        rec = self.record_file()
+        ports = {n: lktest.free_port() for n in ("alpha", "beta")}
+        modes = {"alpha": "mutex", "beta": "write"}
+        where = {"mutex": "/leasekeeper/mutex/split", "write": "/leasekeeper/rwlock/split"}
 
-        def jobs(n):
-            job = {"command": "exec sleep 600"}
-            if n == "beta":
+        def config(n, mode):
+            job = {"command": rec.command(n, hold_ms=300), "restart_backoff": "1s"}
+            if mode == "write":
                 job["lock_mode"] = "write"
-            return {"split": job}
-        self.start_workers(jobs)
+            return self.write_config(
+                name=n, zookeeper={"session_timeout": "%ds" % T_S}, safety=SAFETY,
+                worker={"allow_root_jobs": True}, jobs={"split": job},
+                extra={"http": {"listen": "127.0.0.1:%d" % ports[n]}})
+
+        def conflict_metric(n):
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % ports[n],
+                                        timeout=10) as r:
+                text = r.read().decode()
+            m = re.search(r'^leasekeeper_job_lease_conflict\{job_name="split"\} (\d+)$', text,
+                          re.M)
+            return int(m.group(1)) if m else None
+
+        def status_job(n):
+            r = subprocess.run([BIN, "status", "-c", cfgs[n], "--json"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return [j for j in json.loads(r.stdout)["jobs"] if j["name"] == "split"][0]
+
+        cfgs = {n: config(n, modes[n]) for n in modes}
+        procs = {n: self.worker(cfgs[n], name=n) for n in modes}
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=T_S + 30)
         kz = self.kazoo()
-        self.wait_until(lambda: kz.exists("/leasekeeper/jobs/split") and
-                        "lock" in json.loads(kz.get("/leasekeeper/jobs/split")[0]), timeout=30)
-        first = json.loads(kz.get("/leasekeeper/jobs/split")[0])["lock"]
-        other = {"/leasekeeper/mutex/split": "beta", "/leasekeeper/rwlock/split": "alpha"}[first]
-        warning = (r'/leasekeeper/jobs/split says the job\'s lock is "%s", but this '
-                   r'configuration puts it at /leasekeeper/(mutex|rwlock)/split: ' % first)
-        self.procs[other].wait_log(warning, timeout=30)
-        time.sleep(2)
-        self.assertEqual(len(re.findall(warning, self.procs[other].log_text())), 1)
-        for p in self.procs.values():
-            self.assertNotIn("but this configuration puts it at", "" if p is self.procs[other]
-                             else p.log_text())
+        rpath = "/leasekeeper/jobs/split"
+
+        def record_locks():
+            if not kz.exists(rpath):
+                return None
+            return json.loads(kz.get(rpath)[0]).get("locks")
+        self.wait_until(lambda: record_locks() is not None, timeout=30)
+        locks = record_locks()
+        winner = [n for n in modes if locks == [{"path": where[modes[n]], "mode": modes[n]}]]
+        self.assertEqual(len(winner), 1, locks)
+        winner = winner[0]
+        loser = "beta" if winner == "alpha" else "alpha"
+        said = (r"job split: its record /leasekeeper/jobs/split says the job's locks are "
+                r".*, but this worker's configuration takes .*%s.*: not contending"
+                % re.escape(where[modes[loser]]))
+        procs[loser].wait_log(said, timeout=30)
+        self.wait_until(lambda: conflict_metric(loser) == 1, timeout=30,
+                        msg="the conflict metric of %s" % loser)
+        self.assertEqual(conflict_metric(winner), 0)
+        self.assertIn(where[modes[winner]], status_job(loser)["cluster_locks"])
+        self.assertNotIn("cluster_locks", status_job(winner))
+        # The winner runs it again and again, the loser never.
+        self.wait_until(lambda: rec.count("start", winner) >= 3, timeout=60,
+                        msg="%s's runs" % winner)
+        self.assertEqual(rec.count("start", loser), 0)
+        self.wait_until(lambda: kz.exists(rpath + "/runs") and kz.get_children(rpath + "/runs"),
+                        timeout=30, msg="the winner's run records")
+        nodes = {json.loads(kz.get(rpath + "/runs/" + c)[0]).get("node")
+                 for c in kz.get_children(rpath + "/runs")}
+        self.assertEqual(nodes, {winner})
+        self.assertEqual(len(re.findall(said, procs[loser].log_text())), 1)
+        self.assertNotIn("says the job's locks are", procs[winner].log_text())
+
+        # The change on purpose (docs/configuration.md): every worker configured alike,
+        # then set-leases, which clears the recorded locks for the first agreeing worker.
+        cfgs[winner] = config(winner, modes[loser])
+        procs[winner].signal(signal.SIGHUP)
+        procs[winner].wait_log(r"reloaded: ", timeout=30)
+        procs[winner].wait_log(said, timeout=30)  # it too now disagrees with the record
+        self.assertEqual(record_locks(), locks)
+        r = subprocess.run([BIN, "set-leases", "--zk", self.zk.connect_string, "split", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("its recorded locks are cleared", r.stdout)
+        want = [{"path": where[modes[loser]], "mode": modes[loser]}]
+        self.wait_until(lambda: record_locks() == want, timeout=30, msg="the new locks")
+        procs[loser].wait_log(r"job split: the cluster now agrees", timeout=30)
+        before = len(rec.starts())
+        self.wait_until(lambda: len(rec.starts()) >= before + 3, timeout=60,
+                        msg="runs under the new locks")
+        for n in modes:
+            self.wait_until(lambda: conflict_metric(n) == 0, timeout=30,
+                            msg="%s's conflict metric back to 0" % n)
+            self.assertNotIn("cluster_locks", status_job(n))
+        for p in procs.values():
             p.stop()
+        rep = rec.check(leases=1)
+        self.assertEqual(rep.overlaps + rep.flock_overlaps, 0, "\n".join(rep.violations[:10]))
 
     def test_tick_without_every_lock_is_missed_with_reason_locks(self):
         """A job of two locks, one of them held by Curator: no run, every tick recorded

@@ -7,8 +7,9 @@ workers of the previous release run a scheduled job, an @continuous job and a se
 each is upgraded in turn (SIGTERM, wait for its exit, start this build's binary with the same
 configuration). Checked: no overlap of any job, no tick run twice, no tick lost, and every
 record readable by `status --json` and by the dashboard's document (`web`'s /api/cluster) of
-both versions, at each step. Then the other way round: a node of a newer format than this one
-reads (docs/upgrading.md) is refused, said once, never written over, and no lease is dropped."""
+both versions, at each step, also once this code gave the job records their "locks". Then the
+other way round: a node of a newer format than this one reads (docs/upgrading.md) is refused,
+said once, never written over, and no lease is dropped."""
 
 import collections
 import fcntl
@@ -29,6 +30,10 @@ NAMES = ("alpha", "beta", "gamma")
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 TICK_S = 2
 LEASES = {"tick": 1, "cont": 1, "sem": 2}
+# The locks each job record gets from the first worker of this code that agrees on its count.
+LOCKS = {"tick": [{"path": "/leasekeeper/mutex/tick", "mode": "mutex"}],
+         "cont": [{"path": "/leasekeeper/mutex/cont", "mode": "mutex"}],
+         "sem": [{"path": "/leasekeeper/semaphore/sem", "mode": "semaphore", "leases": 2}]}
 
 
 def iso(t):
@@ -233,6 +238,11 @@ class UpgradeTest(lktest.TestCase):
                             msg="the @continuous jobs did not run again after upgrading " + n)
             formats = self.check_everything(binaries, webs, cfgs["alpha"], kz)
             print("after upgrading %s: records by (kind, format): %s" % (n, dict(formats)))
+            # The first worker of this code gave each job record (of the previous release:
+            # no "locks") the job's locks; both versions read it on (check_everything).
+            for job, locks in LOCKS.items():
+                rec = json.loads(kz.get("/leasekeeper/jobs/" + job)[0])
+                self.assertEqual(rec.get("locks"), locks, job)
         # Every worker is of this code now: every worker node and tick state is its format,
         # while the runs of the previous release are still read.
         self.assertEqual(formats["worker", 0], 0)

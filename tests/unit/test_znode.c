@@ -11,8 +11,10 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "config.h"
 #include "jobrec.h"
 #include "lease.h"
+#include "xmalloc.h"
 #include "znode.h"
 
 static void
@@ -313,11 +315,92 @@ test_jobrec_leases(void **state)
 	assert_int_equal(jobrec_parse_leases("not json", 8), -1);
 }
 
+/* jobrec_locks_agree on a string (len -1). */
+static int
+locks_agree(const char *data, int len, const char *ours, char **theirs)
+{
+	(void)len;
+	return jobrec_locks_agree(data, (int)strlen(data), ours, theirs);
+}
+
+/* The job record's "locks": canonical, validated, compared (jobrec-data.c). */
+static void
+test_jobrec_locks(void **state)
+{
+	const char *mutex = "[{\"path\":\"/lk/mutex/j\",\"mode\":\"mutex\"}]";
+	json_t *in;
+	char *canon, *theirs;
+
+	(void)state;
+	/* Extra keys and key order do not matter; a semaphore keeps its size. */
+	in = json_loads("[{\"mode\":\"semaphore\",\"x\":1,\"leases\":3,\"path\":\"/a\"},"
+	                "{\"path\":\"/b\",\"mode\":\"read\"}]",
+	                0, NULL);
+	canon = jobrec_locks_canon(in);
+	assert_string_equal(canon, "[{\"path\":\"/a\",\"mode\":\"semaphore\",\"leases\":3},"
+	                           "{\"path\":\"/b\",\"mode\":\"read\"}]");
+	free(canon);
+	json_decref(in);
+	/* Not sorted, a path twice, an unknown mode, a bad path, a count on a mutex, none. */
+	static const char *const bad[] = {
+	    "[{\"path\":\"/b\",\"mode\":\"mutex\"},{\"path\":\"/a\",\"mode\":\"mutex\"}]",
+	    "[{\"path\":\"/a\",\"mode\":\"mutex\"},{\"path\":\"/a\",\"mode\":\"read\"}]",
+	    "[{\"path\":\"/a\",\"mode\":\"exclusive\"}]",
+	    "[{\"path\":\"a/\",\"mode\":\"mutex\"}]",
+	    "[{\"path\":\"/a\",\"mode\":\"mutex\",\"leases\":1}]",
+	    "[{\"path\":\"/a\",\"mode\":\"semaphore\",\"leases\":0}]",
+	    "[{\"path\":\"/a\",\"mode\":\"semaphore\"}]",
+	    "[]",
+	    "{}",
+	    "[\"/a\"]",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		in = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+		assert_non_null(in);
+		assert_null(jobrec_locks_canon(in));
+		json_decref(in);
+	}
+	/* The record's against ours: the same, none (older, cleared), other, invalid. */
+	canon = xstrdup(mutex);
+	assert_int_equal(locks_agree("{\"leases\":1,\"locks\":[{\"mode\":\"mutex\","
+	                             "\"path\":\"/lk/mutex/j\"}]}",
+	                             -1, canon, &theirs),
+	                 1);
+	assert_null(theirs);
+	assert_int_equal(locks_agree("{\"leases\":1,\"lock\":\"/lk/mutex/j\"}", -1, canon, &theirs),
+	                 0);
+	assert_int_equal(jobrec_locks_agree(NULL, 0, canon, &theirs), 0);
+	assert_int_equal(locks_agree("{\"locks\":[{\"path\":\"/lk/rwlock/j\",\"mode\":"
+	                             "\"write\"}]}",
+	                             -1, canon, &theirs),
+	                 -1);
+	assert_string_equal(theirs, "[{\"path\":\"/lk/rwlock/j\",\"mode\":\"write\"}]");
+	free(theirs);
+	assert_int_equal(locks_agree("{\"locks\":\"/lk/mutex/j\"}", -1, canon, &theirs), -1);
+	assert_string_equal(theirs, "(not a valid list of locks)");
+	free(theirs);
+	/* A configuration's locks, in the order of taking (by path) whatever the order written. */
+	struct config_lock cl[] = {{NULL, "/lk/semaphore/pool", CONFIG_LOCK_SEMAPHORE, 3},
+	                           {NULL, "/lk/rwlock/db", CONFIG_LOCK_READ, 1},
+	                           {NULL, "/a/x", CONFIG_LOCK_WRITE, 1}};
+	struct config_job cj = {.locks = cl, .nlocks = 3};
+	char *mine = jobrec_config_locks(&cj);
+	assert_string_equal(mine, "[{\"path\":\"/a/x\",\"mode\":\"write\"},"
+	                          "{\"path\":\"/lk/rwlock/db\",\"mode\":\"read\"},"
+	                          "{\"path\":\"/lk/semaphore/pool\",\"mode\":\"semaphore\","
+	                          "\"leases\":3}]");
+	free(mine);
+	/* A user that does not say its locks (exec) agrees with any. */
+	assert_int_equal(locks_agree("{\"locks\":7}", -1, NULL, &theirs), 1);
+	free(canon);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_valid_names),
+	    cmocka_unit_test(test_jobrec_locks),
 	    cmocka_unit_test(test_names_zookeeper_refuses),
 	    cmocka_unit_test(test_valid_paths),
 	    cmocka_unit_test(test_uuid),

@@ -256,6 +256,8 @@
 			}
 			if (j.cluster_leases !== undefined && j.cluster_leases !== j.leases)
 				name.appendChild(badge("conflict", "bad", "the cluster agreed on " + str(j.cluster_leases) + " leases"));
+			if (j.cluster_locks !== undefined)
+				name.appendChild(badge("conflict", "bad", "the job record's locks are " + str(j.cluster_locks)));
 			if (j.record_corrupt) name.appendChild(badge("record corrupt", "bad"));
 			/* Written by a newer leasekeeper (docs/upgrading.md): this one does not run it. */
 			if (j.format_refused) name.appendChild(badge("newer format", "bad", j.format_refused));
