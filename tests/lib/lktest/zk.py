@@ -7,12 +7,17 @@ server's own directory. A server counts as up when `srvr` prints a `Mode:` line 
 answers before the server accepts sessions).
 """
 
+import fcntl
+import hashlib
 import os
 import shutil
 import signal
 import socket
+import sys
+import tempfile
 import time
 
+from .paths import build_dir
 from .ports import free_port, release_port
 from .procs import Proc, tail
 
@@ -30,6 +35,75 @@ JVM_OPTS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.jmx.log4j.disable=true"]
 SERVING_MODES = ("standalone", "leader", "follower", "observer")
+# The class data archive (AppCDS) of the server's classes, made once per build dir: a start
+# with it costs about 0.7 CPU-s instead of 1.0 (docs/testing.md). None until looked up; ""
+# when there is none (made without success, or no build dir), and the servers start without.
+_cds_path = None
+
+
+def _cds_key():
+    """A name for the archive: it is valid only for this java, classpath and options."""
+    h = hashlib.sha256()
+    for part in [os.path.realpath(JAVA)] + SERVER_CLASSPATH.split(":") + JVM_OPTS:
+        h.update(part.encode() + b"\0")
+        if os.path.exists(part):
+            st = os.stat(part)
+            h.update(b"%d %d" % (st.st_size, st.st_mtime_ns))
+    return h.hexdigest()[:16]
+
+
+def _cds_note(msg):
+    sys.stderr.write("lktest: %s\n" % msg)
+
+
+def _cds_make(path):
+    """Start a standalone server with -XX:ArchiveClassesAtExit, stop it; its archive to path."""
+    work = tempfile.mkdtemp(prefix="zk-cds-", dir=os.path.dirname(path))
+    tmp = os.path.join(work, "zk.jsa")
+    s = ZooKeeper(work, name="zk-cds")
+    s.cds_opts = ["-XX:ArchiveClassesAtExit=" + tmp]
+    try:
+        s.start(timeout=60.0)
+        s.stop(timeout=30.0)
+        if s.proc.returncode not in (0, 143, -signal.SIGTERM) or not os.path.getsize(tmp):
+            raise ZooKeeperError("the archiving JVM ended with status %s:\n%s"
+                                 % (s.proc.returncode, tail(s.out_path)))
+        os.rename(tmp, path)
+    finally:
+        s.kill()
+        release_port(s.port)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def cds_opts():
+    """The JVM options that use the class data archive, made here on first use (under a lock,
+    so that parallel tests make it once); [] if it cannot be made. A JVM that rejects the
+    archive (another java) starts without it and says why in its java.out."""
+    global _cds_path
+    if _cds_path is None:
+        _cds_path = ""
+        bd = build_dir(required=False)
+        if os.environ.get("LKTEST_CDS") == "0":
+            bd = None  # asked not to (to compare, or to rule the archive out)
+        if bd:
+            root = os.path.join(bd, "lktest-cache")
+            os.makedirs(root, exist_ok=True)
+            path = os.path.join(root, "zk-%s.jsa" % _cds_key())
+            with open(os.path.join(root, "zk-cds.lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not os.path.exists(path) and not os.path.exists(path + ".failed"):
+                    try:
+                        _cds_make(path)
+                        _cds_note("made the ZooKeeper class data archive %s" % path)
+                    except (OSError, ZooKeeperError) as e:
+                        with open(path + ".failed", "w") as f:
+                            f.write("%s\n" % e)
+                if os.path.exists(path):
+                    _cds_path = path
+                else:
+                    _cds_note("ZooKeeper servers start without a class data archive (%s.failed "
+                              "says why)" % path)
+    return ["-XX:SharedArchiveFile=" + _cds_path] if _cds_path else []
 
 
 class ZooKeeperError(RuntimeError):
@@ -77,6 +151,7 @@ class ZooKeeper:
         self.out_path = os.path.join(self.dir, "java.out")  # JVM stdout/stderr
         self.proc = None
         self.paused = False
+        self.cds_opts = None  # the class data archive's options; None: cds_opts()
         os.makedirs(self.data_dir, exist_ok=True)
 
     def __repr__(self):
@@ -139,7 +214,8 @@ class ZooKeeper:
 
     def argv(self):
         """The java command line that runs this server."""
-        return ([JAVA] + JVM_OPTS +
+        extra = cds_opts() if self.cds_opts is None else self.cds_opts
+        return ([JAVA] + JVM_OPTS + extra +
                 ["-cp", SERVER_CLASSPATH,
                  "-Dlog4j.configuration=file:" + os.path.join(self.dir, "log4j.properties"),
                  "org.apache.zookeeper.server.quorum.QuorumPeerMain", self.cfg_path])
