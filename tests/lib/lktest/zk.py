@@ -35,16 +35,16 @@ JVM_OPTS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.jmx.log4j.disable=true"]
 SERVING_MODES = ("standalone", "leader", "follower", "observer")
-# The class data archive (AppCDS) of the server's classes, made once per build dir: a start
-# with it costs about 0.7 CPU-s instead of 1.0 (docs/testing.md). None until looked up; ""
-# when there is none (made without success, or no build dir), and the servers start without.
-_cds_path = None
+# Class data archives (AppCDS), made once per build dir: a ZooKeeper server starts with
+# its archive in about 0.7 CPU-s instead of 1.0 (docs/testing.md). Per archive name, its
+# path once looked up, or "" when there is none (made without success, or no build dir).
+_cds_paths = {}
 
 
-def _cds_key():
-    """A name for the archive: it is valid only for this java, classpath and options."""
+def _cds_key(parts):
+    """A name for an archive: it is valid only for this java, classpath and options."""
     h = hashlib.sha256()
-    for part in [os.path.realpath(JAVA)] + SERVER_CLASSPATH.split(":") + JVM_OPTS:
+    for part in [os.path.realpath(JAVA)] + parts:
         h.update(part.encode() + b"\0")
         if os.path.exists(part):
             st = os.stat(part)
@@ -56,7 +56,7 @@ def _cds_note(msg):
     sys.stderr.write("lktest: %s\n" % msg)
 
 
-def _cds_make(path):
+def _cds_make_zk(path):
     """Start a standalone server with -XX:ArchiveClassesAtExit, stop it; its archive to path."""
     work = tempfile.mkdtemp(prefix="zk-cds-", dir=os.path.dirname(path))
     tmp = os.path.join(work, "zk.jsa")
@@ -65,7 +65,9 @@ def _cds_make(path):
     try:
         s.start(timeout=60.0)
         s.stop(timeout=30.0)
-        if s.proc.returncode not in (0, 143, -signal.SIGTERM) or not os.path.getsize(tmp):
+        # Written at the JVM's exit: only a JVM that exited on its own has written it whole
+        # (a cut archive crashes the JVMs that map it).
+        if s.proc.returncode not in (0, 143) or not os.path.getsize(tmp):
             raise ZooKeeperError("the archiving JVM ended with status %s:\n%s"
                                  % (s.proc.returncode, tail(s.out_path)))
         os.rename(tmp, path)
@@ -75,35 +77,41 @@ def _cds_make(path):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def cds_opts():
-    """The JVM options that use the class data archive, made here on first use (under a lock,
-    so that parallel tests make it once); [] if it cannot be made. A JVM that rejects the
-    archive (another java) starts without it and says why in its java.out."""
-    global _cds_path
-    if _cds_path is None:
-        _cds_path = ""
+def cds_archive_opts(name, parts, make):
+    """The JVM options that use the class data archive NAME (valid for the classpath and
+    options in parts), made by make(path) on first use, under a lock so that parallel tests
+    make it once; [] if it cannot be made, or if LKTEST_CDS=0. A JVM that rejects the
+    archive (another java) starts without it and says why in its output."""
+    if name not in _cds_paths:
+        _cds_paths[name] = ""
         bd = build_dir(required=False)
         if os.environ.get("LKTEST_CDS") == "0":
             bd = None  # asked not to (to compare, or to rule the archive out)
         if bd:
             root = os.path.join(bd, "lktest-cache")
             os.makedirs(root, exist_ok=True)
-            path = os.path.join(root, "zk-%s.jsa" % _cds_key())
-            with open(os.path.join(root, "zk-cds.lock"), "w") as lock:
+            path = os.path.join(root, "%s-%s.jsa" % (name, _cds_key(parts)))
+            with open(os.path.join(root, "%s-cds.lock" % name), "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if not os.path.exists(path) and not os.path.exists(path + ".failed"):
                     try:
-                        _cds_make(path)
-                        _cds_note("made the ZooKeeper class data archive %s" % path)
-                    except (OSError, ZooKeeperError) as e:
+                        make(path)
+                        _cds_note("made the class data archive %s" % path)
+                    except (OSError, RuntimeError) as e:  # ZooKeeperError among them
                         with open(path + ".failed", "w") as f:
                             f.write("%s\n" % e)
                 if os.path.exists(path):
-                    _cds_path = path
+                    _cds_paths[name] = path
                 else:
-                    _cds_note("ZooKeeper servers start without a class data archive (%s.failed "
-                              "says why)" % path)
-    return ["-XX:SharedArchiveFile=" + _cds_path] if _cds_path else []
+                    _cds_note("%s JVMs start without a class data archive (%s.failed says why)"
+                              % (name, path))
+    path = _cds_paths[name]
+    return ["-XX:SharedArchiveFile=" + path] if path else []
+
+
+def cds_opts():
+    """The ZooKeeper server's class data archive options (see cds_archive_opts)."""
+    return cds_archive_opts("zk", SERVER_CLASSPATH.split(":") + JVM_OPTS, _cds_make_zk)
 
 
 class ZooKeeperError(RuntimeError):
