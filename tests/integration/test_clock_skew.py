@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# ctest: timeout=300
+# ctest: timeout=300 label=skew
 """Ticks are timed by the cluster's clock, not by one host's (issue 20, goal 3; design.md
 section 13). The ZooKeeper server runs 30 s behind real time (libfaketime), so the cluster's
 clock is 30 s behind: worker alpha, on this host's real clock, is 30 s ahead of the cluster;

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest: timeout=420 split label=torture
 """scripts/torture in the suite (docs/reliability.md): one short seeded run against the
-normal build must come out clean, and each sabotage built into a test build
-(-DLEASEKEEPER_SABOTAGE=ON, in <build dir>/sabotage, built here once: about 8 s) must be
+normal build must come out clean, and each sabotage of the build's leasekeeper-sabotage (a
+target built with the rest, the faults chosen by LEASEKEEPER_SABOTAGE at run time) must be
 reported by the checker: the checker can fail.
 
 The short run: 3 servers, 3 workers, every fault class, 2 minutes of faults, seed 1400 (its
@@ -39,8 +39,8 @@ MINUTES = {"no-kill": "0.67", "no-claim-check": "0.25", "late-release": "0.5"}
 class TortureTest(lktest.TestCase):
     def torture(self, *args, timeout=400):
         """Run scripts/torture; return (exit status, {item: count}, output)."""
-        env = dict(os.environ, LEASEKEEPER_SABOTAGE_BUILD_DIR=os.path.join(
-            lktest.build_dir(), "sabotage"))
+        env = dict(os.environ, LEASEKEEPER_SABOTAGE_BIN=os.path.join(
+            lktest.build_dir(), "leasekeeper-sabotage"))
         argv = ["/usr/bin/python3", os.path.join(lktest.source_dir(), "scripts", "torture"),
                 "--dir", self.path("torture")] + list(args)
         p = self.proc(argv, "torture", env=env)

@@ -7,12 +7,17 @@ server's own directory. A server counts as up when `srvr` prints a `Mode:` line 
 answers before the server accepts sessions).
 """
 
+import fcntl
+import hashlib
 import os
 import shutil
 import signal
 import socket
+import sys
+import tempfile
 import time
 
+from .paths import build_dir
 from .ports import free_port, release_port
 from .procs import Proc, tail
 
@@ -30,6 +35,83 @@ JVM_OPTS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.jmx.log4j.disable=true"]
 SERVING_MODES = ("standalone", "leader", "follower", "observer")
+# Class data archives (AppCDS), made once per build dir: a ZooKeeper server starts with
+# its archive in about 0.7 CPU-s instead of 1.0 (docs/testing.md). Per archive name, its
+# path once looked up, or "" when there is none (made without success, or no build dir).
+_cds_paths = {}
+
+
+def _cds_key(parts):
+    """A name for an archive: it is valid only for this java, classpath and options."""
+    h = hashlib.sha256()
+    for part in [os.path.realpath(JAVA)] + parts:
+        h.update(part.encode() + b"\0")
+        if os.path.exists(part):
+            st = os.stat(part)
+            h.update(b"%d %d" % (st.st_size, st.st_mtime_ns))
+    return h.hexdigest()[:16]
+
+
+def _cds_note(msg):
+    sys.stderr.write("lktest: %s\n" % msg)
+
+
+def _cds_make_zk(path):
+    """Start a standalone server with -XX:ArchiveClassesAtExit, stop it; its archive to path."""
+    work = tempfile.mkdtemp(prefix="zk-cds-", dir=os.path.dirname(path))
+    tmp = os.path.join(work, "zk.jsa")
+    s = ZooKeeper(work, name="zk-cds")
+    s.cds_opts = ["-XX:ArchiveClassesAtExit=" + tmp]
+    try:
+        s.start(timeout=60.0)
+        s.stop(timeout=30.0)
+        # Written at the JVM's exit: only a JVM that exited on its own has written it whole
+        # (a cut archive crashes the JVMs that map it).
+        if s.proc.returncode not in (0, 143) or not os.path.getsize(tmp):
+            raise ZooKeeperError("the archiving JVM ended with status %s:\n%s"
+                                 % (s.proc.returncode, tail(s.out_path)))
+        os.rename(tmp, path)
+    finally:
+        s.kill()
+        release_port(s.port)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def cds_archive_opts(name, parts, make):
+    """The JVM options that use the class data archive NAME (valid for the classpath and
+    options in parts), made by make(path) on first use, under a lock so that parallel tests
+    make it once; [] if it cannot be made, or if LKTEST_CDS=0. A JVM that rejects the
+    archive (another java) starts without it and says why in its output."""
+    if name not in _cds_paths:
+        _cds_paths[name] = ""
+        bd = build_dir(required=False)
+        if os.environ.get("LKTEST_CDS") == "0":
+            bd = None  # asked not to (to compare, or to rule the archive out)
+        if bd:
+            root = os.path.join(bd, "lktest-cache")
+            os.makedirs(root, exist_ok=True)
+            path = os.path.join(root, "%s-%s.jsa" % (name, _cds_key(parts)))
+            with open(os.path.join(root, "%s-cds.lock" % name), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not os.path.exists(path) and not os.path.exists(path + ".failed"):
+                    try:
+                        make(path)
+                        _cds_note("made the class data archive %s" % path)
+                    except (OSError, RuntimeError) as e:  # ZooKeeperError among them
+                        with open(path + ".failed", "w") as f:
+                            f.write("%s\n" % e)
+                if os.path.exists(path):
+                    _cds_paths[name] = path
+                else:
+                    _cds_note("%s JVMs start without a class data archive (%s.failed says why)"
+                              % (name, path))
+    path = _cds_paths[name]
+    return ["-XX:SharedArchiveFile=" + path] if path else []
+
+
+def cds_opts():
+    """The ZooKeeper server's class data archive options (see cds_archive_opts)."""
+    return cds_archive_opts("zk", SERVER_CLASSPATH.split(":") + JVM_OPTS, _cds_make_zk)
 
 
 class ZooKeeperError(RuntimeError):
@@ -77,6 +159,7 @@ class ZooKeeper:
         self.out_path = os.path.join(self.dir, "java.out")  # JVM stdout/stderr
         self.proc = None
         self.paused = False
+        self.cds_opts = None  # the class data archive's options; None: cds_opts()
         os.makedirs(self.data_dir, exist_ok=True)
 
     def __repr__(self):
@@ -139,7 +222,8 @@ class ZooKeeper:
 
     def argv(self):
         """The java command line that runs this server."""
-        return ([JAVA] + JVM_OPTS +
+        extra = cds_opts() if self.cds_opts is None else self.cds_opts
+        return ([JAVA] + JVM_OPTS + extra +
                 ["-cp", SERVER_CLASSPATH,
                  "-Dlog4j.configuration=file:" + os.path.join(self.dir, "log4j.properties"),
                  "org.apache.zookeeper.server.quorum.QuorumPeerMain", self.cfg_path])
