@@ -219,6 +219,16 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
         h["heartbeats"] = {100: int((BASE + 1.98) * S)}
         self.assertEqual(self.counts(h)[0], {})
+        who = h["lines"][0]["who"]
+        h["heartbeats"] = {100: [(who, int((BASE + 0.5) * S), int((BASE + 1.98) * S))]}
+        self.assertEqual(self.counts(h)[0], {})
+        # A daemon of a later run with the same (reused) pid, or of another worker's run,
+        # does not stretch this run's end.
+        h["heartbeats"] = {100: [(who, int((BASE + 900) * S), int((BASE + 960) * S)),
+                                 ("w9", int((BASE + 0.5) * S), int((BASE + 1.98) * S))]}
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["runs"]["every"][0]["end"] = iso(960.0)
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
         h = history()
         for r in h["runs"]["every"] + h["runs"]["cont"]:
             if r["node"] == "w2":  # w2's clock is 30 s ahead: so are its records

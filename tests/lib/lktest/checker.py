@@ -16,7 +16,10 @@ A history is a dict:
     lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
               computed from their monotonic time
-    heartbeats {lk-record pid: wall ns of its daemon's last heartbeat}
+    heartbeats {lk-record pid: [(who, first, last)]: wall ns of the first and last heartbeat
+              of each daemon a run with that pid started on worker who (pids are reused over
+              an hour: a daemon counts for the run whose life holds its first beat); a bare
+              int (the last beat) is still taken}
     runs      {job: [run record dicts as read from ZooKeeper, plus "_ctime_ms": when the
               server created the record node (its clock)]}
     lock_nodes    lock contender nodes left in ZooKeeper after every worker stopped
@@ -250,6 +253,19 @@ def _check_kills(h, rep):
                         "the %.0f s before" % (name, node, r.get("end"), span))
 
 
+def _daemon_end(h, s, e):
+    """The last heartbeat of a daemon that run s (ended at e) started: one whose first beat
+    falls within the run's life, on the run's worker (a reused pid's daemons do not count)."""
+    beats = h.get("heartbeats", {}).get(s["pid"], 0)
+    if isinstance(beats, int):
+        return beats
+    last = 0
+    for who, first, end in beats:
+        if who == s["who"] and s["wall"] - 1e9 <= first <= e["wall"] + 1e9:
+            last = max(last, end)
+    return last
+
+
 def _check_records(h, rep):
     """Each run record against the job's own start and end lines (same job, node and fence,
     the nearest start); the end is the last of the end line, the death and the daemon's
@@ -282,7 +298,7 @@ def _check_records(h, rep):
             end = _iso_s(r.get("end"))
             if end is None or e is None:
                 continue
-            job_end = max(e["wall"], h.get("heartbeats", {}).get(s["pid"], 0))
+            job_end = max(e["wall"], _daemon_end(h, s, e))
             d = ((end - skew) * 1e9 - job_end) / 1e6
             if abs(d) > TOLERANCE_NS / 1e6:
                 rep.add("record_disagreements", "job %s on %s fence %s: record end %s, job "

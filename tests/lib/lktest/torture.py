@@ -842,12 +842,16 @@ class Torture:
             d["wall"] = int(r.fields["wall"]) if "wall" in r.fields else \
                 r.t_ns + self.mono_to_wall
             lines.append(d)
-        hbs = {}
+        daemons = {}  # (who, daemon pid, run pid): [first, last] wall ns
         for line in read_text(self.hb).splitlines():
             parts = line.split()
             if len(parts) >= 5 and parts[0] == "hb":
-                hbs[int(parts[3])] = max(hbs.get(int(parts[3]), 0),
-                                         int(parts[4]) + self.mono_to_wall)
+                t = int(parts[4]) + self.mono_to_wall
+                d = daemons.setdefault((parts[1], int(parts[2]), int(parts[3])), [t, t])
+                d[1] = max(d[1], t)
+        hbs = {}
+        for (who, _, run_pid), (first, last) in daemons.items():
+            hbs.setdefault(run_pid, []).append((who, first, last))
         runs, locks, workers = self.read_zk()
         procs, cgroups = self.leftovers()
         sanitizer = []
