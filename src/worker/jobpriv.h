@@ -78,6 +78,7 @@ struct job {
 	pid_t pid;
 	uint64_t run_start_ns;
 	uint64_t run_start_ms;
+	uint64_t sv_died_ms; /* wall: the supervisor seen gone, the end of its run; 0: none */
 	int64_t run_fence;
 	uint64_t runs;
 	uint64_t cpu_usec_total; /* of the runs that have ended, where their cgroup told */

@@ -274,6 +274,8 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 		start_ms = (uint64_t)u->exec_ms;
 	if (u != NULL && u->end_ms >= 0)
 		end_ms = (uint64_t)u->end_ms;
+	else if (u == NULL && job->sv_died_ms != 0 && job->sv_died_ms >= start_ms)
+		end_ms = job->sv_died_ms;
 	clock_iso8601(start_ms, start, sizeof start);
 	clock_iso8601(end_ms, end, sizeof end);
 	o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "node", job_main_config(job)->node_id,
@@ -480,9 +482,13 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 	job_feed(job, &in, &ctx);
 }
 
-/* The supervisor died: the run died with it; the lease can no longer be trusted. */
+/*
+ * The supervisor died: the run died with it (main killed its process group when it saw the
+ * supervisor gone, at died_ms, which is the run's recorded end); the lease can no longer be
+ * trusted.
+ */
 void
-job_supervisor_died(struct job *job)
+job_supervisor_died(struct job *job, uint64_t died_ms)
 {
 	struct jobfsm_input in;
 
@@ -491,5 +497,7 @@ job_supervisor_died(struct job *job)
 	if (!job->fsm.stop_requested && lease_state(job->lease) != LEASE_IDLE)
 		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
 	job_input(job, &in, JOBFSM_SUPERVISOR_DIED);
+	job->sv_died_ms = died_ms;
 	job_feed(job, &in, NULL);
+	job->sv_died_ms = 0;
 }

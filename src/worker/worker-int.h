@@ -98,6 +98,7 @@ struct worker {
 	char *cgroup_name;
 	int cgroup_said;     /* the containment was logged (once, at start-up) */
 	int sv_died_pending; /* a dead supervisor's jobs wait for the new one's cleanup */
+	uint64_t sv_died_ms; /* wall clock: when main saw the supervisor gone (its runs' end) */
 	int exit_code;
 	struct aclcheck *acl; /* the start-up check of the folders' ACLs, while it runs */
 	int acl_done;         /* checked (or nothing to check: no credentials) */

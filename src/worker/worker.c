@@ -280,6 +280,7 @@ worker_sv_died_cb(void *arg)
 	uint64_t now = clock_now_ns();
 	int i, recent = 0;
 
+	w->sv_died_ms = clock_wall_ms();     /* main killed their process groups just now */
 	runout_end_all(w->runout, "killed"); /* its runs died with it (docs/outcomes.md) */
 	/*
 	 * With a cgroup per run, what the dead supervisor's runs left (a process that called
@@ -291,7 +292,7 @@ worker_sv_died_cb(void *arg)
 	else {
 		TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
 			if (!wj->done)
-				job_supervisor_died(wj->job);
+				job_supervisor_died(wj->job, w->sv_died_ms);
 		}
 	}
 	if (w->state == WORKER_STOPPING) {
@@ -418,7 +419,7 @@ worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char
 		w->sv_died_pending = 0;
 		TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
 			if (!wj->done)
-				job_supervisor_died(wj->job);
+				job_supervisor_died(wj->job, w->sv_died_ms);
 		}
 	}
 	worker_node_update(w);

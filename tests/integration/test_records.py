@@ -114,6 +114,38 @@ class RecordsTest(lktest.TestCase):
                          list(range(1, len(ids) + 1)), ids)
         self.assertIn("the run record whose answer was lost had landed", proc.log_text())
 
+    def test_a_run_ended_by_its_supervisors_death_ends_when_main_saw_it(self):
+        """The supervisor is SIGKILLed during a run: main sees it gone and kills the run's
+        process group at once, so that moment is the run's end in its record, not the new
+        supervisor's hello (which comes after a 200 ms pause and its clean-up)."""
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
+                                jobs={"long": {"command": "sleep 600"}})
+        proc = self.worker(cfg, name="alpha")
+        proc.wait_log(r"job long: running, pid", timeout=60)
+        sv = int(proc.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        os.kill(sv, 9)
+        gone = proc.wait_log(r"^(\S+) .*the supervisor \(pid %d\) is gone" % sv, timeout=30)
+        new = proc.wait_log(r"^(\S+) .*started a new supervisor", timeout=30)
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/long/runs"
+
+        def aborted():
+            if not kz.exists(path):
+                return []
+            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+            return [r for r in recs if r.get("reason") == "aborted"]
+
+        self.wait_until(aborted, timeout=60, msg="no record of the aborted run")
+        rec = aborted()[0]
+        print("record end %s; seen gone %s; new supervisor %s" % (rec["end"], gone.group(1),
+                                                                   new.group(1)))
+        # All three are this host's wall clock, in the same format (milliseconds, UTC).
+        self.assertRegex(rec["end"], RFC3339)
+        self.assertGreaterEqual(rec["end"], gone.group(1)[:23] + "Z")
+        self.assertLess(rec["end"], new.group(1)[:23] + "Z",
+                        "the record's end is the new supervisor's, not the death main saw")
+
 
 if __name__ == "__main__":
     lktest.main()
