@@ -14,7 +14,7 @@
  *
  *	overlap WHO PID T_NS [job=J] [slot=S] wall=W   (only when someone else held the lock)
  *	start WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [tick=T] [run=R] pgid=G
- *	      [slot=S] wall=W
+ *	      [slot=S] [born=B] wall=W   (B: when the kernel made the process group's leader)
  *	end WHO PID T_NS reason=done|term wall=W
  *
  * T_NS is CLOCK_MONOTONIC and W CLOCK_REALTIME in nanoseconds, both read with a raw system
@@ -173,6 +173,41 @@ wall_ns(void)
 }
 
 /*
+ * The wall time (ns) the kernel says process pid was made (its fork), to the clock tick
+ * (10 ms here); 0 if unknown. For the job's first process, the process group's leader: the
+ * run's start as the job itself knows it, before a shell and this program loaded.
+ */
+static uint64_t
+born_ns(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	struct timespec boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t since_ns, wall = wall_ns();
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0 || hz <= 0 || syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &boot) != 0)
+		return 0;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (i = 0; i < 20 && p != NULL; i++) /* field 22, starttime: 20 fields after comm */
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	since_ns = (uint64_t)boot.tv_sec * 1000000000ULL + (uint64_t)boot.tv_nsec -
+	           (uint64_t)(start * (1000000000ULL / (unsigned long long)hz));
+	return since_ns < wall ? wall - since_ns : 0;
+}
+
+/*
  * Write one record line with a single write() to the record file and echo it to stdout.
  * Every line ends with wall=NS, the wall clock read right after the monotonic one.
  */
@@ -321,6 +356,7 @@ main(int argc, char **argv)
 	sigset_t term, old;
 	char fields[1536] = "", jobfield[512] = "", slotfield[32] = "";
 	int record_fd, lock_fd = -1, slot = -1;
+	uint64_t born;
 
 	parse_options(argc, argv, &o);
 
@@ -358,6 +394,9 @@ main(int argc, char **argv)
 	add_field(fields, sizeof fields, "run", getenv("LEASEKEEPER_RUN_ID"));
 	snprintf(fields + strlen(fields), sizeof fields - strlen(fields), " pgid=%ld%s",
 	         (long)getpgrp(), slotfield);
+	if ((born = born_ns(getpgrp())) != 0)
+		snprintf(fields + strlen(fields), sizeof fields - strlen(fields), " born=%" PRIu64,
+		         born);
 	record(record_fd, "start", o.who, fields);
 
 	for (int i = 0; i < o.grandchildren; i++) {

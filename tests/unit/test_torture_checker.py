@@ -213,6 +213,20 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"record_disagreements": 1}, rep.describe())
 
+    def test_record_start_is_the_jobs_birth_when_known(self):
+        # The job's first line 300 ms after its exec (a loaded machine's start-up): a
+        # disagreement by the line, none by the kernel's birth time of its process.
+        h = history()
+        ls, rec = run(60.35, 61.0, "w1", 70, 994, tick=60, rec_shift=-0.3)
+        rec["end"] = iso(61.0)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        ls[0]["born"] = int((BASE + 60.04) * S)
+        self.assertEqual(self.counts(h)[0], {})
+        ls[0]["born"] = int((BASE + 59.8) * S)  # born 250 ms before the recorded start
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+
     def test_record_end_counts_a_daemon_and_a_skewed_clock(self):
         h = history()
         h["runs"]["every"][0]["end"] = iso(2.0)  # the run's daemon lived 1 s longer

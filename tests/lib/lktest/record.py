@@ -5,7 +5,7 @@ Jobs under test run `lk-record` (tests/tools/lk-record.c), Curator peers write t
 and DeathWatcher adds the moment each recorded process died. One line per event, appended
 with a single write() to a shared file:
 
-    start   WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [tick=T] [run=R] [pgid=G]
+    start   WHO PID T_NS [job=J] [fence=F] [node=N] [leases=L] [tick=T] [run=R] [pgid=G] [born=B]
             [slot=S] [wall=W]
     end     WHO PID T_NS [reason=R] [wall=W]
     overlap WHO PID T_NS [slot=S] [wall=W]
