@@ -26,6 +26,7 @@
 #include "compat.h"
 #include "ctlrec.h"
 #include "format.h"
+#include "jobrec-int.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "leasekeeper.h"
@@ -42,8 +43,9 @@ static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, job
 
 enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
 
-#define JOBREC_MAX_REWRITES 5  /* writes of the job record in reaction to it, per window */
-#define JOBREC_MAX_RUNS     30 /* run records written per window; the rest are counted */
+#define JOBREC_MAX_REWRITES 5   /* writes of the job record in reaction to it, per window */
+#define JOBREC_MAX_RUNS     30  /* run records written per window; the rest are counted */
+#define JOBREC_MAX_MISSED   600 /* missed and paused records per window (10 a second) */
 #define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
 #define JOBREC_MAX_RACES    10 /* versioned writes of the state lost in a row, at most */
 
@@ -74,41 +76,11 @@ struct jobrec_task {
 	TAILQ_ENTRY(jobrec_task) entry;
 };
 
-struct jobrec {
-	struct zk *zk;
-	char *path;
-	char *state_path;
-	char *runs_path;
-	int leases;
-	char *lock_path;    /* recorded with the count, so that status can find the lock */
-	char *locks;        /* our locks' canonical text (jobrec_locks_canon); NULL: not ours */
-	int cluster;        /* the agreed count, 0 until known */
-	int64_t created_ms; /* the record's ctime (the servers' clock), 0 until read */
-	int paused;         /* the record says "paused" (`leasekeeper pause`) */
-	int paused_stop;    /* ... with --stop-running */
-	int skip_catch_up;  /* the next claim's skipped ticks: catch_up, not superseded */
-	int checking;
-	int lock_warned;               /* the record names other locks than ours, and we said so */
-	int newer;                     /* the record's format, when this release cannot read it */
-	int state_newer;               /* the tick state's format, likewise */
-	struct format_once record_fmt; /* the record's refusal, logged once */
-	struct format_once state_fmt;  /* the state's refusal, logged once */
-	int recheck;                   /* check again after the reconnect */
-	struct jobrec_window rewrites; /* writes of the record in reaction to what was read */
-	struct jobrec_window runs;     /* run records written */
-	int64_t corrupt;               /* tick states found corrupt or claimed too far ahead */
-	uint64_t missed[JOBREC_MISSED_WHYS]; /* ticks recorded as missed by us, by why */
-	uint64_t warned_ns;                  /* the last warning about the state (rate limit) */
-	int warned_dropped;                  /* warnings not logged since */
-	struct jobrec_cb cb;
-	void *arg;
-	TAILQ_HEAD(, jobrec_task) tasks;
-};
-
 static void jobrec_claim_step(struct jobrec_task *);
 static void jobrec_missed_step(struct jobrec_task *);
 static void jobrec_run_step(struct jobrec_task *);
 static void jobrec_run_found_cb(int, const char *, void *);
+static void jobrec_record_window(struct jobrec *, json_t *, int, struct jobrec_window *, int);
 
 /* Say that a record was written (created: its path) or will not be (NULL). */
 static void
@@ -538,8 +510,9 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
 {
 	if (!paused && why < JOBREC_MISSED_WHYS)
 		jr->missed[why]++;
-	jobrec_record_run(
-	    jr, jobrec_missed_record(znode_basename(jr->path), tick, node, paused, why), history);
+	jobrec_record_window(
+	    jr, jobrec_missed_record(znode_basename(jr->path), tick, node, paused, why), history,
+	    &jr->missed_w, JOBREC_MAX_MISSED);
 }
 
 /*
@@ -954,9 +927,15 @@ jobrec_run_found_cb(int rc, const char *found, void *arg)
 	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
 }
 
-/* Append a run record (stolen reference) and keep the newest `history` of them. */
-void
-jobrec_record_run(struct jobrec *jr, json_t *record, int history)
+/*
+ * Append a record (stolen reference) and keep the newest `history` of them, at most max a
+ * minute in window w. Runs have a window of their own (a job that ends at once and restarts
+ * must not write thousands a minute); missed and paused ticks another, wider one, for each
+ * claim already bounds them (by history) and every tick must be run or recorded.
+ */
+static void
+jobrec_record_window(struct jobrec *jr, json_t *record, int history, struct jobrec_window *w,
+                     int max)
 {
 	struct jobrec_task *t;
 
@@ -965,22 +944,20 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 		json_decref(record);
 		return;
 	}
-	/* A job that ends at once and restarts must not write thousands of records a minute. */
-	if (!jobrec_window_take(&jr->runs, JOBREC_MAX_RUNS)) {
-		if (jr->runs.dropped == 1)
-			log_warnx(
-			    "job %s: %d run records in the last minute: not recording more "
-			    "runs until the minute is over (they are counted in the next one)",
-			    znode_basename(jr->path), JOBREC_MAX_RUNS);
+	if (!jobrec_window_take(w, max)) {
+		if (w->dropped == 1)
+			log_warnx("job %s: %d %s records in the last minute: not recording more "
+			          "until the minute is over (they are counted in the next one)",
+			          znode_basename(jr->path), max, w == &jr->runs ? "run" : "missed");
 		jobrec_recorded(jr, record, NULL);
 		json_decref(record);
 		return;
 	}
-	if (jr->runs.dropped > 0) {
-		log_warnx("job %s: %d run record(s) were not written in the last minute",
-		          znode_basename(jr->path), jr->runs.dropped);
-		json_object_set_new(record, "runs_not_recorded", json_integer(jr->runs.dropped));
-		jr->runs.dropped = 0;
+	if (w->dropped > 0) {
+		log_warnx("job %s: %d record(s) were not written in the last minute",
+		          znode_basename(jr->path), w->dropped);
+		json_object_set_new(record, "runs_not_recorded", json_integer(w->dropped));
+		w->dropped = 0;
 	}
 	format_stamp(record);
 	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
@@ -988,4 +965,11 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 	t->data = json_dumps(record, JSON_COMPACT);
 	t->history = history;
 	jobrec_run_step(t);
+}
+
+/* Append a run record (stolen reference) and keep the newest `history` of them. */
+void
+jobrec_record_run(struct jobrec *jr, json_t *record, int history)
+{
+	jobrec_record_window(jr, record, history, &jr->runs, JOBREC_MAX_RUNS);
 }
