@@ -208,6 +208,11 @@ class CheckerTest(unittest.TestCase):
         h["pauses"] = [{"job": "every", "start": BASE + 25, "end": BASE + 35}]
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        # ... but a pause cut off by a connection loss may have written (found so by a
+        # 1.5-minute run: the workers saw it): paused from its start until a resume
+        h["ops"][0]["out"] = ("leasekeeper pause: cannot write /leasekeeper/jobs/every: "
+                              "connection loss\n")
+        self.assertEqual(self.counts(h)[0], {})
         # a resume told "resumed" at 24 ends it: tick 30 was not paused
         h["ops"] = [op("pause", 20, 20.2, pause_at % iso(20)),
                     op("resume", 23.5, 24, "job every: resumed\n")]

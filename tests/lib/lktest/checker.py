@@ -63,6 +63,8 @@ TOLERANCE_NS = 100 * 1000 * 1000
 # A server that drops transactions at t (zk_losses) may drop what was acknowledged in the
 # LOSS_WINDOW_S before: the lost claims of finding 9 were 5 to 12 s old.
 LOSS_WINDOW_S = 30.0
+# A command's write whose outcome it was not told (src/cli/control.c, zerror()).
+UNKNOWN_WRITE = r"cannot write \S+: (connection loss|operation timeout|session expired)"
 
 
 class Report:
@@ -260,7 +262,8 @@ def pause_spans(ops, losses=(), lossy=False):
     by U at T"; "already paused ... since T": the pause of T, still there when it was read,
     even if a resume was told "resumed" in between and ZooKeeper lost that); a resume
     closes the job's pause when it ends if its output says "resumed" ("not paused", a
-    failure: nothing written). lossy: a resume acknowledged in the
+    failure: nothing written, but a pause whose write was cut off by a connection loss may
+    have written: from its start). lossy: a resume acknowledged in the
     LOSS_WINDOW_S before a loss (zk_losses) closes nothing (ZooKeeper may have dropped it)."""
     h = {"zk_losses": list(losses)}
     events, spans = [], []
@@ -269,6 +272,8 @@ def pause_spans(ops, losses=(), lossy=False):
         if op.get("cmd") == "pause":
             t = _iso_after(r": paused by .* at (\S+Z)", out)
             since = _iso_after(r": already paused by .* since \"?([^\s\"]+Z)", out)
+            if t is None and re.search(UNKNOWN_WRITE, out):
+                t = op["start"]  # its write went out; whether it landed, nobody was told
             if t is not None:
                 events.append((t, 1, op["job"]))
             if since is not None:  # held from since to the read, and on from there
