@@ -181,6 +181,93 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertNotIn("false_reasons", counts, rep.describe())
 
+    def paused_at_30(self):
+        """history() with tick 30 recorded paused (by w2) instead of run."""
+        h = history()
+        h["lines"] = [ln for ln in h["lines"] if ln.get("tick") != tick_text(30)]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 30]
+        h["runs"]["every"].append({"tick": BASE + 30, "outcome": "paused", "node": "w2"})
+        return h
+
+    def test_pause_judged_by_what_the_commands_said(self):
+        def op(cmd, start, end, out):
+            return {"cmd": cmd, "job": "every", "start": BASE + start, "end": BASE + end,
+                    "out": out}
+        pause_at = "job every: paused by root@vm at %s\n"
+        # the nemesis meant 20..24, but its resume ran first ("not paused") and the pause
+        # landed at 25; the next resume (told "resumed") ended it at 40
+        h = self.paused_at_30()
+        h["pauses"] = [{"job": "every", "start": BASE + 20, "end": BASE + 24}]
+        h["ops"] = [op("pause", 20, 25.2, pause_at % iso(25)),
+                    op("resume", 24, 24.5, "job every: not paused\n"),
+                    op("resume", 39, 40, "job every: resumed\n")]
+        self.assertEqual(self.counts(h)[0], {})
+        # a pause the commands never wrote (its command failed) excuses nothing, even
+        # where the nemesis meant one
+        h["ops"][0]["out"] = "leasekeeper: cannot reach ZooKeeper at ... within 15 s\n"
+        h["pauses"] = [{"job": "every", "start": BASE + 25, "end": BASE + 35}]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        # ... but a pause cut off by a connection loss may have written (found so by a
+        # 1.5-minute run: the workers saw it): paused from its start until a resume
+        h["ops"][0]["out"] = ("leasekeeper pause: cannot write /leasekeeper/jobs/every: "
+                              "connection loss\n")
+        self.assertEqual(self.counts(h)[0], {})
+        # a resume told "resumed" at 24 ends it: tick 30 was not paused
+        h["ops"] = [op("pause", 20, 20.2, pause_at % iso(20)),
+                    op("resume", 23.5, 24, "job every: resumed\n")]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        # ... unless a later pause finds it "already paused" since 20 (the resume lost)
+        h["ops"].append(op("pause", 33, 33.2, 'job every: already paused by "root@vm" since '
+                                              '"%s"\n' % iso(20)))
+        h["ops"].append(op("resume", 36, 36.2, "job every: resumed\n"))
+        self.assertEqual(self.counts(h)[0], {})
+        # on another job, nothing
+        for o in h["ops"]:
+            o["job"] = "cont"
+        self.assertEqual(self.counts(h)[0].get("false_reasons"), 1)
+
+    def test_paused_after_a_resume_zookeeper_may_have_lost(self):
+        h = self.paused_at_30()
+        h["ops"] = [{"cmd": "pause", "job": "every", "start": BASE + 10, "end": BASE + 10.2,
+                     "out": "job every: paused by root@vm at %s\n" % iso(10)},
+                    {"cmd": "resume", "job": "every", "start": BASE + 15, "end": BASE + 15.3,
+                     "out": "job every: resumed\n"}]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        h["zk_losses"] = [BASE + 22.0]  # the resume was 6.7 s old: it may be lost
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"zk_loss_reasons": 1}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        h["zk_losses"] = [BASE + 15.3 + checker.LOSS_WINDOW_S + 1]  # too late to lose it
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+
+    def test_missed_but_started_after_a_zookeeper_loss(self):
+        # w1 started tick 20 at 20.05 (its claim acknowledged); a server truncated its log
+        # at 26; w2 then recorded tick 20 missed at 27 (its read lacked w1's claim)
+        h = history()
+        rec = {"tick": BASE + 20, "outcome": "missed", "node": "w2",
+               "_ctime_ms": (BASE + 27) * 1000}
+        h["runs"]["every"].append(rec)
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"false_reasons": 1}, rep.describe())
+        h["zk_losses"] = [BASE + 26.0]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"zk_loss_reasons": 1}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        # the same worker that ran it (the loss took its own claim): the same
+        h["runs"]["every"][-1]["node"] = "w1"
+        self.assertEqual(self.counts(h)[0], {"zk_loss_reasons": 1})
+        # recorded before the loss: nothing lost yet, so the record is false
+        rec["_ctime_ms"] = (BASE + 25) * 1000
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})
+        # a loss long after the start cannot have taken its claim
+        rec["_ctime_ms"] = (BASE + 20 + checker.LOSS_WINDOW_S + 3) * 1000
+        h["zk_losses"] = [BASE + 20 + checker.LOSS_WINDOW_S + 2]
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})
+
     def test_needless_kill_unless_a_fault_came_before(self):
         h = history()
         h["runs"]["every"][2]["outcome"] = "killed"  # w1, tick 20, ends at 21 s

@@ -11,7 +11,14 @@ A history is a dict:
     window    [FROM, TO]: wall seconds; ticks in it must be run or recorded
     T_s       the session timeout (needless kills: no fault in the T before the kill)
     faults    [{"kind", "targets": [worker...] or ["*"], "start", "end"}] wall seconds
-    pauses    [{"job", "start", "end"}] wall seconds (operator pause .. resume)
+    pauses    [{"job", "start", "end"}] wall seconds (operator pause .. resume, as intended;
+              judged by only in a history without ops)
+    ops       [{"cmd": "pause" | "resume", "job", "start", "end", "out"}]: the operator's
+              commands as they ran (wall seconds) and what each printed; the pauses the
+              checker judges by are the ones these outputs say ZooKeeper held (pause_spans)
+    zk_losses [wall seconds] when a ZooKeeper server dropped transactions the new leader
+              lacked (its log: "Truncating log to get in sync with the leader", "Cannot send
+              TRUNC"): acknowledged writes of the LOSS_WINDOW_S before may be lost (finding 5)
     skew      {worker: seconds its clock was set ahead (negative: behind)}
     lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
@@ -46,6 +53,7 @@ ITEMS = (
     "ticks_lost",           # a tick in the window neither started nor recorded
     "false_reasons",        # recorded missed/paused although it ran, or paused when not paused
     "needless_kills",       # killed with no fault on its worker in the T before (reported)
+    "zk_loss_reasons",      # a reason false only by a write ZooKeeper lost (reported)
     "record_disagreements",  # run record start/end vs the job's own lines, > 100 ms
     "orphan_lock_nodes",    # lock contenders left after every worker stopped
     "leftovers",            # processes or run cgroups left after every worker stopped
@@ -53,8 +61,13 @@ ITEMS = (
     "sanitizer_reports",
     "hostile_accepted",     # writes the credential-less client got through
 )
-INFO = ("needless_kills",)
+INFO = ("needless_kills", "zk_loss_reasons")
 TOLERANCE_NS = 100 * 1000 * 1000
+# A server that drops transactions at t (zk_losses) may drop what was acknowledged in the
+# LOSS_WINDOW_S before: the lost claims of finding 9 were 5 to 12 s old.
+LOSS_WINDOW_S = 30.0
+# A command's write whose outcome it was not told (src/cli/control.c, zerror()).
+UNKNOWN_WRITE = r"cannot write \S+: (connection loss|operation timeout|session expired)"
 
 
 class Report:
@@ -179,23 +192,7 @@ def _check_ticks(h, rep):
                         % (name, tick, len(ls), per_tick, ", ".join(x["who"] for x in ls)))
         for tick, rs in records.items():
             for r in rs:
-                why = r.get("outcome", r.get("reason"))
-                if why in ("missed", "paused") and starts.get((name, tick)):
-                    rep.add("false_reasons", "job %s tick %s recorded %s by %s but started by "
-                            "%s" % (name, tick, why, r.get("node"),
-                                    starts[(name, tick)][0]["who"]))
-                elif why == "missed" and "_ctime_ms" in r and \
-                        r["_ctime_ms"] / 1000.0 < tick - 1.0:
-                    # before the tick's time (a claim of a later tick skips the earlier ones
-                    # still inside their start_deadline: that is the catch-up policy)
-                    rep.add("false_reasons", "job %s tick %s recorded missed by %s at %s, "
-                            "%.1f s before the tick's time" % (
-                                name, tick, r.get("node"),
-                                time.strftime("%H:%M:%S", time.gmtime(r["_ctime_ms"] / 1000)),
-                                tick - r["_ctime_ms"] / 1000.0))
-                elif why == "paused" and not _paused(h, name, tick):
-                    rep.add("false_reasons", "job %s tick %s recorded paused by %s; the job "
-                            "was not paused then" % (name, tick, r.get("node")))
+                _judge_reason(h, rep, name, tick, r, starts.get((name, tick)))
         if not j.get("judge_ticks", True):
             continue
         # A tick due before the job's record was made was never the job's (a new job starts
@@ -208,9 +205,105 @@ def _check_ticks(h, rep):
                         % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick))))
 
 
-def _paused(h, job, tick, slack=3.0):
-    return any(p["job"] == job and p["start"] - slack <= tick <= p["end"] + slack
-               for p in h.get("pauses", []))
+def _judge_reason(h, rep, name, tick, r, started):
+    """A missed or paused record of tick against what ran and what ZooKeeper held."""
+    why = r.get("outcome", r.get("reason"))
+    if why in ("missed", "paused") and started:
+        who = started[0]["who"]
+        if why == "missed" and _lost_claim(h, r, started):
+            rep.add("zk_loss_reasons", "job %s tick %s recorded missed by %s after a "
+                    "ZooKeeper log truncation that may have dropped the claim %s ran it on" % (
+                        name, tick, r.get("node"), who))
+        else:
+            rep.add("false_reasons", "job %s tick %s recorded %s by %s but started by %s"
+                    % (name, tick, why, r.get("node"), who))
+    elif why == "missed" and "_ctime_ms" in r and r["_ctime_ms"] / 1000.0 < tick - 1.0:
+        # before the tick's time (a claim of a later tick skips the earlier ones still
+        # inside their start_deadline: that is the catch-up policy)
+        rep.add("false_reasons", "job %s tick %s recorded missed by %s at %s, %.1f s before "
+                "the tick's time" % (name, tick, r.get("node"),
+                                     time.strftime("%H:%M:%S",
+                                                   time.gmtime(r["_ctime_ms"] / 1000)),
+                                     tick - r["_ctime_ms"] / 1000.0))
+    elif why == "paused" and not _paused(h, name, tick):
+        if _paused(h, name, tick, lossy=True):
+            rep.add("zk_loss_reasons", "job %s tick %s recorded paused by %s; the resume "
+                    "before it was acknowledged just before a ZooKeeper log truncation"
+                    % (name, tick, r.get("node")))
+        else:
+            rep.add("false_reasons", "job %s tick %s recorded paused by %s; the job was not "
+                    "paused then" % (name, tick, r.get("node")))
+
+
+def _loss_after(h, t):
+    """The first ZooKeeper loss (zk_losses) that may have dropped a write acknowledged at t."""
+    after = [x for x in h.get("zk_losses", []) if t <= x <= t + LOSS_WINDOW_S]
+    return min(after) if after else None
+
+
+def _lost_claim(h, r, started):
+    """A tick recorded missed, started elsewhere: true to what the recorder read if every
+    start's claim was acknowledged before a loss that the record was written after."""
+    if "_ctime_ms" not in r:
+        return False
+    for s in started:
+        loss = _loss_after(h, s["wall"] / 1e9)
+        if loss is None or r["_ctime_ms"] / 1000.0 < loss:
+            return False
+    return True
+
+
+def _iso_after(pattern, text):
+    """Seconds of the ISO 8601 time pattern's group captures in text, or None."""
+    m = re.search(pattern, text or "")
+    return _iso_s(m.group(1)) if m else None
+
+
+def pause_spans(ops, losses=(), lossy=False):
+    """The pauses ZooKeeper held, by job, from the operator's commands and their output:
+    [(job, start, end)]. A pause opens at the time its output says it was written ("paused
+    by U at T"; "already paused ... since T": the pause of T, still there when it was read,
+    even if a resume was told "resumed" in between and ZooKeeper lost that); a resume
+    closes the job's pause when it ends if its output says "resumed" ("not paused", a
+    failure: nothing written, but a pause whose write was cut off by a connection loss may
+    have written: from its start). lossy: a resume acknowledged in the
+    LOSS_WINDOW_S before a loss (zk_losses) closes nothing (ZooKeeper may have dropped it)."""
+    h = {"zk_losses": list(losses)}
+    events, spans = [], []
+    for op in ops:
+        out = op.get("out", "")
+        if op.get("cmd") == "pause":
+            t = _iso_after(r": paused by .* at (\S+Z)", out)
+            since = _iso_after(r": already paused by .* since \"?([^\s\"]+Z)", out)
+            if t is None and re.search(UNKNOWN_WRITE, out):
+                t = op["start"]  # its write went out; whether it landed, nobody was told
+            if t is not None:
+                events.append((t, 1, op["job"]))
+            if since is not None:  # held from since to the read, and on from there
+                spans.append((op["job"], since, op["end"]))
+                events.append((op["end"], 1, op["job"]))
+        elif op.get("cmd") == "resume" and re.search(r": resumed\b", out):
+            if not (lossy and _loss_after(h, op["end"]) is not None):
+                events.append((op["end"], 0, op["job"]))
+    open_ = {}
+    for t, kind, job in sorted(events):
+        if kind == 1:
+            open_.setdefault(job, t)
+        elif job in open_:
+            spans.append((job, open_.pop(job), t))
+    spans += [(job, t, float("inf")) for job, t in open_.items()]
+    return spans
+
+
+def _paused(h, job, tick, slack=3.0, lossy=False):
+    """Whether job was paused at tick (within slack): as the operator's commands say
+    ZooKeeper held it (ops), or, in a history without them, as the nemesis meant it (pauses:
+    from the pause's issue to the resume's, which the commands may not have kept to)."""
+    if "ops" in h:
+        spans = pause_spans(h["ops"], h.get("zk_losses", []), lossy)
+    else:
+        spans = [(p["job"], p["start"], p["end"]) for p in h.get("pauses", [])]
+    return any(j == job and start - slack <= tick <= end + slack for j, start, end in spans)
 
 
 def _faulted(h, worker, t, span):

@@ -211,6 +211,23 @@ class Canary(threading.Thread):
         return out
 
 
+def zk_losses(logs):
+    """Wall seconds at which a server dropped transactions the new leader lacked, from the
+    servers' logs: a follower truncating its log, or a leader that cannot tell it to (and
+    sends a snapshot instead). What was acknowledged shortly before may be lost (finding 5
+    in docs/reliability.md; ZooKeeper 3.8.0)."""
+    pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .*(Truncating log to get in "
+                     r"sync with the leader|Cannot send TRUNC to peer)")
+    out = []
+    for path in logs:
+        for ln in read_text(path).splitlines():
+            m = pat.match(ln)
+            if m:  # log4j writes local time
+                t = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"))
+                out.append(t + int(m.group(2)) / 1000.0)
+    return sorted(out)
+
+
 def make_schedule(seed, minutes, workers, servers, classes, mean_gap_s=None):
     """The nemesis schedule: [(t_s, index, class, params)], a pure function of its arguments
     (the seed replays it)."""
@@ -315,6 +332,7 @@ class Torture:
         self.procs, self.proxies, self.cfgs, self.sv_kills = {}, {}, {}, {}
         self.expected_exit = {}
         self.crashes, self.cli_procs = [], []
+        self.ops, self.cli_lock = [], threading.Lock()
         self.down_servers = set()
         self.hostile_accepted = 0
         self.nemesis_errors = []
@@ -664,26 +682,40 @@ class Torture:
             c.close()
 
     def cli(self, *args):
+        """Run a leasekeeper command in the background. A pause's or resume's output and
+        times go to self.ops (the checker judges pauses by what they said, not by when the
+        nemesis meant them); every command's output goes to cli.log after its line."""
         w = "w1"
-        log = open(os.path.join(self.dir, "cli.log"), "a")
-        log.write("$ leasekeeper %s\n" % " ".join(args))
-        log.flush()
-        self.cli_procs.append(subprocess.Popen([leasekeeper_bin(), args[0], "-c", self.cfgs[w]] +
-                                         list(args[1:]), stdout=log, stderr=log,
-                                         stdin=subprocess.DEVNULL))
-        log.close()
+        op = {"cmd": args[0], "job": args[1] if len(args) > 1 else None, "start": time.time()}
+        proc = subprocess.Popen([leasekeeper_bin(), args[0], "-c", self.cfgs[w]] +
+                                list(args[1:]), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def wait_cb():
+            out = proc.stdout.read().decode("utf-8", "replace")
+            proc.wait()
+            op.update(end=time.time(), rc=proc.returncode, out=out)
+            with self.cli_lock:
+                if op["cmd"] in ("pause", "resume"):
+                    self.ops.append(op)
+                with open(os.path.join(self.dir, "cli.log"), "a") as log:
+                    log.write("$ leasekeeper %s\n%s" % (" ".join(args), out))
+        waiter = threading.Thread(target=wait_cb, daemon=True)
+        waiter.start()
+        self.cli_procs.append((proc, waiter))
 
     def reap_cli(self, wait=False):
         keep = []
-        for c in self.cli_procs:
+        for c, waiter in self.cli_procs:
             if wait:
                 try:
                     c.wait(60)
                 except subprocess.TimeoutExpired:
                     c.kill()
                     c.wait()
-            if c.poll() is None:
-                keep.append(c)
+                waiter.join(10)
+            if c.poll() is None or waiter.is_alive():
+                keep.append((c, waiter))
         self.cli_procs = keep
 
     def operator(self, cls, p, now, idx):
@@ -876,6 +908,8 @@ class Torture:
             "jobs": jobs,
             "window": [self.started_wall + 5, self.stop_wall - 10 - 5],
             "T_s": T_S, "faults": self.faults, "pauses": self.pauses, "skew": self.skew,
+            "ops": sorted(self.ops, key=lambda op: op["start"]),
+            "zk_losses": zk_losses([s.log_path for s in self.ens.servers]),
             "lines": lines, "heartbeats": hbs, "runs": runs, "lock_nodes": locks,
             "worker_nodes": workers, "leftover_processes": procs,
             "leftover_cgroups": cgroups, "crashes": crashes, "sanitizer": sanitizer,
@@ -898,7 +932,7 @@ class Torture:
         return rep
 
     def close(self):
-        for c in self.cli_procs:
+        for c, _ in self.cli_procs:
             c.kill()
         try:
             self.kazoo.stop()
