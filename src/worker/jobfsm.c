@@ -312,6 +312,9 @@ static void
 jobfsm_hold_now(struct jobfsm *m, const struct jobfsm_input *in, int stop,
                 struct jobfsm_actions *out)
 {
+	int64_t tick = m->tick;
+	enum jobfsm_kind kind = m->kind;
+
 	switch (m->state) {
 	case JOB_CONTENDING:
 	case JOB_BACKOFF:
@@ -329,9 +332,12 @@ jobfsm_hold_now(struct jobfsm *m, const struct jobfsm_input *in, int stop,
 		jobfsm_manual_abort(m, "stopped",
 		                    m->drained ? JOBFSM_WHY_DRAINED_EARLY : JOBFSM_WHY_PAUSED_EARLY,
 		                    out);
-		if (m->cfg.scheduled)
+		if (m->cfg.scheduled) {
+			/* Paused, nobody runs the tick in hand: recorded paused, once (drained: others'). */
+			if (m->paused && tick >= 0)
+				jobfsm_tick_act(out, JOBFSM_RECORD_PAUSED, tick, kind);
 			jobfsm_wait_tick(m, in, out);
-		else
+		} else
 			jobfsm_hold(m, out);
 		break;
 	case JOB_STARTING:

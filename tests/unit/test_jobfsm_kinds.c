@@ -313,6 +313,31 @@ test_paused(void **state)
 	t_has(&t, JOBFSM_RECORD_PAUSED, T0 + 3, TICK);
 }
 
+/*
+ * Paused while contending for a tick or a generation (torture seed 7: a pause that landed
+ * while the worker waited for its lock): nobody will run it, so it is recorded paused.
+ */
+static void
+test_paused_while_contending(void **state)
+{
+	enum jobfsm_kind kinds[] = {TICK, GEN};
+	struct jobfsm_input in;
+	struct t t;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		t_init(&t, JOBFSM_OVERLAP_QUEUE);
+		t_due(&t, T0, kinds[i]);
+		assert_int_equal(t.m.state, JOB_CONTENDING);
+		memset(&in, 0, sizeof in);
+		in.paused = 1;
+		t_step(&t, JOBFSM_AGREED, in);
+		t_has(&t, JOBFSM_RECORD_PAUSED, T0, kinds[i]);
+		assert_int_equal(t.m.state, JOB_WAITING);
+	}
+}
+
 /* Drained: neither kind is recorded here (the others run them). */
 static void
 test_drained(void **state)
@@ -476,12 +501,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_due_together),    cmocka_unit_test(test_tick_then_gen),
-	    cmocka_unit_test(test_both_during_run), cmocka_unit_test(test_overlap_skip),
-	    cmocka_unit_test(test_overlap_replace), cmocka_unit_test(test_paused),
-	    cmocka_unit_test(test_drained),         cmocka_unit_test(test_late),
-	    cmocka_unit_test(test_hand_back),       cmocka_unit_test(test_standby),
-	    cmocka_unit_test(test_catch_up_all),    cmocka_unit_test(test_manual),
+	    cmocka_unit_test(test_due_together),
+	    cmocka_unit_test(test_tick_then_gen),
+	    cmocka_unit_test(test_both_during_run),
+	    cmocka_unit_test(test_overlap_skip),
+	    cmocka_unit_test(test_overlap_replace),
+	    cmocka_unit_test(test_paused),
+	    cmocka_unit_test(test_paused_while_contending),
+	    cmocka_unit_test(test_drained),
+	    cmocka_unit_test(test_late),
+	    cmocka_unit_test(test_hand_back),
+	    cmocka_unit_test(test_standby),
+	    cmocka_unit_test(test_catch_up_all),
+	    cmocka_unit_test(test_manual),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
