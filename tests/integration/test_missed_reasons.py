@@ -57,6 +57,15 @@ class MissedReasonTest(lktest.TestCase):
         self.w.wait_log(r"registered as", timeout=60)
         return self.kazoo()
 
+    def start_every(self, start_deadline="2s"):
+        """The job `every` (@every 1s, catch_up none, history 200) on one worker, which has
+        run it 3 times."""
+        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
+                                   "start_deadline": start_deadline, "catch_up": "none",
+                                   "history": 200}})
+        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        return kz
+
     def cli(self, *args):
         r = subprocess.run([lktest.leasekeeper_bin()] + list(args), capture_output=True,
                            text=True, timeout=120)
@@ -75,10 +84,7 @@ class MissedReasonTest(lktest.TestCase):
         return int(m.group(1))
 
     def test_ticks_skipped_while_unreachable_are_superseded(self):
-        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
-                                   "start_deadline": "1m", "catch_up": "none",
-                                   "history": 200}})
-        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz = self.start_every("1m")
         kz.stop()
         down = time.time()
         self.zk.pause()
@@ -280,10 +286,7 @@ class MissedReasonTest(lktest.TestCase):
         """The job's only worker is stopped for 8 s and started again: it cannot know whether
         another worker was up meanwhile (a registration leaves no trace once gone), so the
         ticks skipped are superseded, never no_worker."""
-        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
-                                   "start_deadline": "2s", "catch_up": "none",
-                                   "history": 200}})
-        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz = self.start_every("2s")
         self.w.stop()
         down = time.time()
         time.sleep(8)
@@ -303,10 +306,7 @@ class MissedReasonTest(lktest.TestCase):
         more than the 30 run records a job may write a minute. Missed records have a wider
         limit of their own (the claim bounds them, by history): every tick of the gap is
         run or recorded missed (torture seed 6003 lost 48 ticks to the runs' limit)."""
-        kz = self.start({"every": {"command": "true", "schedule": "@every 1s",
-                                   "start_deadline": "2s", "catch_up": "none",
-                                   "history": 200}})
-        self.wait_until(lambda: len(self.runs(kz, "every")) >= 3, timeout=60, msg="runs")
+        kz = self.start_every("2s")
         self.w.stop()
         time.sleep(40)
         self.w = self.worker(self.cfg)
