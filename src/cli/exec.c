@@ -740,9 +740,13 @@ exec_run(struct exec *e, const struct exec_args *a, const char *auth)
 {
 	static const struct lease_cb lcb = {exec_acquired_cb, exec_lost_cb, exec_failed_cb, NULL};
 	static const struct jobrec_cb rcb = {exec_agreed_cb, exec_conflict_cb, NULL, NULL};
-	static const struct svlink_cb scb = {exec_sv_started_cb, exec_start_failed_cb,
-	                                     exec_exited_cb,     exec_sv_died_cb,
-	                                     exec_sv_hello_cb,   NULL};
+	static const struct svlink_cb scb = {exec_sv_started_cb,
+	                                     exec_start_failed_cb,
+	                                     exec_exited_cb,
+	                                     exec_sv_died_cb,
+	                                     exec_sv_hello_cb,
+	                                     NULL,
+	                                     NULL};
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
 	struct supervisor_opts sv_opts;
 	char *cgroup_name = NULL, *data;

@@ -88,7 +88,7 @@ proto_decode(const void *buf, size_t len, struct proto_msg *out)
 	if (len < sizeof hdr || len - sizeof hdr > PROTO_MAX_PAYLOAD)
 		return -1;
 	memcpy(&hdr, buf, sizeof hdr);
-	if (hdr.type < PROTO_START || hdr.type > PROTO_OUTPUT)
+	if (hdr.type < PROTO_START || hdr.type > PROTO_STALE_GONE)
 		return -1;
 	out->type = hdr.type;
 	out->job = hdr.job;
@@ -743,6 +743,8 @@ proto_type_name(uint32_t type)
 		return "HELLO";
 	case PROTO_OUTPUT:
 		return "OUTPUT";
+	case PROTO_STALE_GONE:
+		return "STALE_GONE";
 	}
 	return "?";
 }

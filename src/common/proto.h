@@ -31,6 +31,10 @@ enum proto_type {
 	                       output; payload: what the run wrote (runs whose output is kept,
 	                       record_output). Sent only when nothing else waits: a gap in the
 	                       offsets is output main never got (`logs --follow` says so) */
+	PROTO_STALE_GONE,   /* job: the run whose cgroup a previous supervisor left holding
+	                       processes (a daemon that left the run's process group); v1 the
+	                       wall time (ms) they were all gone, the run's true end. Sent
+	                       before PROTO_HELLO */
 };
 
 /* How the supervisor keeps a run's processes together (PROTO_HELLO). */

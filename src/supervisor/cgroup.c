@@ -10,15 +10,19 @@
  */
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/sched.h>
 
 #include "cgroup.h"
 #include "log.h"
@@ -686,12 +690,13 @@ cgroup_setup(const char *name, char **dir, char **cause, int *usable)
  * at dirfd (path dir), wait until each is empty, and remove it. The number removed.
  */
 int
-cgroup_clean_stale(int dirfd, const char *dir)
+cgroup_clean_stale(int dirfd, const char *dir, void (*gone)(unsigned run, void *arg), void *arg)
 {
 	DIR *d;
 	struct dirent *de;
-	char *what;
-	int fd, dupfd, n = 0;
+	char *what, *end;
+	unsigned long run;
+	int fd, dupfd, held, n = 0;
 
 	if ((dupfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (d = fdopendir(dupfd)) == NULL) {
@@ -706,7 +711,7 @@ cgroup_clean_stale(int dirfd, const char *dir)
 		if ((fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 			continue;
 		xasprintf(&what, "%s/%s", dir, de->d_name);
-		if (cgroup_populated(fd) == 1) {
+		if ((held = cgroup_populated(fd) == 1)) {
 			log_warnx("cgroups: %s holds processes of a previous run: killing them",
 			          what);
 			if (cgroup_kill(fd) != 0)
@@ -714,6 +719,11 @@ cgroup_clean_stale(int dirfd, const char *dir)
 		}
 		cgroup_wait_empty(fd, what);
 		close(fd);
+		errno = 0;
+		run = strtoul(de->d_name + 4, &end, 10);
+		if (held && gone != NULL && errno == 0 && end != de->d_name + 4 && *end == '\0' &&
+		    run <= UINT32_MAX)
+			gone((unsigned)run, arg);
 		if (cgroup_remove(dirfd, de->d_name) != 0)
 			log_warn("cgroups: cannot remove %s", what);
 		else
@@ -781,4 +791,32 @@ cgroup_teardown(int dirfd, const char *name, pid_t main_pid)
 	         unlinkat(dirfd, CGROUP_DAEMON_LEAF, AT_REMOVEDIR) == 0)
 		unlinkat(base, name, AT_REMOVEDIR);
 	close(base);
+}
+
+/*
+ * fork(), or with a cgroup clone3() straight into it (CLONE_INTO_CGROUP, Linux 5.7), so
+ * that the child is in its cgroup from its first instruction; *joined says if it is. The
+ * child of a plain fork joins the cgroup itself before anything else (child.c).
+ */
+pid_t
+cgroup_spawn(int cgfd, int *joined)
+{
+	struct clone_args args;
+	long pid;
+
+	*joined = 0;
+	if (cgfd < 0)
+		return fork();
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_INTO_CGROUP;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = (uint64_t)cgfd;
+	pid = syscall(SYS_clone3, &args, sizeof args);
+	if (pid >= 0) {
+		*joined = 1;
+		return (pid_t)pid;
+	}
+	if (errno == EAGAIN || errno == ENOMEM)
+		return -1;
+	return fork(); /* no clone3 (ENOSYS, or a seccomp filter), or no CLONE_INTO_CGROUP */
 }

@@ -55,8 +55,15 @@ int cgroup_remove(int parentfd, const char *name);
  */
 int cgroup_setup(const char *name, char **dir, char **cause, int *usable);
 
-/* Kill, wait for and remove the run cgroups a previous incarnation left. How many. */
-int cgroup_clean_stale(int dirfd, const char *dir);
+/*
+ * Kill, wait for and remove the run cgroups a previous incarnation left. How many. For
+ * each that held processes and is named run-N, gone(N, arg) once they are all gone.
+ */
+int cgroup_clean_stale(int dirfd, const char *dir, void (*gone)(unsigned run, void *arg),
+                       void *arg);
+
+/* fork(), or clone3() straight into the cgroup cgfd (-1: none); *joined: it is in it. */
+pid_t cgroup_spawn(int cgfd, int *joined);
 
 /*
  * Whether runs could get cgroups under name: 0 with *where and *controllers (the enum

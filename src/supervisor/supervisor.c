@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <linux/sched.h>
 
 #include "cgroup.h"
 #include "clock.h"
@@ -543,34 +542,6 @@ sv_job_cgroup(struct sv *sv, struct sjob *j, const struct proto_limits *limits, 
 	return 0;
 }
 
-/*
- * fork(), or with a cgroup clone3() straight into it (CLONE_INTO_CGROUP, Linux 5.7), so
- * that the child is in its cgroup from its first instruction; *joined says if it is. The
- * child of a plain fork joins the cgroup itself before anything else (child.c).
- */
-static pid_t
-sv_spawn(int cgfd, int *joined)
-{
-	struct clone_args args;
-	long pid;
-
-	*joined = 0;
-	if (cgfd < 0)
-		return fork();
-	memset(&args, 0, sizeof args);
-	args.flags = CLONE_INTO_CGROUP;
-	args.exit_signal = SIGCHLD;
-	args.cgroup = (uint64_t)cgfd;
-	pid = syscall(SYS_clone3, &args, sizeof args);
-	if (pid >= 0) {
-		*joined = 1;
-		return (pid_t)pid;
-	}
-	if (errno == EAGAIN || errno == ENOMEM)
-		return -1;
-	return fork(); /* no clone3 (ENOSYS, or a seccomp filter), or no CLONE_INTO_CGROUP */
-}
-
 /* Start a job, unless its lease deadline is unknown or too close. */
 static void
 sv_start(struct sv *sv, const struct proto_msg *msg)
@@ -649,7 +620,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	svpid = getpid();
-	pid = sv_spawn(j->cgfd, &joined);
+	pid = cgroup_spawn(j->cgfd, &joined);
 	if (pid == 0) {
 		close(errpipe[0]);
 		if (outpipe[0] >= 0)
@@ -790,6 +761,18 @@ sv_inotify_cb(int fd, short what, void *arg)
 }
 
 /*
+ * A run of the dead supervisor kept processes in its cgroup past main's kill of its process
+ * group (a daemon that called setsid()): they are gone now, which is when the run ended.
+ */
+static void
+sv_stale_gone(unsigned run, void *arg)
+{
+	struct sv *sv = arg;
+
+	proto_send(sv->conn, PROTO_STALE_GONE, run, 0, (int64_t)clock_wall_ms(), 0, "", 0);
+}
+
+/*
  * Set up containment before anything starts: the worker's cgroup folder, main and the
  * supervisor in its leaf, the run cgroups a previous supervisor or worker left emptied
  * and removed. Then tell main how runs are contained (PROTO_HELLO): jobs may contend.
@@ -815,7 +798,7 @@ sv_containment(struct sv *sv, const struct supervisor_opts *opts)
 		sv->containment = PROTO_CONTAIN_CGROUP;
 		note = sv->cgdir;
 		sv->controllers = cgroup_enable_controllers(sv->cgfd);
-		if ((n = cgroup_clean_stale(sv->cgfd, sv->cgdir)) > 0)
+		if ((n = cgroup_clean_stale(sv->cgfd, sv->cgdir, sv_stale_gone, sv)) > 0)
 			log_warnx("supervisor: removed %d cgroup(s) left by a previous run of this "
 			          "worker",
 			          n);

@@ -105,6 +105,10 @@ svlink_msg_cb(const struct proto_msg *msg, void *arg)
 			s->cb.hello((enum proto_containment)msg->v1, s->controllers, msg->payload,
 			            s->arg);
 		break;
+	case PROTO_STALE_GONE:
+		if (s->cb.stale_gone != NULL && msg->v1 > 0)
+			s->cb.stale_gone(msg->job, (uint64_t)msg->v1, s->arg);
+		break;
 	case PROTO_OUTPUT:
 		if (s->cb.output != NULL && msg->v1 >= 0)
 			s->cb.output(msg->job, (uint64_t)msg->v1, msg->payload, msg->len, s->arg);

@@ -27,6 +27,8 @@ struct svlink_cb {
 	void (*hello)(enum proto_containment, unsigned controllers, const char *note, void *arg);
 	/* or NULL: a run's output from offset on (PROTO_OUTPUT; gaps are output lost) */
 	void (*output)(uint32_t job, uint64_t offset, const char *buf, size_t len, void *arg);
+	/* or NULL: the dead supervisor's run job ended at wall time gone_ms (PROTO_STALE_GONE) */
+	void (*stale_gone)(uint32_t job, uint64_t gone_ms, void *arg);
 };
 
 struct svlink *svlink_start(struct event_base *, const struct svlink_cb *, void *arg,

@@ -484,8 +484,8 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 
 /*
  * The supervisor died: the run died with it (main killed its process group when it saw the
- * supervisor gone, at died_ms, which is the run's recorded end); the lease can no longer be
- * trusted.
+ * supervisor gone, at died_ms, which is the run's recorded end unless a process that had
+ * left the group lived on: job_run_outlived); the lease can no longer be trusted.
  */
 void
 job_supervisor_died(struct job *job, uint64_t died_ms)
@@ -497,7 +497,18 @@ job_supervisor_died(struct job *job, uint64_t died_ms)
 	if (!job->fsm.stop_requested && lease_state(job->lease) != LEASE_IDLE)
 		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
 	job_input(job, &in, JOBFSM_SUPERVISOR_DIED);
-	job->sv_died_ms = died_ms;
+	job->sv_died_ms = job->outlived_ms > died_ms ? job->outlived_ms : died_ms;
 	job_feed(job, &in, NULL);
-	job->sv_died_ms = 0;
+	job->sv_died_ms = job->outlived_ms = 0;
+}
+
+/*
+ * The dead supervisor's run (its number) kept processes that had left its process group
+ * until the next supervisor killed them, at gone_ms: that, not main's kill, is its end.
+ */
+void
+job_run_outlived(struct job *job, uint32_t run, uint64_t gone_ms)
+{
+	if (run != 0 && job->run == run)
+		job->outlived_ms = gone_ms;
 }

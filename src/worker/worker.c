@@ -367,6 +367,19 @@ worker_check_limits(struct worker *w, const struct config *cfg)
 	return 0;
 }
 
+/* A dead supervisor's run kept processes (a daemon) until gone_ms: its true end. */
+static void
+worker_sv_stale_gone_cb(uint32_t run, uint64_t gone_ms, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			job_run_outlived(wj->job, run, gone_ms);
+	}
+}
+
 /*
  * The supervisor is ready and says how it contains runs. Under cgroups = required without
  * a usable cgroup v2, or without a controller a job's limit needs, stop; under auto, say
@@ -434,9 +447,10 @@ worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char
 static void
 worker_start_supervisor(struct worker *w)
 {
-	static const struct svlink_cb cb = {worker_sv_started_cb, worker_sv_start_failed_cb,
-	                                    worker_sv_exited_cb,  worker_sv_died_cb,
-	                                    worker_sv_hello_cb,   worker_sv_output_cb};
+	static const struct svlink_cb cb = {worker_sv_started_cb,   worker_sv_start_failed_cb,
+	                                    worker_sv_exited_cb,    worker_sv_died_cb,
+	                                    worker_sv_hello_cb,     worker_sv_output_cb,
+	                                    worker_sv_stale_gone_cb};
 
 	w->sv = svlink_start(w->base, &cb, w, &w->sv_opts);
 }

@@ -218,7 +218,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= sizeof hdr) {
 		memcpy(&hdr, data, sizeof hdr);
 		well_formed = size - sizeof hdr <= PROTO_MAX_PAYLOAD && hdr.type >= PROTO_START &&
-		              hdr.type <= PROTO_OUTPUT;
+		              hdr.type <= PROTO_STALE_GONE;
 	}
 	if (fuzz_delivered != well_formed) {
 		fprintf(stderr, "fuzz_proto: %zu bytes: %d frames delivered, expected %d\n", size,

@@ -146,6 +146,50 @@ class RecordsTest(lktest.TestCase):
         self.assertLess(rec["end"], new.group(1)[:23] + "Z",
                         "the record's end is the new supervisor's, not the death main saw")
 
+    def test_a_run_whose_daemon_outlived_its_supervisor_ends_when_the_daemon_died(self):
+        """The run started a daemon that left its process group (setsid), and the supervisor
+        is SIGKILLed: main's kill of the group misses the daemon, which lives on in the
+        run's cgroup until the next supervisor kills it before its hello. The record's end
+        is that moment, told by the new supervisor (PROTO_STALE_GONE), not main's kill."""
+        if os.geteuid() != 0 or lktest.cgroup_mount() is None:
+            self.skipTest("NOT RUN: needs root and a cgroup v2 hierarchy")
+        self.start_zookeeper()
+        pidfile = self.path("daemon.pid")
+        cfg = self.write_config(
+            name="alpha", safety=SAFETY, worker={"allow_root_jobs": True, "cgroups": "required"},
+            jobs={"long": {"command": "setsid sleep 600 & echo $! > %s; exec sleep 600" % pidfile}})
+        proc = self.worker(cfg, name="alpha")
+        proc.wait_log(r"job long: running, pid", timeout=60)
+        self.wait_until(lambda: os.path.exists(pidfile) and lktest.read_text(pidfile).strip(),
+                        timeout=60, msg="the job never wrote its daemon's pid")
+        daemon = int(lktest.read_text(pidfile))
+        sv = int(proc.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        os.kill(sv, 9)
+        gone = proc.wait_log(r"^(\S+) .*the supervisor \(pid %d\) is gone" % sv, timeout=30)
+        killing = proc.wait_log(r"^(\S+) .*holds processes of a previous run: killing them",
+                                timeout=60)
+        removed = proc.wait_log(r"^(\S+) .*removed \d+ cgroup\(s\) left by a previous run",
+                                timeout=60)
+        self.assertFalse(os.path.exists("/proc/%d" % daemon), "the daemon outlived the clean-up")
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/long/runs"
+
+        def aborted():
+            if not kz.exists(path):
+                return []
+            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+            return [r for r in recs if r.get("reason") == "aborted"]
+
+        self.wait_until(aborted, timeout=60, msg="no record of the aborted run")
+        rec = aborted()[0]
+        print("record end %s; seen gone %s; daemon killed %s; clean-up done %s"
+              % (rec["end"], gone.group(1), killing.group(1), removed.group(1)))
+        # All four are this host's wall clock, in the same format (milliseconds, UTC).
+        self.assertRegex(rec["end"], RFC3339)
+        self.assertGreaterEqual(rec["end"], killing.group(1)[:23] + "Z",
+                                "the record ends before its daemon was killed")
+        self.assertLessEqual(rec["end"], removed.group(1)[:23] + "Z")
+
 
 if __name__ == "__main__":
     lktest.main()

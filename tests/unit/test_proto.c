@@ -105,7 +105,7 @@ test_decode(void **state)
 	assert_int_equal(deliver(&r, buf, n - 3), 0);
 	n = frame(buf, 0, "", 0);
 	assert_int_equal(deliver(&r, buf, n), 0);
-	n = frame(buf, PROTO_OUTPUT + 1, "", 0);
+	n = frame(buf, PROTO_STALE_GONE + 1, "", 0);
 	assert_int_equal(deliver(&r, buf, n), 0);
 	memset(buf + 32, 'x', PROTO_MAX_PAYLOAD + 1);
 	n = frame(buf, PROTO_START_FAILED, buf + 32, PROTO_MAX_PAYLOAD);
@@ -147,7 +147,7 @@ test_roundtrip(void **state)
 {
 	struct event_base *base = event_base_new();
 	struct proto_conn *a, *b;
-	const char *names[PROTO_OUTPUT + 1] = {NULL};
+	const char *names[PROTO_STALE_GONE + 1] = {NULL};
 	uint32_t type, t;
 	int sv[2];
 
@@ -155,7 +155,7 @@ test_roundtrip(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
 	a = proto_conn_new(base, sv[0], keep_cb, NULL, NULL);
 	b = proto_conn_new(base, sv[1], keep_cb, NULL, NULL);
-	for (type = PROTO_START; type <= PROTO_OUTPUT; type++) {
+	for (type = PROTO_START; type <= PROTO_STALE_GONE; type++) {
 		received = 0;
 		proto_send(a, type, 40 + type, 1000 + type, -(int64_t)type, INT64_MAX - type,
 		           "spec", type == PROTO_STARTED ? 0 : 4);
@@ -175,7 +175,7 @@ test_roundtrip(void **state)
 			assert_string_not_equal(names[t], names[type]);
 	}
 	assert_string_equal(proto_type_name(0), "?");
-	assert_string_equal(proto_type_name(PROTO_OUTPUT + 1), "?");
+	assert_string_equal(proto_type_name(PROTO_STALE_GONE + 1), "?");
 	proto_conn_free(a);
 	proto_conn_free(b);
 	event_base_free(base);
