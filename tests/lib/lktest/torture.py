@@ -1020,6 +1020,9 @@ def main(argv=None):
         (" --faults " + a.faults) if a.faults else "", workdir))
     t0 = time.monotonic()
     load0 = os.getloadavg()[0]
+    # SIGTERM ends the run as ^C does: through close(), which stops the workers and servers
+    # and unmounts the log dirs (without it a killed run left its tmpfs mounts behind).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         t.start()
         t.nemesis()
