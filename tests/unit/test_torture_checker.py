@@ -125,6 +125,27 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"ticks_twice": 1}, rep.describe())
 
+    def test_tick_run_twice_after_a_zookeeper_loss(self):
+        # w2 started tick 0 at 0.05 (its claim acknowledged); a server truncated its log at
+        # 2.0; w3 then claimed and started the same tick at 3.0 (finding 9)
+        h = history()
+        ls, rec = run(3.0, 4.0, "w3", 15, 995, tick=0)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        h["zk_losses"] = [BASE + 2.0]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"zk_loss_ticks": 1}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        # a loss after the second start did not cause it: a tick twice
+        h["zk_losses"] = [BASE + 3.5]
+        self.assertEqual(self.counts(h)[0], {"ticks_twice": 1})
+        # a loss too long after the first start cannot hold its claim
+        h["zk_losses"] = [BASE + 0.05 + checker.LOSS_WINDOW_S + 1]
+        h["lines"] = [ln for ln in h["lines"] if ln["pid"] != 995]
+        ls, _ = run(checker.LOSS_WINDOW_S + 2, checker.LOSS_WINDOW_S + 3, "w3", 15, 995, tick=0)
+        h["lines"] += ls
+        self.assertEqual(self.counts(h)[0].get("ticks_twice"), 1)
+
     def test_per_tick_two_allows_two(self):
         h = history()
         h["jobs"]["every"].update(per_tick=2, leases=2)

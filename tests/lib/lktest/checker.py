@@ -54,6 +54,7 @@ ITEMS = (
     "false_reasons",        # recorded missed/paused although it ran, or paused when not paused
     "needless_kills",       # killed with no fault on its worker in the T before (reported)
     "zk_loss_reasons",      # a reason false only by a write ZooKeeper lost (reported)
+    "zk_loss_ticks",        # a tick run twice only after ZooKeeper lost a claim (reported)
     "record_disagreements",  # run record start/end vs the job's own lines, > 100 ms
     "orphan_lock_nodes",    # lock contenders left after every worker stopped
     "leftovers",            # processes or run cgroups left after every worker stopped
@@ -61,7 +62,7 @@ ITEMS = (
     "sanitizer_reports",
     "hostile_accepted",     # writes the credential-less client got through
 )
-INFO = ("needless_kills", "zk_loss_reasons")
+INFO = ("needless_kills", "zk_loss_reasons", "zk_loss_ticks")
 TOLERANCE_NS = 100 * 1000 * 1000
 # A server that drops transactions at t (zk_losses) may drop what was acknowledged in the
 # LOSS_WINDOW_S before: the lost claims of finding 9 were 5 to 12 s old.
@@ -188,7 +189,8 @@ def _check_ticks(h, rep):
                 records[r["tick"]].append(r)
         for (job, tick), ls in starts.items():
             if job == name and len(ls) > per_tick:
-                rep.add("ticks_twice", "job %s tick %s started %d times (per_tick %d): %s"
+                item = "zk_loss_ticks" if _lost_start(h, ls, per_tick) else "ticks_twice"
+                rep.add(item, "job %s tick %s started %d times (per_tick %d): %s"
                         % (name, tick, len(ls), per_tick, ", ".join(x["who"] for x in ls)))
         for tick, rs in records.items():
             for r in rs:
@@ -239,6 +241,19 @@ def _loss_after(h, t):
     """The first ZooKeeper loss (zk_losses) that may have dropped a write acknowledged at t."""
     after = [x for x in h.get("zk_losses", []) if t <= x <= t + LOSS_WINDOW_S]
     return min(after) if after else None
+
+
+def _lost_start(h, starts, per_tick):
+    """A tick started more than per_tick times, each start past the per_tick-th only after a
+    server dropped transactions (zk_losses) that may hold an earlier start's claim: what
+    ZooKeeper acknowledged and then lost (finding 9), not a claim leasekeeper skipped."""
+    ls = sorted(starts, key=lambda x: x["wall"])
+    for i in range(per_tick, len(ls)):
+        later = ls[i]["wall"] / 1e9
+        if not any(_loss_after(h, s["wall"] / 1e9) is not None and
+                   _loss_after(h, s["wall"] / 1e9) <= later for s in ls[:i]):
+            return False
+    return True
 
 
 def _lost_claim(h, r, started):
