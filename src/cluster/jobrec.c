@@ -973,3 +973,13 @@ jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 {
 	jobrec_record_window(jr, record, history, &jr->runs, JOBREC_MAX_RUNS);
 }
+
+/*
+ * Append a record of a run that was not made (stolen reference), missed or paused, in the
+ * window of such records: a chained job's parent runs it did not answer.
+ */
+void
+jobrec_record_not_run(struct jobrec *jr, json_t *record, int history)
+{
+	jobrec_record_window(jr, record, history, &jr->missed_w, JOBREC_MAX_MISSED);
+}

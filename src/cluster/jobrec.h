@@ -90,6 +90,7 @@ void jobrec_hand_back(struct jobrec *, int64_t tick, const char *node, int histo
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
+void jobrec_record_not_run(struct jobrec *, json_t *record, int history);
 
 /* jobrec-runs.c: the oldest records trimmed; whether a record whose answer was lost landed */
 void jobrec_runs_trim(struct zk *, const char *runs_path, const struct zk_reply *, int history);
