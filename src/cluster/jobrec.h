@@ -107,7 +107,7 @@ char *jobrec_locks_canon(const json_t *locks);
 int jobrec_locks_agree(const char *data, int len, const char *ours, char **theirs);
 struct config_job;
 char *jobrec_config_locks(const struct config_job *);
-int jobrec_locks_check(const char *path, const char *data, int len, const char *ours, int *warned);
+int jobrec_locks_check(const char *path, const char *data, int len, const char *ours, char **said);
 
 /* A count of events in a window of time, for the write limits (jobrec-data.c). */
 #define JOBREC_WINDOW_NS (60 * 1000000000ULL)
