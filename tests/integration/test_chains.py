@@ -39,16 +39,6 @@ class ChainCase(lktest.TestCase):
             p.wait_log(r"registered as", timeout=30)
             self.workers[n] = (cfg, p)
 
-    def cli(self, cmd, *args):
-        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
-                              + list(args), capture_output=True, text=True, timeout=120)
-
-    def runs(self, kz, job):
-        path = "/leasekeeper/jobs/%s/runs" % job
-        if not kz.exists(path):
-            return []
-        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
-
     def lines(self, path):
         return [x.split() for x in read(path).split("\n")[:-1]] if os.path.exists(path) else []
 
