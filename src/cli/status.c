@@ -39,18 +39,27 @@ static const char status_usage[] =
     "  -l, --leases N        with --lock-path: read it as a semaphore of N "
     "leases\n" TARGET_OPTIONS_HELP;
 
-/* Print a job's locks when it has several (view_config_locks). */
+/*
+ * Print locks, each with its mode: a job's when it has several (view_config_locks), whose
+ * holders follow; or (run) those a run in progress holds, each with its fence.
+ */
 static void
-status_print_locks(json_t *job)
+status_print_locks(json_t *locks, int run)
 {
-	json_t *n;
-	size_t j;
+	json_t *k;
+	size_t i;
 
-	json_array_foreach(json_object_get(job, "locks"), j, n)
-		printf("    %-8s %s (%s)%s\n", j == 0 ? "locks" : "",
-		       json_string_value(json_object_get(n, "path")),
-		       json_string_value(json_object_get(n, "mode")),
-		       j == 0 ? ", whose holders follow" : "");
+	json_array_foreach(locks, i, k) {
+		printf("%*s%-*s %s (%s)", run ? 13 : 4, "", run ? 5 : 8, i == 0 ? "locks" : "",
+		       json_string_value(json_object_get(k, "path")) ?: "?",
+		       json_string_value(json_object_get(k, "mode")) ?: "?");
+		if (run)
+			printf(" fence %lld",
+			       (long long)json_integer_value(json_object_get(k, "fence")));
+		else if (i == 0)
+			printf(", whose holders follow");
+		printf("\n");
+	}
 }
 
 /* Print one holder or waiter line. */
@@ -184,20 +193,6 @@ status_print_chain(json_t *job)
 	}
 }
 
-/* The locks a run in progress of several locks holds, each with its mode and fence. */
-static void
-status_print_run_locks(json_t *run)
-{
-	json_t *k;
-	size_t i;
-
-	json_array_foreach(json_object_get(run, "locks"), i, k)
-		printf("             %-5s %s (%s) fence %lld\n", i == 0 ? "locks" : "",
-		       json_string_value(json_object_get(k, "path")) ?: "?",
-		       json_string_value(json_object_get(k, "mode")) ?: "?",
-		       (long long)json_integer_value(json_object_get(k, "fence")));
-}
-
 /* A job's runs in progress (from any host) and its last runs. */
 static void
 status_print_runs(json_t *job)
@@ -213,7 +208,7 @@ status_print_runs(json_t *job)
 		       json_string_value(json_object_get(n, "since")) ?: "?",
 		       (long long)json_integer_value(json_object_get(n, "fence")),
 		       json_string_value(json_object_get(n, "run_id")) ?: "?");
-		status_print_run_locks(n);
+		status_print_locks(json_object_get(n, "locks"), 1);
 	}
 	runs = json_object_get(job, "runs");
 	if (json_array_size(runs) > 0)
@@ -282,7 +277,7 @@ status_print(json_t *out)
 			       "not run it",
 			       json_string_value(json_object_get(job, "format_refused")));
 		printf("\n");
-		status_print_locks(job);
+		status_print_locks(json_object_get(job, "locks"), 0);
 		if (json_object_get(job, "paused") != NULL)
 			printf(
 			    "    PAUSED by %s since %s%s\n",

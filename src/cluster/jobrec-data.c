@@ -159,32 +159,37 @@ jobrec_locks_agree(const char *data, int len, const char *ours, char **theirs)
 }
 
 /*
- * jobrec_locks_agree for the job record at path, said once until it changes (*warned
- * remembers it) when the locks differ: workers that configure one job's locks differently
- * (another name, a mutex here and a read-write lock there) queue in different folders and
- * would not exclude each other, so the one whose locks are not the record's does not contend.
+ * jobrec_locks_agree for the job record at path, said when the locks differ, once for each
+ * other locks the record names (*said keeps the text last said, NULL once they agree):
+ * workers that configure one job's locks differently (another name, a mutex here and a
+ * read-write lock there) queue in different folders and would not exclude each other, so
+ * the one whose locks are not the record's does not contend.
  */
 int
-jobrec_locks_check(const char *path, const char *data, int len, const char *ours, int *warned)
+jobrec_locks_check(const char *path, const char *data, int len, const char *ours, char **said)
 {
 	const char *job = znode_basename(path);
 	char *theirs;
 	int agree = jobrec_locks_agree(data, len, ours, &theirs);
 
 	if (agree >= 0) {
-		*warned = 0;
+		free(*said);
+		*said = NULL;
 		return agree;
 	}
-	if (!*warned)
-		log_warnx("job %s: its record %s says the job's locks are %s, but this worker's "
-		          "configuration takes %s: not contending (give the job the same lock, "
-		          "lock_path, lock_mode and locks on every worker; to change them on "
-		          "purpose, configure every worker alike, then run `leasekeeper set-leases "
-		          "%s N`, which clears the recorded locks for the first agreeing worker to "
-		          "record its own)",
-		          job, path, theirs, ours, job);
-	*warned = 1;
-	free(theirs);
+	if (*said != NULL && strcmp(*said, theirs) == 0) {
+		free(theirs);
+		return agree; /* said already, on an earlier read */
+	}
+	log_warnx("job %s: its record %s says the job's locks are %s, but this worker's "
+	          "configuration takes %s: not contending (give the job the same lock, "
+	          "lock_path, lock_mode and locks on every worker; to change them on "
+	          "purpose, configure every worker alike, then run `leasekeeper set-leases "
+	          "%s N`, which clears the recorded locks for the first agreeing worker to "
+	          "record its own)",
+	          job, path, theirs, ours, job);
+	free(*said);
+	*said = theirs;
 	return agree;
 }
 

@@ -26,9 +26,10 @@ struct jobrec {
 	int paused_stop;    /* ... with --stop-running */
 	int skip_catch_up;  /* the next claim's skipped ticks: catch_up, not superseded */
 	int checking;
-	int lock_warned;               /* the record names other locks than ours, and we said so */
-	int newer;                     /* the record's format, when this release cannot read it */
-	int state_newer;               /* the tick state's format, likewise */
+	char *locks_said; /* the other locks the record names, as said; NULL: not other */
+	int invalid_said; /* the record's invalid lease count was said (until a valid one) */
+	int newer;        /* the record's format, when this release cannot read it */
+	int state_newer;  /* the tick state's format, likewise */
 	struct format_once record_fmt; /* the record's refusal, logged once */
 	struct format_once state_fmt;  /* the state's refusal, logged once */
 	int recheck;                   /* check again after the reconnect */

@@ -143,6 +143,7 @@ jobrec_free(struct jobrec *jr)
 	free(jr->runs_path);
 	free(jr->lock_path);
 	free(jr->locks);
+	free(jr->locks_said);
 	free(jr);
 }
 
@@ -193,7 +194,7 @@ jobrec_cluster_leases(const struct jobrec *jr)
 int
 jobrec_locks_conflict(const struct jobrec *jr)
 {
-	return jr->lock_warned;
+	return jr->locks_said != NULL;
 }
 
 /* The record changed or went away: read it again. */
@@ -302,20 +303,25 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 	n = jobrec_parse_leases(reply->value, reply->value_len);
 	if (n < 0) {
 		/* Corrupt: not ours to fix by writing (whoever wrote it would write it back). */
-		log_warnx(
-		    "%s holds an invalid lease count (not an integer in 1..%d): not "
-		    "contending until it is fixed (`leasekeeper set-leases %s %d` writes ours)",
-		    jr->path, LK_MAX_LEASES, znode_basename(jr->path), jr->leases);
+		if (!jr->invalid_said)
+			log_warnx("%s holds an invalid lease count (not an integer in 1..%d): not "
+			          "contending until it is fixed (`leasekeeper set-leases %s %d` "
+			          "writes ours)",
+			          jr->path, LK_MAX_LEASES, znode_basename(jr->path), jr->leases);
+		jr->invalid_said = 1; /* said once, on every read the same */
 		jr->cluster = 0;
 		jr->cb.conflict(jr, -1, jr->arg);
 		return;
 	}
+	jr->invalid_said = 0;
 	locks = 1; /* compared once the counts agree: a count conflict is said alone */
 	if (n == jr->leases)
 		locks = jobrec_locks_check(jr->path, reply->value, reply->value_len, jr->locks,
-		                           &jr->lock_warned);
-	else
-		jr->lock_warned = 0;
+		                           &jr->locks_said);
+	else {
+		free(jr->locks_said);
+		jr->locks_said = NULL;
+	}
 	if (n == 0 ||
 	    (n == jr->leases && (!jobrec_has_lock(reply->value, reply->value_len) || locks == 0))) {
 		/*
@@ -972,4 +978,14 @@ void
 jobrec_record_run(struct jobrec *jr, json_t *record, int history)
 {
 	jobrec_record_window(jr, record, history, &jr->runs, JOBREC_MAX_RUNS);
+}
+
+/*
+ * Append a record of a run that was not made (stolen reference), missed or paused, in the
+ * window of such records: a chained job's parent runs it did not answer.
+ */
+void
+jobrec_record_not_run(struct jobrec *jr, json_t *record, int history)
+{
+	jobrec_record_window(jr, record, history, &jr->missed_w, JOBREC_MAX_MISSED);
 }

@@ -90,6 +90,7 @@ void jobrec_hand_back(struct jobrec *, int64_t tick, const char *node, int histo
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
+void jobrec_record_not_run(struct jobrec *, json_t *record, int history);
 
 /* jobrec-runs.c: the oldest records trimmed; whether a record whose answer was lost landed */
 void jobrec_runs_trim(struct zk *, const char *runs_path, const struct zk_reply *, int history);
@@ -106,7 +107,7 @@ char *jobrec_locks_canon(const json_t *locks);
 int jobrec_locks_agree(const char *data, int len, const char *ours, char **theirs);
 struct config_job;
 char *jobrec_config_locks(const struct config_job *);
-int jobrec_locks_check(const char *path, const char *data, int len, const char *ours, int *warned);
+int jobrec_locks_check(const char *path, const char *data, int len, const char *ours, char **said);
 
 /* A count of events in a window of time, for the write limits (jobrec-data.c). */
 #define JOBREC_WINDOW_NS (60 * 1000000000ULL)

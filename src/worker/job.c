@@ -501,6 +501,7 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 	if (job->fsm.state == JOB_CONFLICT)
 		log_info("job %s: the cluster now agrees on %d lease(s)", job->name,
 		         job->cfg->leases);
+	job->conflict_said = 0;
 	if (paused != job->fsm.paused)
 		log_info("job %s: %s cluster-wide", job->name, paused ? "paused" : "resumed");
 	runreq_paused(job->req, paused);
@@ -513,19 +514,23 @@ job_agreed_cb(struct jobrec *jr, void *arg)
 		job_catch_up_read(job); /* catch_up = all: what was missed, from the tick state */
 }
 
-/* The cluster's lease count is not ours: stop contending until that changes. */
+/*
+ * The cluster's lease count is not ours: stop contending until that changes. Said once for
+ * each count (every read of the record tells it again), and again after it cleared.
+ */
 static void
 job_conflict_cb(struct jobrec *jr, int cluster, void *arg)
 {
 	struct job *job = arg;
 
 	(void)jr;
-	if (cluster > 0)
+	if (cluster > 0 && cluster != job->conflict_said)
 		log_warnx(
 		    "job %s: the cluster agreed on %d lease(s) but this worker is configured "
 		    "with %d: not contending (set leases = %d in the job, or run `leasekeeper "
 		    "set-leases %s %d` to change the cluster's count on purpose)",
 		    job->name, cluster, job->cfg->leases, cluster, job->name, job->cfg->leases);
+	job->conflict_said = cluster > 0 ? cluster : 0;
 	/* cluster < 0: the record is corrupt, or names other locks; jobrec.c said so and why. */
 	job_event(job, JOBFSM_CONFLICT);
 }

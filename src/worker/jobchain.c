@@ -443,7 +443,7 @@ job_chain_ready(struct job_chain *c)
 
 static void job_chain_op_step(struct job_chain_op *);
 
-/* Record a generation missed or paused (a run record of the child, as for a tick). */
+/* Record a generation missed or paused: a child's run record, in the window of missed ones. */
 static void
 job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
 {
@@ -468,7 +468,7 @@ job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
 	if (strcmp(op->how, "paused") != 0)
 		json_object_set_new(o, "missed_reason",
 		                    json_string(jobrec_missed_name(JOBREC_MISSED_DEADLINE)));
-	jobrec_record_run(job->rec, o, job->cfg->history);
+	jobrec_record_not_run(job->rec, o, job->cfg->history); /* apart from the runs */
 	free(ids);
 }
 

@@ -59,7 +59,8 @@ struct job {
 	struct jobfsm fsm; /* the job's life: jobfsm.c alone writes it */
 	struct lease *lease;
 	struct jobrec *rec;
-	int expiring; /* the session's expiry is being told to the lease */
+	int conflict_said; /* the cluster's other lease count, as logged; 0: none since agreed */
+	int expiring;      /* the session's expiry is being told to the lease */
 
 	struct runreq *req;    /* the run-now requests */
 	char *manual_req;      /* the run-now request taken, until it is reported */

@@ -11,7 +11,6 @@ a scheduled run's names none; `status` and `next` show the schedule and the pare
 overlap = skip, a tick due during a chained run is recorded missed (overlap), and every
 parent run still runs."""
 
-import json
 import subprocess
 import time
 
@@ -32,16 +31,6 @@ class ChainScheduleTest(lktest.TestCase):
             p = self.worker(cfg, name=n)
             p.wait_log(r"registered as", timeout=30)
             self.workers[n] = (cfg, p)
-
-    def cli(self, cmd, *args):
-        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
-                              + list(args), capture_output=True, text=True, timeout=120)
-
-    def runs(self, kz, job):
-        path = "/leasekeeper/jobs/%s/runs" % job
-        if not kz.exists(path):
-            return []
-        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
 
     def settle(self, what, quiet=6.0, timeout=90):
         """Wait until what() (a count of records) stops changing for `quiet` seconds."""

@@ -7,9 +7,11 @@ workers runs it, with LEASEKEEPER_PARENT_RUN naming that run; a join runs once p
 of every parent and uses no parent run twice; a child placed on the other worker than its
 parent runs there; a parent run that ends while no worker carries its child is caught up
 within the child's start_deadline, and past it recorded missed (the child's worker stopped,
-then down and started again); on three workers, a -> b and c after (a, b) answer each run
-of a exactly once through a SIGSTOP of a's worker at the end of a run and through reloads
-that leave no worker carrying b and c (shorter and longer than their start_deadline);
+then down and started again), and a catch-up of 22 missed parent runs records them apart
+from the child's runs (which are all recorded after it); on three workers, a -> b and c
+after (a, b) answer each run of a exactly once through a SIGSTOP of a's worker at the end of
+a run and through reloads that leave no worker carrying b and c (shorter and longer than
+their start_deadline);
 `check` refuses a cycle and an unknown parent with file and line."""
 
 import json
@@ -36,16 +38,6 @@ class ChainCase(lktest.TestCase):
             p = self.worker(cfg, name=n)
             p.wait_log(r"registered as", timeout=30)
             self.workers[n] = (cfg, p)
-
-    def cli(self, cmd, *args):
-        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
-                              + list(args), capture_output=True, text=True, timeout=120)
-
-    def runs(self, kz, job):
-        path = "/leasekeeper/jobs/%s/runs" % job
-        if not kz.exists(path):
-            return []
-        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
 
     def lines(self, path):
         return [x.split() for x in read(path).split("\n")[:-1]] if os.path.exists(path) else []
@@ -180,6 +172,56 @@ class ChainTest(ChainCase):
         self.assertGreater(second[1], first[1], "nothing recorded missed after the restart")
         print("\ncatch-up: y ran %d and missed %d after SIGSTOP, %d and %d after a restart"
               % (first[0], first[1], second[0] - first[0], second[1] - first[1]))
+
+    def test_missed_parent_runs_do_not_take_the_runs_records(self):
+        """A catch-up records its missed parent runs apart from the child's runs (the window
+        of missed and paused records, 600 a minute), so that its run records after it, in
+        the same minute, are all written: 22 or more missed at once and 12 runs more than
+        the 30 run records a minute of a job (without, the last runs go unrecorded)."""
+        out = self.path("y.txt")
+        jobs = {
+            "x": {"command": "true", "schedule": "@every 2s", "constraint": "host=alpha",
+                  "history": 200},
+            "y": {"command": 'echo "$LEASEKEEPER_PARENT_RUN" >> %s' % out, "after": "x",
+                  "constraint": "host=beta", "start_deadline": "4s", "history": 200},
+        }
+        self.cluster(jobs)
+        kz = self.kazoo()
+        self.wait_until(lambda: [r for r in self.runs(kz, "y") if r.get("run_id")], timeout=60,
+                        msg="y after x")
+
+        def unanswered():
+            done = {a["run_id"] for r in self.runs(kz, "y") for a in r.get("after", [])}
+            return [r for r in self.runs(kz, "x") if r.get("run_id") and r["run_id"] not in done]
+
+        # beta, the only worker that carries y, is down while x runs 22 times. Not many
+        # more: a worker reads the newest 32 records of a parent, and x's paused ticks while
+        # beta starts again count (up to 10 of them fit: 20 s).
+        self.workers["beta"][1].stop()
+        self.wait_until(lambda: len(unanswered()) >= 22, timeout=22 * 2 * 5, interval=0.5,
+                        msg="22 runs of x while y has no worker")
+        self.assertEqual(self.cli("pause", "x").returncode, 0)
+        before = len(self.runs(kz, "y"))
+        beta = self.worker(self.workers["beta"][0], name="beta-2")
+        beta.wait_log(r"registered as", timeout=30)
+        self.wait_until(lambda: not unanswered(), timeout=120, interval=0.5,
+                        msg="y answers every run of x after beta's restart")
+        burst = len(self.runs(kz, "y"))
+        # Then 12 runs of y, within the minute of the catch-up's records.
+        self.assertEqual(self.cli("resume", "x").returncode, 0)
+        ran = len(self.lines(out))  # what ran (a record not written would not count)
+        self.wait_until(lambda: len(self.lines(out)) >= ran + 12, timeout=12 * 2 * 5,
+                        interval=0.5, msg="12 more runs of y")
+        self.assertEqual(self.cli("pause", "x").returncode, 0)
+        self.settle(kz, ["x", "y"], quiet=6)
+        ran, missed = self.check_answered(kz, out)
+        # beta-2 wrote more records than a job's 30 run records a minute: all of them.
+        self.assertGreater(len(self.runs(kz, "y")) - before, 30, "too few records to test it")
+        dropped = [r for r in self.runs(kz, "y") if "runs_not_recorded" in r]
+        self.assertEqual(dropped, [], "records of y not written")
+        self.assertNotRegex(beta.log_text(), r"records in the last minute")
+        print("\nchain records: y missed %d and ran %d (%d records after the catch-up, %d "
+              "before beta's restart)" % (missed, ran, burst, before))
 
     def check_answered(self, kz, out):
         """Every run of x is answered once by y: run, or recorded missed past its

@@ -203,7 +203,21 @@ class ContinuousTest(lktest.TestCase):
         self.wait_until(lambda: want in self.http_get(name, "/metrics")[1], timeout=20,
                         msg="%s's /metrics never showed %s" % (name, want))
 
+    def touch_record(self, times=3):
+        """Write the job record of "shared" again, as it is but for a note, `times` times a
+        second apart: every worker reads it again each time (its watch)."""
+        kz = self.kazoo()
+        for i in range(times):
+            doc = json.loads(kz.get("/leasekeeper/jobs/shared")[0])
+            doc["note"] = i
+            kz.set("/leasekeeper/jobs/shared", json.dumps(doc).encode())
+            time.sleep(1)
+
     def test_lease_count_conflict_and_set_leases(self):
+        """A worker configured with another count than the cluster's does not contend and
+        says so (log, metric), once for each count however often it reads the record,
+        again after the conflict cleared and came back; set-leases moves the count."""
+        said = r"the cluster agreed on %d lease\(s\) but this worker is configured with %d"
         self.start_zookeeper()
         rec = self.record_file()
 
@@ -218,6 +232,7 @@ class ContinuousTest(lktest.TestCase):
         procs["beta"].wait_log(r"the cluster agreed on 1 lease\(s\) but this worker is "
                                r"configured with 2: not contending", timeout=20)
         self.wait_conflict_metric("beta")
+        self.touch_record()
         self.assertEqual(rec.count("start", "beta"), 0)
         r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
                             self.zk.connect_string, "shared", "2"], capture_output=True,
@@ -230,6 +245,12 @@ class ContinuousTest(lktest.TestCase):
                         msg="alpha must stop its run once the count changed")
         # The run's end reaches the worker through the supervisor a moment after the process
         # is gone: wait for the worker to settle in the conflict.
+        self.wait_conflict_metric("alpha")
+        self.touch_record()
+        # beta read the record three times in the conflict, alpha three times in its own
+        # (with the count of 2): each said its conflict once.
+        self.assertEqual(len(re.findall(said % (1, 2), procs["beta"].log_text())), 1)
+        self.assertEqual(len(re.findall(said % (2, 1), procs["alpha"].log_text())), 1)
         self.wait_conflict_metric("alpha")
         # The recorded lock moved to the semaphore folder with the count: status without a
         # configuration finds the holder there.
@@ -245,6 +266,14 @@ class ContinuousTest(lktest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("--create", r.stderr)
         self.assertIsNone(self.kazoo().exists("/leasekeeper/jobs/sharde"))
+        # The count back to 1: beta's conflict, cleared meanwhile, comes back and is said again.
+        r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
+                            self.zk.connect_string, "shared", "1"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_until(lambda: len(re.findall(said % (1, 2), procs["beta"].log_text())) == 2,
+                        timeout=20, msg="beta's conflict said again once it came back")
+        procs["alpha"].wait_log(r"job shared: the cluster now agrees on 1 lease", timeout=20)
 
     def test_a_job_that_cannot_start_is_recorded_and_the_worker_runs_on(self):
         self.start_zookeeper()

@@ -108,8 +108,17 @@ class HostileZkTest(lktest.TestCase):
         self.assertEqual(st.wait(timeout=60), 0)
         self.assertRegex(st.log_text(), r"last claimed tick 2100-01-01.*CORRUPT")
 
+    def rewrite(self, kz, path, doc, times=3):
+        """Write doc (plus a note) to path `times` times a second apart: the worker reads it
+        again each time (its watch)."""
+        for i in range(times):
+            kz.set(path, json.dumps(dict(doc, note=i)).encode())
+            time.sleep(1)
+
     def test_invalid_lease_count_is_a_conflict_not_rewritten(self):
-        """Item 6: a count above LK_MAX_LEASES was read as "no count" and rewritten."""
+        """Item 6: a count above LK_MAX_LEASES was read as "no count" and rewritten. Said
+        once however often the record is read, and again when it comes back after a fix."""
+        said = r"warn.*/leasekeeper/jobs/work holds an invalid lease count"
         self.start_zookeeper()
         kz = self.kazoo()
         kz.create("/leasekeeper/jobs/work", json.dumps({"leases": 2000000}).encode(),
@@ -120,31 +129,48 @@ class HostileZkTest(lktest.TestCase):
         data, stat = kz.get("/leasekeeper/jobs/work")
         self.assertEqual(stat.version, 0, "the corrupt record was rewritten: %r" % data)
         self.assertEqual(self.ticks(out), [], "ran without an agreed count")
-        p.wait_log(r"warn.*/leasekeeper/jobs/work holds an invalid lease count", timeout=30)
+        p.wait_log(said, timeout=30)
         st = self.leasekeeper("status", "-c", self.path("alpha", "worker.ini"), name="status")
         self.assertEqual(st.wait(timeout=60), 0)
         self.assertRegex(st.log_text(), r"work .*CORRUPT: the job record holds no valid lease")
+        self.rewrite(kz, "/leasekeeper/jobs/work", {"leases": 2000000})
+        self.assertEqual(len(re.findall(said, p.log_text())), 1, "said on every read")
         # Fixed on purpose, the job runs.
         kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 1}).encode())
         self.wait_until(lambda: len(self.ticks(out)) >= 1, timeout=60)
+        # Corrupt again: said again.
+        kz.set("/leasekeeper/jobs/work", json.dumps({"leases": 2000000}).encode())
+        self.wait_until(lambda: len(re.findall(said, p.log_text())) == 2, timeout=30,
+                        msg="the corrupt count said again")
 
     def test_invalid_locks_are_a_conflict_not_rewritten(self):
         """A job record whose "locks" is not a valid list (a string here) is a conflict, as
         other locks are: no run, never written over, said in the log and by status; the
-        operator's set-leases clears it, and the job runs."""
+        operator's set-leases clears it, and the job runs. Said once however often the
+        record is read, and again when it names other locks."""
+        said = (r"job work: its record /leasekeeper/jobs/work says the job's locks are "
+                r"\(not a valid list of locks\), but this worker's configuration takes "
+                r".*/leasekeeper/mutex/work.*: not contending")
         self.start_zookeeper()
         kz = self.kazoo()
-        kz.create("/leasekeeper/jobs/work",
-                  json.dumps({"leases": 1, "lock": "/leasekeeper/mutex/work",
-                              "locks": "/leasekeeper/mutex/work"}).encode(), makepath=True)
+        bad = {"leases": 1, "lock": "/leasekeeper/mutex/work", "locks": "/leasekeeper/mutex/work"}
+        kz.create("/leasekeeper/jobs/work", json.dumps(bad).encode(), makepath=True)
         out = self.path("ticks.txt")
         p = self.start("alpha", {"work": self.tick_job(out)})
+        p.wait_log(said, timeout=30)
+        self.rewrite(kz, "/leasekeeper/jobs/work", bad)
+        # Other locks (valid ones, not ours): a new conflict, said; then the invalid ones again.
+        other = dict(bad, locks=[{"path": "/leasekeeper/mutex/other", "mode": "mutex"}])
+        kz.set("/leasekeeper/jobs/work", json.dumps(other).encode())
         p.wait_log(r"job work: its record /leasekeeper/jobs/work says the job's locks are "
-                   r"\(not a valid list of locks\), but this worker's configuration takes "
-                   r".*/leasekeeper/mutex/work.*: not contending", timeout=30)
-        time.sleep(3)
+                   r".*/leasekeeper/mutex/other", timeout=30)
+        self.assertEqual(len(re.findall(said, p.log_text())), 1, "said on every read")
+        kz.set("/leasekeeper/jobs/work", json.dumps(bad).encode())
+        self.wait_until(lambda: len(re.findall(said, p.log_text())) == 2, timeout=30,
+                        msg="the invalid locks said again after other ones")
         data, stat = kz.get("/leasekeeper/jobs/work")
-        self.assertEqual(stat.version, 0, "the invalid record was rewritten: %r" % data)
+        self.assertEqual(stat.version, 5, "the invalid record was rewritten: %r" % data)
+        self.assertEqual(json.loads(data), bad)
         self.assertEqual(self.ticks(out), [], "ran without agreed locks")
         st = self.leasekeeper("status", "-c", self.path("alpha", "worker.ini"), name="status")
         self.assertEqual(st.wait(timeout=60), 0)

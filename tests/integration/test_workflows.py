@@ -40,16 +40,6 @@ class WorkflowCase(lktest.TestCase):
             p = self.worker(cfg, name="%s-%d" % (n, time.monotonic_ns()))
             p.wait_log(r"registered as", timeout=30)
 
-    def cli(self, cmd, *args):
-        return subprocess.run([lktest.leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
-                              + list(args), capture_output=True, text=True, timeout=120)
-
-    def runs(self, kz, job):
-        path = "/leasekeeper/jobs/%s/runs" % job
-        if not kz.exists(path):
-            return []
-        return [json.loads(kz.get(path + "/" + c)[0]) for c in sorted(kz.get_children(path))]
-
     def lines(self, path):
         return read(path).split("\n")[:-1] if os.path.exists(path) else []
 

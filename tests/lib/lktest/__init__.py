@@ -22,14 +22,14 @@ from .procs import Proc, ProcExited, cleanup_all, pid_alive, tail
 from .proxy import Proxy
 from .record import (DeathWatcher, OverlapReport, Record, Recorder, check_overlaps, heartbeats,
                      kill_recorded, parse_records)
-from .runrecords import RunRecord, iso_ms, paper_overlaps, run_records
+from .runrecords import RunRecord, iso_ms, job_runs, paper_overlaps, run_records
 from .zk import Ensemble, ZooKeeper, ZooKeeperError, four_letter
 
 __all__ = [
     "cgroup_folder", "cgroup_mount", "read_text", "TestCase", "main", "wait_until", "write_config", "write_ini", "RecordFile",
     "build_dir", "leasekeeper_bin", "source_dir", "tool",
     "compile_curator_peer", "curator_peer", "curator_peer_argv",
-    "free_port", "release_port", "RunRecord", "iso_ms", "paper_overlaps", "run_records",
+    "free_port", "release_port", "RunRecord", "iso_ms", "job_runs", "paper_overlaps", "run_records",
     "Proc", "ProcExited", "cleanup_all", "pid_alive", "tail",
     "Proxy",
     "DeathWatcher", "OverlapReport", "Record", "Recorder", "check_overlaps", "heartbeats", "kill_recorded",

@@ -19,6 +19,7 @@ from .peers import curator_peer
 from .procs import Proc, cleanup_all, tail
 from .proxy import Proxy
 from .record import DeathWatcher, Recorder, kill_recorded
+from .runrecords import job_runs
 from .zk import Ensemble, ZooKeeper
 
 __all__ = ["TestCase", "main", "wait_until", "write_ini", "write_config", "RecordFile"]
@@ -410,6 +411,18 @@ class TestCase(unittest.TestCase):
 
     def wait_until(self, fn, timeout=10.0, msg=None, interval=0.05):
         return wait_until(fn, timeout, msg, interval)
+
+    def cli(self, cmd, *args, timeout=120):
+        """`leasekeeper CMD --zk=<this test's ZooKeeper> ARGS` run to its end: the completed
+        process (returncode, stdout, stderr as text). Some tests define a cli of their own."""
+        return subprocess.run([leasekeeper_bin(), cmd, "--zk=" + self.zk.connect_string]
+                              + [str(a) for a in args], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def runs(self, kz, job):
+        """Every run record of job (a kazoo client's read: runs, missed and paused ticks alike,
+        as written), oldest first."""
+        return job_runs(kz, job)
 
     def check_metrics(self, metrics):
         """Prometheus's own promtool accepts the text; without promtool, say so."""

@@ -8,6 +8,7 @@ with milliseconds. A record without a "start" that means a run (a "missed" or "p
 record, a start that failed) is not an interval and is left out.
 
     recs = run_records(kazoo_client, "/leasekeeper", "chaos")
+    docs = job_runs(kazoo_client, "chaos")  # every record, as the dicts written
     bad = paper_overlaps(recs, leases=1)   # [] when the records tell a safe story
 """
 
@@ -16,7 +17,7 @@ import collections
 import json
 import time
 
-__all__ = ["RunRecord", "run_records", "paper_overlaps", "iso_ms"]
+__all__ = ["RunRecord", "job_runs", "run_records", "paper_overlaps", "iso_ms"]
 
 RunRecord = collections.namedtuple("RunRecord", "name node start_ms end_ms outcome data")
 RunRecord.__doc__ = "One run record: its znode name, worker, start and end (wall ms), outcome."
@@ -30,6 +31,15 @@ def iso_ms(text):
     base, _, frac = text.rstrip("Z").partition(".")
     secs = calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S"))
     return secs * 1000 + int((frac or "0")[:3].ljust(3, "0"))
+
+
+def job_runs(client, job, root="/leasekeeper"):
+    """Every record under <root>/jobs/<job>/runs as written (dicts: runs, missed and paused
+    ticks alike), oldest first; [] before the first. A record that is not JSON raises."""
+    path = "%s/jobs/%s/runs" % (root.rstrip("/"), job)
+    if not client.exists(path):
+        return []
+    return [json.loads(client.get(path + "/" + c)[0]) for c in sorted(client.get_children(path))]
 
 
 def run_records(client, root, job, runs_only=True):
