@@ -302,12 +302,16 @@ tickstate_hand_back(struct tickstate *st, int64_t tick, const char *node, int mi
 int
 tickstate_give_back(struct tickstate *st, int64_t tick, const char *node)
 {
-	int i = tickstate_find_node(st, "runners", node);
+	int i, changed = 0;
 
-	if (st->tick != tick || i < 0)
+	if (st->tick != tick)
 		return 0;
-	json_array_remove(json_object_get(st->o, "runners"), (size_t)i);
-	return 1;
+	/* Every entry of node's (a state written by others may hold one twice). */
+	while ((i = tickstate_find_node(st, "runners", node)) >= 0) {
+		json_array_remove(json_object_get(st->o, "runners"), (size_t)i);
+		changed = 1;
+	}
+	return changed;
 }
 
 /* Whether tick is the one claimed last and is not marked missed: it may still be given back. */
