@@ -59,6 +59,8 @@ struct jobrec_task {
 	int peek;      /* claim: only read whether the tick is claimed; write nothing */
 	int await;     /* peek: wait (a watch) until the tick is given back; say only FREE */
 	int hand;      /* missed: give the tick back instead (tickstate_hand_back) */
+	int give;      /* ... without joining "handed" (tickstate_give_back) */
+	int abandoned; /* claim: let go by the job after its write was sent (no callback) */
 	int handed;    /* ... what it did: 1 given back, 2 and marked missed, 0 nothing */
 	int maybe_set; /* a claim write, or a run record, was sent and may have landed */
 	int races;     /* versioned writes lost to another writer */
@@ -145,56 +147,6 @@ jobrec_free(struct jobrec *jr)
 	free(jr->locks);
 	free(jr->locks_said);
 	free(jr);
-}
-
-/* How many ticks this worker recorded as missed for why (each is recorded once, cluster-wide). */
-uint64_t
-jobrec_missed_ticks(const struct jobrec *jr, enum jobrec_missed_why why)
-{
-	return why < JOBREC_MISSED_WHYS ? jr->missed[why] : 0;
-}
-
-/* When the cluster first knew the job (its record's ctime, ms; 0 until read). */
-int64_t
-jobrec_created_ms(const struct jobrec *jr)
-{
-	return jr->created_ms;
-}
-
-/* How many times the tick state was found corrupt or claimed too far ahead, and repaired. */
-int64_t
-jobrec_corrupt_states(const struct jobrec *jr)
-{
-	return jr->corrupt;
-}
-
-/* Whether the record said the job is paused, as last read; *stop_running with it. */
-int
-jobrec_paused(const struct jobrec *jr, int *stop_running)
-{
-	*stop_running = jr->paused_stop;
-	return jr->paused;
-}
-
-/* The record's (else tick state's) format when this release cannot read it, 0 if readable. */
-int
-jobrec_refused_format(const struct jobrec *jr)
-{
-	return jr->newer != 0 ? jr->newer : jr->state_newer;
-}
-
-/* The agreed count as last read, 0 if unknown. */
-int
-jobrec_cluster_leases(const struct jobrec *jr)
-{
-	return jr->cluster;
-}
-
-/* Whether the record, as last read, names other locks than ours (the conflict was said). */
-int
-jobrec_locks_conflict(const struct jobrec *jr)
-{
-	return jr->locks_said != NULL;
 }
 
 /* The record changed or went away: read it again. */
@@ -431,7 +383,8 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 				void *cbarg = t->arg;
 
 				jobrec_task_free(t);
-				cb(JOBREC_ERROR, cbarg);
+				if (cb != NULL)
+					cb(JOBREC_ERROR, cbarg);
 			} else if (t->kind == JOBREC_TASK_MISSED)
 				jobrec_task_free(t);
 			/* Run records are written by the next session. */
@@ -555,7 +508,39 @@ jobrec_claim_done(struct jobrec_task *t, enum jobrec_claim_result result)
 	void *arg = t->arg;
 
 	jobrec_task_free(t);
-	cb(result, arg);
+	if (cb != NULL)
+		cb(result, arg);
+}
+
+/*
+ * An abandoned claim landed: the tick is ours, and the job let it go before it knew. Give it
+ * back (tickstate_give_back), unless another claim of ours wants the same tick (the job
+ * contends for it again: that claim finds it ours and runs it).
+ */
+static void
+jobrec_claim_give_back(struct jobrec_task *t)
+{
+	struct jobrec *jr = t->jr;
+	struct jobrec_task *o, *g;
+	char when[40];
+
+	TAILQ_FOREACH(o, &jr->tasks, entry) {
+		if (o != t && o->kind == JOBREC_TASK_CLAIM && !o->abandoned && !o->peek &&
+		    o->tick == t->tick)
+			break;
+	}
+	if (o == NULL) {
+		clock_iso8601((uint64_t)t->tick * 1000, when, sizeof when);
+		log_info("job %s: the claim of the tick of %s landed after the job let it go (a "
+		         "stop, a lost lease): giving the tick back to the other workers",
+		         znode_basename(jr->path), when);
+		g = jobrec_task_new(jr, JOBREC_TASK_MISSED, t->tick, t->node);
+		g->history = t->history;
+		g->hand = g->give = 1;
+		g->why = JOBREC_MISSED_DEADLINE;
+		jobrec_missed_step(g);
+	}
+	jobrec_task_free(t);
 }
 
 /* The claim's write landed, or lost a race, or its fate is unknown. */
@@ -575,7 +560,10 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 			jobrec_record_missed(t->jr, x, t->node, t->history, 0,
 			                     none ? JOBREC_MISSED_NO_WORKER : t->why);
 		}
-		jobrec_claim_done(t, JOBREC_CLAIMED);
+		if (t->abandoned)
+			jobrec_claim_give_back(t);
+		else
+			jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
 	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
@@ -647,6 +635,14 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jobrec_state_warn(t->jr, &st);
+	if (verdict == TICKSTATE_CLAIM && t->abandoned) {
+		/* Let go, and its write did not land (or no write was sent): nothing to undo. */
+		tickstate_free(&st);
+		if (skipped != NULL)
+			json_decref(skipped);
+		jobrec_claim_done(t, JOBREC_TAKEN);
+		return;
+	}
 	if (verdict != TICKSTATE_CLAIM) {
 		tickstate_free(&st);
 		/* Ours already: our earlier write landed, its answer was lost; finish it. */
@@ -748,14 +744,25 @@ jobrec_schedule(struct jobrec *jr, const struct schedule *sched)
 	}
 }
 
-/* Abandon a claim (or a peek) in progress; its callback is not called. */
+/*
+ * Abandon a claim (or a peek) in progress; its callback is not called. A claim whose write
+ * was sent may land all the same (a stop, a lost lease between the write and its answer):
+ * it is followed to its answer, and if it landed the tick is given back
+ * (jobrec_claim_give_back), else that claim would keep the tick that nobody runs.
+ */
 void
 jobrec_cancel_claim(struct jobrec *jr)
 {
 	struct jobrec_task *t, *next;
 
 	TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
-		if (t->kind == JOBREC_TASK_CLAIM)
+		if (t->kind != JOBREC_TASK_CLAIM || t->abandoned)
+			continue;
+		if (t->maybe_set && !t->peek) {
+			t->abandoned = 1;
+			t->cb = NULL;
+			t->arg = NULL;
+		} else
 			jobrec_task_free(t);
 	}
 }
@@ -800,7 +807,9 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	jobrec_state_warn(t->jr, &st);
-	if (t->hand)
+	if (t->give)
+		t->handed = tickstate_give_back(&st, t->tick, t->node);
+	else if (t->hand)
 		t->handed =
 		    tickstate_hand_back(&st, t->tick, t->node, t->why == JOBREC_MISSED_UNHEALTHY);
 	if (t->hand ? t->handed == 0 : !tickstate_mark_missed(&st, t->tick)) {

@@ -169,6 +169,17 @@ tickstate_has_runner(const struct tickstate *st, const char *node)
 }
 
 /*
+ * Whether tick is the last one claimed and every worker that claimed it gave it back (it
+ * has no runner left): no one runs it unless it is claimed again.
+ */
+static int
+tickstate_let_go(const struct tickstate *st, int64_t tick)
+{
+	return tick >= 0 && st->tick == tick &&
+	       json_array_size(json_object_get(st->o, "runners")) == 0;
+}
+
+/*
  * The ticks between st->tick and c->tick, newest first walking back, not already missed:
  * at most min(history, TICKSTATE_MAX_SKIPPED) of them, oldest first in the array returned.
  */
@@ -179,13 +190,16 @@ tickstate_skipped(const struct tickstate *st, const struct tickstate_claim *c)
 	int64_t x = c->tick;
 	int keep = c->history < TICKSTATE_MAX_SKIPPED ? c->history : TICKSTATE_MAX_SKIPPED;
 	int steps = 0;
+	int64_t last;
 
 	if (st->tick < 0 || c->sched == NULL)
 		return out;
+	/* The last tick claimed is one skipped too if all who claimed it gave it back. */
+	last = tickstate_let_go(st, st->tick) ? st->tick - 1 : st->tick;
 	/* Each step either keeps a tick or passes one of the (bounded) missed list. */
 	while ((int)json_array_size(out) < keep && steps++ < keep + TICKSTATE_MAX_LIST) {
 		x = schedule_prev(c->sched, x - 1);
-		if (x < 0 || x <= st->tick)
+		if (x < 0 || x <= last)
 			break;
 		if (!tickstate_has_tick(missed, x))
 			json_array_insert_new(out, 0, json_integer(x));
@@ -244,8 +258,7 @@ int
 tickstate_mark_missed(struct tickstate *st, int64_t tick)
 {
 	json_t *missed = json_object_get(st->o, "missed");
-	int handed = st->tick == tick && json_array_size(json_object_get(st->o, "runners")) == 0 &&
-	             json_array_size(json_object_get(st->o, "handed")) > 0;
+	int handed = tickstate_let_go(st, tick);
 
 	if (tickstate_has_tick(missed, tick))
 		return 0;
@@ -278,6 +291,27 @@ tickstate_hand_back(struct tickstate *st, int64_t tick, const char *node, int mi
 	if (missed && json_array_size(runners) == 0 && tickstate_mark_missed(st, tick))
 		return 2;
 	return 1;
+}
+
+/*
+ * Give tick back: node claimed it but will not run it (its claim landed after the job let it
+ * go: a stop, a lost lease). node leaves the runners without joining "handed", so that any
+ * worker may claim it, this node again too (restarted); if no one does, the next claim
+ * records it missed (tickstate_let_go). 1 if st changed, to write; 0 if it is not node's.
+ */
+int
+tickstate_give_back(struct tickstate *st, int64_t tick, const char *node)
+{
+	int i, changed = 0;
+
+	if (st->tick != tick)
+		return 0;
+	/* Every entry of node's (a state written by others may hold one twice). */
+	while ((i = tickstate_find_node(st, "runners", node)) >= 0) {
+		json_array_remove(json_object_get(st->o, "runners"), (size_t)i);
+		changed = 1;
+	}
+	return changed;
 }
 
 /* Whether tick is the one claimed last and is not marked missed: it may still be given back. */

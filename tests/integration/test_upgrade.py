@@ -11,6 +11,7 @@ both versions, at each step, also once this code gave the job records their "loc
 other way round: a node of a newer format than this one reads (docs/upgrading.md) is refused,
 said once, never written over, and no lease is dropped."""
 
+import calendar
 import collections
 import fcntl
 import json
@@ -20,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -29,6 +31,7 @@ import lktest
 NAMES = ("alpha", "beta", "gamma")
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 TICK_S = 2
+START_DEADLINE_S = 1.5
 LEASES = {"tick": 1, "cont": 1, "sem": 2}
 # The locks each job record gets from the first worker of this code that agrees on its count.
 LOCKS = {"tick": [{"path": "/leasekeeper/mutex/tick", "mode": "mutex"}],
@@ -98,7 +101,8 @@ class UpgradeTest(lktest.TestCase):
             # One line per run, "TICK NODE", then a recorded hold (overlap checked by flock).
             "tick": {"command": 'echo "$LEASEKEEPER_TICK %s" >> %s; exec %s' %
                      (name, ticks, rec.command(name, hold_ms=300)),
-                     "schedule": "@every %ds" % TICK_S, "start_deadline": "1500ms",
+                     "schedule": "@every %ds" % TICK_S,
+                     "start_deadline": "%dms" % (START_DEADLINE_S * 1000),
                      "history": 40},
             "cont": {"command": recs["cont"].command(name), "restart_backoff": "1s"},
             "sem": {"command": recs["sem"].command(name, slots=2), "leases": 2,
@@ -219,7 +223,9 @@ class UpgradeTest(lktest.TestCase):
         recs = {job: self.record_file(job) for job in LEASES}
         ticks = self.path("ticks.txt")
         cfgs = {n: self.config(n, recs, ticks) for n in NAMES}
+        claims = self.watch_claims(kz)
         procs = {n: self.start(previous, n, cfgs[n], "previous") for n in NAMES}
+        stopped = {}  # the previous release's workers, stopped: their logs
         webs = {"previous release": self.web(previous, cfgs["alpha"], "web-previous"),
                 "current code": self.web(current, cfgs["alpha"], "web-current")}
         first = time.time()
@@ -230,6 +236,7 @@ class UpgradeTest(lktest.TestCase):
         for n in NAMES:
             procs[n].signal(signal.SIGTERM)
             self.assertEqual(procs[n].wait(timeout=60), 0, "%s did not stop cleanly" % n)
+            stopped[n] = procs[n].log_text()
             procs[n] = self.start(current, n, cfgs[n], "current")
             since = time.time()
             # A few ticks with the upgraded worker among the others, then both read it all.
@@ -262,7 +269,9 @@ class UpgradeTest(lktest.TestCase):
         # Every tick between the first seen and the last: two workers were always up.
         want = [iso(t) for t in range(int(first) // TICK_S * TICK_S + TICK_S,
                                       int(last) // TICK_S * TICK_S - TICK_S, TICK_S)]
-        self.assertEqual([t for t in want if t not in seen], [], "ticks that no worker ran")
+        lost = [t for t in want if t not in seen]
+        excused = self.lost_by_the_previous_release(lost, claims, stopped)
+        self.assertEqual([t for t in lost if t not in excused], [], "ticks that no worker ran")
         runs = [json.loads(kz.get("/leasekeeper/jobs/tick/runs/" + c)[0])
                 for c in kz.get_children("/leasekeeper/jobs/tick/runs")]
         self.assertEqual([r for r in runs if r.get("reason") == "missed"], [])
@@ -271,6 +280,49 @@ class UpgradeTest(lktest.TestCase):
             self.assertEqual(rep.violations, [], job)
             self.assertGreaterEqual(len(rep.intervals), 2, job)
         print("ticks run: %d, from %s to %s" % (len(seen), min(seen), max(seen)))
+
+    def watch_claims(self, kz):
+        """Every version of the tick state seen (a watch): [(tick, runners)]."""
+        seen, lock = [], threading.Lock()
+
+        def changed(data, stat):
+            if data:
+                try:
+                    st = json.loads(data)
+                    with lock:
+                        seen.append((st.get("tick"), tuple(st.get("runners") or ())))
+                except ValueError:
+                    pass
+            return True
+        kz.DataWatch("/leasekeeper/jobs/tick/state", changed)
+        return seen
+
+    def lost_by_the_previous_release(self, lost, claims, stopped):
+        """The ticks of lost that the previous release lost as it stopped, as documented
+        (docs/upgrading.md, "A limit of the previous release"): its claim of the tick was
+        sent before SIGTERM and landed after the worker had let the claim go, so the tick
+        stayed claimed by it, neither run nor recorded missed (this release gives such a
+        tick back). Excused only with the evidence: the tick state held that claim alone,
+        the worker got SIGTERM within the tick's start_deadline, and it never ran it."""
+        excused = []
+        for t in lost:
+            tick = calendar.timegm(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ"))
+            for n, log in stopped.items():
+                m = re.search(r"(?m)^(\S+) leasekeeper\[\d+\] main info: received SIGTERM$",
+                              log)
+                if m is None or (tick, (n,)) not in claims:
+                    continue
+                term = calendar.timegm(time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S")) + \
+                    float("0" + m.group(1)[19:-1])
+                if tick <= term < tick + START_DEADLINE_S and \
+                        "running the tick of %s" % t[:-1] not in log:
+                    print("tick %s: claimed by %s of the previous release, which got SIGTERM "
+                          "%.3f s after the tick, before its claim's answer: neither run nor "
+                          "recorded missed, the previous release's limit (docs/upgrading.md): "
+                          "excused" % (t, n, term - tick))
+                    excused.append(t)
+                    break
+        return excused
 
     def running(self, rec):
         """pids whose latest run has started and not ended or died."""

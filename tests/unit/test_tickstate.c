@@ -252,10 +252,14 @@ test_claim_taken_and_ours(void **state)
 	tickstate_free(&st);
 }
 
+/*
+ * A claimed tick (it has a runner: every claim writes one) or a recent one is not marked
+ * missed; a later one is, once. A tick with no runner left is test_give_back's.
+ */
 static void
 test_mark_missed(void **state)
 {
-	const char *j = "{\"tick\":1800000000,\"recent\":[1799999940]}";
+	const char *j = "{\"tick\":1800000000,\"runners\":[\"a\"],\"recent\":[1799999940]}";
 	struct tickstate st;
 
 	(void)state;
@@ -315,6 +319,61 @@ test_hand_back(void **state)
 	tickstate_free(&st);
 }
 
+/*
+ * A claim that landed after its job let the tick go (a stop, a lost lease: jobrec.c) gives
+ * the tick back without joining "handed": any worker may claim it, the same node restarted
+ * too. Until one does, no one runs it: a deadline may mark it missed, and the next tick's
+ * claim names it among the skipped ticks (recorded missed), so it is never lost unrecorded.
+ */
+static void
+test_give_back(void **state)
+{
+	const char *j = "{\"tick\":1800000000,\"runners\":[\"a\"],\"recent\":[1800000000]}";
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "a", s, 5, T0 + 5};
+	struct tickstate st;
+	json_t *skipped;
+	char *dump;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_give_back(&st, T0 + 60, "a"), 0); /* not that tick */
+	assert_int_equal(tickstate_give_back(&st, T0, "b"), 0);      /* not b's */
+	assert_int_equal(tickstate_give_back(&st, T0, "a"), 1);
+	assert_true(tickstate_current(&st, T0));
+	dump = tickstate_dump(&st);
+	assert_string_equal(dump, "{\"missed\":[],\"recent\":[1800000000],\"runners\":[],"
+	                          "\"tick\":1800000000,\"v\":1}");
+	/* a (restarted) may claim it again: it did not join "handed". */
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_null(skipped);
+	tickstate_free(&st);
+	/* Given back and not claimed: its deadline may mark it missed. */
+	tickstate_parse(dump, strlen(dump), &st);
+	assert_true(tickstate_mark_missed(&st, T0));
+	tickstate_free(&st);
+	/* ... or the next claim records it among the ticks it skipped. */
+	tickstate_parse(dump, strlen(dump), &st);
+	c.node = "b";
+	c.tick = T0 + 120;
+	c.now = T0 + 125;
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_int_equal(json_array_size(skipped), 2);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 0)), T0);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 1)), T0 + 60);
+	json_decref(skipped);
+	tickstate_free(&st);
+	/* A tick that its runner still has is not skipped. */
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_int_equal(json_array_size(skipped), 1);
+	assert_int_equal(json_integer_value(json_array_get(skipped, 0)), T0 + 60);
+	json_decref(skipped);
+	tickstate_free(&st);
+	free(dump);
+	schedule_free(s);
+}
+
 /* Item 6 of issue 8: a count above LK_MAX_LEASES is corrupt, not "no count". */
 static void
 test_jobrec_leases_limit(void **state)
@@ -346,6 +405,7 @@ main(void)
 	    cmocka_unit_test(test_claim_taken_and_ours),
 	    cmocka_unit_test(test_mark_missed),
 	    cmocka_unit_test(test_hand_back),
+	    cmocka_unit_test(test_give_back),
 	    cmocka_unit_test(test_jobrec_leases_limit),
 	};
 
