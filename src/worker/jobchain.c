@@ -69,6 +69,7 @@ struct job_chain {
 	char *state_path;
 	struct event *timer;
 	int reading, reread;     /* a read of the chain state for a generation */
+	int watching;            /* a watch is set on the chain state */
 	int known;               /* the chain state was read once: p->done is what it says */
 	json_t *state;           /* ... and as last read (its "ids": runs handled) */
 	int refused;             /* ... of a newer format (said once) */
@@ -366,6 +367,8 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	int i;
 
 	c->reading = 0;
+	if (reply->rc != ZOK)
+		c->watching = 0; /* a read that failed, or of no node, leaves no watch */
 	if (reply->rc != ZOK && reply->rc != ZNONODE)
 		return; /* the session's news brings us back */
 	st = chainrec_parse_state(
@@ -407,6 +410,22 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	job_feed(job, &in, NULL);
 }
 
+/*
+ * The chain state changed: a claim, a mark, or a hand-back (a worker stopped before its run
+ * gave the parents' runs back): read it again before judging the candidates.
+ */
+static void
+job_chain_state_watch_cb(int type, const char *path, void *arg)
+{
+	struct job_chain *c = arg;
+
+	(void)type;
+	(void)path;
+	c->watching = 0;
+	c->known = 0;
+	job_chain_eval(c);
+}
+
 /* Look for a generation to run: read the chain state if some candidate may be new. */
 static void
 job_chain_eval(struct job_chain *c)
@@ -421,7 +440,9 @@ job_chain_eval(struct job_chain *c)
 		return;
 	}
 	c->reading = 1;
-	zk_get(c->job->zk, c->state_path, NULL, job_chain_state_cb, c);
+	zk_get(c->job->zk, c->state_path, c->watching ? NULL : job_chain_state_watch_cb,
+	       job_chain_state_cb, c);
+	c->watching = 1;
 }
 
 /* The machine waits (TICK_ARM): look for the next generation. */
@@ -569,6 +590,7 @@ job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_
 	if (v == CHAINREC_OURS && c->before != NULL && reply->rc == ZOK) {
 		free(ids);
 		op->maybe_set = 1;
+		log_debug("job %s: writing %s (back)", c->job->name, c->state_path);
 		zk_set(c->job->zk, c->state_path, c->before, (int)strlen(c->before),
 		       reply->stat->version, job_chain_set_cb, op);
 		return;
@@ -631,6 +653,7 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	data = chainrec_dump(st);
 	json_decref(st);
 	op->maybe_set = 1;
+	log_debug("job %s: writing %s (%s)", c->job->name, c->state_path, op->how);
 	if (reply->rc == ZNONODE)
 		zk_create_node(c->job->zk, c->state_path, data, (int)strlen(data), ZOO_PERSISTENT,
 		               job_chain_set_cb, op);
@@ -720,7 +743,7 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 	}
 	if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
 		zk_cancel(c->job->zk, c);
-		c->reading = c->reread = 0;
+		c->reading = c->reread = c->watching = 0;
 	}
 }
 
