@@ -735,7 +735,8 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 			op->waiting = 0;
 			job_chain_op_step(op);
 		} else if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
-			if (job_chain_op_claims(op))
+			/* A job stopping for good hears it as SESSION_EXPIRED, after this loop. */
+			if (job_chain_op_claims(op) && !c->job->fsm.stop_requested)
 				job_chain_op_done(op, 0, 0);
 			else
 				job_chain_op_free(op);
