@@ -9,7 +9,9 @@ parent runs there; a parent run that ends while no worker carries its child is c
 within the child's start_deadline, and past it recorded missed (the child's worker stopped,
 then down and started again); on three workers, a -> b and c after (a, b) answer each run
 of a exactly once through a SIGSTOP of a's worker at the end of a run and through reloads
-that leave no worker carrying b and c (shorter and longer than their start_deadline);
+that leave no worker carrying b and c (shorter and longer than their start_deadline); a
+reload that removes a child while its worker's claim of a parent run is out (a proxy delays
+that worker's connection) gives the run back, and another worker runs it (ci14's lost run);
 `check` refuses a cycle and an unknown parent with file and line."""
 
 import json
