@@ -333,8 +333,10 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		job_manual_restarted(job);
 		break;
 	case JOBFSM_HAND_BACK:
-		if (a->kind == JOBFSM_KIND_TICK) /* the machine gives back no generation */
+		if (a->kind == JOBFSM_KIND_TICK)
 			job_hand_back(job, a->tick);
+		else if (job->chain != NULL)
+			job_chain_give_back(job->chain); /* claimed as the job stopped for good */
 		break;
 	default:
 		return 0;

@@ -49,12 +49,16 @@ struct job_chain_parent {
 	int nruns;
 };
 
-/* A claim or a mark (missed, paused) of one generation: read, decide, write at the version. */
+/*
+ * A claim or a mark (missed, paused) of one generation, or the hand-back of a claim ("back"):
+ * read, decide, write at the version.
+ */
 struct job_chain_op {
 	struct job_chain *c;
-	const char *how; /* "run", "missed", "paused" */
+	const char *how; /* "run", "missed", "paused", "back" */
 	struct chainrec_gen gen;
 	int races, maybe_set, waiting;
+	char *before; /* a claim: the state as read before it, which a hand-back writes again */
 	struct job_chain_op *next;
 };
 
@@ -65,6 +69,7 @@ struct job_chain {
 	char *state_path;
 	struct event *timer;
 	int reading, reread;     /* a read of the chain state for a generation */
+	int watching;            /* a watch is set on the chain state */
 	int known;               /* the chain state was read once: p->done is what it says */
 	json_t *state;           /* ... and as last read (its "ids": runs handled) */
 	int refused;             /* ... of a newer format (said once) */
@@ -72,6 +77,7 @@ struct job_chain {
 	uint64_t fed_ms;
 	struct chainrec_gen run; /* the generation claimed: the run's parents */
 	int have_run;
+	char *before; /* ... and the chain state before its claim (a hand-back's) */
 	struct job_chain_op *ops;
 };
 
@@ -97,6 +103,7 @@ job_chain_op_free(struct job_chain_op *op)
 			*pp = op->next;
 			break;
 		}
+	free(op->before);
 	free(op);
 }
 
@@ -167,6 +174,7 @@ job_chain_free(struct job_chain *c)
 	event_free(c->timer);
 	if (c->state != NULL)
 		json_decref(c->state);
+	free(c->before);
 	free(c->state_path);
 	free(c);
 }
@@ -359,6 +367,8 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	int i;
 
 	c->reading = 0;
+	if (reply->rc != ZOK)
+		c->watching = 0; /* a read that failed, or of no node, leaves no watch */
 	if (reply->rc != ZOK && reply->rc != ZNONODE)
 		return; /* the session's news brings us back */
 	st = chainrec_parse_state(
@@ -400,6 +410,22 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 	job_feed(job, &in, NULL);
 }
 
+/*
+ * The chain state changed: a claim, a mark, or a hand-back (a worker stopped before its run
+ * gave the parents' runs back): read it again before judging the candidates.
+ */
+static void
+job_chain_state_watch_cb(int type, const char *path, void *arg)
+{
+	struct job_chain *c = arg;
+
+	(void)type;
+	(void)path;
+	c->watching = 0;
+	c->known = 0;
+	job_chain_eval(c);
+}
+
 /* Look for a generation to run: read the chain state if some candidate may be new. */
 static void
 job_chain_eval(struct job_chain *c)
@@ -414,7 +440,9 @@ job_chain_eval(struct job_chain *c)
 		return;
 	}
 	c->reading = 1;
-	zk_get(c->job->zk, c->state_path, NULL, job_chain_state_cb, c);
+	zk_get(c->job->zk, c->state_path, c->watching ? NULL : job_chain_state_watch_cb,
+	       job_chain_state_cb, c);
+	c->watching = 1;
 }
 
 /* The machine waits (TICK_ARM): look for the next generation. */
@@ -443,46 +471,66 @@ job_chain_ready(struct job_chain *c)
 
 static void job_chain_op_step(struct job_chain_op *);
 
-/* Record a generation missed or paused: a child's run record, in the window of missed ones. */
+/*
+ * Record a generation missed or paused (a run record of the child, in the window of missed
+ * ones); a hand-back that could not be done ("back") records it missed, and has said why.
+ */
 static void
 job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
 {
 	struct job *job = c->job;
 	char when[40], *ids = chainrec_ids(&op->gen);
 	int64_t tick = job_chain_time(&op->gen);
+	int paused = strcmp(op->how, "paused") == 0;
 	json_t *o;
 
 	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
-	if (strcmp(op->how, "paused") == 0)
+	if (paused)
 		log_info("job %s: not run after %s: the job is paused", job->name, ids);
-	else {
+	else if (strcmp(op->how, "back") != 0)
 		log_warnx("job %s: missed the run after %s: no worker started it within its "
 		          "start_deadline",
 		          job->name, ids);
+	if (!paused)
 		job->chain_missed++;
-	}
 	o = json_pack("{s:I, s:s, s:s, s:s, s:s}", "tick", (json_int_t)tick, "tick_time", when,
-	              "node", job_main_config(job)->node_id, "reason", op->how, "outcome",
-	              strcmp(op->how, "paused") == 0 ? "paused" : "missed");
+	              "node", job_main_config(job)->node_id, "reason", paused ? "paused" : "missed",
+	              "outcome", paused ? "paused" : "missed");
 	json_object_set_new(o, "after", chainrec_gen_json(&op->gen));
-	if (strcmp(op->how, "paused") != 0)
+	if (!paused)
 		json_object_set_new(o, "missed_reason",
 		                    json_string(jobrec_missed_name(JOBREC_MISSED_DEADLINE)));
 	jobrec_record_not_run(job->rec, o, job->cfg->history); /* apart from the runs */
 	free(ids);
 }
 
-/* An operation ends: a claim tells the machine; a mark records. */
+/* An operation ends: a claim (or its hand-back) tells the machine; a mark records. */
 static void
 job_chain_op_done(struct job_chain_op *op, int landed, int taken)
 {
 	struct job_chain *c = op->c;
 	struct jobfsm_input in;
-	int claim = strcmp(op->how, "run") == 0;
+	int back = strcmp(op->how, "back") == 0, claim = back || strcmp(op->how, "run") == 0;
 
-	if (claim && landed) {
+	if (claim && !back && landed) {
 		c->run = op->gen;
 		c->have_run = 1;
+		free(c->before);
+		c->before = op->before;
+		op->before = NULL;
+	}
+	if (back) {
+		c->have_run = 0;
+		if (landed) {
+			char *ids = chainrec_ids(&op->gen);
+
+			log_info(
+			    "job %s: stopped before its run after %s: given back to the workers "
+			    "that carry the job",
+			    c->job->name, ids);
+			free(ids);
+		}
+		landed = 0; /* the claim is over: CLAIM_LOST ends the machine's wait */
 	}
 	if (!claim && landed)
 		job_chain_record_missed(c, op);
@@ -507,6 +555,8 @@ job_chain_set_cb(const struct zk_reply *reply, void *arg)
 	}
 	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
 	    ++op->races <= JOB_CHAIN_RACES) {
+		if (strcmp(op->how, "back") == 0)
+			op->maybe_set = 0; /* it did not land: the state tells what to do now */
 		job_chain_op_step(op);
 		return;
 	}
@@ -519,6 +569,47 @@ job_chain_set_cb(const struct zk_reply *reply, void *arg)
 	job_chain_op_done(op, 0, 0);
 }
 
+/*
+ * The chain state as read for a hand-back: while our claim is the last write (nobody wrote
+ * since), the state before it is written again at this version, and the parents' runs are
+ * free for the workers that carry the job (or, past start_deadline, recorded missed by them).
+ * Not handled at all, or moved on after a write of ours whose answer was lost: our hand-back
+ * landed. Handled with a later write on top and no write of ours out (a mark of a newer
+ * generation, or another lease's claim): it cannot be undone, and this worker, which claimed
+ * it, records it missed.
+ */
+static void
+job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_t *st)
+{
+	struct job_chain *c = op->c;
+	enum chainrec_verdict v =
+	    chainrec_claim(st, &op->gen, job_main_config(c->job)->node_id, "back");
+	char *ids = chainrec_ids(&op->gen);
+
+	json_decref(st);
+	if (v == CHAINREC_OURS && c->before != NULL && reply->rc == ZOK) {
+		free(ids);
+		op->maybe_set = 1;
+		log_debug("job %s: writing %s (back)", c->job->name, c->state_path);
+		zk_set(c->job->zk, c->state_path, c->before, (int)strlen(c->before),
+		       reply->stat->version, job_chain_set_cb, op);
+		return;
+	}
+	if (v == CHAINREC_CLAIM || op->maybe_set)
+		log_info("job %s: stopped before its run after %s: given back to the workers that "
+		         "carry the job",
+		         c->job->name, ids);
+	else {
+		log_warnx(
+		    "job %s: stopped before its run after %s, which a later write of %s keeps "
+		    "handled: recording it missed",
+		    c->job->name, ids, c->state_path);
+		job_chain_record_missed(c, op);
+	}
+	free(ids);
+	job_chain_op_done(op, 0, 0);
+}
+
 /* The chain state as read: claim (or mark) the generation if no run of it was handled. */
 static void
 job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
@@ -527,7 +618,7 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	struct job_chain *c = op->c;
 	enum chainrec_verdict v;
 	json_t *st;
-	char *data;
+	char *data, *before;
 
 	if (zk_connection_error(reply->rc)) {
 		op->waiting = 1;
@@ -544,16 +635,25 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 		job_chain_op_done(op, 0, 1);
 		return;
 	}
+	if (strcmp(op->how, "back") == 0) {
+		job_chain_back_read(op, reply, st);
+		return;
+	}
+	before = strcmp(op->how, "run") == 0 ? chainrec_dump(st) : NULL;
 	v = chainrec_claim(st, &op->gen, job_main_config(c->job)->node_id, op->how);
 	if (v != CHAINREC_CLAIM) {
 		json_decref(st);
+		free(before);
 		/* Ours already: our earlier write landed, its answer was lost. */
 		job_chain_op_done(op, v == CHAINREC_OURS && op->maybe_set, 1);
 		return;
 	}
+	free(op->before);
+	op->before = before;
 	data = chainrec_dump(st);
 	json_decref(st);
 	op->maybe_set = 1;
+	log_debug("job %s: writing %s (%s)", c->job->name, c->state_path, op->how);
 	if (reply->rc == ZNONODE)
 		zk_create_node(c->job->zk, c->state_path, data, (int)strlen(data), ZOO_PERSISTENT,
 		               job_chain_set_cb, op);
@@ -585,7 +685,31 @@ job_chain_claim(struct job_chain *c, const char *how)
 	job_chain_op_step(op);
 }
 
-/* Abandon a claim under way (its callback is not called); marks go on. */
+/*
+ * Give back the generation claimed (HAND_BACK: the job stopped for good before its run); the
+ * machine hears CLAIM_LOST once it is given back, or recorded missed if it cannot be.
+ */
+void
+job_chain_give_back(struct job_chain *c)
+{
+	struct job_chain_op *op = xcalloc(1, sizeof *op);
+
+	op->c = c;
+	op->how = "back";
+	op->gen = c->run;
+	op->next = c->ops;
+	c->ops = op;
+	job_chain_op_step(op);
+}
+
+/* Whether op is a claim, or a claim's hand-back: the machine waits for its end. */
+static int
+job_chain_op_claims(const struct job_chain_op *op)
+{
+	return strcmp(op->how, "run") == 0 || strcmp(op->how, "back") == 0;
+}
+
+/* Abandon a claim (or a hand-back) under way (its callback is not called); marks go on. */
 void
 job_chain_cancel(struct job_chain *c)
 {
@@ -593,7 +717,7 @@ job_chain_cancel(struct job_chain *c)
 
 	for (op = c->ops; op != NULL; op = next) {
 		next = op->next;
-		if (strcmp(op->how, "run") == 0)
+		if (job_chain_op_claims(op))
 			job_chain_op_free(op);
 	}
 }
@@ -611,7 +735,8 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 			op->waiting = 0;
 			job_chain_op_step(op);
 		} else if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
-			if (strcmp(op->how, "run") == 0)
+			/* A job stopping for good hears it as SESSION_EXPIRED, after this loop. */
+			if (job_chain_op_claims(op) && !c->job->fsm.stop_requested)
 				job_chain_op_done(op, 0, 0);
 			else
 				job_chain_op_free(op);
@@ -619,7 +744,7 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 	}
 	if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
 		zk_cancel(c->job->zk, c);
-		c->reading = c->reread = 0;
+		c->reading = c->reread = c->watching = 0;
 	}
 }
 

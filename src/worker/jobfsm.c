@@ -686,12 +686,34 @@ jobfsm_lease_lost(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 	jobfsm_after_loss(m, in, out);
 }
 
+/*
+ * Stopping for good while a generation's claim was under way (jobfsm_stop waits for its
+ * answer): a claim that landed is given back (HAND_BACK), still under the lease, and the stop
+ * waits for that to end as well (its end comes as a claim event), so that the parents' runs
+ * go to a worker that carries the job, or are recorded missed, never lost; then done.
+ */
+static void
+jobfsm_claim_stopping(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
+{
+	if (in->event == JOBFSM_CLAIMED && !m->handing_back) {
+		m->handing_back = 1;
+		jobfsm_tick_act(out, JOBFSM_HAND_BACK, m->tick, m->kind);
+		return;
+	}
+	m->handing_back = 0;
+	jobfsm_finish_stop(m, out);
+}
+
 /* The claim of the tick ended. */
 static void
 jobfsm_claim_ended(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	if (m->state != JOB_CLAIMING)
 		return;
+	if (m->stop_requested) {
+		jobfsm_claim_stopping(m, in, out);
+		return;
+	}
 	if (in->event == JOBFSM_CLAIMED) {
 		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, m->kind == JOBFSM_KIND_GEN);
 		jobfsm_start_run(m, in, out);
@@ -726,6 +748,8 @@ jobfsm_conflict(struct jobfsm *m, struct jobfsm_actions *out)
 {
 	m->agreed = 0;
 	m->await_verify = 0;
+	if (m->stop_requested && m->state == JOB_CLAIMING)
+		return; /* a generation's claim, or its hand-back, ends the stop (jobfsm_stop) */
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	if (m->busy) {
 		m->conflict_pending = 1;
@@ -746,6 +770,10 @@ jobfsm_expired(struct jobfsm *m, struct jobfsm_actions *out)
 {
 	if (m->busy || m->state == JOB_DONE || m->state == JOB_CONFLICT || m->state == JOB_STOPPING)
 		return;
+	if (m->stop_requested) {
+		jobfsm_finish_stop(m, out); /* it waited for a generation's claim, which is over */
+		return;
+	}
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_TICK_DEL);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
@@ -756,15 +784,24 @@ jobfsm_expired(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_enter(m, JOB_IDLE, out);
 }
 
-/* Stop for good: end the run (unless wait, then let it finish), release, and be done. */
+/*
+ * Stop for good: end the run (unless wait, then let it finish), release, and be done. A
+ * generation's claim under way is not dropped: its write may land, and the parents' runs
+ * would then be claimed by a job that never runs them, by no one else either. The stop waits
+ * for its answer, holding the lease, and gives a landed claim back (jobfsm_claim_stopping).
+ */
 static void
 jobfsm_stop(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actions *out)
 {
 	if (m->stop_requested && !in->wait && m->state == JOB_STOPPING)
 		return;
+	if (m->stop_requested && m->state == JOB_CLAIMING)
+		return; /* waiting for the generation's claim, or its hand-back */
 	m->stop_requested = 1;
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_TICK_DEL);
+	if (m->state == JOB_CLAIMING && m->kind == JOBFSM_KIND_GEN && m->tick >= 0)
+		return;
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	if (!m->busy) {
 		if (m->state != JOB_DONE)

@@ -99,7 +99,8 @@ enum jobfsm_act {
 	JOBFSM_RECORD,        /* the run ended with a.outcome: count, record (a.manual...) */
 	JOBFSM_RECORD_MISSED, /* record a.tick as missed */
 	JOBFSM_RECORD_PAUSED, /* record a.tick as paused */
-	JOBFSM_HAND_BACK,     /* give a.tick back: its start failed for a reason of this host */
+	JOBFSM_HAND_BACK,     /* give a.tick back: its start failed for a reason of this host;
+	                       * of a generation: claimed as the job stopped (CLAIM_LOST ends it) */
 	JOBFSM_MANUAL_ABORT,  /* the taken run-now request ends: a.result, a.why */
 	JOBFSM_MANUAL_DONE,   /* a continuous job's request ends: the copy restarted */
 	JOBFSM_NOTE,          /* a log line: a.note */
@@ -260,6 +261,7 @@ struct jobfsm {
 	int manual_ended;      /* the run that just ended was the request's */
 	int halted;            /* the run is stopped by `leasekeeper stop` */
 	int replacing;         /* the run is stopped for the next tick (overlap = replace) */
+	int handing_back;      /* stopping: the generation claimed is being given back */
 	int64_t tick;          /* scheduled: the tick being handled, -1 if none */
 	enum jobfsm_kind kind; /* ... what it is: a scheduled tick or a chain generation */
 	int64_t pending_tick;  /* scheduled: the newest tick that came due during a run */

@@ -191,6 +191,7 @@ void job_chain_session(struct job_chain *, enum zk_event);
 void job_chain_poke(struct job_chain *);
 void job_chain_claim(struct job_chain *, const char *how);
 void job_chain_cancel(struct job_chain *);
+void job_chain_give_back(struct job_chain *);
 char **job_chain_env(struct job *, struct runspec *, char **env);
 void job_chain_record(const struct job *, json_t *record, int64_t tick, enum jobfsm_kind);
 json_t *job_chain_json(const struct job *);

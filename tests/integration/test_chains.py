@@ -11,11 +11,14 @@ then down and started again), and a catch-up of 22 missed parent runs records th
 from the child's runs (which are all recorded after it); on three workers, a -> b and c
 after (a, b) answer each run of a exactly once through a SIGSTOP of a's worker at the end of
 a run and through reloads that leave no worker carrying b and c (shorter and longer than
-their start_deadline);
+their start_deadline); a reload that removes a child while its worker's claim of a parent
+run is out (a proxy delays that worker's connection) gives the run back, and another worker
+runs it (ci14's lost run);
 `check` refuses a cycle and an unknown parent with file and line."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -361,6 +364,90 @@ class ChainJoinThreeWorkersTest(ChainCase):
         print("\nchain on 3 workers: %d runs of a; b ran %d, missed %d; c ran %d, missed %d; "
               "children ran on %s" % (len(a_ids), len(b_ran), len(b_missed), len(c_ran),
                                       len(c_all) - len(c_ran), ", ".join(nodes)))
+
+
+class ChainClaimInFlightTest(ChainCase):
+    """A reload removes a chained job while its claim of a parent run is out: the claim's write
+    lands as the job stops. ci14 (test_join_through_a_stopped_parent_worker_and_no_carrier):
+    the stop dropped the claim, and the run of a that it claimed was never run by b nor
+    recorded missed. Now the stop waits for the claim's answer and gives the run back, and
+    a worker that carries b (told by its watch on b's chain state) runs it."""
+
+    DELAY_MS = 2000  # the proxy holds each chunk this long, each way: a round trip takes 4 s
+
+    def set_jobs(self, proc, name, jobs):
+        """Reload worker name with jobs."""
+        mark = proc.mark()
+        lktest.write_ini(self.path(name, "jobs", "jobs.ini"),
+                         {"job %s" % j: keys for j, keys in jobs.items()})
+        proc.signal(signal.SIGHUP)
+        proc.wait_log(r"reloaded: %d job\(s\)" % len(jobs), timeout=60, since=mark)
+
+    def test_a_child_removed_while_its_claim_is_out_gives_the_parent_run_back(self):
+        # A tickTime of 1 s lets beta's session be 20 s: a 4 s round trip is far from its end.
+        self.start_zookeeper(tick_ms=1000)
+        px = self.proxy()
+        a_out, b_out = self.path("a.txt"), self.path("b.txt")
+        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % a_out, "schedule": "@every 1h",
+                 "constraint": "host=alpha", "history": 100}
+        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s' % b_out,
+                 "after": "a", "start_deadline": "120s", "history": 100}
+        procs = {}
+        # a on alpha; b on beta only (through the proxy); gamma carries nothing yet.
+        for n, hosts, jobs in (("alpha", None, {"a": a_job}),
+                               ("beta", px.connect_string, {"a": a_job, "b": b_job}),
+                               ("gamma", None, {"a": a_job})):
+            cfg = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": "20s"},
+                                    worker={"allow_root_jobs": True, "labels": "host=" + n},
+                                    jobs=jobs)
+            procs[n] = self.leasekeeper("run", "-v", "-c", cfg, name=n)
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=60)
+        beta, gamma = procs["beta"], procs["gamma"]
+        kz = self.kazoo()
+        px.delay(self.DELAY_MS)
+        met, rounds = None, 0
+        while met is None:
+            rounds += 1
+            self.assertLessEqual(rounds, 3, "the reload never met b's claim in flight in %d "
+                                 "rounds (a loaded machine?)" % (rounds - 1))
+            since = beta.mark()
+            r = self.cli("run-now", "a")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            # beta hears of the run, reads b's chain state, gets b's lease and writes its
+            # claim (each a round trip through the proxy): the write reaches the server one
+            # delay later, its answer is back one more delay later. Reload in between.
+            beta.wait_log(r"job b: writing \S+/chain \(run\)", timeout=120, since=since)
+            time.sleep(self.DELAY_MS / 2000.0)
+            at = beta.mark()
+            self.set_jobs(beta, "beta", {"a": a_job})
+            self.set_jobs(gamma, "gamma", {"a": a_job, "b": b_job})
+            stop = beta.wait_log(r"job b: stopped$", timeout=120, since=at)
+            # Else the claim's answer was back before the stop (the run was under way, or over):
+            # nothing to give back, and another round.
+            if re.search(r"job b: stopped before its run after \S+: given back",
+                         beta.log_text()[at:stop.end()]):
+                met = self.lines(a_out)[-1][0]
+            # Either way, every run of a is answered by b, once: run (b's start_deadline is
+            # long: none is missed), here by gamma if beta gave it back.
+            self.wait_until(lambda: len([r for r in self.runs(kz, "b") if r.get("run_id")])
+                            >= len(self.lines(a_out)), timeout=120,
+                            msg="b answered every run of a")
+            if met is None:
+                self.set_jobs(gamma, "gamma", {"a": a_job})
+                self.set_jobs(beta, "beta", {"a": a_job, "b": b_job})
+        px.delay(0)
+        self.assertEqual(self.cli("pause", "a").returncode, 0)
+        self.settle(kz, ["a", "b"], quiet=6)
+        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
+        b_recs = self.runs(kz, "b")
+        b_ran = [r["after"][0]["run_id"] for r in b_recs if r.get("run_id")]
+        self.assertEqual(sorted(b_ran), sorted(a_ids), (a_ids, b_recs))
+        self.assertEqual(sorted(x[0] for x in self.lines(b_out)), sorted(a_ids))
+        # The run given back ran on gamma.
+        self.assertIn([met, "gamma"], self.lines(b_out), (met, self.lines(b_out)))
+        print("\nclaim in flight: the reload met it in round %d; the run of a given back "
+              "ran on gamma" % rounds)
 
 
 class ChainCheckTest(lktest.TestCase):

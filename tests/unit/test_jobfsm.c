@@ -48,6 +48,7 @@ struct env {
 	int done;
 	int late;   /* main woke past the lease deadline: it stays past until the session answers */
 	int handed; /* a HAND_BACK in the step under way */
+	int backing; /* a generation claimed as the job stopped is being given back */
 	uint64_t now_ms;
 };
 
@@ -245,7 +246,7 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		e->peek = 1;
 		break;
 	case JOBFSM_CANCEL_CLAIM:
-		e->claim = e->peek = 0;
+		e->claim = e->peek = e->backing = 0;
 		break;
 	case JOBFSM_START_RUN:
 		if (e->run != RUN_NONE || e->open_run)
@@ -322,6 +323,22 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			violation(e, "a paused tick runs a hook");
 		break;
 	case JOBFSM_HAND_BACK:
+		if (a->kind == JOBFSM_KIND_GEN) {
+			/* Claimed as the job stopped for good: given back under its lease. */
+			if (!m->stop_requested || a->tick < 0 || a->tick != e->claimed_tick ||
+			    e->claimed_kind != JOBFSM_KIND_GEN ||
+			    (e->lease != JOBFSM_LEASE_HELD && e->lease != JOBFSM_LEASE_UNVERIFIED))
+				violation(
+				    e,
+				    "HAND_BACK of generation %lld, not the one claimed (%lld) "
+				    "as the job stops, under its lease",
+				    (long long)a->tick, (long long)e->claimed_tick);
+			e->claim = 1; /* its end comes as a claim's */
+			e->claim_tick = a->tick;
+			e->claim_kind = a->kind;
+			e->backing = 1;
+			break;
+		}
 		if (!m->cfg.scheduled || a->tick < 0 || a->tick != e->claimed_tick ||
 		    a->kind != JOBFSM_KIND_TICK || e->claimed_kind != JOBFSM_KIND_TICK)
 			violation(e, "HAND_BACK of tick %lld, not the tick claimed (%lld)",
@@ -336,6 +353,7 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		break;
 	case JOBFSM_DONE:
 		e->done = 1;
+		e->backing = 0;
 		break;
 	default:
 		break;
@@ -445,6 +463,32 @@ hand_check(const struct env *e, const struct jobfsm_actions *out, int due)
 		violation(e, "a tick given back, its lease kept");
 }
 
+/*
+ * A stop for good while a generation's claim is under way with the lease held (claiming)
+ * neither drops the claim nor ends: the claim may land. A claim that lands then is given
+ * back, under the lease, and the job is done only once the hand-back ends (stopping: the stop
+ * came before this step; backing: a hand-back was under way).
+ */
+static void
+gen_stop_check(struct env *e, const struct jobfsm_actions *out, enum jobfsm_event event,
+               int claiming, int stopping, int backing)
+{
+	int i, back = 0, done = 0, dropped = 0, run = 0;
+
+	for (i = 0; i < out->n; i++) {
+		back |= out->a[i].act == JOBFSM_HAND_BACK;
+		done |= out->a[i].act == JOBFSM_DONE;
+		dropped |= out->a[i].act == JOBFSM_CANCEL_CLAIM;
+		run |= out->a[i].act == JOBFSM_START_RUN;
+	}
+	if (event == JOBFSM_STOP && claiming && (dropped || done))
+		violation(e, "a stop dropped a generation's claim under way");
+	if (event == JOBFSM_CLAIMED && claiming && stopping && (!back || done || run))
+		violation(e, "a generation claimed as the job stopped was not given back");
+	if ((event == JOBFSM_CLAIMED || event == JOBFSM_CLAIM_LOST) && backing && (back || !done))
+		violation(e, "the end of a generation's hand-back did not end the stop");
+}
+
 /* Feed one event to the machine and apply its actions to the model. */
 static void
 feed(struct env *e, enum jobfsm_event event, const struct input *in)
@@ -466,6 +510,11 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	/* A run-now restart of the copy asked for a new copy at once: it is one. */
 	int halting = e->halt_open && e->m.manual != JOBFSM_MANUAL_RESTART;
 	int hand_due; /* a start of a claimed tick failed for a reason of this host */
+	/* A generation's claim under way (not a hand-back), and the lease held for it. */
+	int gen_claim = e->claim && e->claim_kind == JOBFSM_KIND_GEN && !e->backing &&
+	                e->m.state == JOB_CLAIMING,
+	    held = e->lease == JOBFSM_LEASE_HELD || e->lease == JOBFSM_LEASE_UNVERIFIED,
+	    stopping = e->m.stop_requested, backing = e->backing;
 
 	memset(&fi, 0, sizeof fi);
 	fi.event = event;
@@ -550,6 +599,7 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 	if (had_run && e->run == RUN_NONE && e->open_run)
 		violation(e, "a run ended without its record");
 	hand_check(e, &out, hand_due);
+	gen_stop_check(e, &out, event, gen_claim && held, stopping, backing);
 	if (event == JOBFSM_TICK && overlapping &&
 	    !(chained_run && e->m.cfg.overlap == JOBFSM_OVERLAP_REPLACE) &&
 	    overlap_missing(e, &fi, &out))

@@ -4,7 +4,8 @@
  * after"): each meeting of a scheduled tick and a chain generation in the job machine
  * (jobfsm.c, jobfsmtick.c), driven step by step: due together, during a run of either, with
  * each overlap mode, paused, drained, past the deadline, a host's start failure, a stand-by,
- * catch_up = all's queue. Each action about a tick must carry the kind of that tick.
+ * catch_up = all's queue, a stop while a generation's claim is under way. Each action about a
+ * tick must carry the kind of that tick.
  */
 
 #include <setjmp.h>
@@ -497,6 +498,83 @@ test_manual(void **state)
 	t_exit(&t, T0, TICK, JOB_OUTCOME_OK);
 }
 
+/*
+ * Stopped for good (a reload removed the job, or shutdown) while the claim of a generation
+ * is under way: its write may land, and a claim dropped then leaves the parent's run claimed
+ * by a job that never runs it and answered by no one (ci14: a run of a lost so to its child
+ * b, removed from every worker by a reload while one worker's claim was out). The stop
+ * waits for the claim's answer; a landed claim is given back (HAND_BACK of the generation),
+ * still under the lease, and only the hand-back's end lets the lease go and the job be done.
+ */
+static void
+test_stop_while_claiming_a_generation(void **state)
+{
+	struct t t;
+	struct jobfsm_input in;
+	const struct jobfsm_action *a;
+
+	(void)state;
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, GEN);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_has(&t, JOBFSM_CLAIM, T0, GEN);
+	t_ev(&t, JOBFSM_STOP);
+	assert_null(t_find(&t, JOBFSM_CANCEL_CLAIM, 0));
+	assert_null(t_find(&t, JOBFSM_RELEASE, 0));
+	assert_null(t_find(&t, JOBFSM_DONE, 0));
+	assert_int_equal(t.m.state, JOB_CLAIMING);
+	t_ev(&t, JOBFSM_STOP); /* shutdown after the reload: still waiting */
+	assert_int_equal(t.out.n, 0);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_has(&t, JOBFSM_HAND_BACK, T0, GEN);
+	assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+	assert_null(t_find(&t, JOBFSM_RELEASE, 0));
+	assert_null(t_find(&t, JOBFSM_DONE, 0));
+	assert_int_equal(t.m.state, JOB_CLAIMING);
+	t_ev(&t, JOBFSM_CLAIM_LOST); /* given back (or recorded missed): the claim is over */
+	assert_null(t_find(&t, JOBFSM_HAND_BACK, 0));
+	assert_non_null(t_find(&t, JOBFSM_RELEASE, 0));
+	assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+	assert_int_equal(t.m.state, JOB_DONE);
+
+	/* The claim did not land: nothing to give back. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, GEN);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_STOP);
+	memset(&in, 0, sizeof in);
+	in.taken = 1;
+	t_step(&t, JOBFSM_CLAIM_LOST, in);
+	assert_null(t_find(&t, JOBFSM_HAND_BACK, 0));
+	assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+
+	/* A conflict meanwhile waits too; an expiry ends the wait (nothing can be written). */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, GEN);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_STOP);
+	t_ev(&t, JOBFSM_CONFLICT);
+	assert_null(t_find(&t, JOBFSM_CANCEL_CLAIM, 0));
+	assert_int_equal(t.m.state, JOB_CLAIMING);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_has(&t, JOBFSM_HAND_BACK, T0, GEN);
+	t_ev(&t, JOBFSM_SESSION_GONE);
+	t_ev(&t, JOBFSM_SESSION_EXPIRED);
+	assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+	assert_int_equal(t.m.state, JOB_DONE);
+
+	/* A scheduled tick's claim is dropped at once, as before (its claim is the tick state's). */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_has(&t, JOBFSM_CLAIM, T0, TICK);
+	t_ev(&t, JOBFSM_STOP);
+	assert_non_null(t_find(&t, JOBFSM_CANCEL_CLAIM, 0));
+	a = t_find(&t, JOBFSM_DONE, 0);
+	assert_non_null(a);
+	assert_int_equal(t.m.state, JOB_DONE);
+}
+
 int
 main(void)
 {
@@ -514,6 +592,7 @@ main(void)
 	    cmocka_unit_test(test_standby),
 	    cmocka_unit_test(test_catch_up_all),
 	    cmocka_unit_test(test_manual),
+	    cmocka_unit_test(test_stop_while_claiming_a_generation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
