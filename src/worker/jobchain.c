@@ -877,8 +877,6 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 				job_chain_op_free(op);
 		}
 	}
-	if (event == ZK_EVENT_CLOSED)
-		job_chain_followed(c);
 	if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
 		zk_cancel(c->job->zk, c);
 		c->reading = c->reread = c->watching = 0;
