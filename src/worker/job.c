@@ -338,6 +338,10 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 		else if (job->chain != NULL)
 			job_chain_give_back(job->chain); /* claimed as the job stopped for good */
 		break;
+	case JOBFSM_ABANDON:
+		if (job->chain != NULL)
+			job_chain_abandon(job->chain, a->n);
+		break;
 	default:
 		return 0;
 	}
@@ -401,6 +405,10 @@ job_do(struct job *job, const struct jobfsm_action *a, enum jobfsm_event event,
 		break;
 	case JOBFSM_DONE:
 		log_info("job %s: stopped", job->name);
+		if (job->chain != NULL && job_chain_following(job->chain)) {
+			job->done_later = 1; /* a claim let go is followed first (jobchain.c) */
+			break;
+		}
 		job->cb->done(job, job->cb_arg);
 		break;
 	default:

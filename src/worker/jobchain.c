@@ -58,6 +58,7 @@ struct job_chain_op {
 	const char *how; /* "run", "missed", "paused", "back" */
 	struct chainrec_gen gen;
 	int races, maybe_set, waiting;
+	int detached; /* a claim or hand-back the machine let go (ABANDON): it hears nothing */
 	char *before; /* a claim: the state as read before it, which a hand-back writes again */
 	struct job_chain_op *next;
 };
@@ -105,6 +106,13 @@ job_chain_op_free(struct job_chain_op *op)
 		}
 	free(op->before);
 	free(op);
+}
+
+/* Whether op is a claim, or a claim's hand-back: the machine waits for its end. */
+static int
+job_chain_op_claims(const struct job_chain_op *op)
+{
+	return strcmp(op->how, "run") == 0 || strcmp(op->how, "back") == 0;
 }
 
 /*
@@ -473,7 +481,8 @@ static void job_chain_op_step(struct job_chain_op *);
 
 /*
  * Record a generation missed or paused (a run record of the child, in the window of missed
- * ones); a hand-back that could not be done ("back") records it missed, and has said why.
+ * ones); a hand-back that could not be done ("back": a later generation was handled on top
+ * of our claim) records it missed, superseded, and has said why.
  */
 static void
 job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
@@ -499,9 +508,83 @@ job_chain_record_missed(struct job_chain *c, const struct job_chain_op *op)
 	json_object_set_new(o, "after", chainrec_gen_json(&op->gen));
 	if (!paused)
 		json_object_set_new(o, "missed_reason",
-		                    json_string(jobrec_missed_name(JOBREC_MISSED_DEADLINE)));
+		                    json_string(jobrec_missed_name(strcmp(op->how, "back") == 0
+		                                                       ? JOBREC_MISSED_SUPERSEDED
+		                                                       : JOBREC_MISSED_DEADLINE)));
 	jobrec_record_not_run(job->rec, o, job->cfg->history); /* apart from the runs */
 	free(ids);
+}
+
+/* Say that the claim of op's generation is given back (landed: it was ours until now). */
+static void
+job_chain_given_back(const struct job_chain_op *op)
+{
+	char *ids = chainrec_ids(&op->gen);
+
+	if (op->detached)
+		log_info("job %s: let go of its claim of the run after %s before running it (the "
+		         "lease went, the supervisor died, or the job stopped): given back to the "
+		         "workers that carry the job",
+		         op->c->job->name, ids);
+	else
+		log_info("job %s: stopped before its run after %s: given back to the workers that "
+		         "carry the job",
+		         op->c->job->name, ids);
+	free(ids);
+}
+
+/*
+ * Whether op's generation, let go, is claimed here again meanwhile: a claim of ours whose
+ * write is out, or that landed (it finds our claim its own and runs it): not given back.
+ */
+static int
+job_chain_claimed_again(const struct job_chain_op *op)
+{
+	const struct job_chain *c = op->c;
+	const struct job_chain_op *o;
+
+	if (c->have_run && job_chain_same(&c->run, &op->gen))
+		return 1;
+	for (o = c->ops; o != NULL; o = o->next)
+		if (o != op && !o->detached && o->maybe_set && strcmp(o->how, "run") == 0 &&
+		    job_chain_same(&o->gen, &op->gen))
+			return 1;
+	return 0;
+}
+
+/* The last claim let go is followed to its end: a job stopped meanwhile is done now. */
+static void
+job_chain_followed(struct job_chain *c)
+{
+	struct job *job = c->job;
+
+	if (!job->done_later || job_chain_following(c))
+		return;
+	job->done_later = 0;
+	log_debug("job %s: its chain claims are followed to their end", job->name);
+	job->cb->done(job, job->cb_arg);
+}
+
+/*
+ * A claim (or a hand-back) the machine let go ended: a claim that landed is given back now
+ * (the same operation, as a hand-back), unless claimed here again; nothing is fed.
+ */
+static void
+job_chain_detached_done(struct job_chain_op *op, int landed)
+{
+	struct job_chain *c = op->c;
+
+	if (strcmp(op->how, "run") == 0 && landed && !job_chain_claimed_again(op)) {
+		log_debug("job %s: a claim let go landed: giving it back", c->job->name);
+		op->how = "back";
+		op->maybe_set = op->races = op->waiting = 0;
+		job_chain_op_step(op);
+		return;
+	}
+	if (strcmp(op->how, "back") == 0 && landed)
+		job_chain_given_back(op);
+	job_chain_op_free(op);
+	job_chain_followed(c);
 }
 
 /* An operation ends: a claim (or its hand-back) tells the machine; a mark records. */
@@ -512,6 +595,10 @@ job_chain_op_done(struct job_chain_op *op, int landed, int taken)
 	struct jobfsm_input in;
 	int back = strcmp(op->how, "back") == 0, claim = back || strcmp(op->how, "run") == 0;
 
+	if (op->detached) {
+		job_chain_detached_done(op, landed);
+		return;
+	}
 	if (claim && !back && landed) {
 		c->run = op->gen;
 		c->have_run = 1;
@@ -521,15 +608,8 @@ job_chain_op_done(struct job_chain_op *op, int landed, int taken)
 	}
 	if (back) {
 		c->have_run = 0;
-		if (landed) {
-			char *ids = chainrec_ids(&op->gen);
-
-			log_info(
-			    "job %s: stopped before its run after %s: given back to the workers "
-			    "that carry the job",
-			    c->job->name, ids);
-			free(ids);
-		}
+		if (landed)
+			job_chain_given_back(op);
 		landed = 0; /* the claim is over: CLAIM_LOST ends the machine's wait */
 	}
 	if (!claim && landed)
@@ -541,6 +621,19 @@ job_chain_op_done(struct job_chain_op *op, int landed, int taken)
 		job_feed(c->job, &in, NULL);
 	} else
 		job_chain_eval(c);
+}
+
+/*
+ * Whether op waits for the session's news after rc: a lost connection, or an expiry while a
+ * claim (or a hand-back) of ours may have landed, or one the machine let go: the state read
+ * in the next session tells (the machine hears the lease go and lets the claim go).
+ */
+static int
+job_chain_op_unknown(const struct job_chain_op *op, int rc)
+{
+	return zk_connection_error(rc) ||
+	       (rc == ZSESSIONEXPIRED &&
+	        (op->detached || (op->maybe_set && job_chain_op_claims(op))));
 }
 
 /* The versioned write of the chain state landed, lost a race, or its fate is unknown. */
@@ -560,7 +653,7 @@ job_chain_set_cb(const struct zk_reply *reply, void *arg)
 		job_chain_op_step(op);
 		return;
 	}
-	if (zk_connection_error(reply->rc)) {
+	if (job_chain_op_unknown(op, reply->rc)) {
 		op->waiting = 1; /* after the reconnect, the state tells whether it landed */
 		return;
 	}
@@ -587,22 +680,26 @@ job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_
 	char *ids = chainrec_ids(&op->gen);
 
 	json_decref(st);
-	if (v == CHAINREC_OURS && c->before != NULL && reply->rc == ZOK) {
+	if (op->detached && v == CHAINREC_OURS && job_chain_claimed_again(op)) {
+		free(ids); /* claimed here again: that claim runs it */
+		job_chain_op_done(op, 0, 0);
+		return;
+	}
+	if (v == CHAINREC_OURS && op->before != NULL && reply->rc == ZOK) {
 		free(ids);
 		op->maybe_set = 1;
 		log_debug("job %s: writing %s (back)", c->job->name, c->state_path);
-		zk_set(c->job->zk, c->state_path, c->before, (int)strlen(c->before),
+		zk_set(c->job->zk, c->state_path, op->before, (int)strlen(op->before),
 		       reply->stat->version, job_chain_set_cb, op);
 		return;
 	}
 	if (v == CHAINREC_CLAIM || op->maybe_set)
-		log_info("job %s: stopped before its run after %s: given back to the workers that "
-		         "carry the job",
-		         c->job->name, ids);
+		job_chain_given_back(op);
 	else {
 		log_warnx(
-		    "job %s: stopped before its run after %s, which a later write of %s keeps "
-		    "handled: recording it missed",
+		    "job %s: let go of the run after %s before running it, and a later "
+		    "generation handled on top of its claim in %s keeps it handled: recording "
+		    "it missed (superseded)",
 		    c->job->name, ids, c->state_path);
 		job_chain_record_missed(c, op);
 	}
@@ -620,7 +717,7 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	json_t *st;
 	char *data, *before;
 
-	if (zk_connection_error(reply->rc)) {
+	if (job_chain_op_unknown(op, reply->rc)) {
 		op->waiting = 1;
 		return;
 	}
@@ -646,6 +743,12 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 		free(before);
 		/* Ours already: our earlier write landed, its answer was lost. */
 		job_chain_op_done(op, v == CHAINREC_OURS && op->maybe_set, 1);
+		return;
+	}
+	if (op->detached) { /* let go, and it did not land (or no write was sent): done */
+		json_decref(st);
+		free(before);
+		job_chain_op_done(op, 0, 1);
 		return;
 	}
 	free(op->before);
@@ -697,19 +800,49 @@ job_chain_give_back(struct job_chain *c)
 	op->c = c;
 	op->how = "back";
 	op->gen = c->run;
+	op->before = c->before; /* the state before the claim, written again */
+	c->before = NULL;
 	op->next = c->ops;
 	c->ops = op;
 	job_chain_op_step(op);
 }
 
-/* Whether op is a claim, or a claim's hand-back: the machine waits for its end. */
-static int
-job_chain_op_claims(const struct job_chain_op *op)
+/*
+ * The machine lets its generation go unrun (ABANDON): the claim (or the stop's hand-back)
+ * under way is followed to its answer, and a claim that landed, now or then (landed: the
+ * run waited for the lease), is given back: no lease is needed, nothing ran. The machine
+ * hears nothing of it; a job stopped meanwhile is done only once it is over.
+ */
+void
+job_chain_abandon(struct job_chain *c, int landed)
 {
-	return strcmp(op->how, "run") == 0 || strcmp(op->how, "back") == 0;
+	struct job_chain_op *op;
+	int out = 0;
+
+	for (op = c->ops; op != NULL; op = op->next)
+		if (job_chain_op_claims(op) && !op->detached)
+			op->detached = out = 1;
+	if (!out && landed && c->have_run) {
+		job_chain_give_back(c);
+		c->ops->detached = 1;
+	}
+	c->have_run = 0;
 }
 
-/* Abandon a claim (or a hand-back) under way (its callback is not called); marks go on. */
+/* Whether a claim or a hand-back the machine let go is still followed. */
+int
+job_chain_following(const struct job_chain *c)
+{
+	const struct job_chain_op *op;
+
+	for (op = c->ops; op != NULL; op = op->next)
+		if (op->detached)
+			return 1;
+	return 0;
+}
+
+/* Forget a claim (or a hand-back) under way (its callback is not called); marks go on, and
+ * so do those the machine let go (job_chain_abandon). */
 void
 job_chain_cancel(struct job_chain *c)
 {
@@ -717,7 +850,7 @@ job_chain_cancel(struct job_chain *c)
 
 	for (op = c->ops; op != NULL; op = next) {
 		next = op->next;
-		if (job_chain_op_claims(op))
+		if (job_chain_op_claims(op) && !op->detached)
 			job_chain_op_free(op);
 	}
 }
@@ -734,9 +867,11 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 		    op->waiting) {
 			op->waiting = 0;
 			job_chain_op_step(op);
+		} else if (event == ZK_EVENT_EXPIRED && op->detached) {
+			op->waiting = 1; /* the next session's read tells whether it landed */
 		} else if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
 			/* A job stopping for good hears it as SESSION_EXPIRED, after this loop. */
-			if (job_chain_op_claims(op) && !c->job->fsm.stop_requested)
+			if (job_chain_op_claims(op) && !op->detached && !c->job->fsm.stop_requested)
 				job_chain_op_done(op, 0, 0);
 			else
 				job_chain_op_free(op);

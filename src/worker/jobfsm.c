@@ -152,6 +152,28 @@ jobfsm_manual_taken(const struct jobfsm *m)
 	return m->manual == JOBFSM_MANUAL_ACTIVE || m->manual == JOBFSM_MANUAL_RESTART;
 }
 
+/*
+ * The machine lets go of the generation it holds, unrun: its claim is out (CLAIMING), or it
+ * landed and the run has not started (gen_unrun: waiting for the lease to be verified, or for
+ * the lease deadline to move on); a stop's hand-back may be under way too. A claim dropped
+ * then may land, or has, and the parents' runs would stay claimed by a run that never comes,
+ * answered by no worker. ABANDON has jobchain.c follow the claim (or the hand-back) to its
+ * answer and give a landed claim back: a versioned write of the chain state, which needs no
+ * lease, since nothing ran. The machine hears nothing of it and moves on; the job is told
+ * done only once it is over (job.c). Before any CANCEL_CLAIM, which would drop it.
+ */
+void
+jobfsm_abandon(struct jobfsm *m, struct jobfsm_actions *out)
+{
+	if (m->tick >= 0 && m->kind == JOBFSM_KIND_GEN &&
+	    (m->state == JOB_CLAIMING || m->gen_unrun)) {
+		jobfsm_tick_act(out, JOBFSM_ABANDON, m->tick, JOBFSM_KIND_GEN)->n =
+		    m->gen_unrun || m->handing_back;
+		m->tick = -1; /* let go: jobchain.c has it now */
+	}
+	m->gen_unrun = m->handing_back = 0;
+}
+
 /* Stopped for good: let go of everything and tell the worker. */
 static void
 jobfsm_finish_stop(struct jobfsm *m, struct jobfsm_actions *out)
@@ -159,6 +181,7 @@ jobfsm_finish_stop(struct jobfsm *m, struct jobfsm_actions *out)
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_TICK_DEL);
 	jobfsm_act(out, JOBFSM_RUN_TIMER_DEL);
+	jobfsm_abandon(m, out);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	jobfsm_release(m, out);
 	jobfsm_manual_abort(m, "stopped", JOBFSM_WHY_STOPPED, out);
@@ -193,6 +216,7 @@ jobfsm_after_loss(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm
 {
 	m->await_verify = 0;
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
+	jobfsm_abandon(m, out);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	if (m->stop_requested) {
 		jobfsm_finish_stop(m, out);
@@ -394,6 +418,7 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	}
 	m->busy = 1;
 	m->timed_out = 0;
+	m->gen_unrun = 0; /* answered by this run's record */
 	jobfsm_enter(m, JOB_STARTING, out);
 	jobfsm_tick_act(out, JOBFSM_START_RUN, m->tick, m->kind);
 }
@@ -567,6 +592,7 @@ jobfsm_supervisor_died(struct jobfsm *m, struct jobfsm_actions *out)
 		jobfsm_record(m, JOB_OUTCOME_KILLED, 0, out);
 	}
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
+	jobfsm_abandon(m, out);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	m->lost_pending = m->conflict_pending = m->await_verify = 0;
 	m->manual_ended = m->halted = m->replacing = 0;
@@ -701,6 +727,7 @@ jobfsm_claim_stopping(struct jobfsm *m, const struct jobfsm_input *in, struct jo
 		return;
 	}
 	m->handing_back = 0;
+	m->tick = -1; /* the claim is over: given back, recorded missed, or it did not land */
 	jobfsm_finish_stop(m, out);
 }
 
@@ -716,10 +743,12 @@ jobfsm_claim_ended(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 	}
 	if (in->event == JOBFSM_CLAIMED) {
 		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, m->kind == JOBFSM_KIND_GEN);
+		m->gen_unrun = m->kind == JOBFSM_KIND_GEN;
 		jobfsm_start_run(m, in, out);
 		return;
 	}
 	jobfsm_note(out, JOBFSM_NOTE_TICK_GONE, m->tick, in->taken);
+	m->tick = -1; /* not ours: nothing to give back */
 	jobfsm_release(m, out);
 	if (m->ready)
 		jobfsm_wait_tick(m, in, out);
@@ -757,6 +786,7 @@ jobfsm_conflict(struct jobfsm *m, struct jobfsm_actions *out)
 		jobfsm_enter(m, JOB_STOPPING, out);
 		return;
 	}
+	jobfsm_abandon(m, out);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	jobfsm_release(m, out);
 	jobfsm_manual_abort(m, "no_lease", JOBFSM_WHY_CONFLICT, out);
@@ -776,6 +806,7 @@ jobfsm_expired(struct jobfsm *m, struct jobfsm_actions *out)
 	}
 	jobfsm_act(out, JOBFSM_TIMER_DEL);
 	jobfsm_act(out, JOBFSM_TICK_DEL);
+	jobfsm_abandon(m, out);
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	jobfsm_release(m, out);
 	jobfsm_manual_abort(m, "no_lease", JOBFSM_WHY_EXPIRED, out);
@@ -802,6 +833,7 @@ jobfsm_stop(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 	jobfsm_act(out, JOBFSM_TICK_DEL);
 	if (m->state == JOB_CLAIMING && m->kind == JOBFSM_KIND_GEN && m->tick >= 0)
 		return;
+	jobfsm_abandon(m, out); /* a generation claimed, its run waiting for the lease */
 	jobfsm_act(out, JOBFSM_CANCEL_CLAIM);
 	if (!m->busy) {
 		if (m->state != JOB_DONE)

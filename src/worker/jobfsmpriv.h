@@ -17,6 +17,7 @@ struct jobfsm_action *jobfsm_tick_act(struct jobfsm_actions *, enum jobfsm_act, 
 void jobfsm_manual_go(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_note(struct jobfsm_actions *, enum jobfsm_note, int64_t tick, int n);
 void jobfsm_release(struct jobfsm *, struct jobfsm_actions *);
+void jobfsm_abandon(struct jobfsm *, struct jobfsm_actions *);
 void jobfsm_wait_tick(struct jobfsm *, const struct jobfsm_input *, struct jobfsm_actions *);
 void jobfsm_record(struct jobfsm *, enum job_outcome, int untrusted, struct jobfsm_actions *);
 struct jobstate_end;

@@ -69,6 +69,7 @@ jobfsm_wait_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	enum jobfsm_kind kind;
 	int64_t pending = jobfsm_unpend(m, &kind);
 
+	jobfsm_abandon(m, out); /* a generation claimed, not run (paused, drained): given back */
 	m->tick = -1;
 	m->kind = JOBFSM_KIND_TICK;
 	m->catching = m->catch_claim = 0;

@@ -70,6 +70,7 @@ struct job {
 
 	struct stopreq *stops;   /* the stop requests (`leasekeeper stop`) */
 	struct job_chain *chain; /* after = JOB: its parents' runs (jobchain.c); NULL */
+	int done_later;          /* stopped: done once the chain's claims are followed */
 	char *halt_by;           /* who stopped the run under way, for its record */
 
 	uint32_t run;
@@ -192,6 +193,8 @@ void job_chain_poke(struct job_chain *);
 void job_chain_claim(struct job_chain *, const char *how);
 void job_chain_cancel(struct job_chain *);
 void job_chain_give_back(struct job_chain *);
+void job_chain_abandon(struct job_chain *, int landed);
+int job_chain_following(const struct job_chain *);
 char **job_chain_env(struct job *, struct runspec *, char **env);
 void job_chain_record(const struct job *, json_t *record, int64_t tick, enum jobfsm_kind);
 json_t *job_chain_json(const struct job *);

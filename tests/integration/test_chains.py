@@ -13,7 +13,10 @@ after (a, b) answer each run of a exactly once through a SIGSTOP of a's worker a
 a run and through reloads that leave no worker carrying b and c (shorter and longer than
 their start_deadline); a reload that removes a child while its worker's claim of a parent
 run is out (a proxy delays that worker's connection) gives the run back, and another worker
-runs it (ci14's lost run);
+runs it (ci14's lost run); a worker whose lease of the child is lost while its claim of a
+parent run is out (its lock node deleted while the claim is held on its way; its session
+expired while the claim's answer was lost) gives the run back once the claim is known to have
+landed, and the run is answered once;
 `check` refuses a cycle and an unknown parent with file and line."""
 
 import json
@@ -448,6 +451,88 @@ class ChainClaimInFlightTest(ChainCase):
         self.assertIn([met, "gamma"], self.lines(b_out), (met, self.lines(b_out)))
         print("\nclaim in flight: the reload met it in round %d; the run of a given back "
               "ran on gamma" % rounds)
+
+
+class ChainClaimLeaseLostTest(ChainCase):
+    """The lease of b is lost while beta's claim of a run of a is on its way: its lock node
+    deleted (as an operator would) while the proxy holds the claim, or beta's session expired
+    while the claim's answer was lost (the server applied it; the proxy cut the connection and
+    kept beta away past its session). The claim lands, or landed, as beta lets it go: before,
+    nothing followed it, and the run of a stayed claimed by b, never run nor recorded missed.
+    Now beta follows the claim to its answer (in the next session after an expiry) and gives
+    the run back (a versioned write: no lease needed), and b answers it (here beta runs it
+    itself, under a new lease)."""
+
+    def lock_node(self, kz, job):
+        """The lock node of job's lease (a mutex: one lease)."""
+        folder = "/leasekeeper/mutex/" + job
+        kids = kz.get_children(folder)
+        self.assertEqual(len(kids), 1, kids)
+        return folder + "/" + kids[0]
+
+    def start(self, tick_ms, session):
+        """alpha carries a; beta, through a proxy, carries b (and a, never placed there)."""
+        self.start_zookeeper(tick_ms=tick_ms)
+        self.px = self.proxy()
+        self.a_out, self.b_out = self.path("a.txt"), self.path("b.txt")
+        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % self.a_out,
+                 "schedule": "@every 1h", "constraint": "host=alpha", "history": 100}
+        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s'
+                 % self.b_out, "after": "a", "start_deadline": "120s", "history": 100}
+        procs = {}
+        for n, hosts, jobs in (("alpha", None, {"a": a_job}),
+                               ("beta", self.px.connect_string, {"a": a_job, "b": b_job})):
+            cfg = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": session},
+                                    safety=SAFETY,
+                                    worker={"allow_root_jobs": True, "labels": "host=" + n},
+                                    jobs=jobs)
+            procs[n] = self.leasekeeper("run", "-v", "-c", cfg, name=n)
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=60)
+        return procs["beta"], self.kazoo()
+
+    def answered_once(self, beta, kz, mark):
+        """The one run of a is run by b once, and beta said it gave the claim back."""
+        # Without the fix the claim lands and nothing answers the run: no line, no record.
+        self.wait_until(lambda: len(self.lines(self.b_out)) >= 1, timeout=60,
+                        msg="the run of a, claimed as beta lost b's lease, was never run by b")
+        self.assertRegex(beta.log_text()[mark:], r"job b: let go of its claim of the run after "
+                         r"\S+ before running it .*given back")
+        self.assertEqual(self.cli("pause", "a").returncode, 0)
+        self.settle(kz, ["a", "b"], quiet=4)
+        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
+        b_recs = self.runs(kz, "b")
+        self.assertEqual(len(a_ids), 1, a_ids)
+        # Answered once: run once (recorded with its parent run), nothing missed.
+        self.assertEqual([r["after"][0]["run_id"] for r in b_recs if r.get("run_id")], a_ids,
+                         b_recs)
+        self.assertEqual([r for r in b_recs if not r.get("run_id")], [], b_recs)
+        self.assertEqual([x[0] for x in self.lines(self.b_out)], a_ids)
+
+    def test_a_lease_lost_while_the_claim_is_out_gives_the_parent_run_back(self):
+        # A tickTime of 1 s lets beta's session be 20 s: the hold is far from its end.
+        beta, kz = self.start(1000, "20s")
+        # beta's claim of b's chain state (chainrec_dump: sorted, compact) is held on its way.
+        self.px.hold_after(b'"how":"run","key"')
+        r = self.cli("run-now", "a")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.wait_until(lambda: self.px.holds == 1, timeout=60, msg="beta's claim was not held")
+        mark = beta.mark()
+        kz.delete(self.lock_node(kz, "b"))
+        beta.wait_log(r"job b: lease lost", timeout=30, since=mark)
+        self.px.release()
+        self.answered_once(beta, kz, mark)
+
+    def test_a_session_expired_while_the_claims_answer_is_lost_gives_the_parent_run_back(self):
+        # beta's session is 4 s; the proxy keeps it away 10 s after the claim went through.
+        beta, kz = self.start(500, "4s")
+        mark = beta.mark()
+        self.px.cut_after(b'"how":"run","key"', hold=10.0)
+        r = self.cli("run-now", "a")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.wait_until(lambda: self.px.cuts == 1, timeout=60, msg="beta's claim was not cut")
+        beta.wait_log(r"session 0x[0-9a-f]+ expired", timeout=60, since=mark)
+        self.answered_once(beta, kz, mark)
 
 
 class ChainCheckTest(lktest.TestCase):

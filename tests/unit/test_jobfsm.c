@@ -49,8 +49,19 @@ struct env {
 	int late;   /* main woke past the lease deadline: it stays past until the session answers */
 	int handed; /* a HAND_BACK in the step under way */
 	int backing; /* a generation claimed as the job stopped is being given back */
+	/*
+	 * A generation whose claim was sent and is not answered for yet: OWED_OUT, its claim
+	 * under way; OWED_LANDED, it landed and its run has not started; OWED_BACK, a stop's
+	 * hand-back is under way. Answered: its run starts, the claim is lost, the hand-back
+	 * ends, or the machine lets it go with ABANDON (jobchain.c follows the claim to its
+	 * answer and gives a landed one back). Never dropped otherwise.
+	 */
+	int owed;
+	int64_t owed_tick;
 	uint64_t now_ms;
 };
+
+enum { OWED_NONE, OWED_OUT, OWED_LANDED, OWED_BACK };
 
 /* EXITED's b: the supervisor killed the run at the deadline while main was stopped. */
 #define WOKE_LATE 0x100
@@ -234,9 +245,16 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			    e, "a claim of %s %lld after one of %lld (claims only move forward)",
 			    a->kind == JOBFSM_KIND_GEN ? "generation" : "tick", (long long)a->tick,
 			    (long long)(a->kind == JOBFSM_KIND_GEN ? e->last_gen : e->last_claim));
-		if (a->kind == JOBFSM_KIND_GEN)
+		if (a->kind == JOBFSM_KIND_GEN && e->owed != OWED_NONE)
+			violation(
+			    e,
+			    "generation %lld claimed while %lld is owed (neither run nor let go)",
+			    (long long)a->tick, (long long)e->owed_tick);
+		if (a->kind == JOBFSM_KIND_GEN) {
 			e->last_gen = a->tick;
-		else
+			e->owed = OWED_OUT;
+			e->owed_tick = a->tick;
+		} else
 			e->last_claim = a->tick;
 		e->claim_tick = a->tick;
 		e->claim_kind = a->kind;
@@ -246,7 +264,21 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		e->peek = 1;
 		break;
 	case JOBFSM_CANCEL_CLAIM:
+		if (e->owed != OWED_NONE)
+			violation(e,
+			          "CANCEL_CLAIM drops generation %lld (claim state %d), not let go "
+			          "first (ABANDON): its claim may land, and no one runs it",
+			          (long long)e->owed_tick, e->owed);
 		e->claim = e->peek = e->backing = 0;
+		break;
+	case JOBFSM_ABANDON:
+		if (a->kind != JOBFSM_KIND_GEN || e->owed == OWED_NONE || a->tick != e->owed_tick ||
+		    a->n != (e->owed != OWED_OUT))
+			violation(e,
+			          "ABANDON of %lld (landed %d), but generation %lld is owed (%d)",
+			          (long long)a->tick, a->n, (long long)e->owed_tick, e->owed);
+		e->owed = OWED_NONE;
+		e->claim = e->backing = 0; /* followed by jobchain.c: the machine hears nothing */
 		break;
 	case JOBFSM_START_RUN:
 		if (e->run != RUN_NONE || e->open_run)
@@ -262,6 +294,12 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			          (long long)a->tick);
 		e->run_kind = a->kind;
 		e->run_tick = a->tick;
+		if (a->kind == JOBFSM_KIND_GEN && a->tick >= 0 && e->owed != OWED_NONE) {
+			if (e->owed != OWED_LANDED || a->tick != e->owed_tick)
+				violation(e, "a run of generation %lld while %lld is owed (%d)",
+				          (long long)a->tick, (long long)e->owed_tick, e->owed);
+			e->owed = OWED_NONE; /* answered by the run's record */
+		}
 		if (m->cfg.scheduled && a->tick < 0 && m->manual != JOBFSM_MANUAL_ACTIVE)
 			violation(e, "a run with no tick and no run-now request");
 		e->run = RUN_STARTING;
@@ -337,6 +375,10 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			e->claim_tick = a->tick;
 			e->claim_kind = a->kind;
 			e->backing = 1;
+			if (e->owed != OWED_LANDED || a->tick != e->owed_tick)
+				violation(e, "HAND_BACK of generation %lld, not the one landed",
+				          (long long)a->tick);
+			e->owed = OWED_BACK;
 			break;
 		}
 		if (!m->cfg.scheduled || a->tick < 0 || a->tick != e->claimed_tick ||
@@ -352,6 +394,9 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		e->req_open = 0;
 		break;
 	case JOBFSM_DONE:
+		if (e->owed != OWED_NONE)
+			violation(e, "done, generation %lld owed (%d): neither run nor let go",
+			          (long long)e->owed_tick, e->owed);
 		e->done = 1;
 		e->backing = 0;
 		break;
@@ -621,6 +666,10 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		if (!sent)
 			violation(e, "a stop request took the run and it was not signalled");
 	}
+	/* A generation owed is held by the machine until it is answered for. */
+	if (e->owed != OWED_NONE && (e->m.tick != e->owed_tick || e->m.kind != JOBFSM_KIND_GEN))
+		violation(e, "generation %lld (claim state %d) let go, neither run nor abandoned",
+		          (long long)e->owed_tick, e->owed);
 	if (halting && !e->halt_open && halted_end(&out))
 		violation(e, "a run ended by a stop request is retried or restarted at once");
 	if ((event == JOBFSM_LEASE_LOST) && e->run != RUN_NONE) {
@@ -702,6 +751,11 @@ bring(struct env *e, const struct input *in)
 	case JOBFSM_CLAIMED:
 	case JOBFSM_CLAIM_LOST:
 		e->claim = 0;
+		/* A generation's claim ends: landed, or not ours; a hand-back's end answers it. */
+		if (e->claim_kind == JOBFSM_KIND_GEN && e->owed == OWED_OUT)
+			e->owed = in->event == JOBFSM_CLAIMED ? OWED_LANDED : OWED_NONE;
+		else if (e->claim_kind == JOBFSM_KIND_GEN && e->owed == OWED_BACK)
+			e->owed = OWED_NONE;
 		if (in->event == JOBFSM_CLAIMED) {
 			e->claimed_tick = e->claim_tick;
 			e->claimed_kind = e->claim_kind;

@@ -4,8 +4,10 @@
  * after"): each meeting of a scheduled tick and a chain generation in the job machine
  * (jobfsm.c, jobfsmtick.c), driven step by step: due together, during a run of either, with
  * each overlap mode, paused, drained, past the deadline, a host's start failure, a stand-by,
- * catch_up = all's queue, a stop while a generation's claim is under way. Each action about a
- * tick must carry the kind of that tick.
+ * catch_up = all's queue, a stop while a generation's claim is under way, and a generation
+ * let go unrun in any other way (ABANDON: the lease lost, the supervisor died, a conflict,
+ * an expiry, while its claim is out or after it landed). Each action about a tick must carry
+ * the kind of that tick.
  */
 
 #include <setjmp.h>
@@ -575,6 +577,179 @@ test_stop_while_claiming_a_generation(void **state)
 	assert_int_equal(t.m.state, JOB_DONE);
 }
 
+/*
+ * The step's ABANDON of generation tick (landed: its claim landed, else it is out) comes
+ * before any CANCEL_CLAIM (which would drop the claim), with no run and no hand-back.
+ */
+static void
+t_abandoned(const struct t *t, int64_t tick, int landed)
+{
+	const struct jobfsm_action *a = t_find(t, JOBFSM_ABANDON, 0), *c;
+	int i, ia = -1, ic = -1;
+
+	assert_non_null(a);
+	assert_int_equal(a->tick, tick);
+	assert_int_equal(a->kind, GEN);
+	assert_int_equal(a->n, landed);
+	assert_null(t_find(t, JOBFSM_ABANDON, 1));
+	assert_null(t_find(t, JOBFSM_START_RUN, 0));
+	assert_null(t_find(t, JOBFSM_HAND_BACK, 0));
+	c = t_find(t, JOBFSM_CANCEL_CLAIM, 0);
+	for (i = 0; i < t->out.n; i++) {
+		if (&t->out.a[i] == a)
+			ia = i;
+		if (&t->out.a[i] == c)
+			ic = i;
+	}
+	assert_true(c == NULL || ia < ic);
+}
+
+/* From WAITING: a generation due, its lease held and its claim out. */
+static void
+t_claiming(struct t *t)
+{
+	t_due(t, T0, GEN);
+	t_ev(t, JOBFSM_LEASE_ACQUIRED);
+	t_has(t, JOBFSM_CLAIM, T0, GEN);
+	assert_int_equal(t->m.state, JOB_CLAIMING);
+}
+
+/*
+ * The lease goes (a deleted lock node, an expiry), the supervisor dies, or the cluster's
+ * lease count changes while a generation's claim is out: its write may land, or has. The
+ * machine lets it go with ABANDON (jobchain.c follows it to its answer and gives a landed
+ * claim back, with no lease) before it drops the claim; the claim's answer is not awaited
+ * (the lease is gone: nothing can wait under it). Before, the claim was dropped, and a write
+ * that landed left the parent's run claimed, never run nor recorded missed.
+ */
+static void
+test_let_go_while_claiming_a_generation(void **state)
+{
+	static const enum jobfsm_event evs[] = {JOBFSM_LEASE_LOST, JOBFSM_SUPERVISOR_DIED,
+	                                        JOBFSM_CONFLICT};
+	struct t t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+		t_init(&t, JOBFSM_OVERLAP_QUEUE);
+		t_claiming(&t);
+		t_ev(&t, evs[i]);
+		t_abandoned(&t, T0, 0);
+		assert_int_not_equal(t.m.state, JOB_CLAIMING);
+		assert_int_equal(t.m.lease, JOBFSM_LEASE_IDLE);
+		/* The claim's answer, if it came, is no longer the machine's. */
+		t_ev(&t, JOBFSM_CLAIMED);
+		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+		assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	}
+
+	/* An expiry: the lease hears it first (LEASE_LOST), then the machine. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	t_ev(&t, JOBFSM_SESSION_GONE);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	t_abandoned(&t, T0, 0);
+	t_ev(&t, JOBFSM_SESSION_EXPIRED);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	assert_int_equal(t.m.state, JOB_IDLE);
+
+	/* A stop waiting for the claim (under the lease) that loses the lease lets it go too. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	t_ev(&t, JOBFSM_STOP);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	t_abandoned(&t, T0, 0);
+	assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+
+	/* ... and so does one whose hand-back is under way: it goes on, followed by jobchain.c. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	t_ev(&t, JOBFSM_STOP);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_has(&t, JOBFSM_HAND_BACK, T0, GEN);
+	t_ev(&t, JOBFSM_SUPERVISOR_DIED);
+	t_abandoned(&t, T0, 1);
+	assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+
+	/* A scheduled tick's claim is dropped as before: jobrec.c follows it itself. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	assert_non_null(t_find(&t, JOBFSM_CANCEL_CLAIM, 0));
+}
+
+/*
+ * The claim of a generation landed while the connection was down: its run waits for the
+ * lease to be verified (BACKOFF). The lease is lost instead: the run never comes, and the
+ * parent's run stays claimed by this worker; the machine gives it back (ABANDON, landed),
+ * with no lease. Likewise an expiry, the supervisor's death, a conflict, a drain, a pause or
+ * a stop before the run started; once the run started, its record answers the parent's run
+ * and nothing is given back.
+ */
+static void
+test_let_go_after_a_generation_landed(void **state)
+{
+	static const enum jobfsm_event evs[] = {JOBFSM_LEASE_LOST, JOBFSM_SUPERVISOR_DIED,
+	                                        JOBFSM_CONFLICT, JOBFSM_DRAIN, JOBFSM_STOP};
+	struct t t;
+	struct jobfsm_input in;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+		t_init(&t, JOBFSM_OVERLAP_QUEUE);
+		t_claiming(&t);
+		t_ev(&t, JOBFSM_SESSION_SUSPECT);
+		t_ev(&t, JOBFSM_CLAIMED);
+		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+		assert_int_equal(t.m.state, JOB_BACKOFF);
+		t_ev(&t, evs[i]);
+		t_abandoned(&t, T0, 1);
+		assert_int_not_equal(t.m.state, JOB_BACKOFF);
+		if (evs[i] == JOBFSM_STOP)
+			assert_non_null(t_find(&t, JOBFSM_DONE, 0));
+		/* Nothing is left to run it: verified now, the lease starts nothing. */
+		t_ev(&t, JOBFSM_LEASE_VERIFIED);
+		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+	}
+
+	/* A pause (the record says paused): the run is not started, the claim given back. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	t_ev(&t, JOBFSM_SESSION_SUSPECT);
+	t_ev(&t, JOBFSM_CLAIMED);
+	memset(&in, 0, sizeof in);
+	in.paused = 1;
+	t_step(&t, JOBFSM_AGREED, in);
+	t_abandoned(&t, T0, 1);
+
+	/* Woken past the lease deadline after the claim landed, then the lease is lost. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	memset(&in, 0, sizeof in);
+	in.deadline_near = 1;
+	t_step(&t, JOBFSM_CLAIMED, in);
+	assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+	assert_int_equal(t.m.state, JOB_BACKOFF);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	t_abandoned(&t, T0, 1);
+
+	/* Verified in time: the run starts, and the lease lost then kills it, nothing given back. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_claiming(&t);
+	t_ev(&t, JOBFSM_SESSION_SUSPECT);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_ev(&t, JOBFSM_LEASE_VERIFIED);
+	t_has(&t, JOBFSM_START_RUN, T0, GEN);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	assert_non_null(t_find(&t, JOBFSM_STOP_RUN, 0));
+}
+
 int
 main(void)
 {
@@ -593,6 +768,8 @@ main(void)
 	    cmocka_unit_test(test_catch_up_all),
 	    cmocka_unit_test(test_manual),
 	    cmocka_unit_test(test_stop_while_claiming_a_generation),
+	    cmocka_unit_test(test_let_go_while_claiming_a_generation),
+	    cmocka_unit_test(test_let_go_after_a_generation_landed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
