@@ -143,6 +143,8 @@ struct proto_limits {
  * the end of its output (output_len bytes, no NUL; output NULL: none kept). Read back, the
  * output points into the payload. The times are the supervisor's, wall-clock ms taken when
  * it saw each event (-1: it did not happen, or not known); term_sig 0: no first signal.
+ * exec_ms, the run's start, is when it made the run's first process, for a run whose
+ * command was then exec'd.
  */
 struct proto_usage {
 	int64_t cpu_usec;

@@ -76,6 +76,7 @@ struct sjob {
 	size_t tail_max;       /* 0: none kept */
 	int tail_cut;          /* output before the tail was dropped */
 	uint64_t out_off;      /* bytes of output so far (PROTO_OUTPUT's offsets) */
+	int64_t spawn_ms;      /* wall: when the run's first process was made (its start) */
 	uint64_t own_deadline; /* a hook: its own deadline (hook_timeout), not its epoch's */
 
 	int status; /* of the leader, once reaped */
@@ -384,7 +385,7 @@ sv_job_step(struct sv *sv, struct sjob *j, struct svrun_input *in, const char *f
 	for (i = 0; i < act.nsig; i++)
 		sv_job_signal(j, act.sig[i], act.why[i], in->deadline);
 	if (act.send_started) {
-		j->stamp.exec_ms = (int64_t)clock_wall_ms();
+		j->stamp.exec_ms = j->spawn_ms; /* not when we heard of the exec: a busy host */
 		log_info("supervisor: job %s started, pid %ld run=%s", j->name, (long)j->pid,
 		         j->run_id);
 		proto_send(sv->conn, PROTO_STARTED, j->id, j->epoch, j->pid, 0, NULL, 0);
@@ -620,6 +621,7 @@ sv_start(struct sv *sv, const struct proto_msg *msg)
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	svpid = getpid();
+	j->spawn_ms = (int64_t)clock_wall_ms();
 	pid = cgroup_spawn(j->cgfd, &joined);
 	if (pid == 0) {
 		close(errpipe[0]);
