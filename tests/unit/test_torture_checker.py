@@ -249,6 +249,23 @@ class CheckerTest(unittest.TestCase):
             o["job"] = "cont"
         self.assertEqual(self.counts(h)[0].get("false_reasons"), 1)
 
+    def test_paused_while_the_tick_waited_to_start(self):
+        # tick 30 waited (for the lease) and a pause came at 34, inside its start_deadline
+        # and before its record at 35: paused is its true reason
+        h = self.paused_at_30()
+        h["jobs"]["every"]["start_deadline_s"] = 10
+        h["runs"]["every"][-1]["_ctime_ms"] = (BASE + 35) * 1000
+        h["ops"] = [{"cmd": "pause", "job": "every", "start": BASE + 34, "end": BASE + 34.2,
+                     "out": "job every: paused by root@vm at %s\n" % iso(34)}]
+        self.assertEqual(self.counts(h)[0], {})
+        # a pause after the record was written is not why
+        h["runs"]["every"][-1]["_ctime_ms"] = (BASE + 30.5) * 1000
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})
+        # nor one past the start_deadline
+        h["runs"]["every"][-1]["_ctime_ms"] = (BASE + 50) * 1000
+        h["jobs"]["every"]["start_deadline_s"] = 0.5
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})
+
     def test_paused_after_a_resume_zookeeper_may_have_lost(self):
         h = self.paused_at_30()
         h["ops"] = [{"cmd": "pause", "job": "every", "start": BASE + 10, "end": BASE + 10.2,

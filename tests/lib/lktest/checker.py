@@ -227,14 +227,24 @@ def _judge_reason(h, rep, name, tick, r, started):
                                      time.strftime("%H:%M:%S",
                                                    time.gmtime(r["_ctime_ms"] / 1000)),
                                      tick - r["_ctime_ms"] / 1000.0))
-    elif why == "paused" and not _paused(h, name, tick):
-        if _paused(h, name, tick, lossy=True):
+    elif why == "paused" and not _paused(h, name, tick, until=_pending_until(h, name, tick, r)):
+        if _paused(h, name, tick, lossy=True, until=_pending_until(h, name, tick, r)):
             rep.add("zk_loss_reasons", "job %s tick %s recorded paused by %s; the resume "
                     "before it was acknowledged just before a ZooKeeper log truncation"
                     % (name, tick, r.get("node")))
         else:
             rep.add("false_reasons", "job %s tick %s recorded paused by %s; the job was not "
                     "paused then" % (name, tick, r.get("node")))
+
+
+def _pending_until(h, name, tick, r):
+    """Until when a tick recorded not run may have waited to start: its start_deadline, and
+    no later than its record (a pause that came while it waited, e.g. for the lease, is why
+    it did not run)."""
+    until = tick + h["jobs"].get(name, {}).get("start_deadline_s", 0)
+    if "_ctime_ms" in r:
+        until = min(until, r["_ctime_ms"] / 1000.0)
+    return until
 
 
 def _loss_after(h, t):
@@ -310,15 +320,18 @@ def pause_spans(ops, losses=(), lossy=False):
     return spans
 
 
-def _paused(h, job, tick, slack=3.0, lossy=False):
-    """Whether job was paused at tick (within slack): as the operator's commands say
+def _paused(h, job, tick, slack=3.0, lossy=False, until=None):
+    """Whether job was paused at tick, or after it until `until` (a tick not yet started
+    when a pause came is the pause's), within slack: as the operator's commands say
     ZooKeeper held it (ops), or, in a history without them, as the nemesis meant it (pauses:
     from the pause's issue to the resume's, which the commands may not have kept to)."""
+    until = tick if until is None else max(tick, until)
     if "ops" in h:
         spans = pause_spans(h["ops"], h.get("zk_losses", []), lossy)
     else:
         spans = [(p["job"], p["start"], p["end"]) for p in h.get("pauses", [])]
-    return any(j == job and start - slack <= tick <= end + slack for j, start, end in spans)
+    return any(j == job and start - slack <= until and tick <= end + slack
+               for j, start, end in spans)
 
 
 def _faulted(h, worker, t, span):
