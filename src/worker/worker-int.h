@@ -63,6 +63,11 @@ struct worker_job {
 	struct job *job;
 	struct config *cfg; /* the configuration its job_config() is part of */
 	int done;
+	/*
+	 * A copy a reload changed: the new one (succ) is not made ready until the old one (its
+	 * pred) is done, whatever locks each takes (worker_job_release).
+	 */
+	struct worker_job *pred, *succ;
 	TAILQ_ENTRY(worker_job) entry;
 };
 
@@ -163,6 +168,7 @@ int worker_check_limits(struct worker *w, const struct config *cfg);
 void worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char *note,
                         void *arg);
 void worker_finish(struct worker *w);
+int worker_job_hold(struct worker_job *old, struct worker_job *nw);
 struct worker_job *worker_job_add(struct worker *w, const struct config_job *cj,
                                   struct config *cfg);
 

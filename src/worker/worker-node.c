@@ -292,7 +292,7 @@ worker_node_registered(struct worker *w)
 	if (!worker_sv_ready(w))
 		return; /* worker_sv_hello_cb lets them */
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done)
+		if (!wj->done && wj->pred == NULL)
 			job_ready(wj->job);
 	}
 }

@@ -69,6 +69,7 @@ struct worker_reload {
 	json_t *index;                /* job name -> its index in cfg->jobs_list */
 	size_t indexed;               /* ... of the first this many */
 	unsigned char *kept;          /* per job of cfg: a running job took it unchanged */
+	struct worker_job **prev;     /* per job of cfg: the running copy it changed, stopping */
 	struct worker_job **old;      /* the jobs when the reload began */
 	size_t nold;
 	size_t pos; /* in old (stopping), then in cfg->jobs_list (starting) */
@@ -290,6 +291,8 @@ worker_reload_old(struct worker_reload *r, struct worker_job *wj)
 	}
 	log_info("reload: job %s %s", job_name(wj->job), cj == NULL ? "removed" : "changed");
 	job_stop(wj->job, 0);
+	if (cj != NULL)
+		r->prev[i] = wj;
 	r->stopped++;
 }
 
@@ -305,7 +308,9 @@ worker_reload_new(struct worker *w, struct worker_reload *r, size_t i)
 	log_info("reload: job %s starts", cj->name);
 	wj = worker_job_add(w, cj, r->cfg);
 	r->started++;
-	if (w->state == WORKER_READY && worker_sv_ready(w))
+	if (r->prev[i] != NULL && worker_job_hold(r->prev[i], wj))
+		log_info("job %s: starts once its previous copy has stopped", cj->name);
+	else if (w->state == WORKER_READY && worker_sv_ready(w))
 		job_ready(wj->job);
 }
 
@@ -318,6 +323,7 @@ worker_reload_free(struct worker_reload *r)
 	worker_reload_fp_free(r->fp);
 	json_decref(r->index);
 	free(r->kept);
+	free(r->prev);
 	free(r->old);
 	free(r);
 }
@@ -446,6 +452,7 @@ worker_reload_begin(struct worker *w, struct worker_reload *r, struct config *cf
 	r->cfg = cfg;
 	r->index = json_object(); /* filled in the slices, before any job is looked up */
 	r->kept = xcalloc(cfg->njobs + 1, 1);
+	r->prev = xcalloc(cfg->njobs + 1, sizeof *r->prev);
 	TAILQ_FOREACH(wj, &w->jobs, entry)
 		r->nold++;
 	r->old = xcalloc(r->nold + 1, sizeof *r->old);

@@ -267,6 +267,41 @@ worker_sv_output_cb(uint32_t run, uint64_t offset, const char *buf, size_t len, 
 }
 
 /*
+ * A reload changed a running job: the new copy nw waits for the old one to be done (its run
+ * over, its lease given up), so that the two never run at once, even under other locks (a
+ * new lock_mode, locks or leases). 1: held; 0: the old one is done already.
+ */
+int
+worker_job_hold(struct worker_job *old, struct worker_job *nw)
+{
+	struct worker_job *root = old->pred != NULL ? old->pred : old; /* old is held itself */
+
+	if (root->done)
+		return 0;
+	nw->pred = root;
+	root->succ = nw;
+	return 1;
+}
+
+/* A job is done: unlink it; the new copy it held back, if any, becomes ready now. */
+static void
+worker_job_release(struct worker *w, struct worker_job *wj)
+{
+	struct worker_job *s = wj->succ;
+
+	if (wj->pred != NULL && wj->pred->succ == wj)
+		wj->pred->succ = NULL; /* held, and stopped before its turn */
+	wj->pred = wj->succ = NULL;
+	if (s == NULL)
+		return;
+	s->pred = NULL;
+	if (!s->done && w->state == WORKER_READY && worker_sv_ready(w)) {
+		log_info("job %s: its previous copy has stopped: starting", job_name(s->job));
+		job_ready(s->job);
+	}
+}
+
+/*
  * The supervisor died, and its jobs with it. Whatever they held can no longer be
  * trusted to be free of a stray process, so every job gives its lease up and contends
  * again once a new supervisor runs; if it keeps dying, we stop (systemd restarts us).
@@ -439,7 +474,7 @@ worker_sv_hello_cb(enum proto_containment mode, unsigned controllers, const char
 	if (w->state != WORKER_READY)
 		return;
 	TAILQ_FOREACH_SAFE(wj, &w->jobs, entry, next) {
-		if (!wj->done)
+		if (!wj->done && wj->pred == NULL)
 			job_ready(wj->job);
 	}
 }
@@ -506,6 +541,7 @@ worker_job_done_cb(struct job *job, void *arg)
 	if (!wj->done) {
 		wj->done = 1;
 		w->njobs_live--;
+		worker_job_release(w, wj);
 	}
 	if (w->state != WORKER_STOPPING) {
 		event_active(w->reap, EV_TIMEOUT, 0);

@@ -339,6 +339,40 @@ class ScheduledTest(lktest.TestCase):
         self.assertEqual(len(live), 1)
         self.assertEqual(rec.check(who="flip").total, 0)
 
+    def test_a_reload_that_changes_a_running_jobs_lock_waits_for_the_old_copy(self):
+        """A running job's lock changes (locks = other) and the worker reloads: the old copy,
+        which ignores SIGTERM, runs on until its kill_grace; the new copy takes another lock,
+        so nothing but the worker keeps the two apart: it must not start before the old one
+        is gone (found by test_rwlock's lock_mode change under load: 37 ms of overlap)."""
+        self.start_zookeeper(tick_ms=1000)  # a 16 s session: a 6 s kill_grace for the old copy
+        rec = self.record_file()
+        original = {"command": rec.command("flip", ignore_term=True), "kill_grace": "6s"}
+        cfg = self.write_config(name="alpha", zookeeper={"session_timeout": "16s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True},
+                                jobs={"flip": original})
+        p = self.worker(cfg, name="alpha")
+        p.wait_log(r"registered as", timeout=30)
+        rec.wait_for("start", who="flip", timeout=30)
+        jobs_file = self.path("alpha", "jobs", "jobs.ini")
+        lktest.write_ini(jobs_file, {"job flip": dict(original, locks="other")})
+        p.signal(signal.SIGHUP)
+        p.wait_log(r"reload: job flip changed", timeout=10)
+        # The documented change of a job's locks: set-leases clears the recorded ones, so the
+        # new copy agrees with the record at once, while the old one is still stopping.
+        r = subprocess.run([lktest.leasekeeper_bin(), "set-leases", "--zk",
+                            self.zk.connect_string, "flip", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        cleared = time.monotonic_ns()
+        p.wait_log(r"job flip: starts once its previous copy has stopped", timeout=10)
+        p.wait_log(r"job flip: its previous copy has stopped: starting", timeout=30)
+        self.wait_until(lambda: rec.count("start", "flip") >= 2, timeout=30,
+                        msg="the new copy never started")
+        first_end = min(r.t_ns for r in rec.records() if r.kind in ("end", "death"))
+        self.assertGreater(first_end, cleared, "the old copy ended before set-leases: "
+                           "the window this test needs was not made")
+        self.assertEqual(rec.check(who="flip").total, 0, "two copies of flip ran at once")
+
     def test_a_bad_reload_is_refused_whole(self):
         self.start_zookeeper()
         rec = self.record_file()
