@@ -495,7 +495,7 @@ jobrec_claim_give_back(struct jobrec_task *t)
 		log_info("job %s: the claim of the tick of %s landed after the job let it go (a "
 		         "stop, a lost lease): giving the tick back to the other workers",
 		         znode_basename(jr->path), when);
-		jobrec_give_back(jr, t->tick, t->node, t->history, 0);
+		jobrec_give_back(jr, t->tick, t->per_tick, t->node, t->history, 0);
 	}
 	jobrec_task_free(t);
 }
@@ -732,6 +732,7 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 
 	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
 	    ++t->races <= JOBREC_MAX_RACES) {
+		t->maybe_set = 0; /* it did not land */
 		jobrec_missed_step(t);
 		return;
 	}
@@ -742,6 +743,25 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc == ZOK && (!t->hand || t->handed == 2))
 		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->paused, t->why);
 	jobrec_task_free(t);
+}
+
+/*
+ * A give-back on the state read: 1 the tick is given back, 2 and marked missed (paused: it is
+ * recorded paused), 0 nothing to do. A tick that a later claim superseded while its one runner
+ * (us) still had it was not named skipped by that claim: it is marked and recorded missed
+ * (superseded) now, unless a write of ours may have given it back already (another worker may
+ * have run it since).
+ */
+static int
+jobrec_give(struct jobrec_task *t, struct tickstate *st)
+{
+	if (tickstate_give_back(st, t->tick, t->node))
+		return t->paused && tickstate_mark_missed(st, t->tick) ? 2 : 1;
+	if (t->per_tick != 1 || t->maybe_set || !tickstate_mark_superseded(st, t->tick))
+		return 0;
+	if (!t->paused)
+		t->why = JOBREC_MISSED_SUPERSEDED;
+	return 2;
 }
 
 /* The state as read: mark the tick missed unless it was claimed or already marked. */
@@ -765,8 +785,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	jobrec_state_warn(t->jr, &st);
 	if (t->give)
-		t->handed = tickstate_give_back(&st, t->tick, t->node) *
-		            (t->paused && tickstate_mark_missed(&st, t->tick) ? 2 : 1);
+		t->handed = jobrec_give(t, &st);
 	else if (t->hand)
 		t->handed =
 		    tickstate_hand_back(&st, t->tick, t->node, t->why == JOBREC_MISSED_UNHEALTHY);
@@ -775,6 +794,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_task_free(t);
 		return;
 	}
+	t->maybe_set = t->give; /* a give-back may land though its answer is lost */
 	jobrec_write_state(t, reply, &st, jobrec_missed_set_cb);
 }
 
@@ -815,14 +835,17 @@ jobrec_hand_back(struct jobrec *jr, int64_t tick, const char *node, int history,
 /*
  * Give tick, which node claimed and will not run, back (tickstate_give_back): a claim that
  * landed after the job let it go, or whose run never started (the machine's ABANDON). No
- * lease is needed: nothing ran. paused: marked and recorded paused in the same write. It
- * outlives an expiry: the next session's read tells whether the tick is still node's.
+ * lease is needed: nothing ran. paused: marked and recorded paused in the same write. A
+ * tick superseded meanwhile is recorded missed (jobrec_give). It outlives an expiry: the
+ * next session's read tells whether the tick is still node's.
  */
 void
-jobrec_give_back(struct jobrec *jr, int64_t tick, const char *node, int history, int paused)
+jobrec_give_back(struct jobrec *jr, int64_t tick, int per_tick, const char *node, int history,
+                 int paused)
 {
 	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
 
+	t->per_tick = per_tick;
 	t->history = history;
 	t->hand = t->give = 1;
 	t->paused = paused;

@@ -146,7 +146,8 @@ job_tick_abandon(struct job *job, int64_t tick, int paused)
 	         paused ? "recorded paused" : "given back to the workers that carry the job");
 	if (paused)
 		job->paused_ticks++;
-	jobrec_give_back(job->rec, tick, job_main_config(job)->node_id, job->cfg->history, paused);
+	jobrec_give_back(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
+	                 job->cfg->history, paused);
 }
 
 /*
