@@ -475,8 +475,8 @@ jobrec_claim_done(struct jobrec_task *t, enum jobrec_claim_result result)
 
 /*
  * An abandoned claim landed: the tick is ours, and the job let it go before it knew. Give it
- * back (tickstate_give_back), unless another claim of ours wants the same tick (the job
- * contends for it again: that claim finds it ours and runs it).
+ * back (tickstate_give_back), unless another claim of ours for it has its write out (a new
+ * claim that reads it ours is TAKEN, not run: it waits for the give-back like any worker).
  */
 static void
 jobrec_claim_give_back(struct jobrec_task *t)
@@ -487,7 +487,7 @@ jobrec_claim_give_back(struct jobrec_task *t)
 
 	TAILQ_FOREACH(o, &jr->tasks, entry) {
 		if (o != t && o->kind == JOBREC_TASK_CLAIM && !o->abandoned && !o->peek &&
-		    o->tick == t->tick)
+		    o->tick == t->tick && o->maybe_set)
 			break;
 	}
 	if (o == NULL) {
