@@ -45,4 +45,10 @@ struct jobrec {
 	TAILQ_HEAD(, jobrec_task) tasks;
 };
 
+/* jobrec-state.c */
+struct tickstate;
+struct zk_reply;
+void jobrec_state_warn(struct jobrec *, const struct tickstate *);
+int jobrec_read_state(struct jobrec *, const struct zk_reply *, struct tickstate *);
+
 #endif

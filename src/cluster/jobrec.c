@@ -46,8 +46,7 @@ enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN }
 #define JOBREC_MAX_REWRITES 5   /* writes of the job record in reaction to it, per window */
 #define JOBREC_MAX_RUNS     30  /* run records written per window; the rest are counted */
 #define JOBREC_MAX_MISSED   600 /* missed and paused records per window (10 a second) */
-#define JOBREC_WARN_NS      (60 * 1000000000ULL) /* one warning per kind per minute */
-#define JOBREC_MAX_RACES    10 /* versioned writes of the state lost in a row, at most */
+#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
 
 /* One multi-step operation on the records, with the context its replies need. */
 struct jobrec_task {
@@ -378,7 +377,11 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 		jr->recheck = 0;
 		jr->cluster = 0;
 		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
-			if (t->kind == JOBREC_TASK_CLAIM) {
+			if (event == ZK_EVENT_EXPIRED && (t->give || t->abandoned)) {
+				/* A tick let go: the next session's read tells whether it is ours. */
+				zk_cancel(jr->zk, t);
+				t->waiting = 1;
+			} else if (t->kind == JOBREC_TASK_CLAIM) {
 				jobrec_claim_cb cb = t->cb;
 				void *cbarg = t->arg;
 
@@ -395,6 +398,17 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 	}
 }
 
+/*
+ * Whether rc leaves t's fate to the next read: a lost connection; or, for a tick let go (a
+ * give-back, a claim abandoned), the session's end too: it goes on in the next session.
+ */
+static int
+jobrec_unknown(const struct jobrec_task *t, int rc)
+{
+	return zk_connection_error(rc) ||
+	       ((t->give || t->abandoned) && (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE));
+}
+
 /* A new task. */
 static struct jobrec_task *
 jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, const char *node)
@@ -407,59 +421,6 @@ jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, con
 	t->node = node != NULL ? xstrdup(node) : NULL;
 	TAILQ_INSERT_TAIL(&jr->tasks, t, entry);
 	return t;
-}
-
-/* Warn about what was wrong with a state read, at most once a minute per job. */
-static void
-jobrec_state_warn(struct jobrec *jr, const struct tickstate *st)
-{
-	uint64_t now = clock_now_ns();
-
-	if ((st->flags & (TICKSTATE_CORRUPT | TICKSTATE_FUTURE)) != 0)
-		jr->corrupt++;
-	if (st->flags == 0)
-		return;
-	if (jr->warned_ns != 0 && now - jr->warned_ns < JOBREC_WARN_NS) {
-		jr->warned_dropped++;
-		return;
-	}
-	log_warnx(
-	    "job %s: %s %s: %s%s%s (%d similar warning(s) not logged in the last minute)",
-	    znode_basename(jr->path), st->flags & TICKSTATE_FUTURE ? "overriding" : "repairing",
-	    jr->state_path,
-	    st->flags & TICKSTATE_CORRUPT ? "not a JSON object, or larger than the limit; " : "",
-	    st->flags & TICKSTATE_TRUNCATED ? "lists too long or of the wrong type, trimmed; " : "",
-	    st->flags & TICKSTATE_FUTURE ? "a tick claimed beyond the next few ticks, which "
-	                                   "no sane clock claims"
-	                                 : "rewritten sanely at the next claim",
-	    jr->warned_dropped);
-	jr->warned_ns = now;
-	jr->warned_dropped = 0;
-}
-
-/*
- * The state as read, bounded (none, ZNONODE, reads as empty). Returns 0 if it is of a format
- * this release cannot read: no claim, no mark, no write over it (said once).
- */
-static int
-jobrec_read_state(struct jobrec *jr, const struct zk_reply *reply, struct tickstate *st)
-{
-	char what[300];
-
-	tickstate_parse(reply->rc == ZOK ? reply->value : NULL,
-	                reply->rc == ZOK && reply->value_len > 0 ? (size_t)reply->value_len : 0,
-	                st);
-	if (format_readable(st->format)) {
-		jr->state_newer = 0;
-		format_warn_once(&jr->state_fmt, st->format, jr->state_path);
-		return 1;
-	}
-	snprintf(what, sizeof what, "job %s: claiming no tick: its tick state %s",
-	         znode_basename(jr->path), jr->state_path);
-	format_warn_once(&jr->state_fmt, st->format, what);
-	jr->state_newer = st->format;
-	tickstate_free(st);
-	return 0;
 }
 
 /* Record that a tick was missed, or not run because paused (a run record, a log line). */
@@ -514,19 +475,19 @@ jobrec_claim_done(struct jobrec_task *t, enum jobrec_claim_result result)
 
 /*
  * An abandoned claim landed: the tick is ours, and the job let it go before it knew. Give it
- * back (tickstate_give_back), unless another claim of ours wants the same tick (the job
- * contends for it again: that claim finds it ours and runs it).
+ * back (tickstate_give_back), unless another claim of ours for it has its write out (a new
+ * claim that reads it ours is TAKEN, not run: it waits for the give-back like any worker).
  */
 static void
 jobrec_claim_give_back(struct jobrec_task *t)
 {
 	struct jobrec *jr = t->jr;
-	struct jobrec_task *o, *g;
+	struct jobrec_task *o;
 	char when[40];
 
 	TAILQ_FOREACH(o, &jr->tasks, entry) {
 		if (o != t && o->kind == JOBREC_TASK_CLAIM && !o->abandoned && !o->peek &&
-		    o->tick == t->tick)
+		    o->tick == t->tick && o->maybe_set)
 			break;
 	}
 	if (o == NULL) {
@@ -534,11 +495,7 @@ jobrec_claim_give_back(struct jobrec_task *t)
 		log_info("job %s: the claim of the tick of %s landed after the job let it go (a "
 		         "stop, a lost lease): giving the tick back to the other workers",
 		         znode_basename(jr->path), when);
-		g = jobrec_task_new(jr, JOBREC_TASK_MISSED, t->tick, t->node);
-		g->history = t->history;
-		g->hand = g->give = 1;
-		g->why = JOBREC_MISSED_DEADLINE;
-		jobrec_missed_step(g);
+		jobrec_give_back(jr, t->tick, t->per_tick, t->node, t->history, 0);
 	}
 	jobrec_task_free(t);
 }
@@ -571,7 +528,7 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 		jobrec_claim_step(t); /* someone wrote first: look again */
 		return;
 	}
-	if (zk_connection_error(reply->rc)) {
+	if (jobrec_unknown(t, reply->rc)) {
 		t->waiting = 1; /* after the reconnect, the state tells whether it landed */
 		return;
 	}
@@ -590,7 +547,7 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	enum tickstate_verdict verdict;
 	json_t *skipped;
 
-	if (zk_connection_error(reply->rc)) {
+	if (jobrec_unknown(t, reply->rc)) {
 		t->waiting = 1;
 		return;
 	}
@@ -775,16 +732,36 @@ jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
 
 	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
 	    ++t->races <= JOBREC_MAX_RACES) {
+		t->maybe_set = 0; /* it did not land */
 		jobrec_missed_step(t);
 		return;
 	}
-	if (zk_connection_error(reply->rc)) {
+	if (jobrec_unknown(t, reply->rc)) {
 		t->waiting = 1;
 		return;
 	}
 	if (reply->rc == ZOK && (!t->hand || t->handed == 2))
 		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->paused, t->why);
 	jobrec_task_free(t);
+}
+
+/*
+ * A give-back on the state read: 1 the tick is given back, 2 and marked missed (paused: it is
+ * recorded paused), 0 nothing to do. A tick that a later claim superseded while its one runner
+ * (us) still had it was not named skipped by that claim: it is marked and recorded missed
+ * (superseded) now, unless a write of ours may have given it back already (another worker may
+ * have run it since).
+ */
+static int
+jobrec_give(struct jobrec_task *t, struct tickstate *st)
+{
+	if (tickstate_give_back(st, t->tick, t->node))
+		return t->paused && tickstate_mark_missed(st, t->tick) ? 2 : 1;
+	if (t->per_tick != 1 || t->maybe_set || !tickstate_mark_superseded(st, t->tick))
+		return 0;
+	if (!t->paused)
+		t->why = JOBREC_MISSED_SUPERSEDED;
+	return 2;
 }
 
 /* The state as read: mark the tick missed unless it was claimed or already marked. */
@@ -794,7 +771,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 	struct jobrec_task *t = arg;
 	struct tickstate st;
 
-	if (zk_connection_error(reply->rc)) {
+	if (jobrec_unknown(t, reply->rc)) {
 		t->waiting = 1;
 		return;
 	}
@@ -808,7 +785,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	jobrec_state_warn(t->jr, &st);
 	if (t->give)
-		t->handed = tickstate_give_back(&st, t->tick, t->node);
+		t->handed = jobrec_give(t, &st);
 	else if (t->hand)
 		t->handed =
 		    tickstate_hand_back(&st, t->tick, t->node, t->why == JOBREC_MISSED_UNHEALTHY);
@@ -817,6 +794,7 @@ jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_task_free(t);
 		return;
 	}
+	t->maybe_set = t->give; /* a give-back may land though its answer is lost */
 	jobrec_write_state(t, reply, &st, jobrec_missed_set_cb);
 }
 
@@ -851,6 +829,27 @@ jobrec_hand_back(struct jobrec *jr, int64_t tick, const char *node, int history,
 	t->history = history;
 	t->hand = 1;
 	t->why = unhealthy ? JOBREC_MISSED_UNHEALTHY : JOBREC_MISSED_DEADLINE;
+	jobrec_missed_step(t);
+}
+
+/*
+ * Give tick, which node claimed and will not run, back (tickstate_give_back): a claim that
+ * landed after the job let it go, or whose run never started (the machine's ABANDON). No
+ * lease is needed: nothing ran. paused: marked and recorded paused in the same write. A
+ * tick superseded meanwhile is recorded missed (jobrec_give). It outlives an expiry: the
+ * next session's read tells whether the tick is still node's.
+ */
+void
+jobrec_give_back(struct jobrec *jr, int64_t tick, int per_tick, const char *node, int history,
+                 int paused)
+{
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
+
+	t->per_tick = per_tick;
+	t->history = history;
+	t->hand = t->give = 1;
+	t->paused = paused;
+	t->why = JOBREC_MISSED_DEADLINE;
 	jobrec_missed_step(t);
 }
 

@@ -87,6 +87,8 @@ void jobrec_skip_reason(struct jobrec *, const char *reason);
 void jobrec_missed_why(struct jobrec *, int64_t tick, const char *node, int history,
                        enum jobrec_missed_why);
 void jobrec_hand_back(struct jobrec *, int64_t tick, const char *node, int history, int missed);
+void jobrec_give_back(struct jobrec *, int64_t tick, int per_tick, const char *node, int history,
+                      int paused);
 void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int history);
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);

@@ -314,6 +314,24 @@ tickstate_give_back(struct tickstate *st, int64_t tick, const char *node)
 	return changed;
 }
 
+/*
+ * Mark tick missed though it was claimed: its one runner let it go unrun (a give-back that
+ * found a later tick claimed on top of it, whose claim did not name it as skipped since it
+ * had a runner then). 1 if st changed, to write: tick is older than the last claimed, among
+ * the recent claims, and not marked missed yet.
+ */
+int
+tickstate_mark_superseded(struct tickstate *st, int64_t tick)
+{
+	json_t *missed = json_object_get(st->o, "missed");
+
+	if (tick < 0 || st->tick <= tick || tickstate_has_tick(missed, tick) ||
+	    !tickstate_has_tick(json_object_get(st->o, "recent"), tick))
+		return 0;
+	tickstate_add_tick(missed, tick);
+	return 1;
+}
+
 /* Whether tick is the one claimed last and is not marked missed: it may still be given back. */
 int
 tickstate_current(const struct tickstate *st, int64_t tick)

@@ -56,6 +56,7 @@ enum tickstate_verdict tickstate_claim(struct tickstate *, const struct tickstat
 int tickstate_mark_missed(struct tickstate *, int64_t tick);
 int tickstate_hand_back(struct tickstate *, int64_t tick, const char *node, int missed);
 int tickstate_give_back(struct tickstate *, int64_t tick, const char *node);
+int tickstate_mark_superseded(struct tickstate *, int64_t tick);
 int tickstate_current(const struct tickstate *, int64_t tick);
 char *tickstate_dump(const struct tickstate *);
 

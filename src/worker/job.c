@@ -339,7 +339,9 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 			job_chain_give_back(job->chain); /* claimed as the job stopped for good */
 		break;
 	case JOBFSM_ABANDON:
-		if (job->chain != NULL)
+		if (a->kind == JOBFSM_KIND_TICK)
+			job_tick_abandon(job, a->tick, a->why == JOBFSM_WHY_PAUSED);
+		else if (job->chain != NULL)
 			job_chain_abandon(job->chain, a->n);
 		break;
 	default:

@@ -153,25 +153,30 @@ jobfsm_manual_taken(const struct jobfsm *m)
 }
 
 /*
- * The machine lets go of the generation it holds, unrun: its claim is out (CLAIMING), or it
- * landed and the run has not started (gen_unrun: waiting for the lease to be verified, or for
- * the lease deadline to move on); a stop's hand-back may be under way too. A claim dropped
- * then may land, or has, and the parents' runs would stay claimed by a run that never comes,
- * answered by no worker. ABANDON has jobchain.c follow the claim (or the hand-back) to its
- * answer and give a landed claim back: a versioned write of the chain state, which needs no
- * lease, since nothing ran. The machine hears nothing of it and moves on; the job is told
- * done only once it is over (job.c). Before any CANCEL_CLAIM, which would drop it.
+ * The machine lets go of the tick it holds, unrun: a generation whose claim is out
+ * (CLAIMING), or either kind whose claim landed and whose run has not started (unrun: waiting
+ * for the lease to be verified, or for the lease deadline to move on); a stop's hand-back may
+ * be under way too. Dropped then, it would stay claimed by a run that never comes, answered by
+ * no worker. ABANDON has jobchain.c (a generation) or jobrec.c (a tick: a tick's claim still
+ * out is followed by jobrec_cancel_claim itself) follow it and give a landed claim back: a
+ * versioned write of the state, which needs no lease, since nothing ran; a paused job's tick
+ * is recorded paused in the same write (why PAUSED). The machine hears nothing of it and moves
+ * on; the job is told done only once a generation's is over (job.c). Before any CANCEL_CLAIM.
  */
 void
 jobfsm_abandon(struct jobfsm *m, struct jobfsm_actions *out)
 {
-	if (m->tick >= 0 && m->kind == JOBFSM_KIND_GEN &&
-	    (m->state == JOB_CLAIMING || m->gen_unrun)) {
-		jobfsm_tick_act(out, JOBFSM_ABANDON, m->tick, JOBFSM_KIND_GEN)->n =
-		    m->gen_unrun || m->handing_back;
-		m->tick = -1; /* let go: jobchain.c has it now */
+	struct jobfsm_action *a;
+
+	if (m->tick >= 0 &&
+	    (m->unrun || (m->kind == JOBFSM_KIND_GEN && m->state == JOB_CLAIMING))) {
+		a = jobfsm_tick_act(out, JOBFSM_ABANDON, m->tick, m->kind);
+		a->n = m->unrun || m->handing_back;
+		if (m->kind == JOBFSM_KIND_TICK && m->paused)
+			a->why = JOBFSM_WHY_PAUSED;
+		m->tick = -1; /* let go: jobchain.c or jobrec.c has it now */
 	}
-	m->gen_unrun = m->handing_back = 0;
+	m->unrun = m->handing_back = 0;
 }
 
 /* Stopped for good: let go of everything and tell the worker. */
@@ -357,8 +362,11 @@ jobfsm_hold_now(struct jobfsm *m, const struct jobfsm_input *in, int stop,
 		                    m->drained ? JOBFSM_WHY_DRAINED_EARLY : JOBFSM_WHY_PAUSED_EARLY,
 		                    out);
 		if (m->cfg.scheduled) {
-			/* Paused, nobody runs the tick in hand: recorded paused, once (drained: others'). */
-			if (m->paused && tick >= 0)
+			/*
+			 * Paused, nobody runs the tick in hand: recorded paused, once (drained:
+			 * others'); a tick whose claim landed is given back so (jobfsm_abandon).
+			 */
+			if (m->paused && tick >= 0 && !(m->unrun && kind == JOBFSM_KIND_TICK))
 				jobfsm_tick_act(out, JOBFSM_RECORD_PAUSED, tick, kind);
 			jobfsm_wait_tick(m, in, out);
 		} else
@@ -418,7 +426,7 @@ jobfsm_start_run(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_
 	}
 	m->busy = 1;
 	m->timed_out = 0;
-	m->gen_unrun = 0; /* answered by this run's record */
+	m->unrun = 0; /* answered by this run's record */
 	jobfsm_enter(m, JOB_STARTING, out);
 	jobfsm_tick_act(out, JOBFSM_START_RUN, m->tick, m->kind);
 }
@@ -743,7 +751,7 @@ jobfsm_claim_ended(struct jobfsm *m, const struct jobfsm_input *in, struct jobfs
 	}
 	if (in->event == JOBFSM_CLAIMED) {
 		jobfsm_note(out, JOBFSM_NOTE_TICK_RUN, m->tick, m->kind == JOBFSM_KIND_GEN);
-		m->gen_unrun = m->kind == JOBFSM_KIND_GEN;
+		m->unrun = 1;
 		jobfsm_start_run(m, in, out);
 		return;
 	}

@@ -101,9 +101,10 @@ enum jobfsm_act {
 	JOBFSM_RECORD_PAUSED, /* record a.tick as paused */
 	JOBFSM_HAND_BACK,     /* give a.tick back: its start failed for a reason of this host;
 	                       * of a generation: claimed as the job stopped (CLAIM_LOST ends it) */
-	JOBFSM_ABANDON,       /* let generation a.tick go unrun (a.n: 1 its claim landed, 0 its
-	                       * claim is out): follow the claim to its answer, give a landed
-	                       * one back (no lease needed); the machine hears nothing of it */
+	JOBFSM_ABANDON,       /* let a.tick go unrun (a.n: 1 its claim landed, 0 its claim is
+	                       * out: a generation only): follow the claim to its answer, give a
+	                       * landed one back (no lease needed; a tick with a.why PAUSED is
+	                       * recorded paused too); the machine hears nothing of it */
 	JOBFSM_MANUAL_ABORT,  /* the taken run-now request ends: a.result, a.why */
 	JOBFSM_MANUAL_DONE,   /* a continuous job's request ends: the copy restarted */
 	JOBFSM_NOTE,          /* a log line: a.note */
@@ -187,7 +188,7 @@ struct jobfsm_action {
 	                           * JOBFSM_MISSED_*; CLAIM: 1 for a catch-up */
 	int in_a_row;             /* TIMER_SET, COOLDOWN: the failures that led to it */
 	int sig;                  /* STOP_RUN */
-	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT */
+	enum jobfsm_why why;      /* STOP_RUN, MANUAL_ABORT; ABANDON of a tick: PAUSED */
 	enum jobfsm_timer timer;  /* TIMER_SET */
 	enum jobfsm_note note;    /* NOTE */
 	enum job_outcome outcome; /* RECORD */
@@ -265,7 +266,7 @@ struct jobfsm {
 	int halted;            /* the run is stopped by `leasekeeper stop` */
 	int replacing;         /* the run is stopped for the next tick (overlap = replace) */
 	int handing_back;      /* stopping: the generation claimed is being given back */
-	int gen_unrun;         /* the generation's claim landed and its run has not started */
+	int unrun;             /* the tick's claim landed and its run has not started */
 	int64_t tick;          /* scheduled: the tick being handled, -1 if none */
 	enum jobfsm_kind kind; /* ... what it is: a scheduled tick or a chain generation */
 	int64_t pending_tick;  /* scheduled: the newest tick that came due during a run */

@@ -2,9 +2,10 @@
 /* Runs in: the worker's main process (`leasekeeper run`). */
 /*
  * jobhand.c: a tick whose start failed for a reason of this host is given back so that the
- * next worker in rank runs it; the backups that found it taken wait (a watch) for it to be
- * given back and step in; and each start's success or failure is counted into the worker's
- * health (jobhealth.c), which ranks an unhealthy worker last (docs/safety.md).
+ * next worker in rank runs it, and so is one the job let go unrun after its claim landed; the
+ * backups that found it taken wait (a watch) for it to be given back and step in; and each
+ * start's success or failure is counted into the worker's health (jobhealth.c), which ranks
+ * an unhealthy worker last (docs/safety.md).
  */
 
 #include <stdlib.h>
@@ -126,6 +127,27 @@ job_hand_back(struct job *job, int64_t tick)
 	          peer ? "given back to the next worker in rank"
 	               : "no healthy worker left to run it");
 	jobrec_hand_back(job->rec, tick, job_main_config(job)->node_id, job->cfg->history, !peer);
+}
+
+/*
+ * ABANDON of a tick: its claim landed, and the job lets it go before its run started (the
+ * lease lost while the run waited for it to be verified, the supervisor died, a conflict, a
+ * pause, a drain, a stop). Given back with no lease (nothing ran), so that another worker
+ * runs it within its start_deadline, or it is recorded missed; paused: recorded paused.
+ */
+void
+job_tick_abandon(struct job *job, int64_t tick, int paused)
+{
+	char when[40];
+
+	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
+	log_info("job %s: let go of the tick of %s, claimed here, before its run started: %s",
+	         job->name, when,
+	         paused ? "recorded paused" : "given back to the workers that carry the job");
+	if (paused)
+		job->paused_ticks++;
+	jobrec_give_back(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
+	                 job->cfg->history, paused);
 }
 
 /*

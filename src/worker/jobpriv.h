@@ -146,6 +146,7 @@ void job_health_started(struct job *);
 enum job_rank_as { JOB_RANK_NORMAL, JOB_RANK_LAST, JOB_RANK_TRIAL };
 enum job_rank_as job_health_rank(struct job *, uint64_t now_ms);
 void job_hand_back(struct job *, int64_t tick);
+void job_tick_abandon(struct job *, int64_t tick, int paused);
 void job_await(struct job *, int64_t tick);
 void job_set_timer(struct job *, const struct jobfsm_action *);
 

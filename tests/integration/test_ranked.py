@@ -4,10 +4,12 @@
 """Ranked claims of scheduled ticks against a real ZooKeeper: twelve workers sharing three
 jobs run every tick exactly once and each runs some; a preferred worker stopped (SIGSTOP) at
 its tick costs one step-in delay, not the tick; a worker whose clock is 3 s behind never
-makes a tick run twice."""
+makes a tick run twice; a worker stopped, or whose session expires, while its claim's answer
+is on its way gives the tick back once the claim is known to have landed."""
 
 import calendar
 import collections
+import json
 import os
 import re
 import signal
@@ -215,6 +217,57 @@ class RankedTest(lktest.TestCase):
         print("the tick given back, %s: %s" % (m.group(1), "run by %s" % runs[("j", given)][0][0]
                                                 if ("j", given) in runs
                                                 else "missed, %s" % missed.get(given)))
+
+    def test_a_worker_whose_session_expires_while_its_claims_answer_is_lost_gives_it_back(self):
+        """alpha's claim of a tick reaches the server, which applies it, but the answer is lost
+        (the proxy cuts the connection) and alpha is kept away past its session (10 s, 4 s
+        session). Its lease went with the session: alpha lets the claim go, and before, the
+        claim was forgotten with the session, so the tick stayed claimed by alpha, run by no
+        one (beta found it taken) nor recorded missed. Now alpha follows the claim into its
+        next session, finds it landed and gives the tick back (no lease needed); the tick is
+        run once, by beta (awaiting it) or alpha (its catch-up), within start_deadline."""
+        self.start_zookeeper()
+        out = self.path("runs.txt")
+        jobs = {"j": {"command": self.command(out), "schedule": "@every 20s",
+                      "start_deadline": "18s", "history": 100}}
+        proxy = self.proxy()
+        cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
+                                zookeeper={"session_timeout": "4s"}, safety=SAFETY,
+                                worker={"allow_root_jobs": True}, jobs=jobs)
+        alpha = self.worker(cfg, name="alpha")
+        alpha.wait_log(r"registered as", timeout=60)
+        mark = alpha.mark()
+        # alpha alone claims the next tick (tickstate_dump: sorted, compact JSON).
+        proxy.cut_after(b'"runners":["alpha"]', hold=10.0)
+        self.wait_until(lambda: proxy.cuts == 1, timeout=60, msg="alpha claimed no tick")
+        cut = time.time()
+        kz = self.kazoo()
+
+        def claimed():
+            """The tick claimed at the cut, once the server applied the claim (-1 until)."""
+            st = json.loads(kz.get("/leasekeeper/jobs/j/state")[0].decode())
+            return st["tick"] if st["tick"] > cut - 10 and st["runners"] == ["alpha"] else -1
+        self.wait_until(lambda: claimed() > 0, timeout=10, msg="the cut claim did not land")
+        tick = claimed()
+        # beta comes while alpha is away: it catches the tick up, finds it taken, awaits it.
+        cfg = self.write_config(name="beta", zookeeper={"session_timeout": "4s"},
+                                safety=SAFETY, worker={"allow_root_jobs": True}, jobs=jobs)
+        self.worker(cfg, name="beta")
+        alpha.wait_log(r"session 0x[0-9a-f]+ expired", timeout=60, since=mark)
+        # Without the fix the tick stays claimed by alpha: neither run nor recorded.
+        self.wait_until(lambda: ("j", tick) in self.runs(out), timeout=30,
+                        msg="the tick whose claim's answer alpha lost was never run")
+        m = alpha.wait_log(r"job j: the claim of the tick of (\S+) landed after the job let it "
+                           r"go", timeout=10, since=mark)
+        self.assertEqual(epoch(m.group(1)[:19] + "Z"), tick)
+        time.sleep(2)  # a second run, if any, would start by now
+        runs = self.runs(out)
+        self.assertEqual(len(runs[("j", tick)]), 1, runs)
+        node, start = runs[("j", tick)][0]
+        self.assertLess(start - tick, 18, "run past its start_deadline")
+        print("the tick given back, %s: run by %s %.1f s after it" % (m.group(1), node,
+                                                                       start - tick))
+
 
 if __name__ == "__main__":
     lktest.main()

@@ -58,6 +58,12 @@ struct env {
 	 */
 	int owed;
 	int64_t owed_tick;
+	/*
+	 * A scheduled tick whose claim landed (runners = [us]) and whose run has not started:
+	 * answered by its run, or let go with ABANDON (jobrec.c gives it back), never dropped
+	 * (else it stays claimed, neither run nor recorded missed). -1: none.
+	 */
+	int64_t tick_owed;
 	uint64_t now_ms;
 };
 
@@ -272,7 +278,16 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		e->claim = e->peek = e->backing = 0;
 		break;
 	case JOBFSM_ABANDON:
-		if (a->kind != JOBFSM_KIND_GEN || e->owed == OWED_NONE || a->tick != e->owed_tick ||
+		if (a->kind == JOBFSM_KIND_TICK) {
+			if (e->tick_owed < 0 || a->tick != e->tick_owed || a->n != 1 ||
+			    (a->why == JOBFSM_WHY_PAUSED) != (m->paused != 0))
+				violation(e,
+				          "ABANDON of tick %lld (landed %d), but tick %lld is owed",
+				          (long long)a->tick, a->n, (long long)e->tick_owed);
+			e->tick_owed = -1;
+			break;
+		}
+		if (e->owed == OWED_NONE || a->tick != e->owed_tick ||
 		    a->n != (e->owed != OWED_OUT))
 			violation(e,
 			          "ABANDON of %lld (landed %d), but generation %lld is owed (%d)",
@@ -294,6 +309,11 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 			          (long long)a->tick);
 		e->run_kind = a->kind;
 		e->run_tick = a->tick;
+		if (a->kind == JOBFSM_KIND_TICK && a->tick >= 0 && a->tick == e->tick_owed)
+			e->tick_owed = -1; /* answered by the run's record */
+		if (e->tick_owed >= 0)
+			violation(e, "a run of %lld while tick %lld is owed", (long long)a->tick,
+			          (long long)e->tick_owed);
 		if (a->kind == JOBFSM_KIND_GEN && a->tick >= 0 && e->owed != OWED_NONE) {
 			if (e->owed != OWED_LANDED || a->tick != e->owed_tick)
 				violation(e, "a run of generation %lld while %lld is owed (%d)",
@@ -394,6 +414,9 @@ apply(struct env *e, const struct jobfsm_action *a, enum job_state *seen)
 		e->req_open = 0;
 		break;
 	case JOBFSM_DONE:
+		if (e->tick_owed >= 0)
+			violation(e, "done, tick %lld owed: neither run nor let go",
+			          (long long)e->tick_owed);
 		if (e->owed != OWED_NONE)
 			violation(e, "done, generation %lld owed (%d): neither run nor let go",
 			          (long long)e->owed_tick, e->owed);
@@ -666,6 +689,10 @@ feed(struct env *e, enum jobfsm_event event, const struct input *in)
 		if (!sent)
 			violation(e, "a stop request took the run and it was not signalled");
 	}
+	/* A tick owed is held by the machine until it is answered for (run or ABANDON). */
+	if (e->tick_owed >= 0 && (e->m.tick != e->tick_owed || e->m.kind != JOBFSM_KIND_TICK))
+		violation(e, "tick %lld claimed (landed) let go, neither run nor abandoned",
+		          (long long)e->tick_owed);
 	/* A generation owed is held by the machine until it is answered for. */
 	if (e->owed != OWED_NONE && (e->m.tick != e->owed_tick || e->m.kind != JOBFSM_KIND_GEN))
 		violation(e, "generation %lld (claim state %d) let go, neither run nor abandoned",
@@ -759,6 +786,8 @@ bring(struct env *e, const struct input *in)
 		if (in->event == JOBFSM_CLAIMED) {
 			e->claimed_tick = e->claim_tick;
 			e->claimed_kind = e->claim_kind;
+			if (e->claim_kind == JOBFSM_KIND_TICK && !e->m.stop_requested)
+				e->tick_owed = e->claim_tick;
 		}
 		feed(e, in->event, in);
 		break;
@@ -809,6 +838,7 @@ env_init(struct env *e, int kind)
 	e->claimed_tick = -1;
 	e->last_claim = -1;
 	e->last_gen = -1;
+	e->tick_owed = -1;
 	e->now_ms = 1000000;
 }
 

@@ -6,8 +6,9 @@
  * each overlap mode, paused, drained, past the deadline, a host's start failure, a stand-by,
  * catch_up = all's queue, a stop while a generation's claim is under way, and a generation
  * let go unrun in any other way (ABANDON: the lease lost, the supervisor died, a conflict,
- * an expiry, while its claim is out or after it landed). Each action about a tick must carry
- * the kind of that tick.
+ * an expiry, while its claim is out or after it landed), and a scheduled tick let go after its
+ * claim landed, before its run started (ABANDON of kind TICK). Each action about a tick must
+ * carry the kind of that tick.
  */
 
 #include <setjmp.h>
@@ -578,18 +579,18 @@ test_stop_while_claiming_a_generation(void **state)
 }
 
 /*
- * The step's ABANDON of generation tick (landed: its claim landed, else it is out) comes
- * before any CANCEL_CLAIM (which would drop the claim), with no run and no hand-back.
+ * The step's ABANDON of tick of kind (landed: its claim landed, else it is out) comes before
+ * any CANCEL_CLAIM (which would drop the claim), with no run and no hand-back.
  */
 static void
-t_abandoned(const struct t *t, int64_t tick, int landed)
+t_abandoned_kind(const struct t *t, int64_t tick, enum jobfsm_kind kind, int landed)
 {
 	const struct jobfsm_action *a = t_find(t, JOBFSM_ABANDON, 0), *c;
 	int i, ia = -1, ic = -1;
 
 	assert_non_null(a);
 	assert_int_equal(a->tick, tick);
-	assert_int_equal(a->kind, GEN);
+	assert_int_equal(a->kind, kind);
 	assert_int_equal(a->n, landed);
 	assert_null(t_find(t, JOBFSM_ABANDON, 1));
 	assert_null(t_find(t, JOBFSM_START_RUN, 0));
@@ -602,6 +603,13 @@ t_abandoned(const struct t *t, int64_t tick, int landed)
 			ic = i;
 	}
 	assert_true(c == NULL || ia < ic);
+}
+
+/* The step's ABANDON of generation tick (landed, or out), before any CANCEL_CLAIM. */
+static void
+t_abandoned(const struct t *t, int64_t tick, int landed)
+{
+	t_abandoned_kind(t, tick, GEN, landed);
 }
 
 /* From WAITING: a generation due, its lease held and its claim out. */
@@ -750,6 +758,95 @@ test_let_go_after_a_generation_landed(void **state)
 	assert_non_null(t_find(&t, JOBFSM_STOP_RUN, 0));
 }
 
+/*
+ * The same for a scheduled tick: its claim landed (runners = [this worker]) while the
+ * connection was down, and its run waits in BACKOFF for the lease to be verified. The lease
+ * is lost instead (or the supervisor dies, a conflict, a drain, a stop, an expiry): nothing
+ * will run the tick here, and jobrec_cancel_claim follows only claims still out, so the tick
+ * stayed claimed by a worker that never ran it: no other worker claims it (taken), and the
+ * next claim does not name it among the skipped ones (it has a runner): neither run nor
+ * recorded missed. The machine lets it go with ABANDON (kind TICK, landed), before any
+ * CANCEL_CLAIM; jobrec gives it back (tickstate_give_back, no lease needed). A pause gives it
+ * back recorded paused (why PAUSED) in the same write, instead of a RECORD_PAUSED that finds
+ * the tick claimed and marks nothing. Once the run started, its record answers the tick.
+ */
+static void
+test_let_go_after_a_tick_landed(void **state)
+{
+	static const enum jobfsm_event evs[] = {JOBFSM_LEASE_LOST, JOBFSM_SUPERVISOR_DIED,
+	                                        JOBFSM_CONFLICT, JOBFSM_DRAIN, JOBFSM_STOP};
+	struct t t;
+	struct jobfsm_input in;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+		t_init(&t, JOBFSM_OVERLAP_QUEUE);
+		t_due(&t, T0, TICK);
+		t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+		t_has(&t, JOBFSM_CLAIM, T0, TICK);
+		t_ev(&t, JOBFSM_SESSION_SUSPECT);
+		t_ev(&t, JOBFSM_CLAIMED);
+		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+		assert_int_equal(t.m.state, JOB_BACKOFF);
+		t_ev(&t, evs[i]);
+		t_abandoned_kind(&t, T0, TICK, 1);
+		assert_int_equal(t_find(&t, JOBFSM_ABANDON, 0)->why, JOBFSM_WHY_NONE);
+		assert_int_not_equal(t.m.state, JOB_BACKOFF);
+		t_ev(&t, JOBFSM_LEASE_VERIFIED);
+		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+	}
+
+	/* An expiry: the lease hears it first (LEASE_LOST), then the machine. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_SESSION_SUSPECT);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_ev(&t, JOBFSM_SESSION_GONE);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	t_abandoned_kind(&t, T0, TICK, 1);
+	t_ev(&t, JOBFSM_SESSION_EXPIRED);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+
+	/* A pause: given back and recorded paused in one (no RECORD_PAUSED that marks nothing). */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_SESSION_SUSPECT);
+	t_ev(&t, JOBFSM_CLAIMED);
+	memset(&in, 0, sizeof in);
+	in.paused = 1;
+	t_step(&t, JOBFSM_AGREED, in);
+	t_abandoned_kind(&t, T0, TICK, 1);
+	assert_int_equal(t_find(&t, JOBFSM_ABANDON, 0)->why, JOBFSM_WHY_PAUSED);
+	assert_null(t_find(&t, JOBFSM_RECORD_PAUSED, 0));
+
+	/* Woken past the lease deadline after the claim landed, then the lease is lost. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	memset(&in, 0, sizeof in);
+	in.deadline_near = 1;
+	t_step(&t, JOBFSM_CLAIMED, in);
+	assert_null(t_find(&t, JOBFSM_START_RUN, 0));
+	assert_int_equal(t.m.state, JOB_BACKOFF);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	t_abandoned_kind(&t, T0, TICK, 1);
+
+	/* Verified in time: the run starts; the lease lost then kills it, nothing given back. */
+	t_init(&t, JOBFSM_OVERLAP_QUEUE);
+	t_due(&t, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
+	t_ev(&t, JOBFSM_SESSION_SUSPECT);
+	t_ev(&t, JOBFSM_CLAIMED);
+	t_ev(&t, JOBFSM_LEASE_VERIFIED);
+	t_has(&t, JOBFSM_START_RUN, T0, TICK);
+	t_ev(&t, JOBFSM_LEASE_LOST);
+	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
+	assert_non_null(t_find(&t, JOBFSM_STOP_RUN, 0));
+}
+
 int
 main(void)
 {
@@ -770,6 +867,7 @@ main(void)
 	    cmocka_unit_test(test_stop_while_claiming_a_generation),
 	    cmocka_unit_test(test_let_go_while_claiming_a_generation),
 	    cmocka_unit_test(test_let_go_after_a_generation_landed),
+	    cmocka_unit_test(test_let_go_after_a_tick_landed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -374,6 +374,31 @@ test_give_back(void **state)
 	schedule_free(s);
 }
 
+/*
+ * A tick claimed by a worker that let it go unrun, and superseded by a later claim before it
+ * was given back (that claim did not name it skipped: it had a runner), is marked missed by
+ * the give-back (jobrec.c records it superseded); once only; never the last tick claimed, a
+ * tick not claimed, or one marked already.
+ */
+static void
+test_mark_superseded(void **state)
+{
+	const char *j = "{\"tick\":1800000060,\"runners\":[\"b\"],"
+	                "\"recent\":[1800000000,1800000060],\"missed\":[1799999940]}";
+	struct tickstate st;
+
+	(void)state;
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_give_back(&st, T0, "a"), 0);        /* not the last claimed */
+	assert_int_equal(tickstate_mark_superseded(&st, T0 + 60), 0);  /* the last claimed */
+	assert_int_equal(tickstate_mark_superseded(&st, T0 - 60), 0);  /* marked already */
+	assert_int_equal(tickstate_mark_superseded(&st, T0 - 120), 0); /* never claimed */
+	assert_int_equal(tickstate_mark_superseded(&st, T0), 1);
+	assert_int_equal(tickstate_mark_superseded(&st, T0), 0); /* once */
+	assert_false(tickstate_mark_missed(&st, T0));
+	tickstate_free(&st);
+}
+
 /* Item 6 of issue 8: a count above LK_MAX_LEASES is corrupt, not "no count". */
 static void
 test_jobrec_leases_limit(void **state)
@@ -406,6 +431,7 @@ main(void)
 	    cmocka_unit_test(test_mark_missed),
 	    cmocka_unit_test(test_hand_back),
 	    cmocka_unit_test(test_give_back),
+	    cmocka_unit_test(test_mark_superseded),
 	    cmocka_unit_test(test_jobrec_leases_limit),
 	};
 
