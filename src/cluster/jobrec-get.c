@@ -54,3 +54,13 @@ jobrec_locks_conflict(const struct jobrec *jr)
 {
 	return jr->locks_said != NULL;
 }
+
+/*
+ * Its job stops for good (a reload removed or changed it): it writes no count or locks into
+ * the record any more, which would undo a set-leases made for the job's new copy.
+ */
+void
+jobrec_retire(struct jobrec *jr)
+{
+	jr->retired = 1;
+}

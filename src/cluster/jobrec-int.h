@@ -28,6 +28,7 @@ struct jobrec {
 	int checking;
 	char *locks_said; /* the other locks the record names, as said; NULL: not other */
 	int invalid_said; /* the record's invalid lease count was said (until a valid one) */
+	int retired;      /* its job stops for good: it writes no agreement (jobrec_retire) */
 	int newer;        /* the record's format, when this release cannot read it */
 	int state_newer;  /* the tick state's format, likewise */
 	struct format_once record_fmt; /* the record's refusal, logged once */

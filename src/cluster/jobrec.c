@@ -246,8 +246,8 @@ jobrec_get_cb(const struct zk_reply *reply, void *arg)
 		                  zerror(reply->rc));
 		return;
 	}
-	if (jobrec_refused(jr, reply))
-		return;
+	if (jobrec_refused(jr, reply) || jr->retired)
+		return; /* retired: its job stops for good, and agrees to nothing */
 	if (reply->stat != NULL)
 		jr->created_ms = reply->stat->ctime;
 	jr->paused = ctlrec_paused(reply->value, reply->value_len, &jr->paused_stop);

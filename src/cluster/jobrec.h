@@ -67,6 +67,7 @@ void jobrec_check(struct jobrec *);
 void jobrec_session(struct jobrec *, enum zk_event);
 int jobrec_cluster_leases(const struct jobrec *);
 int jobrec_locks_conflict(const struct jobrec *);
+void jobrec_retire(struct jobrec *);
 int jobrec_refused_format(const struct jobrec *);
 int64_t jobrec_corrupt_states(const struct jobrec *);
 int64_t jobrec_created_ms(const struct jobrec *);

@@ -668,6 +668,7 @@ job_stop(struct job *job, int wait)
 
 	job_input(job, &in, JOBFSM_STOP);
 	in.wait = wait;
+	jobrec_retire(job->rec);
 	job_feed(job, &in, NULL);
 }
 

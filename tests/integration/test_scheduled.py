@@ -364,14 +364,16 @@ class ScheduledTest(lktest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         cleared = time.monotonic_ns()
-        p.wait_log(r"job flip: starts once its previous copy has stopped", timeout=10)
-        p.wait_log(r"job flip: its previous copy has stopped: starting", timeout=30)
         self.wait_until(lambda: rec.count("start", "flip") >= 2, timeout=30,
                         msg="the new copy never started")
+        self.wait_until(lambda: any(r.kind in ("end", "death") for r in rec.records()),
+                        timeout=30, msg="the old copy's end")
         first_end = min(r.t_ns for r in rec.records() if r.kind in ("end", "death"))
         self.assertGreater(first_end, cleared, "the old copy ended before set-leases: "
                            "the window this test needs was not made")
         self.assertEqual(rec.check(who="flip").total, 0, "two copies of flip ran at once")
+        p.wait_log(r"job flip: starts once its previous copy has stopped", since=0, timeout=10)
+        p.wait_log(r"job flip: its previous copy has stopped: starting", since=0, timeout=10)
 
     def test_a_bad_reload_is_refused_whole(self):
         self.start_zookeeper()
