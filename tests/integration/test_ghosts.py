@@ -21,11 +21,12 @@ GHOST_LOG = r"came back: ZooKeeper lost the delete; deleting it again"
 
 
 class GhostTest(lktest.TestCase):
-    def start_worker(self, leases):
+    def start_worker(self, leases, **job):
         self.start_zookeeper()
         self.ticks = self.path("ticks")
         jobs = {"every": {"command": "sleep 0.4; echo x >> %s" % self.ticks,
                           "schedule": "@every 2s", "leases": leases}}
+        jobs["every"].update(job)
         cfg = self.write_config(name="w1", jobs=jobs, worker={"allow_root_jobs": True},
                                 safety={"safety_margin": "500ms", "kill_grace": "1s"})
         w = self.worker(cfg, name="w1")
@@ -87,6 +88,10 @@ class GhostTest(lktest.TestCase):
         # Two leases: two ghosts of the worker's own leases would fill them both.
         w = self.start_worker(leases=2)
         self.haunt(w, "/leasekeeper/semaphore/every/leases", 2)
+
+    def test_rwlock_writer_ghost_is_deleted_again_and_ticks_go_on(self):
+        w = self.start_worker(leases=1, lock_mode="write")
+        self.haunt(w, "/leasekeeper/rwlock/every", 1)
 
 
 if __name__ == "__main__":
