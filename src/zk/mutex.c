@@ -19,6 +19,10 @@
  * not parse, wrapped (negative) sequences, or sequences near 2^31 were seen, since then a
  * newer node could sort in front.
  *
+ * A listing leaves out the ghosts of our own deleted nodes (zk_drop_ghosts): ZooKeeper can
+ * lose an acknowledged delete in a leader election, and the node, back, would head the
+ * queue until our session ends (docs/safety.md).
+ *
  * A read-write lock's side is the same machine on nodes "_c_<uuid>-__READ__" or
  * "_c_<uuid>-__WRIT__", ordered by sequence across both kinds (rworder.c): a writer holds at
  * the head, a reader when no writer is ahead of it, and each waits on the last node that
@@ -269,6 +273,8 @@ mutex_place(struct mutex *m, char *const *children, int n)
 
 	memset(&pl, 0, sizeof pl);
 	memcpy(sorted, children, (size_t)n * sizeof *sorted);
+	/* Our own nodes whose acknowledged delete ZooKeeper lost: no one holds through them. */
+	n = zk_drop_ghosts(m->zk, m->dir, sorted, n, pnode_name(m->node));
 	if (m->side == MUTEX_EXCLUSIVE)
 		mutex_order_exclusive(m, sorted, n, &pl);
 	else

@@ -202,17 +202,24 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 {
 	struct semaphore *s = arg;
 	const char *own = pnode_name(s->lease);
-	int i, found = 0;
+	int i, n, found = 0;
+	char **names;
 
 	s->listing--;
 	if (s->state != SEMAPHORE_COUNTING || s->listing > 0)
 		return;
 	if (zk_connection_error(reply->rc))
 		return; /* listed again after the reconnect */
-	for (i = 0; reply->rc == ZOK && i < reply->nchildren; i++) {
-		if (own != NULL && strcmp(reply->children[i], own) == 0)
+	n = reply->rc == ZOK ? reply->nchildren : 0;
+	names = xcalloc((size_t)n + 1, sizeof *names);
+	memcpy(names, reply->children, (size_t)n * sizeof *names);
+	/* Our own leases whose acknowledged delete ZooKeeper lost take no place among the N. */
+	n = zk_drop_ghosts(s->zk, s->leases_dir, names, n, own);
+	for (i = 0; i < n; i++) {
+		if (own != NULL && strcmp(names[i], own) == 0)
 			found = 1;
 	}
+	free(names);
 	if (!found) {
 		/* Curator's RETRY_DUE_TO_MISSING_NODE. */
 		log_warnx_limited(
@@ -225,11 +232,10 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 		semaphore_create_lease(s);
 		return;
 	}
-	if (reply->nchildren <= s->max) {
+	if (n <= s->max) {
 		mutex_release(s->lock);
 		semaphore_set_state(s, SEMAPHORE_HELD);
-		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, reply->nchildren,
-		          s->max);
+		log_debug("semaphore %s: lease %s held (%d of %d)", s->path, own, n, s->max);
 		s->cb.acquired(s->arg);
 		/* After the owner's reaction (a job start), off the acquire's path. */
 		if (s->state == SEMAPHORE_HELD)
@@ -237,8 +243,7 @@ semaphore_list_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	semaphore_set_state(s, SEMAPHORE_WAITING);
-	log_debug("semaphore %s: %d leases taken of %d; waiting", s->path, reply->nchildren - 1,
-	          s->max);
+	log_debug("semaphore %s: %d leases taken of %d; waiting", s->path, n - 1, s->max);
 }
 
 /* List the leases folder, with a watch. */

@@ -4,6 +4,10 @@
  * zk-gdelete.c: guaranteed deletes: a node of this session deleted, retried across
  * reconnects until the delete succeeds, finds no node, or the session ends (taking its
  * ephemeral nodes with it); with a uuid, whatever node carries Curator's protection prefix.
+ *
+ * The paths whose delete the server acknowledged (ZOK or ZNONODE) are remembered for the
+ * session (deadnames.c): a lock's listing that shows one again shows a delete ZooKeeper lost
+ * (a ghost, docs/safety.md), which zk_drop_ghosts leaves out and deletes again.
  */
 
 #include <stdlib.h>
@@ -89,6 +93,8 @@ zk_gdelete_cb(const struct zk_reply *reply, void *arg)
 		                  zerror(reply->rc));
 	else
 		log_debug("zookeeper: deleted %s (%s)", gd->path, zerror(reply->rc));
+	if (reply->rc == ZOK || reply->rc == ZNONODE)
+		deadnames_add(&zk->dead, gd->path);
 	zk_gdelete_free(zk, gd);
 }
 
@@ -132,6 +138,53 @@ zk_delete_protected(struct zk *zk, const char *dir, const char *uuid)
 	zk_gdelete_send(zk, gd);
 }
 
+/* Whether a guaranteed delete of path (not a protected one) is under way. */
+static int
+zk_gdelete_pending(struct zk *zk, const char *path)
+{
+	struct zk_gdelete *gd;
+
+	TAILQ_FOREACH(gd, &zk->gdeletes, entry) {
+		if (gd->uuid == NULL && strcmp(gd->path, path) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Leave out of a listing of dir (names, n of them: compacted in place; the new count is
+ * returned) every node this session deleted with an acknowledged delete but for own (our
+ * current node, NULL if none): ZooKeeper lost that delete. Its hold is over, so it stands
+ * for no one; it is deleted again, and reported once.
+ */
+int
+zk_drop_ghosts(struct zk *zk, const char *dir, char **names, int n, const char *own)
+{
+	char *path;
+	int i, k, slot;
+
+	for (i = k = 0; i < n; i++) {
+		path = znode_join(dir, names[i]);
+		slot = own != NULL && strcmp(names[i], own) == 0 ? -1
+		                                                 : deadnames_find(&zk->dead, path);
+		if (slot < 0) {
+			names[k++] = names[i];
+			free(path);
+			continue;
+		}
+		if (deadnames_warn_once(&zk->dead, slot))
+			log_warnx(
+			    "lock %s: node %s, which this worker deleted (the delete was "
+			    "acknowledged), came back: ZooKeeper lost the delete; deleting it "
+			    "again, and not waiting behind it",
+			    dir, names[i]);
+		if (!zk_gdelete_pending(zk, path))
+			zk_delete_guaranteed(zk, path);
+		free(path);
+	}
+	return k;
+}
+
 /* Retry every guaranteed delete that is not in flight. */
 void
 zk_gdelete_retry(struct zk *zk)
@@ -152,4 +205,5 @@ zk_gdelete_clear(struct zk *zk)
 
 	while ((gd = TAILQ_FIRST(&zk->gdeletes)) != NULL)
 		zk_gdelete_free(zk, gd);
+	deadnames_clear(&zk->dead);
 }

@@ -8,6 +8,7 @@
 
 #include "clockoff.h"
 #include "compat.h"
+#include "deadnames.h"
 #include "log.h"
 #include "zk.h"
 
@@ -183,6 +184,7 @@ struct zk {
 	TAILQ_HEAD(, zk_sub) subs;
 	TAILQ_HEAD(, zk_record) records;
 	TAILQ_HEAD(, zk_gdelete) gdeletes;
+	struct deadnames dead; /* zk-gdelete.c: acknowledged deletes of this session */
 };
 
 /* zk.c */

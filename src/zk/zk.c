@@ -647,6 +647,7 @@ zk_free(struct zk *zk)
 	log_limit_flush(&zk->lim_init);
 	log_limit_flush(&zk->lim_late);
 	zk_request_free_owners(zk);
+	deadnames_clear(&zk->dead);
 	free(zk->hosts);
 	free(zk->auth);
 	free(zk->reader_id);

@@ -94,6 +94,7 @@ void zk_set(struct zk *, const char *path, const char *data, int len, int versio
 void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *arg);
 void zk_delete_guaranteed(struct zk *, const char *path);
 void zk_delete_protected(struct zk *, const char *dir, const char *uuid);
+int zk_drop_ghosts(struct zk *, const char *dir, char **names, int n, const char *own);
 void zk_cancel(struct zk *, void *arg);
 
 void zk_heartbeat_stats(const struct zk *, struct zk_heartbeat_stats *);
