@@ -26,6 +26,20 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
 
+    def aborted_record(self, job):
+        """The run record of job's one aborted run, once it is written."""
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/%s/runs" % job
+
+        def aborted():
+            if not kz.exists(path):
+                return []
+            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+            return [r for r in recs if r.get("reason") == "aborted"]
+
+        self.wait_until(aborted, timeout=60, msg="no record of the aborted run")
+        return aborted()[0]
+
     def running(self, cfg, job):
         st = json.loads(self.status(cfg, "--json"))
         return [x for j in st["jobs"] if j["name"] == job for x in j.get("running", [])]
@@ -127,17 +141,7 @@ class RecordsTest(lktest.TestCase):
         os.kill(sv, 9)
         gone = proc.wait_log(r"^(\S+) .*the supervisor \(pid %d\) is gone" % sv, timeout=30)
         new = proc.wait_log(r"^(\S+) .*started a new supervisor", timeout=30)
-        kz = self.kazoo()
-        path = "/leasekeeper/jobs/long/runs"
-
-        def aborted():
-            if not kz.exists(path):
-                return []
-            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
-            return [r for r in recs if r.get("reason") == "aborted"]
-
-        self.wait_until(aborted, timeout=60, msg="no record of the aborted run")
-        rec = aborted()[0]
+        rec = self.aborted_record("long")
         print("record end %s; seen gone %s; new supervisor %s" % (rec["end"], gone.group(1),
                                                                    new.group(1)))
         # All three are this host's wall clock, in the same format (milliseconds, UTC).
@@ -171,17 +175,7 @@ class RecordsTest(lktest.TestCase):
         removed = proc.wait_log(r"^(\S+) .*removed \d+ cgroup\(s\) left by a previous run",
                                 timeout=60)
         self.assertFalse(os.path.exists("/proc/%d" % daemon), "the daemon outlived the clean-up")
-        kz = self.kazoo()
-        path = "/leasekeeper/jobs/long/runs"
-
-        def aborted():
-            if not kz.exists(path):
-                return []
-            recs = [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
-            return [r for r in recs if r.get("reason") == "aborted"]
-
-        self.wait_until(aborted, timeout=60, msg="no record of the aborted run")
-        rec = aborted()[0]
+        rec = self.aborted_record("long")
         print("record end %s; seen gone %s; daemon killed %s; clean-up done %s"
               % (rec["end"], gone.group(1), killing.group(1), removed.group(1)))
         # All four are this host's wall clock, in the same format (milliseconds, UTC).
