@@ -168,6 +168,26 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertEqual(counts, {}, rep.describe())
 
+    def test_lost_tick_whose_record_zookeeper_dropped(self):
+        # tick 20 neither ran nor has a record, but w1's log said at 25 it recorded it
+        # missed, and a server truncated its log at 27: ZooKeeper may have dropped the record
+        h = history()
+        keep = [ln for ln in h["lines"] if ln.get("tick") != tick_text(20)]
+        pids = {ln["pid"] for ln in h["lines"]} - {ln["pid"] for ln in keep
+                                                    if ln["kind"] == "start"}
+        h["lines"] = [ln for ln in keep if ln["pid"] not in pids]
+        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 20]
+        h["said_missed"] = [{"who": "w1", "job": "every", "tick": BASE + 20.0, "at": BASE + 25}]
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})  # no loss: lost
+        h["zk_losses"] = [BASE + 27.0]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"zk_lost_records": 1}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        h["said_missed"][0]["job"] = "cont"  # said of another job: lost
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        h["said_missed"][0].update(job="every", at=BASE + 27.0 - checker.LOSS_WINDOW_S - 1)
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})  # said too long before
+
     def test_ticks_outside_the_window_are_not_judged(self):
         h = history()
         h["window"] = [BASE + 70, BASE + 90]

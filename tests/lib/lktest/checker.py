@@ -55,6 +55,7 @@ ITEMS = (
     "needless_kills",       # killed with no fault on its worker in the T before (reported)
     "zk_loss_reasons",      # a reason false only by a write ZooKeeper lost (reported)
     "zk_loss_ticks",        # a tick run twice only after ZooKeeper lost a claim (reported)
+    "zk_lost_records",      # a tick its worker said it recorded, whose record ZooKeeper lost
     "record_disagreements",  # run record start/end vs the job's own lines, > 100 ms
     "orphan_lock_nodes",    # lock contenders left after every worker stopped
     "leftovers",            # processes or run cgroups left after every worker stopped
@@ -62,7 +63,7 @@ ITEMS = (
     "sanitizer_reports",
     "hostile_accepted",     # writes the credential-less client got through
 )
-INFO = ("needless_kills", "zk_loss_reasons", "zk_loss_ticks")
+INFO = ("needless_kills", "zk_loss_reasons", "zk_loss_ticks", "zk_lost_records")
 TOLERANCE_NS = 100 * 1000 * 1000
 # A server that drops transactions at t (zk_losses) may drop what was acknowledged in the
 # LOSS_WINDOW_S before: the lost claims of finding 9 were 5 to 12 s old.
@@ -203,8 +204,12 @@ def _check_ticks(h, rep):
         ticks = expected_ticks(j.get("schedule"), start, h["window"][1])
         for tick in ticks or []:
             if not starts.get((name, tick)) and not records.get(tick):
-                rep.add("ticks_lost", "job %s tick %s (%s): not started, no record"
-                        % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick))))
+                said = _said_lost(h, name, tick)
+                rep.add("zk_lost_records" if said else "ticks_lost",
+                        "job %s tick %s (%s): not started, no record%s"
+                        % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick)),
+                           "; %s said at %s it recorded it, before a ZooKeeper log "
+                           "truncation" % said if said else ""))
 
 
 def _judge_reason(h, rep, name, tick, r, started):
@@ -245,6 +250,23 @@ def _pending_until(h, name, tick, r):
     if "_ctime_ms" in r:
         until = min(until, r["_ctime_ms"] / 1000.0)
     return until
+
+
+def _said_lost(h, name, tick):
+    """(who, when) if a worker's log said it recorded tick missed or paused and a server
+    dropped transactions (zk_losses) within LOSS_WINDOW_S after: the record may be among
+    them. None otherwise."""
+    for s in h.get("said_missed", []):
+        if s["job"] == name and s["tick"] is not None and int(s["tick"]) == tick and \
+                s["at"] is not None and \
+                _loss_after(h, s["at"]) is not None:
+            return (s["who"], time.strftime("%H:%M:%S", time.gmtime(s["at"])))
+    return None
+
+
+def iso_seconds(text):
+    """Seconds of an ISO 8601 time (a log line's), or None."""
+    return _iso_s(text)
 
 
 def _loss_after(h, t):

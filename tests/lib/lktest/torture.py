@@ -30,6 +30,9 @@ T_S = 4.0
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 CREDS = "torture:secret"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+# A worker's log line saying it recorded a tick missed (or paused): its time, job and tick.
+SAID_MISSED = re.compile(r"^(\S+) .* job (\S+): the tick of (\S+) is (?:missed|not run: the job is "
+                         r"paused)")
 SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: ")
 
 # Fault classes, each with the range of its duration in units of T (0: instant).
@@ -886,11 +889,16 @@ class Torture:
             hbs.setdefault(run_pid, []).append((who, first, last))
         runs, locks, workers = self.read_zk()
         procs, cgroups = self.leftovers()
-        sanitizer = []
+        sanitizer, said_missed = [], []
         for w in self.procs:
             for line in read_text(os.path.join(self.dir, w + ".log")).splitlines():
                 if SANITIZER.search(line):
                     sanitizer.append("%s: %s" % (w, line))
+                m = SAID_MISSED.match(line)
+                if m:  # the worker's word that it recorded the tick (checker: zk_lost_records)
+                    said_missed.append({"who": w, "job": m.group(2),
+                                        "tick": checker.iso_seconds(m.group(3)),
+                                        "at": checker.iso_seconds(m.group(1))})
         crashes = list(self.crashes)
         for w in self.procs:
             new = len(re.findall(r"started a new supervisor",
@@ -913,6 +921,7 @@ class Torture:
             "lines": lines, "heartbeats": hbs, "runs": runs, "lock_nodes": locks,
             "worker_nodes": workers, "leftover_processes": procs,
             "leftover_cgroups": cgroups, "crashes": crashes, "sanitizer": sanitizer,
+            "said_missed": said_missed,
             "hostile_accepted": self.hostile_accepted,
         }
 
