@@ -155,13 +155,18 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertEqual(counts, {}, rep.describe())
 
-    def test_lost_tick_and_recorded_miss(self):
+    def without_tick_20(self):
+        """history() with tick 20 neither run nor recorded."""
         h = history()
         keep = [ln for ln in h["lines"] if ln.get("tick") != tick_text(20)]
         pids = {ln["pid"] for ln in h["lines"]} - {ln["pid"] for ln in keep
                                                     if ln["kind"] == "start"}
         h["lines"] = [ln for ln in keep if ln["pid"] not in pids]
         h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 20]
+        return h
+
+    def test_lost_tick_and_recorded_miss(self):
+        h = self.without_tick_20()
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"ticks_lost": 1}, rep.describe())
         h["runs"]["every"].append({"tick": BASE + 20, "outcome": "missed", "node": "w1"})
@@ -171,12 +176,7 @@ class CheckerTest(unittest.TestCase):
     def test_lost_tick_whose_record_zookeeper_dropped(self):
         # tick 20 neither ran nor has a record, but w1's log said at 25 it recorded it
         # missed, and a server truncated its log at 27: ZooKeeper may have dropped the record
-        h = history()
-        keep = [ln for ln in h["lines"] if ln.get("tick") != tick_text(20)]
-        pids = {ln["pid"] for ln in h["lines"]} - {ln["pid"] for ln in keep
-                                                    if ln["kind"] == "start"}
-        h["lines"] = [ln for ln in keep if ln["pid"] not in pids]
-        h["runs"]["every"] = [r for r in h["runs"]["every"] if r["tick"] != BASE + 20]
+        h = self.without_tick_20()
         h["said_missed"] = [{"who": "w1", "job": "every", "tick": BASE + 20.0, "at": BASE + 25}]
         self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})  # no loss: lost
         h["zk_losses"] = [BASE + 27.0]
