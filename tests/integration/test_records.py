@@ -167,6 +167,14 @@ class RecordsTest(lktest.TestCase):
         self.wait_until(lambda: os.path.exists(pidfile) and lktest.read_text(pidfile).strip(),
                         timeout=60, msg="the job never wrote its daemon's pid")
         daemon = int(lktest.read_text(pidfile))
+
+        def own_session():
+            # $! is written before the child has called setsid(): until it has, main's
+            # kill of the run's group would take it too, and there would be no daemon.
+            stat = lktest.read_text("/proc/%d/stat" % daemon)
+            fields = stat.rsplit(")", 1)[-1].split()  # from field 3, the state
+            return len(fields) > 3 and int(fields[3]) == daemon  # field 6, the session
+        self.wait_until(own_session, timeout=60, msg="the daemon never left the run's session")
         sv = int(proc.wait_log(r"supervisor pid (\d+)", since=0).group(1))
         os.kill(sv, 9)
         gone = proc.wait_log(r"^(\S+) .*the supervisor \(pid %d\) is gone" % sv, timeout=30)

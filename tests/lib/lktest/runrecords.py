@@ -39,7 +39,21 @@ def job_runs(client, job, root="/leasekeeper"):
     path = "%s/jobs/%s/runs" % (root.rstrip("/"), job)
     if not client.exists(path):
         return []
-    return [json.loads(client.get(path + "/" + c)[0]) for c in sorted(client.get_children(path))]
+    return [json.loads(data) for _, data in _read_all(client, path)]
+
+
+def _read_all(client, path):
+    """The data of every child of path, oldest first, less any trimmed (deleted by the job's
+    `history`) between the listing and its read: that one is gone for every reader."""
+    from kazoo.exceptions import NoNodeError  # as case.py: only where a client is used
+
+    out = []
+    for name in sorted(client.get_children(path)):
+        try:
+            out.append((name, client.get("%s/%s" % (path, name))[0]))
+        except NoNodeError:
+            continue
+    return out
 
 
 def run_records(client, root, job, runs_only=True):
@@ -49,8 +63,7 @@ def run_records(client, root, job, runs_only=True):
     if not client.exists(path):
         return []
     out = []
-    for name in sorted(client.get_children(path)):
-        data, _ = client.get("%s/%s" % (path, name))
+    for name, data in _read_all(client, path):
         try:
             rec = json.loads(data.decode())
         except ValueError:
