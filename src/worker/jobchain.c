@@ -13,6 +13,7 @@
  * Parent runs recorded before the child's job record was created are not the child's.
  */
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct job_chain_parent {
 	int absent;          /* no runs folder yet: no watch is left on it, list it again later */
 	int64_t seen;        /* the newest sequence number asked for */
 	int64_t done;        /* the newest handled, as last read from the chain state */
+	int64_t back, floor; /* reading back: the oldest asked for, and where to stop; -1: not */
+	int kept;            /* candidates kept since the listing that began reading back */
 	struct chainrec_run runs[JOB_CHAIN_KEEP]; /* candidates, oldest first */
 	int nruns;
 };
@@ -156,7 +159,7 @@ job_chain_new(struct job *job, struct event_base *base)
 		          : strcmp(colon + 1, "any") == 0 ? JOB_CHAIN_ANY
 		                                          : JOB_CHAIN_FAILED;
 		p->runs_path = layout_job_runs(root, p->job);
-		p->seen = p->done = -1;
+		p->seen = p->done = p->back = -1;
 	}
 	c->state_path = layout_job_chain(root, job->name);
 	c->timer = evtimer_new(base, job_chain_timer_cb, c);
@@ -197,6 +200,8 @@ job_chain_keep(struct job_chain_parent *p, const struct chainrec_run *r)
 		if (p->runs[i].seq == r->seq)
 			return; /* read again after a new session */
 	if (p->nruns == JOB_CHAIN_KEEP) {
+		if (r->seq < p->runs[0].seq)
+			return; /* read back, and older than every one kept */
 		memmove(&p->runs[0], &p->runs[1], (JOB_CHAIN_KEEP - 1) * sizeof p->runs[0]);
 		p->nruns--;
 	}
@@ -204,6 +209,47 @@ job_chain_keep(struct job_chain_parent *p, const struct chainrec_run *r)
 		p->runs[i] = p->runs[i - 1];
 	p->runs[i] = *r;
 	p->nruns++;
+}
+
+static void job_chain_record_cb(const struct zk_reply *, void *);
+
+/* Read the record of p's run seq. */
+static void
+job_chain_read(struct job_chain_parent *p, int64_t seq)
+{
+	char name[32], *path;
+
+	snprintf(name, sizeof name, "run-%010lld", (long long)seq);
+	path = znode_join(p->runs_path, name);
+	p->reading++;
+	zk_get(p->c->job->zk, path, NULL, job_chain_record_cb, p);
+	free(path);
+}
+
+/*
+ * The newest JOB_CHAIN_KEEP records of a listing held fewer candidates than that (paused or
+ * missed runs of the parent, or failed ones for `after = x`), and older records the child
+ * has not handled were left unread: read them, the next ones back, so that a parent's runs
+ * are not dropped unanswered for the records between them. Slices of at most KEEP records,
+ * a round trip each; it ends when KEEP candidates are kept, or at what the chain state
+ * handled. 1: reading.
+ */
+static int
+job_chain_read_back(struct job_chain_parent *p)
+{
+	int64_t floor = p->done > p->floor ? p->done : p->floor, from, seq;
+
+	if (p->back < 0 || p->kept >= JOB_CHAIN_KEEP || p->back - 1 <= floor) {
+		p->back = -1;
+		return 0;
+	}
+	from = p->back - (JOB_CHAIN_KEEP - p->kept);
+	if (from <= floor)
+		from = floor + 1;
+	for (seq = from; seq < p->back; seq++)
+		job_chain_read(p, seq);
+	p->back = from;
+	return 1;
 }
 
 /* A parent's run record as read. */
@@ -219,9 +265,11 @@ job_chain_record_cb(const struct zk_reply *reply, void *arg)
 	    znode_sequence(znode_basename(reply->path), "run-", &seq) == 0 &&
 	    chainrec_parse_run(reply->value, reply->value_len > 0 ? (size_t)reply->value_len : 0,
 	                       seq, reply->stat->ctime, &r) &&
-	    job_chain_wanted(p, &r))
+	    job_chain_wanted(p, &r)) {
 		job_chain_keep(p, &r);
-	if (p->reading == 0)
+		p->kept++;
+	}
+	if (p->reading == 0 && !job_chain_read_back(p))
 		job_chain_eval(p->c);
 }
 
@@ -239,8 +287,7 @@ static void
 job_chain_list_cb(const struct zk_reply *reply, void *arg)
 {
 	struct job_chain_parent *p = arg;
-	int64_t seq, newest = p->seen, from;
-	char *path;
+	int64_t seq, newest = p->seen, oldest = INT64_MAX, from;
 	int i;
 
 	p->listing = 0;
@@ -254,18 +301,20 @@ job_chain_list_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc != ZOK)
 		return; /* no runs yet, or the session's news brings us back */
 	for (i = 0; i < reply->nchildren; i++)
-		if (znode_sequence(reply->children[i], "run-", &seq) == 0 && seq > newest)
-			newest = seq;
+		if (znode_sequence(reply->children[i], "run-", &seq) == 0) {
+			newest = seq > newest ? seq : newest;
+			oldest = seq < oldest ? seq : oldest;
+		}
 	from = newest - JOB_CHAIN_KEEP > p->seen ? newest - JOB_CHAIN_KEEP : p->seen;
-	for (i = 0; i < reply->nchildren; i++) {
-		if (znode_sequence(reply->children[i], "run-", &seq) != 0 || seq <= from ||
-		    seq <= p->done)
-			continue;
-		path = znode_join(p->runs_path, reply->children[i]);
-		p->reading++;
-		zk_get(p->c->job->zk, path, NULL, job_chain_record_cb, p);
-		free(path);
+	if (p->back < 0 && from > p->seen && from > p->done && from >= oldest) {
+		p->back = from + 1; /* the newest KEEP may not hold KEEP candidates */
+		p->floor = p->seen > oldest - 1 ? p->seen : oldest - 1; /* not past the history */
+		p->kept = 0;
 	}
+	for (i = 0; i < reply->nchildren; i++)
+		if (znode_sequence(reply->children[i], "run-", &seq) == 0 && seq > from &&
+		    seq > p->done)
+			job_chain_read(p, seq);
 	p->seen = newest;
 }
 
@@ -472,7 +521,7 @@ job_chain_ready(struct job_chain *c)
 	for (i = 0; i < c->n; i++) {
 		zk_cancel(c->job->zk, &c->p[i]);
 		c->p[i].listing = c->p[i].relist = c->p[i].reading = 0;
-		c->p[i].seen = -1;
+		c->p[i].seen = c->p[i].back = -1;
 		job_chain_list(&c->p[i]);
 	}
 }

@@ -200,13 +200,18 @@ class ChainTest(ChainCase):
             done = {a["run_id"] for r in self.runs(kz, "y") for a in r.get("after", [])}
             return [r for r in self.runs(kz, "x") if r.get("run_id") and r["run_id"] not in done]
 
-        # beta, the only worker that carries y, is down while x runs 22 times. Not many
-        # more: a worker reads the newest 32 records of a parent, and x's paused ticks while
-        # beta starts again count (up to 10 of them fit: 20 s).
+        # beta, the only worker that carries y, is down while x runs 22 times, and then
+        # while x is paused for 11 ticks: the newest 32 records of x, which a worker reads
+        # first, hold 21 of its runs at most; it reads the older ones back (without, the
+        # runs of x before them went unanswered and unrecorded).
         self.workers["beta"][1].stop()
         self.wait_until(lambda: len(unanswered()) >= 22, timeout=22 * 2 * 5, interval=0.5,
                         msg="22 runs of x while y has no worker")
         self.assertEqual(self.cli("pause", "x").returncode, 0)
+        paused = len([r for r in self.runs(kz, "x") if r.get("outcome") == "paused"])
+        self.wait_until(lambda: len([r for r in self.runs(kz, "x")
+                                     if r.get("outcome") == "paused"]) >= paused + 11,
+                        timeout=11 * 2 * 5, interval=0.5, msg="11 paused ticks of x")
         before = len(self.runs(kz, "y"))
         beta = self.worker(self.workers["beta"][0], name="beta-2")
         beta.wait_log(r"registered as", timeout=30)
