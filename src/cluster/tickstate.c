@@ -83,6 +83,12 @@ tickstate_parse(const char *data, size_t len, struct tickstate *st)
 	json_object_set_new(st->o, "missed", tickstate_list(o, "missed", 0, &st->flags));
 	/* Who gave the tick back (tickstate_hand_back): absent in older states, read as none. */
 	json_object_set_new(st->o, "handed", tickstate_list(o, "handed", 1, &st->flags));
+	/* The newest tick forgotten from "missed" (tickstate_add_missed): absent in older states. */
+	t = json_is_object(o) ? json_object_get(o, "settled") : NULL;
+	if (json_is_integer(t) && json_integer_value(t) >= 0)
+		json_object_set(st->o, "settled", t);
+	else if (t != NULL)
+		st->flags |= TICKSTATE_TRUNCATED;
 	if (o != NULL)
 		json_decref(o);
 }
@@ -116,6 +122,45 @@ tickstate_add_tick(json_t *list, int64_t tick)
 	json_array_append_new(list, json_integer(tick));
 	while (json_array_size(list) > TICKSTATE_KEEP_TICKS)
 		json_array_remove(list, 0);
+}
+
+/*
+ * The newest tick marked missed and then forgotten (the list keeps TICKSTATE_KEEP_TICKS):
+ * every tick after the last claimed, up to it, was claimed or recorded missed once. A claim
+ * does not name those as skipped, nor does a mark record one again, however long a pause or
+ * a wait for a lease marked ticks one by one. -1: none.
+ */
+static int64_t
+tickstate_settled(const struct tickstate *st)
+{
+	json_t *v = json_object_get(st->o, "settled");
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* Drop the oldest entries of the missed list o holds beyond TICKSTATE_KEEP_TICKS: settled. */
+static void
+tickstate_forget_missed(json_t *o)
+{
+	json_t *missed = json_object_get(o, "missed"), *v = json_object_get(o, "settled");
+	int64_t settled = json_is_integer(v) ? json_integer_value(v) : -1, x;
+
+	while (json_array_size(missed) > TICKSTATE_KEEP_TICKS) {
+		x = json_integer_value(json_array_get(missed, 0));
+		if (x > settled)
+			settled = x;
+		json_array_remove(missed, 0);
+	}
+	if (settled >= 0)
+		json_object_set_new(o, "settled", json_integer(settled));
+}
+
+/* Mark tick missed in the state, forgetting the oldest marks beyond what is kept. */
+static void
+tickstate_add_missed(struct tickstate *st, int64_t tick)
+{
+	json_array_append_new(json_object_get(st->o, "missed"), json_integer(tick));
+	tickstate_forget_missed(st->o);
 }
 
 /* The latest tick a sane clock could have claimed at now: a few ticks ahead, an hour at least. */
@@ -189,13 +234,17 @@ tickstate_skipped(const struct tickstate *st, const struct tickstate_claim *c)
 	json_t *out = json_array(), *missed = json_object_get(st->o, "missed");
 	int64_t x = c->tick;
 	int keep = c->history < TICKSTATE_MAX_SKIPPED ? c->history : TICKSTATE_MAX_SKIPPED;
-	int steps = 0;
+	int steps = 0, let_go;
 	int64_t last;
 
 	if (st->tick < 0 || c->sched == NULL)
 		return out;
 	/* The last tick claimed is one skipped too if all who claimed it gave it back. */
-	last = tickstate_let_go(st, st->tick) ? st->tick - 1 : st->tick;
+	let_go = tickstate_let_go(st, st->tick) && !tickstate_has_tick(missed, st->tick);
+	last = let_go ? st->tick - 1 : st->tick;
+	if (tickstate_settled(st) > st->tick)
+		last =
+		    tickstate_settled(st); /* the ticks after the claim up to it: recorded once */
 	/* Each step either keeps a tick or passes one of the (bounded) missed list. */
 	while ((int)json_array_size(out) < keep && steps++ < keep + TICKSTATE_MAX_LIST) {
 		x = schedule_prev(c->sched, x - 1);
@@ -204,6 +253,8 @@ tickstate_skipped(const struct tickstate *st, const struct tickstate_claim *c)
 		if (!tickstate_has_tick(missed, x))
 			json_array_insert_new(out, 0, json_integer(x));
 	}
+	if (let_go && last > st->tick && (int)json_array_size(out) < keep)
+		json_array_insert_new(out, 0, json_integer(st->tick)); /* below the settled ones */
 	return out;
 }
 
@@ -229,6 +280,10 @@ tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **
 		tickstate_drop_future(missed, horizon);
 		tickstate_drop_future(json_object_get(st->o, "recent"), horizon);
 	}
+	if (tickstate_settled(st) > horizon) {
+		st->flags |= TICKSTATE_FUTURE;
+		json_object_del(st->o, "settled");
+	}
 	if (st->tick == c->tick && tickstate_has_runner(st, c->node))
 		return TICKSTATE_OURS;
 	/* A worker that gave the tick back (its start failed there) does not take it again. */
@@ -240,7 +295,7 @@ tickstate_claim(struct tickstate *st, const struct tickstate_claim *c, json_t **
 		*skipped = tickstate_skipped(st, c);
 		n = json_array_size(*skipped);
 		for (i = 0; i < n; i++)
-			tickstate_add_tick(missed, json_integer_value(json_array_get(*skipped, i)));
+			tickstate_add_missed(st, json_integer_value(json_array_get(*skipped, i)));
 		json_array_clear(runners);
 		json_array_clear(json_object_get(st->o, "handed"));
 		st->tick = c->tick;
@@ -260,12 +315,12 @@ tickstate_mark_missed(struct tickstate *st, int64_t tick)
 	json_t *missed = json_object_get(st->o, "missed");
 	int handed = tickstate_let_go(st, tick);
 
-	if (tickstate_has_tick(missed, tick))
-		return 0;
+	if (tickstate_has_tick(missed, tick) || (tick != st->tick && tick <= tickstate_settled(st)))
+		return 0; /* marked already (and perhaps forgotten since: settled) */
 	if (!handed &&
 	    (st->tick == tick || tickstate_has_tick(json_object_get(st->o, "recent"), tick)))
 		return 0;
-	tickstate_add_tick(missed, tick);
+	tickstate_add_missed(st, tick);
 	return 1;
 }
 
@@ -328,7 +383,7 @@ tickstate_mark_superseded(struct tickstate *st, int64_t tick)
 	if (tick < 0 || st->tick <= tick || tickstate_has_tick(missed, tick) ||
 	    !tickstate_has_tick(json_object_get(st->o, "recent"), tick))
 		return 0;
-	tickstate_add_tick(missed, tick);
+	tickstate_add_missed(st, tick);
 	return 1;
 }
 
@@ -344,16 +399,12 @@ char *
 tickstate_dump(const struct tickstate *st)
 {
 	json_t *o = json_deep_copy(st->o);
-	const char *lists[] = {"recent", "missed"};
-	size_t i;
+	json_t *recent = json_object_get(o, "recent");
 	char *data;
 
-	for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-		json_t *l = json_object_get(o, lists[i]);
-
-		while (json_array_size(l) > TICKSTATE_KEEP_TICKS)
-			json_array_remove(l, 0);
-	}
+	while (json_array_size(recent) > TICKSTATE_KEEP_TICKS)
+		json_array_remove(recent, 0);
+	tickstate_forget_missed(o); /* a longer list as read (others' writes): settled too */
 	if (json_array_size(json_object_get(o, "handed")) == 0)
 		json_object_del(o, "handed"); /* as older releases write it */
 	if (st->tick >= 0)

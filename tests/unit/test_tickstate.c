@@ -151,6 +151,54 @@ test_claim_skipped(void **state)
 }
 
 /*
+ * A long pause, or a long wait for a lease, marks more ticks missed one by one than the state
+ * remembers (TICKSTATE_KEEP_TICKS): the next claim must not name the ones forgotten as skipped
+ * (each was recorded missed once already).
+ */
+static void
+test_claim_after_long_marking(void **state)
+{
+	struct schedule *s = minutely();
+	struct tickstate_claim c = {T0, 1, "me", s, 1000, T0 + 5};
+	char j[64];
+	struct tickstate st;
+	json_t *skipped;
+	char *out;
+	int64_t t;
+
+	(void)state;
+	snprintf(j, sizeof j, "{\"tick\":%lld,\"runners\":[\"x\"]}", (long long)(T0 - 200 * 60));
+	out = strdup(j);
+	for (t = T0 - 199 * 60; t < T0; t += 60) { /* each marked, written and read again */
+		tickstate_parse(out, strlen(out), &st);
+		free(out);
+		assert_true(tickstate_mark_missed(&st, t));
+		out = tickstate_dump(&st);
+		tickstate_free(&st);
+	}
+	tickstate_parse(out, strlen(out), &st);
+	free(out);
+	assert_int_equal(json_array_size(json_object_get(st.o, "missed")), TICKSTATE_KEEP_TICKS);
+	assert_false(tickstate_mark_missed(&st, T0 - 199 * 60)); /* forgotten, yet recorded */
+	assert_false(tickstate_mark_missed(&st, T0 - 100 * 60));
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_int_equal(json_array_size(skipped), 0);
+	json_decref(skipped);
+	tickstate_free(&st);
+
+	/* A "settled" beyond the horizon (a hostile write) is dropped, as a future claim is. */
+	snprintf(j, sizeof j, "{\"tick\":%lld,\"runners\":[\"x\"],\"settled\":%lld}",
+	         (long long)(T0 - 600), (long long)(T0 + 86400));
+	tickstate_parse(j, strlen(j), &st);
+	assert_int_equal(tickstate_claim(&st, &c, &skipped), TICKSTATE_CLAIM);
+	assert_true(st.flags & TICKSTATE_FUTURE);
+	assert_int_equal(json_array_size(skipped), 9);
+	json_decref(skipped);
+	tickstate_free(&st);
+	schedule_free(s);
+}
+
+/*
  * Item 4 of issue 8: an old tick and a long missed list. The claim still lands, names at
  * most history skipped ticks, and its work is bounded by the lists' caps (the old code
  * walked every tick since 1970 against the whole list).
@@ -424,6 +472,7 @@ main(void)
 	    cmocka_unit_test(test_parse_long_list_truncated),
 	    cmocka_unit_test(test_parse_too_large),
 	    cmocka_unit_test(test_claim_skipped),
+	    cmocka_unit_test(test_claim_after_long_marking),
 	    cmocka_unit_test(test_claim_hostile_old_tick),
 	    cmocka_unit_test(test_claim_future_overridden),
 	    cmocka_unit_test(test_claim_later_within_horizon),
