@@ -171,8 +171,13 @@ jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		/*
 		 * Still waiting for a lease for an older tick: the newest due tick is what counts
 		 * now (claims only move forward). Keep the place in the queue; only the target
-		 * and its deadline change.
+		 * and its deadline change. The older tick is lost to the wait: recorded missed now
+		 * (unless another worker claimed it), not at a claim that may come much later, or
+		 * never, and could name only so many ticks.
 		 */
+		if (m->tick >= 0 && m->tick < in->tick)
+			jobfsm_tick_act(out, JOBFSM_RECORD_MISSED, m->tick, JOBFSM_KIND_TICK)->n =
+			    JOBFSM_MISSED_LEASE;
 		m->tick = in->tick;
 		m->attempt = 0;
 		m->catch_claim = 0;

@@ -159,6 +159,32 @@ class MissedReasonTest(lktest.TestCase):
         self.assert_label_set(text, "held")
         self.assertGreaterEqual(self.count(text, "held", "lease_held"), 1)
 
+    def test_a_long_wait_for_the_lease_records_each_tick_as_it_passes(self):
+        """A peer holds the lease over many ticks of a job whose start_deadline is longer
+        than its period: the job keeps its place in the lock's queue and moves its target
+        to each newer tick, and each older one is recorded missed (lease_held) then, while
+        the peer still holds it, not all at once at a claim that may come much later (and
+        could name only 64), nor never."""
+        kz = self.start({"wait": {"command": "true", "schedule": "@every 1s",
+                                  "start_deadline": "5s", "catch_up": "none",
+                                  "history": 200}})
+        self.wait_until(lambda: self.runs(kz, "wait"), timeout=60, msg="a first run")
+        path = "/leasekeeper/mutex/wait/_c_%s-lock-" % uuid.uuid4()
+        node = kz.create(path, b"peer", ephemeral=True, sequence=True, makepath=True)
+        held = time.time()
+
+        def during():
+            return [r for r in self.missed(kz, "wait") if r["tick"] >= held]
+        self.wait_until(lambda: len(during()) >= 6, timeout=90, interval=0.5,
+                        msg="ticks recorded missed while the peer still holds the lease")
+        self.assertTrue(kz.exists(node))  # still held: recorded as they passed
+        kz.delete(node)
+        mark = len(self.w.log_text())
+        self.w.wait_log(r"running the tick", since=mark, timeout=60)
+        self.assertEqual({r.get("missed_reason") for r in during()}, {"lease_held"}, during())
+        ticks = [r["tick"] for r in self.runs(kz, "wait") if "tick" in r]
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick recorded twice")
+
     def test_ticks_due_while_the_only_worker_is_drained_are_no_worker(self):
         """The one worker that carries the job is drained for 10 s: no live worker can run
         its ticks. It sees so itself (its view of <root>/workers), and when it is undrained,

@@ -172,6 +172,7 @@ test_due_together(void **state)
 static void
 test_tick_then_gen(void **state)
 {
+	const struct jobfsm_action *a;
 	struct t t;
 
 	(void)state;
@@ -183,6 +184,13 @@ test_tick_then_gen(void **state)
 	t_due(&t, T0 + 1, TICK); /* the newest tick is what counts: its place kept */
 	assert_non_null(t_find(&t, JOBFSM_RETIME, 0));
 	assert_int_equal(t.m.tick, T0 + 1);
+	/* ... and the older one, lost to the wait, is recorded missed now (lease), once */
+	a = t_find(&t, JOBFSM_RECORD_MISSED, 0);
+	assert_non_null(a);
+	assert_int_equal(a->tick, T0);
+	assert_int_equal(a->kind, TICK);
+	assert_int_equal(a->n, JOBFSM_MISSED_LEASE);
+	assert_null(t_find(&t, JOBFSM_RECORD_MISSED, 1));
 	assert_int_equal(t.m.pending_gen, T0); /* the generation is still there */
 	t_run(&t, T0 + 1, TICK);
 	t_exit(&t, T0 + 1, TICK, JOB_OUTCOME_OK);
