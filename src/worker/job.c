@@ -254,7 +254,7 @@ job_missed_why(const struct job *job, int n)
 {
 	if (n == JOBFSM_MISSED_OVERLAP)
 		return JOBREC_MISSED_OVERLAP;
-	if (n != JOBFSM_MISSED_LEASE)
+	if (n != JOBFSM_MISSED_LEASE && n != JOBFSM_MISSED_WAIT)
 		return JOBREC_MISSED_DEADLINE;
 	if (zk_state(job->zk) != ZK_STATE_CONNECTED)
 		return JOBREC_MISSED_UNREACHABLE;
@@ -312,6 +312,14 @@ job_do_cluster(struct job *job, const struct jobfsm_action *a, const struct job_
 				job_chain_claim(job->chain, "missed");
 			break;
 		}
+		/*
+		 * A tick a newer one replaced in the wait for the lease: recorded now only if the
+		 * wait is behind others who hold it; a wait on a cluster out of reach, or slow to
+		 * answer, is left to the claim that ends it (superseded), as the truth is then.
+		 */
+		if (a->n == JOBFSM_MISSED_WAIT &&
+		    (zk_state(job->zk) != ZK_STATE_CONNECTED || !lease_waiting(job->lease)))
+			break;
 		jobrec_missed_why(job->rec, a->tick, cfg->node_id, job->cfg->history,
 		                  job_missed_why(job, a->n));
 		break;

@@ -202,6 +202,7 @@ struct jobfsm_action {
 #define JOBFSM_MISSED_LATE    0 /* its start_deadline passed before it could contend */
 #define JOBFSM_MISSED_OVERLAP 1 /* overlap = skip */
 #define JOBFSM_MISSED_LEASE   2 /* the lease did not come by the start_deadline */
+#define JOBFSM_MISSED_WAIT    3 /* a newer tick came due while waiting for the lease */
 
 #define JOBFSM_MAX_ACTIONS 48
 

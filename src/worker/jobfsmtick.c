@@ -177,7 +177,7 @@ jobfsm_tick(struct jobfsm *m, const struct jobfsm_input *in, struct jobfsm_actio
 		 */
 		if (m->tick >= 0 && m->tick < in->tick)
 			jobfsm_tick_act(out, JOBFSM_RECORD_MISSED, m->tick, JOBFSM_KIND_TICK)->n =
-			    JOBFSM_MISSED_LEASE;
+			    JOBFSM_MISSED_WAIT;
 		m->tick = in->tick;
 		m->attempt = 0;
 		m->catch_claim = 0;

@@ -400,6 +400,24 @@ lease_timed_out(const struct lease *l)
 	return l->timed_out;
 }
 
+/*
+ * Whether an acquisition waits behind others who hold the lock it is taking: its node is in
+ * place and watches theirs. Not while its nodes are being created or listed (a cluster that
+ * answers slowly, or not at all, is no holder).
+ */
+int
+lease_waiting(const struct lease *l)
+{
+	const struct lease_lock *k;
+
+	if (l->state != LEASE_ACQUIRING || l->next < 0 || l->next >= l->nlocks)
+		return 0;
+	k = &l->locks[l->order[l->next]];
+	return k->semaphore != NULL ? semaphore_waiting(k->semaphore)
+	       : k->mutex != NULL   ? mutex_waiting(k->mutex)
+	                            : 0;
+}
+
 /* Stop contending or give every lock back; each delete is retried until it lands. */
 void
 lease_release(struct lease *l)

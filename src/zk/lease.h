@@ -47,6 +47,7 @@ struct lease *lease_new_set(struct event_base *, struct zk *, const struct lease
 void lease_acquire(struct lease *, uint64_t timeout_ms);
 void lease_retime(struct lease *, uint64_t timeout_ms);
 int lease_timed_out(const struct lease *);
+int lease_waiting(const struct lease *);
 void lease_release(struct lease *);
 void lease_free(struct lease *);
 void lease_session(struct lease *, enum zk_event);

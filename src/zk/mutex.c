@@ -475,3 +475,10 @@ mutex_shortcuts(const struct mutex *m)
 {
 	return m->shortcuts;
 }
+
+/* Whether our node is in place and waits behind another holder's (watching it). */
+int
+mutex_waiting(const struct mutex *m)
+{
+	return m->state == MUTEX_WAITING;
+}

@@ -33,6 +33,7 @@ void mutex_set_data(struct mutex *, const char *data);
 void mutex_write_held(struct mutex *, const char *data);
 
 int64_t mutex_czxid(const struct mutex *);
+int mutex_waiting(const struct mutex *);
 uint64_t mutex_shortcuts(const struct mutex *);
 
 #endif

@@ -375,3 +375,11 @@ semaphore_czxid(const struct semaphore *s)
 {
 	return pnode_czxid(s->lease);
 }
+
+/* Whether our lease node waits behind N others' (or the locks mutex behind another's). */
+int
+semaphore_waiting(const struct semaphore *s)
+{
+	return s->state == SEMAPHORE_WAITING ||
+	       (s->state == SEMAPHORE_LOCKING && mutex_waiting(s->lock));
+}

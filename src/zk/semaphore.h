@@ -28,5 +28,6 @@ void semaphore_set_data(struct semaphore *, const char *data);
 void semaphore_write_held(struct semaphore *, const char *data);
 
 int64_t semaphore_czxid(const struct semaphore *);
+int semaphore_waiting(const struct semaphore *);
 
 #endif

@@ -189,7 +189,7 @@ test_tick_then_gen(void **state)
 	assert_non_null(a);
 	assert_int_equal(a->tick, T0);
 	assert_int_equal(a->kind, TICK);
-	assert_int_equal(a->n, JOBFSM_MISSED_LEASE);
+	assert_int_equal(a->n, JOBFSM_MISSED_WAIT);
 	assert_null(t_find(&t, JOBFSM_RECORD_MISSED, 1));
 	assert_int_equal(t.m.pending_gen, T0); /* the generation is still there */
 	t_run(&t, T0 + 1, TICK);
