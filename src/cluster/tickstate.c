@@ -242,9 +242,9 @@ tickstate_skipped(const struct tickstate *st, const struct tickstate_claim *c)
 	/* The last tick claimed is one skipped too if all who claimed it gave it back. */
 	let_go = tickstate_let_go(st, st->tick) && !tickstate_has_tick(missed, st->tick);
 	last = let_go ? st->tick - 1 : st->tick;
+	/* The ticks after the claim up to the settled one were recorded missed once. */
 	if (tickstate_settled(st) > st->tick)
-		last =
-		    tickstate_settled(st); /* the ticks after the claim up to it: recorded once */
+		last = tickstate_settled(st);
 	/* Each step either keeps a tick or passes one of the (bounded) missed list. */
 	while ((int)json_array_size(out) < keep && steps++ < keep + TICKSTATE_MAX_LIST) {
 		x = schedule_prev(c->sched, x - 1);
