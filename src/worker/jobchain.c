@@ -267,7 +267,7 @@ job_chain_record_cb(const struct zk_reply *reply, void *arg)
 	                       seq, reply->stat->ctime, &r) &&
 	    job_chain_wanted(p, &r)) {
 		job_chain_keep(p, &r);
-		p->kept++;
+		p->kept += r.seq > p->done; /* one handled already is no candidate */
 	}
 	if (p->reading == 0 && !job_chain_read_back(p))
 		job_chain_eval(p->c);
