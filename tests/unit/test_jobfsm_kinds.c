@@ -630,6 +630,23 @@ t_claiming(struct t *t)
 	assert_int_equal(t->m.state, JOB_CLAIMING);
 }
 
+/* A fresh machine whose claim (of kind) landed while its session was suspect: the run waits
+ * for the lease to be verified. */
+static void
+t_unverified(struct t *t, enum jobfsm_kind kind)
+{
+	t_init(t, JOBFSM_OVERLAP_QUEUE);
+	if (kind == GEN) {
+		t_claiming(t);
+	} else {
+		t_due(t, T0, TICK);
+		t_ev(t, JOBFSM_LEASE_ACQUIRED);
+		t_has(t, JOBFSM_CLAIM, T0, TICK);
+	}
+	t_ev(t, JOBFSM_SESSION_SUSPECT);
+	t_ev(t, JOBFSM_CLAIMED);
+}
+
 /*
  * The lease goes (a deleted lock node, an expiry), the supervisor dies, or the cluster's
  * lease count changes while a generation's claim is out: its write may land, or has. The
@@ -717,10 +734,7 @@ test_let_go_after_a_generation_landed(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof evs / sizeof evs[0]; i++) {
-		t_init(&t, JOBFSM_OVERLAP_QUEUE);
-		t_claiming(&t);
-		t_ev(&t, JOBFSM_SESSION_SUSPECT);
-		t_ev(&t, JOBFSM_CLAIMED);
+		t_unverified(&t, GEN);
 		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
 		assert_int_equal(t.m.state, JOB_BACKOFF);
 		t_ev(&t, evs[i]);
@@ -734,10 +748,7 @@ test_let_go_after_a_generation_landed(void **state)
 	}
 
 	/* A pause (the record says paused): the run is not started, the claim given back. */
-	t_init(&t, JOBFSM_OVERLAP_QUEUE);
-	t_claiming(&t);
-	t_ev(&t, JOBFSM_SESSION_SUSPECT);
-	t_ev(&t, JOBFSM_CLAIMED);
+	t_unverified(&t, GEN);
 	memset(&in, 0, sizeof in);
 	in.paused = 1;
 	t_step(&t, JOBFSM_AGREED, in);
@@ -755,10 +766,7 @@ test_let_go_after_a_generation_landed(void **state)
 	t_abandoned(&t, T0, 1);
 
 	/* Verified in time: the run starts, and the lease lost then kills it, nothing given back. */
-	t_init(&t, JOBFSM_OVERLAP_QUEUE);
-	t_claiming(&t);
-	t_ev(&t, JOBFSM_SESSION_SUSPECT);
-	t_ev(&t, JOBFSM_CLAIMED);
+	t_unverified(&t, GEN);
 	t_ev(&t, JOBFSM_LEASE_VERIFIED);
 	t_has(&t, JOBFSM_START_RUN, T0, GEN);
 	t_ev(&t, JOBFSM_LEASE_LOST);
@@ -789,12 +797,7 @@ test_let_go_after_a_tick_landed(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof evs / sizeof evs[0]; i++) {
-		t_init(&t, JOBFSM_OVERLAP_QUEUE);
-		t_due(&t, T0, TICK);
-		t_ev(&t, JOBFSM_LEASE_ACQUIRED);
-		t_has(&t, JOBFSM_CLAIM, T0, TICK);
-		t_ev(&t, JOBFSM_SESSION_SUSPECT);
-		t_ev(&t, JOBFSM_CLAIMED);
+		t_unverified(&t, TICK);
 		assert_null(t_find(&t, JOBFSM_START_RUN, 0));
 		assert_int_equal(t.m.state, JOB_BACKOFF);
 		t_ev(&t, evs[i]);
@@ -806,11 +809,7 @@ test_let_go_after_a_tick_landed(void **state)
 	}
 
 	/* An expiry: the lease hears it first (LEASE_LOST), then the machine. */
-	t_init(&t, JOBFSM_OVERLAP_QUEUE);
-	t_due(&t, T0, TICK);
-	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
-	t_ev(&t, JOBFSM_SESSION_SUSPECT);
-	t_ev(&t, JOBFSM_CLAIMED);
+	t_unverified(&t, TICK);
 	t_ev(&t, JOBFSM_SESSION_GONE);
 	t_ev(&t, JOBFSM_LEASE_LOST);
 	t_abandoned_kind(&t, T0, TICK, 1);
@@ -818,11 +817,7 @@ test_let_go_after_a_tick_landed(void **state)
 	assert_null(t_find(&t, JOBFSM_ABANDON, 0));
 
 	/* A pause: given back and recorded paused in one (no RECORD_PAUSED that marks nothing). */
-	t_init(&t, JOBFSM_OVERLAP_QUEUE);
-	t_due(&t, T0, TICK);
-	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
-	t_ev(&t, JOBFSM_SESSION_SUSPECT);
-	t_ev(&t, JOBFSM_CLAIMED);
+	t_unverified(&t, TICK);
 	memset(&in, 0, sizeof in);
 	in.paused = 1;
 	t_step(&t, JOBFSM_AGREED, in);
@@ -843,11 +838,7 @@ test_let_go_after_a_tick_landed(void **state)
 	t_abandoned_kind(&t, T0, TICK, 1);
 
 	/* Verified in time: the run starts; the lease lost then kills it, nothing given back. */
-	t_init(&t, JOBFSM_OVERLAP_QUEUE);
-	t_due(&t, T0, TICK);
-	t_ev(&t, JOBFSM_LEASE_ACQUIRED);
-	t_ev(&t, JOBFSM_SESSION_SUSPECT);
-	t_ev(&t, JOBFSM_CLAIMED);
+	t_unverified(&t, TICK);
 	t_ev(&t, JOBFSM_LEASE_VERIFIED);
 	t_has(&t, JOBFSM_START_RUN, T0, TICK);
 	t_ev(&t, JOBFSM_LEASE_LOST);
