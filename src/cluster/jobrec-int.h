@@ -4,13 +4,53 @@
 #ifndef JOBREC_INT_H
 #define JOBREC_INT_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/queue.h>
 
 #include "format.h"
 #include "jobrec.h"
 
-struct jobrec_task;
+struct schedule;
+struct tickstate;
+struct zk_reply;
+
+enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
+
+#define JOBREC_MAX_REWRITES 5   /* writes of the job record in reaction to it, per window */
+#define JOBREC_MAX_RUNS     30  /* run records written per window; the rest are counted */
+#define JOBREC_MAX_MISSED   600 /* missed and paused records per window (10 a second) */
+#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
+
+/* One multi-step operation on the records, with the context its replies need. */
+struct jobrec_task {
+	struct jobrec *jr;
+	enum jobrec_task_kind kind;
+	int64_t tick;
+	int per_tick;
+	char *node;
+	int peek;      /* claim: only read whether the tick is claimed; write nothing */
+	int await;     /* peek: wait (a watch) until the tick is given back; say only FREE */
+	int hand;      /* missed: give the tick back instead (tickstate_hand_back) */
+	int give;      /* ... without joining "handed" (tickstate_give_back) */
+	int abandoned; /* claim: let go by the job after its write was sent (no callback) */
+	int handed;    /* ... what it did: 1 given back, 2 and marked missed, 0 nothing */
+	int maybe_set; /* a claim write, or a run record, was sent and may have landed */
+	int races;     /* versioned writes lost to another writer */
+	int waiting;   /* waiting for a reconnect to go on */
+	int rec_sent;  /* missed: the mark and its record were sent in one write, answer lost */
+	jobrec_claim_cb cb;
+	void *arg;
+	json_t *record;
+	char *data;                    /* run, missed: the record as sent */
+	struct jobrec_runs_find *find; /* run, missed: looking for it after a lost answer */
+	int history;
+	int paused;                   /* missed: a paused job's tick, not a missed one */
+	enum jobrec_missed_why why;   /* missed: why; claim: why its skipped ticks are missed */
+	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
+	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
+	TAILQ_ENTRY(jobrec_task) entry;
+};
 
 struct jobrec {
 	struct zk *zk;
@@ -46,9 +86,25 @@ struct jobrec {
 	TAILQ_HEAD(, jobrec_task) tasks;
 };
 
+/* jobrec.c */
+struct jobrec_task *jobrec_task_new(struct jobrec *, enum jobrec_task_kind, int64_t tick,
+                                    const char *node);
+void jobrec_task_free(struct jobrec_task *);
+int jobrec_unknown(const struct jobrec_task *, int rc);
+void jobrec_recorded(struct jobrec *, json_t *record, const char *created);
+void jobrec_record_missed(struct jobrec *, int64_t tick, const char *node, int history, int paused,
+                          enum jobrec_missed_why);
+int jobrec_record_admit(struct jobrec *, json_t *record, int history, struct jobrec_window *,
+                        int max);
+int jobrec_state_version(const struct zk_reply *read);
+void jobrec_write_state(struct jobrec_task *, const struct zk_reply *read, struct tickstate *,
+                        void (*cb)(const struct zk_reply *, void *));
+void jobrec_trim_cb(const struct zk_reply *, void *);
+
+/* jobrec-mark.c */
+void jobrec_missed_step(struct jobrec_task *);
+
 /* jobrec-state.c */
-struct tickstate;
-struct zk_reply;
 void jobrec_state_warn(struct jobrec *, const struct tickstate *);
 int jobrec_read_state(struct jobrec *, const struct zk_reply *, struct tickstate *);
 

@@ -87,16 +87,24 @@ jobrec_missed_log(const char *job, const char *when, int paused, enum jobrec_mis
 	          text);
 }
 
-/* Log a tick of job not run (paused, or missed for why) and make its run record. */
+/* Log that a tick of job was not run (paused, or missed for why), once it is recorded. */
+void
+jobrec_missed_said(const char *job, int64_t tick, int paused, enum jobrec_missed_why why)
+{
+	char when[40];
+
+	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
+	jobrec_missed_log(job, when, paused, why);
+}
+
+/* The run record of a tick not run (paused, or missed for why); nothing is logged. */
 json_t *
-jobrec_missed_record(const char *job, int64_t tick, const char *node, int paused,
-                     enum jobrec_missed_why why)
+jobrec_missed_record(int64_t tick, const char *node, int paused, enum jobrec_missed_why why)
 {
 	char when[40];
 	json_t *record;
 
 	clock_iso8601((uint64_t)tick * 1000, when, sizeof when);
-	jobrec_missed_log(job, when, paused, why);
 	/*
 	 * "tick" and "reason" (the older names: missed, locks, overlap, catch_up, paused) for
 	 * older readers; "tick_time", "outcome" and "missed_reason" added, additive.

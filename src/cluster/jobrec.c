@@ -41,50 +41,13 @@
 static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, jobrec_lim_state,
     jobrec_lim_run;
 
-enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
-
-#define JOBREC_MAX_REWRITES 5   /* writes of the job record in reaction to it, per window */
-#define JOBREC_MAX_RUNS     30  /* run records written per window; the rest are counted */
-#define JOBREC_MAX_MISSED   600 /* missed and paused records per window (10 a second) */
-#define JOBREC_MAX_RACES    10  /* versioned writes of the state lost in a row, at most */
-
-/* One multi-step operation on the records, with the context its replies need. */
-struct jobrec_task {
-	struct jobrec *jr;
-	enum jobrec_task_kind kind;
-	int64_t tick;
-	int per_tick;
-	char *node;
-	int peek;      /* claim: only read whether the tick is claimed; write nothing */
-	int await;     /* peek: wait (a watch) until the tick is given back; say only FREE */
-	int hand;      /* missed: give the tick back instead (tickstate_hand_back) */
-	int give;      /* ... without joining "handed" (tickstate_give_back) */
-	int abandoned; /* claim: let go by the job after its write was sent (no callback) */
-	int handed;    /* ... what it did: 1 given back, 2 and marked missed, 0 nothing */
-	int maybe_set; /* a claim write, or a run record, was sent and may have landed */
-	int races;     /* versioned writes lost to another writer */
-	int waiting;   /* waiting for a reconnect to go on */
-	jobrec_claim_cb cb;
-	void *arg;
-	json_t *record;
-	char *data;                    /* run: the record as sent */
-	struct jobrec_runs_find *find; /* run: looking for it after a lost answer */
-	int history;
-	int paused;                   /* missed: a paused job's tick, not a missed one */
-	enum jobrec_missed_why why;   /* missed: why; claim: why its skipped ticks are missed */
-	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
-	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
-	TAILQ_ENTRY(jobrec_task) entry;
-};
-
 static void jobrec_claim_step(struct jobrec_task *);
-static void jobrec_missed_step(struct jobrec_task *);
 static void jobrec_run_step(struct jobrec_task *);
 static void jobrec_run_found_cb(int, const char *, void *);
 static void jobrec_record_window(struct jobrec *, json_t *, int, struct jobrec_window *, int);
 
 /* Say that a record was written (created: its path) or will not be (NULL). */
-static void
+void
 jobrec_recorded(struct jobrec *jr, json_t *record, const char *created)
 {
 	if (jr->cb.recorded != NULL)
@@ -113,7 +76,7 @@ jobrec_new(struct zk *zk, const char *root, const char *job, int leases, const c
 }
 
 /* Forget a task. */
-static void
+void
 jobrec_task_free(struct jobrec_task *t)
 {
 	zk_cancel(t->jr->zk, t);
@@ -377,8 +340,11 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 		jr->recheck = 0;
 		jr->cluster = 0;
 		TAILQ_FOREACH_SAFE(t, &jr->tasks, entry, next) {
-			if (event == ZK_EVENT_EXPIRED && (t->give || t->abandoned)) {
-				/* A tick let go: the next session's read tells whether it is ours. */
+			if (event == ZK_EVENT_EXPIRED && (t->give || t->abandoned || t->rec_sent)) {
+				/*
+				 * A tick let go, or a mark with its record whose answer was lost: the
+				 * next session's read tells whether it is ours, or landed.
+				 */
 				zk_cancel(jr->zk, t);
 				t->waiting = 1;
 			} else if (t->kind == JOBREC_TASK_CLAIM) {
@@ -402,15 +368,15 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
  * Whether rc leaves t's fate to the next read: a lost connection; or, for a tick let go (a
  * give-back, a claim abandoned), the session's end too: it goes on in the next session.
  */
-static int
+int
 jobrec_unknown(const struct jobrec_task *t, int rc)
 {
-	return zk_connection_error(rc) ||
-	       ((t->give || t->abandoned) && (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE));
+	return zk_connection_error(rc) || ((t->give || t->abandoned || t->rec_sent) &&
+	                                   (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE));
 }
 
 /* A new task. */
-static struct jobrec_task *
+struct jobrec_task *
 jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, const char *node)
 {
 	struct jobrec_task *t = xcalloc(1, sizeof *t);
@@ -424,15 +390,31 @@ jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, con
 }
 
 /* Record that a tick was missed, or not run because paused (a run record, a log line). */
-static void
+void
 jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int history, int paused,
                      enum jobrec_missed_why why)
 {
 	if (!paused && why < JOBREC_MISSED_WHYS)
 		jr->missed[why]++;
-	jobrec_record_window(
-	    jr, jobrec_missed_record(znode_basename(jr->path), tick, node, paused, why), history,
-	    &jr->missed_w, JOBREC_MAX_MISSED);
+	jobrec_missed_said(znode_basename(jr->path), tick, paused, why);
+	jobrec_record_window(jr, jobrec_missed_record(tick, node, paused, why), history,
+	                     &jr->missed_w, JOBREC_MAX_MISSED);
+}
+
+/*
+ * The version a write of the state just read goes at: the read's (-1: it was not there; a
+ * create).
+ */
+int
+jobrec_state_version(const struct zk_reply *read)
+{
+	int version = read->rc == ZNONODE ? -1 : read->stat->version;
+
+#ifdef LEASEKEEPER_SABOTAGE
+	if (sabotage_on("no-claim-check"))
+		version = -1; /* sabotage: the write checks no version */
+#endif
+	return version;
 }
 
 /*
@@ -440,24 +422,19 @@ jobrec_record_missed(struct jobrec *jr, int64_t tick, const char *node, int hist
  * there: a concurrent writer makes the write fail (ZBADVERSION, ZNODEEXISTS) and cb reads
  * again.
  */
-static void
+void
 jobrec_write_state(struct jobrec_task *t, const struct zk_reply *read, struct tickstate *st,
                    zk_reply_cb cb)
 {
 	char *data = tickstate_dump(st);
-	int version = read->rc == ZNONODE ? -1 : read->stat->version;
-
-#ifdef LEASEKEEPER_SABOTAGE
-	if (sabotage_on("no-claim-check"))
-		version = -1; /* sabotage: the write checks no version */
-#endif
 
 	tickstate_free(st);
 	if (read->rc == ZNONODE)
 		zk_create_node(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
 		               ZOO_PERSISTENT, cb, t);
 	else
-		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data), version, cb, t);
+		zk_set(t->jr->zk, t->jr->state_path, data, (int)strlen(data),
+		       jobrec_state_version(read), cb, t);
 	free(data);
 }
 
@@ -724,151 +701,8 @@ jobrec_cancel_claim(struct jobrec *jr)
 	}
 }
 
-/* The missed mark's write. */
-static void
-jobrec_missed_set_cb(const struct zk_reply *reply, void *arg)
-{
-	struct jobrec_task *t = arg;
-
-	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
-	    ++t->races <= JOBREC_MAX_RACES) {
-		t->maybe_set = 0; /* it did not land */
-		jobrec_missed_step(t);
-		return;
-	}
-	if (jobrec_unknown(t, reply->rc)) {
-		t->waiting = 1;
-		return;
-	}
-	if (reply->rc == ZOK && (!t->hand || t->handed == 2))
-		jobrec_record_missed(t->jr, t->tick, t->node, t->history, t->paused, t->why);
-	jobrec_task_free(t);
-}
-
-/*
- * A give-back on the state read: 1 the tick is given back, 2 and marked missed (paused: it is
- * recorded paused), 0 nothing to do. A tick that a later claim superseded while its one runner
- * (us) still had it was not named skipped by that claim: it is marked and recorded missed
- * (superseded) now, unless a write of ours may have given it back already (another worker may
- * have run it since).
- */
-static int
-jobrec_give(struct jobrec_task *t, struct tickstate *st)
-{
-	if (tickstate_give_back(st, t->tick, t->node))
-		return t->paused && tickstate_mark_missed(st, t->tick) ? 2 : 1;
-	if (t->per_tick != 1 || t->maybe_set || !tickstate_mark_superseded(st, t->tick))
-		return 0;
-	if (!t->paused)
-		t->why = JOBREC_MISSED_SUPERSEDED;
-	return 2;
-}
-
-/* The state as read: mark the tick missed unless it was claimed or already marked. */
-static void
-jobrec_missed_get_cb(const struct zk_reply *reply, void *arg)
-{
-	struct jobrec_task *t = arg;
-	struct tickstate st;
-
-	if (jobrec_unknown(t, reply->rc)) {
-		t->waiting = 1;
-		return;
-	}
-	if (reply->rc != ZOK && reply->rc != ZNONODE) {
-		jobrec_task_free(t);
-		return;
-	}
-	if (!jobrec_read_state(t->jr, reply, &st)) {
-		jobrec_task_free(t);
-		return;
-	}
-	jobrec_state_warn(t->jr, &st);
-	if (t->give)
-		t->handed = jobrec_give(t, &st);
-	else if (t->hand)
-		t->handed =
-		    tickstate_hand_back(&st, t->tick, t->node, t->why == JOBREC_MISSED_UNHEALTHY);
-	if (t->hand ? t->handed == 0 : !tickstate_mark_missed(&st, t->tick)) {
-		tickstate_free(&st);
-		jobrec_task_free(t);
-		return;
-	}
-	t->maybe_set = t->give; /* a give-back may land though its answer is lost */
-	jobrec_write_state(t, reply, &st, jobrec_missed_set_cb);
-}
-
-static void
-jobrec_missed_step(struct jobrec_task *t)
-{
-	zk_get(t->jr->zk, t->jr->state_path, NULL, jobrec_missed_get_cb, t);
-}
-
-/* Record tick as missed for why, once cluster-wide, unless it was claimed or recorded already. */
-void
-jobrec_missed_why(struct jobrec *jr, int64_t tick, const char *node, int history,
-                  enum jobrec_missed_why why)
-{
-	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
-
-	t->history = history;
-	t->why = why;
-	jobrec_missed_step(t);
-}
-
-/*
- * Give tick, which node claimed, back: its start failed for a reason of this host
- * (tickstate_hand_back). unhealthy: no healthy worker is left to run it, so it is marked and
- * recorded missed (why unhealthy) unless another runner has it.
- */
-void
-jobrec_hand_back(struct jobrec *jr, int64_t tick, const char *node, int history, int unhealthy)
-{
-	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
-
-	t->history = history;
-	t->hand = 1;
-	t->why = unhealthy ? JOBREC_MISSED_UNHEALTHY : JOBREC_MISSED_DEADLINE;
-	jobrec_missed_step(t);
-}
-
-/*
- * Give tick, which node claimed and will not run, back (tickstate_give_back): a claim that
- * landed after the job let it go, or whose run never started (the machine's ABANDON). No
- * lease is needed: nothing ran. paused: marked and recorded paused in the same write. A
- * tick superseded meanwhile is recorded missed (jobrec_give). It outlives an expiry: the
- * next session's read tells whether the tick is still node's.
- */
-void
-jobrec_give_back(struct jobrec *jr, int64_t tick, int per_tick, const char *node, int history,
-                 int paused)
-{
-	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
-
-	t->per_tick = per_tick;
-	t->history = history;
-	t->hand = t->give = 1;
-	t->paused = paused;
-	t->why = JOBREC_MISSED_DEADLINE;
-	jobrec_missed_step(t);
-}
-
-/*
- * Record tick as not run because the job is paused: marked like a missed tick (so that it
- * never runs late), and recorded once cluster-wide, with the reason "paused".
- */
-void
-jobrec_paused_tick(struct jobrec *jr, int64_t tick, const char *node, int history)
-{
-	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_MISSED, tick, node);
-
-	t->history = history;
-	t->paused = 1;
-	jobrec_missed_step(t);
-}
-
 /* Trim: the listing of the runs. */
-static void
+void
 jobrec_trim_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
@@ -942,30 +776,24 @@ jobrec_run_found_cb(int rc, const char *found, void *arg)
 }
 
 /*
- * Append a record (stolen reference) and keep the newest `history` of them, at most max a
- * minute in window w. Runs have a window of their own (a job that ends at once and restarts
+ * Whether a record may be written now: history keeps some, and window w (at most max a
+ * minute) has room. Runs have a window of their own (a job that ends at once and restarts
  * must not write thousands a minute); missed and paused ticks another, wider one, for each
- * claim already bounds them (by history) and every tick must be run or recorded.
+ * claim already bounds them (by history) and every tick must be run or recorded. Admitted,
+ * the record is stamped and carries the count of those the window dropped before it.
  */
-static void
-jobrec_record_window(struct jobrec *jr, json_t *record, int history, struct jobrec_window *w,
-                     int max)
+int
+jobrec_record_admit(struct jobrec *jr, json_t *record, int history, struct jobrec_window *w,
+                    int max)
 {
-	struct jobrec_task *t;
-
-	if (history <= 0) {
-		jobrec_recorded(jr, record, NULL);
-		json_decref(record);
-		return;
-	}
+	if (history <= 0)
+		return 0;
 	if (!jobrec_window_take(w, max)) {
 		if (w->dropped == 1)
 			log_warnx("job %s: %d %s records in the last minute: not recording more "
 			          "until the minute is over (they are counted in the next one)",
 			          znode_basename(jr->path), max, w == &jr->runs ? "run" : "missed");
-		jobrec_recorded(jr, record, NULL);
-		json_decref(record);
-		return;
+		return 0;
 	}
 	if (w->dropped > 0) {
 		log_warnx("job %s: %d record(s) were not written in the last minute",
@@ -974,6 +802,21 @@ jobrec_record_window(struct jobrec *jr, json_t *record, int history, struct jobr
 		w->dropped = 0;
 	}
 	format_stamp(record);
+	return 1;
+}
+
+/* Append a record (stolen reference) and keep the newest `history` of them (above). */
+static void
+jobrec_record_window(struct jobrec *jr, json_t *record, int history, struct jobrec_window *w,
+                     int max)
+{
+	struct jobrec_task *t;
+
+	if (!jobrec_record_admit(jr, record, history, w, max)) {
+		jobrec_recorded(jr, record, NULL);
+		json_decref(record);
+		return;
+	}
 	t = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
 	t->record = record;
 	t->data = json_dumps(record, JSON_COMPACT);

@@ -74,8 +74,8 @@ int64_t jobrec_created_ms(const struct jobrec *);
 uint64_t jobrec_missed_ticks(const struct jobrec *, enum jobrec_missed_why);
 const char *jobrec_missed_name(enum jobrec_missed_why);
 const char *jobrec_missed_legacy(enum jobrec_missed_why);
-json_t *jobrec_missed_record(const char *job, int64_t tick, const char *node, int paused,
-                             enum jobrec_missed_why);
+json_t *jobrec_missed_record(int64_t tick, const char *node, int paused, enum jobrec_missed_why);
+void jobrec_missed_said(const char *job, int64_t tick, int paused, enum jobrec_missed_why);
 
 struct schedule;
 void jobrec_claim(struct jobrec *, int64_t tick, int per_tick, const char *node,

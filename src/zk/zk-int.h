@@ -30,6 +30,7 @@ enum zk_op_type {
 	ZK_OP_DELETE,
 	ZK_OP_GET_ACL,
 	ZK_OP_SET_ACL,
+	ZK_OP_WRITE_CREATE, /* one transaction: a node written (or created), another created */
 };
 
 enum zk_sub_kind { ZK_SUB_DATA, ZK_SUB_CHILD };
@@ -63,10 +64,23 @@ struct zk_op {
 	int has_stat;
 	char **children;
 	int nchildren;
-	struct ACL_vector acl; /* get-acl: our copy; create, set-acl: the ACL to send */
+	struct ACL_vector acl;       /* get-acl: our copy; create, set-acl: the ACL to send */
+	struct zk_op_second *second; /* write-create: the node created in the same transaction */
 
 	TAILQ_ENTRY(zk_op) entry;       /* zk->queue while it waits for a slot */
 	TAILQ_ENTRY(zk_op) owner_entry; /* owner->ops */
+};
+
+/* A write-create's second operation, and what the library fills in until it completes. */
+struct zk_op_second {
+	char *path;
+	char *data;
+	int len;
+	int flags;
+	zoo_op_t ops[2];
+	zoo_op_result_t results[2];
+	struct Stat stat;
+	char created[1024];
 };
 
 /* A watch an owner waits on. */

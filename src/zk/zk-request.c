@@ -234,6 +234,49 @@ zk_request_void_cb(int rc, const void *data)
 	zk_request_done((struct zk_op *)data, rc);
 }
 
+/* A write-create's answer: the first failed operation's error, or the node created. */
+static void
+zk_request_multi_cb(int rc, const void *data)
+{
+	struct zk_op *op = (struct zk_op *)data;
+	struct zk_op_second *s = op->second;
+	int i;
+
+	if (rc == ZOK) {
+		op->created = xstrdup(s->created);
+		if (op->flags_or_version != ZK_WRITE_CREATES) {
+			op->stat = s->stat; /* the set's */
+			op->has_stat = 1;
+		}
+	} else
+		for (i = 0; i < 2; i++)
+			if (s->results[i].err != ZOK &&
+			    s->results[i].err != ZRUNTIMEINCONSISTENCY) {
+				rc = s->results[i].err;
+				break;
+			}
+	zk_request_done(op, rc);
+}
+
+/* Issue a write-create: both operations in one multi. */
+static int
+zk_request_issue_multi(struct zk *zk, struct zk_op *op)
+{
+	struct zk_op_second *s = op->second;
+	int v = op->flags_or_version;
+
+	memset(s->results, 0, sizeof s->results);
+	s->created[0] = '\0';
+	if (v == ZK_WRITE_CREATES)
+		zoo_create_op_init(&s->ops[0], op->path, op->data, op->len,
+		                   zk_acl_for(zk, op->path), ZOO_PERSISTENT, NULL, 0);
+	else
+		zoo_set_op_init(&s->ops[0], op->path, op->data, op->len, v, &s->stat);
+	zoo_create_op_init(&s->ops[1], s->path, s->data, s->len, zk_acl_for(zk, s->path), s->flags,
+	                   s->created, (int)sizeof s->created);
+	return zoo_amulti(zk->zh, 2, s->ops, s->results, zk_request_multi_cb, op);
+}
+
 /* Free an op and its results, and take it off its owner. */
 void
 zk_request_op_free(struct zk_op *op)
@@ -253,6 +296,11 @@ zk_request_op_free(struct zk_op *op)
 		free(op->acl.data[i].id.id);
 	}
 	free(op->acl.data);
+	if (op->second != NULL) {
+		free(op->second->path);
+		free(op->second->data);
+		free(op->second);
+	}
 	free(op->created);
 	free(op->value);
 	free(op->data);
@@ -304,6 +352,9 @@ zk_request_issue(struct zk *zk, struct zk_op *op)
 		break;
 	case ZK_OP_SET_ACL:
 		rc = zoo_aset_acl(zk->zh, path, v, &op->acl, zk_request_void_cb, op);
+		break;
+	case ZK_OP_WRITE_CREATE:
+		rc = zk_request_issue_multi(zk, op);
 		break;
 	default:
 		fatalx("zk_request_issue: bad type %d", op->type);
@@ -380,6 +431,33 @@ zk_request_acl(struct zk *zk, enum zk_op_type type, const char *path, const char
 		op->acl.data[i].id.scheme = xstrdup(acl->data[i].id.scheme);
 		op->acl.data[i].id.id = xstrdup(acl->data[i].id.id);
 	}
+	zk_request_start(zk, op, 0);
+}
+
+/*
+ * One transaction (a multi): path's data set at version (-1: any; ZK_WRITE_CREATES: path
+ * created, persistent), and cpath created with cdata and cflags. Both land or neither does.
+ * The reply's rc is the first failed operation's (ZBADVERSION: path changed; ZNONODE: path,
+ * or cpath's parent, is missing; ...); created is cpath as created, stat path's (a set).
+ */
+void
+zk_write_create(struct zk *zk, const char *path, const char *data, int len, int version,
+                const char *cpath, const char *cdata, int clen, int cflags, zk_reply_cb cb,
+                void *arg)
+{
+	struct zk_op *op =
+	    zk_request_new(zk, ZK_OP_WRITE_CREATE, path, data, len, version, NULL, cb, arg);
+	struct zk_op_second *s = xcalloc(1, sizeof *s);
+
+	s->path = xstrdup(cpath);
+	if (cdata != NULL && clen > 0) {
+		s->data = xmalloc((size_t)clen);
+		memcpy(s->data, cdata, (size_t)clen);
+		s->len = clen;
+	} else
+		s->len = cdata != NULL ? clen : -1;
+	s->flags = cflags;
+	op->second = s;
 	zk_request_start(zk, op, 0);
 }
 

@@ -46,6 +46,9 @@ struct zk_reply {
 
 #define ZK_HEARTBEAT_BUCKETS 9
 
+/* zk_write_create's version that creates the first node instead of setting it. */
+#define ZK_WRITE_CREATES (-2)
+
 /* The heartbeat's delay, from when it was due to its answer: a histogram, for /metrics. */
 struct zk_heartbeat_stats {
 	const double *bounds; /* ZK_HEARTBEAT_BUCKETS upper bounds, seconds (+Inf follows) */
@@ -91,6 +94,9 @@ void zk_exists(struct zk *, const char *path, zk_reply_cb, void *arg);
 void zk_children(struct zk *, const char *path, zk_watch_cb, zk_reply_cb, void *arg);
 void zk_set(struct zk *, const char *path, const char *data, int len, int version, zk_reply_cb,
             void *arg);
+void zk_write_create(struct zk *, const char *path, const char *data, int len, int version,
+                     const char *cpath, const char *cdata, int clen, int cflags, zk_reply_cb,
+                     void *arg);
 void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *arg);
 void zk_delete_guaranteed(struct zk *, const char *path);
 void zk_delete_protected(struct zk *, const char *dir, const char *uuid);

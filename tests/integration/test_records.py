@@ -128,6 +128,52 @@ class RecordsTest(lktest.TestCase):
                          list(range(1, len(ids) + 1)), ids)
         self.assertIn("the run record whose answer was lost had landed", proc.log_text())
 
+    def test_a_ticks_mark_whose_answer_is_lost_is_recorded(self):
+        """A paused job's tick is marked in the tick state (so that no claim takes it) and
+        recorded paused. The connection is cut right after that write reaches the server,
+        before its answer comes back: the mark landed. After the reconnect the worker must
+        not take the mark for another worker's and leave the tick unrecorded (torture
+        finding 14): the mark and its record are one transaction, and the worker finds the
+        record. Every tick in the state's missed list has its record."""
+        self.start_zookeeper()
+        proxy = self.proxy()
+        cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
+                                zookeeper={"session_timeout": "10s"}, safety=SAFETY,
+                                worker={"allow_root_jobs": True},
+                                jobs={"tick": {"command": "true", "schedule": "@every 2s",
+                                               "history": 100}})
+        proc = self.worker(cfg, name="alpha")
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/tick"
+
+        def records():
+            if not kz.exists(path + "/runs"):
+                return []
+            return [json.loads(kz.get(path + "/runs/" + c)[0])
+                    for c in kz.get_children(path + "/runs")]
+
+        def paused():
+            return [r for r in records() if r.get("outcome") == "paused"]
+
+        self.wait_until(records, timeout=60, msg="no run record")
+        self.assertEqual(self.cli("pause", "tick").returncode, 0)
+        self.wait_until(paused, timeout=60, msg="no paused tick recorded")
+        # The next write of the state is a paused tick's mark: its data holds the list.
+        proxy.cut_after(b'"missed":[')
+        self.wait_until(lambda: proxy.cuts == 1, timeout=60, msg="no mark's write was cut")
+        n = len(paused())
+        self.wait_until(lambda: len(paused()) >= n + 3, timeout=120,
+                        msg="fewer than 3 paused ticks recorded after the cut")
+        proc.stop(timeout=30)
+        marked = set(json.loads(kz.get(path + "/state")[0])["missed"])
+        recorded = {r["tick"] for r in records() if r.get("outcome") in ("paused", "missed")}
+        self.assertTrue(marked, "no tick marked")
+        self.assertEqual(sorted(marked - recorded), [],
+                         "ticks marked in the state but never recorded")
+        ticks = [r["tick"] for r in paused()]
+        self.assertEqual(sorted(ticks), sorted(set(ticks)), "a tick recorded paused twice")
+        self.assertIn("whose answer was lost, had landed with its record", proc.log_text())
+
     def test_a_run_ended_by_its_supervisors_death_ends_when_main_saw_it(self):
         """The supervisor is SIGKILLed during a run: main sees it gone and kills the run's
         process group at once, so that moment is the run's end in its record, not the new
