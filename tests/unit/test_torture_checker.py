@@ -381,6 +381,19 @@ class CheckerTest(unittest.TestCase):
         who = h["lines"][0]["who"]
         h["heartbeats"] = {100: [(who, int((BASE + 0.5) * S), int((BASE + 1.98) * S))]}
         self.assertEqual(self.counts(h)[0], {})
+        # The daemon's death as the DeathWatcher saw it: the run ended between its last beat
+        # and that death, and a record end within those bounds agrees; past them, not.
+        h["runs"]["every"][0]["end"] = iso(2.5)
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["heartbeats"] = {100: [(who, int((BASE + 0.5) * S), int((BASE + 1.98) * S),
+                                  int((BASE + 2.6) * S))]}
+        self.assertEqual(self.counts(h)[0], {})
+        h["runs"]["every"][0]["end"] = iso(2.75)
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["runs"]["every"][0]["end"] = iso(1.85)  # before the daemon's last beat
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["runs"]["every"][0]["end"] = iso(2.0)
+        h["heartbeats"] = {100: [(who, int((BASE + 0.5) * S), int((BASE + 1.98) * S))]}
         # A daemon of a later run with the same (reused) pid, or of another worker's run,
         # does not stretch this run's end.
         h["heartbeats"] = {100: [(who, int((BASE + 900) * S), int((BASE + 960) * S)),
@@ -396,6 +409,26 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(self.counts(h)[0]["record_disagreements"], 4)
         h["skew"] = {"w2": 30}
         self.assertEqual(self.counts(h)[0], {})
+
+    def test_daemon_lives_split_a_reused_pid(self):
+        """The same worker's run and daemon pids, reused an hour later (seed 6007), are two
+        lives, each with its own death; merged, they stretched one run's end by an hour and
+        cut the other's daemon off."""
+        beats = [("w4", 13412, 13408, int((BASE + t) * S))
+                 for t in [0.5 + 0.02 * i for i in range(50)] +
+                 [3600.5 + 0.02 * i for i in range(50)]]
+        deaths = {("w4", 13412): [int((BASE + 1.6) * S), int((BASE + 3601.7) * S)]}
+        lives = checker.daemon_lives(beats, deaths)
+        self.assertEqual(len(lives[13408]), 2)
+        (w1, f1, l1, d1), (w2, f2, l2, d2) = sorted(lives[13408], key=lambda x: x[1])
+        self.assertEqual((w1, w2), ("w4", "w4"))
+        self.assertEqual((f1, l1, d1), (int((BASE + 0.5) * S), int((BASE + 0.5 + 0.98) * S),
+                                        int((BASE + 1.6) * S)))
+        self.assertEqual((f2, d2), (int((BASE + 3600.5) * S), int((BASE + 3601.7) * S)))
+        # No death seen: a silence of over 2 s still splits them.
+        lives = checker.daemon_lives(beats, {})
+        self.assertEqual(sorted(x[3] for x in lives[13408]), [0, 0])
+        self.assertEqual(len(lives[13408]), 2)
 
     def test_final_state_items(self):
         h = history()

@@ -23,10 +23,11 @@ A history is a dict:
     lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
               computed from their monotonic time
-    heartbeats {lk-record pid: [(who, first, last)]: wall ns of the first and last heartbeat
-              of each daemon a run with that pid started on worker who (pids are reused over
-              an hour: a daemon counts for the run whose life holds its first beat); a bare
-              int (the last beat) is still taken}
+    heartbeats {lk-record pid: [(who, first, last, died)]: wall ns of the first and last
+              heartbeat of each daemon a run with that pid started on worker who (pids are
+              reused over an hour: a daemon counts for the run whose life holds its first
+              beat), and of its death as the DeathWatcher saw it (0: not seen; a 3-tuple is
+              taken too); a bare int (the last beat) is still taken}
     runs      {job: [run record dicts as read from ZooKeeper, plus "_ctime_ms": when the
               server created the record node (its clock)]}
     lock_nodes    lock contender nodes left in ZooKeeper after every worker stopped
@@ -396,17 +397,53 @@ def _check_kills(h, rep):
                         "the %.0f s before" % (name, node, r.get("end"), span))
 
 
+DAEMON_GAP_NS = 2 * 10**9  # a daemon beats every 20 ms: a longer silence is another's life
+
+
+def daemon_lives(beats, deaths):
+    """The heartbeats item of a history from the daemons' beats [(who, daemon pid, run pid,
+    wall ns)] and the DeathWatcher's deaths {(who, daemon pid): [wall ns]}: {run pid: [(who,
+    first, last, died)]}. Over an hour the same worker reuses pids, for a run and for its
+    daemon both (seed 6007: w4's daemon job ran as pid 13408 with its daemon 13412 at 23:52
+    and again at 00:52), so one (who, pid, run pid) is split into lives: at a death seen
+    between two beats, or a silence of more than DAEMON_GAP_NS. died is the first death seen
+    after the life's last beat (0: none)."""
+    by_key = collections.defaultdict(list)
+    for who, pid, run_pid, t in beats:
+        by_key[(who, pid, run_pid)].append(t)
+    out = {}
+    for (who, pid, run_pid), ts in by_key.items():
+        ds = sorted(deaths.get((who, pid), []))
+        ts.sort()
+        lives = [[ts[0], ts[0]]]
+        for t in ts[1:]:
+            prev = lives[-1][1]
+            if t - prev > DAEMON_GAP_NS or any(prev < d <= t for d in ds):
+                lives.append([t, t])
+            else:
+                lives[-1][1] = t
+        for first, last in lives:
+            died = min((d for d in ds if d >= last), default=0)
+            out.setdefault(run_pid, []).append((who, first, last, died))
+    return out
+
+
 def _daemon_end(h, s, e):
-    """The last heartbeat of a daemon that run s (ended at e) started: one whose first beat
-    falls within the run's life, on the run's worker (a reused pid's daemons do not count)."""
+    """When the daemons that run s (ended at e) started were gone, as bounds (lo, hi), wall
+    ns: the last heartbeat (a daemon dies after its last beat) and the death the DeathWatcher
+    saw (a few ms after the real one at most; the last beat when it saw none); (0, 0): no
+    daemon. A daemon counts when its first beat falls within the run's life, on the run's
+    worker (a reused pid's daemons do not count)."""
     beats = h.get("heartbeats", {}).get(s["pid"], 0)
     if isinstance(beats, int):
-        return beats
-    last = 0
-    for who, first, end in beats:
+        return beats, beats
+    lo = hi = 0
+    for b in beats:
+        who, first, last = b[:3]
+        died = b[3] if len(b) > 3 and b[3] else last
         if who == s["who"] and s["wall"] - 1e9 <= first <= e["wall"] + 1e9:
-            last = max(last, end)
-    return last
+            lo, hi = max(lo, last), max(hi, died)
+    return lo, hi
 
 
 def _check_records(h, rep):
@@ -449,12 +486,20 @@ def _check_records(h, rep):
             end = _iso_s(r.get("end"))
             if end is None or e is None:
                 continue
-            job_end = max(e["wall"], _daemon_end(h, s, e))
-            d = ((end - skew) * 1e9 - job_end) / 1e6
+            # The run ended when its last process did: its end line or death, or its
+            # daemon's death, known to lie between the daemon's last beat and its death as
+            # seen; a record end within those bounds agrees.
+            lo, hi = _daemon_end(h, s, e)
+            job_lo, job_hi = max(e["wall"], lo), max(e["wall"], hi)
+            rec_end = (end - skew) * 1e9
+            d = min(0, rec_end - job_lo) + max(0, rec_end - job_hi)
+            d /= 1e6
             if abs(d) > TOLERANCE_NS / 1e6:
                 rep.add("record_disagreements", "job %s on %s fence %s: record end %s, job "
-                        "end %.3f (%s): %+.0f ms" % (name, r.get("node"), r.get("fence"),
-                                                     r.get("end"), job_end / 1e9, e["kind"], d))
+                        "end %.3f to %.3f (%s%s): %+.0f ms"
+                        % (name, r.get("node"), r.get("fence"), r.get("end"), job_lo / 1e9,
+                           job_hi / 1e9, e["kind"], ", a daemon's" if hi > e["wall"] else "",
+                           d))
     rep.info["records_matched"] = matched
 
 

@@ -39,7 +39,8 @@ Interval = collections.namedtuple("Interval", "who pid start end fields")
 def parse_line(line):
     """A Record from one line, or None for a blank or malformed one."""
     parts = line.split()
-    if len(parts) < 4 or parts[0] not in ("start", "end", "overlap", "death"):
+    if len(parts) < 4 or parts[0] not in ("start", "end", "overlap", "death", "daemon",
+                                          "daemon-death"):
         return None
     try:
         pid, t_ns = int(parts[2]), int(parts[3])
@@ -102,7 +103,8 @@ class Recorder:
 
 
 class DeathWatcher(threading.Thread):
-    """Follows a record file and appends `death WHO PID T_NS` when a started pid exits.
+    """Follows a record file and appends `death WHO PID T_NS` when a started pid exits, and
+    `daemon-death WHO PID T_NS` when a daemon (its `daemon` line) does.
 
     It opens a pidfd for each new `start` pid and polls them; the death time is taken when
     the pidfd turns readable, so it is at most a few milliseconds late (later, never earlier,
@@ -117,7 +119,7 @@ class DeathWatcher(threading.Thread):
         self.interval = interval
         self._offset = 0
         self._partial = ""
-        self._watch = {}  # pidfd -> (who, pid)
+        self._watch = {}  # pidfd -> (who, pid, the kind of line its death adds)
         self._seen = set()
         self._ended = set()
         self._poll = select.poll()
@@ -151,6 +153,14 @@ class DeathWatcher(threading.Thread):
                 continue
             if r.kind in ("end", "death"):
                 self._ended.add(r.pid)
+            elif r.kind == "daemon":  # a daemon a run started: its death is kept apart
+                try:
+                    fd = os.pidfd_open(r.pid)
+                except ProcessLookupError:
+                    self._append("daemon-death %s %d %d\n" % (r.who, r.pid, time.monotonic_ns()))
+                    continue
+                self._watch[fd] = (r.who, r.pid, "daemon-death")
+                self._poll.register(fd, select.POLLIN)
             elif r.kind == "start":
                 if "pgid" in r.fields:
                     try:
@@ -168,7 +178,7 @@ class DeathWatcher(threading.Thread):
                     if r.pid not in self._ended:
                         self._append("death %s %d %d\n" % (r.who, r.pid, time.monotonic_ns()))
                     continue
-                self._watch[fd] = (r.who, r.pid)
+                self._watch[fd] = (r.who, r.pid, "death")
                 self._poll.register(fd, select.POLLIN)
 
     def run(self):
@@ -178,11 +188,12 @@ class DeathWatcher(threading.Thread):
                 if fd == self._rd:
                     continue
                 t = time.monotonic_ns()
-                who, pid = self._watch.pop(fd)
+                who, pid, kind = self._watch.pop(fd)
                 self._poll.unregister(fd)
                 os.close(fd)
-                self._seen.discard(pid)  # the pid may be reused by a later start
-                self._append("death %s %d %d\n" % (who, pid, t))
+                if kind == "death":
+                    self._seen.discard(pid)  # the pid may be reused by a later start
+                self._append("%s %s %d %d\n" % (kind, who, pid, t))
         self._scan()
 
     def stop(self):
@@ -356,9 +367,19 @@ def _proc_stat(pid):
     return comm, rest[0].decode(), int(rest[2])  # comm, state, pgrp
 
 
-def kill_recorded(pids=(), pgids=(), comm="lk-record", sig=None):
+def _cmdline_has(pid, what):
+    """Whether process pid's command line holds the text what."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return what.encode() in f.read()
+    except OSError:
+        return False
+
+
+def kill_recorded(pids=(), pgids=(), comm="lk-record", sig=None, cmdline_has=None):
     """SIGKILL (or send sig; 0 only counts) every live process named `comm` whose pid or
-    process group was recorded.
+    process group was recorded (and, with cmdline_has, whose command line holds it: a pid
+    reused by another test's lk-record is not ours).
 
     The safety net for jobs a broken worker left behind (lk-record's grandchildren have no
     PDEATHSIG on purpose). Returns how many processes were found.
@@ -378,6 +399,8 @@ def kill_recorded(pids=(), pgids=(), comm="lk-record", sig=None):
         if st is None or st[0] != comm or st[1] in ("Z", "X"):
             continue
         if pid in pids or st[2] in pgids:
+            if cmdline_has is not None and not _cmdline_has(pid, cmdline_has):
+                continue
             n += 1
             if sig:
                 try:

@@ -816,14 +816,19 @@ class Torture:
             if pid_alive(pid):
                 try:
                     with open("/proc/%d/cmdline" % pid, "rb") as f:
-                        if b"lk-record" not in f.read():
-                            continue
+                        cmdline = f.read()
                 except OSError:
                     continue
+                # An lk-record of this run writes its record file: over an hour, another
+                # test's lk-record may reuse the pid of one of ours (seed 6007's leftover).
+                if b"lk-record" not in cmdline or self.rec.encode() not in cmdline:
+                    continue
                 procs.append("pid %d (lk-record) still alive" % pid)
-        # Only processes still named lk-record: over a long run the pids of daemons long gone
-        # are reused by anything (another test's server, its python), never to be killed.
-        kill_recorded(set(self.watcher.pids) | hb_pids, self.watcher.pgids)
+        # Only processes still named lk-record, of this run: over a long run the pids of
+        # daemons long gone are reused by anything (another test's server, its python, its
+        # lk-record), never to be killed.
+        kill_recorded(set(self.watcher.pids) | hb_pids, self.watcher.pgids,
+                      cmdline_has=self.rec)
         for w in self.procs:
             folder = cgroup_folder(w, os.path.join(self.dir, w, "state"))
             if folder and os.path.isdir(folder):
@@ -877,16 +882,17 @@ class Torture:
             d["wall"] = int(r.fields["wall"]) if "wall" in r.fields else \
                 r.t_ns + self.mono_to_wall
             lines.append(d)
-        daemons = {}  # (who, daemon pid, run pid): [first, last] wall ns
+        beats = []  # (who, daemon pid, run pid, wall ns)
         for line in read_text(self.hb).splitlines():
             parts = line.split()
             if len(parts) >= 5 and parts[0] == "hb":
-                t = int(parts[4]) + self.mono_to_wall
-                d = daemons.setdefault((parts[1], int(parts[2]), int(parts[3])), [t, t])
-                d[1] = max(d[1], t)
-        hbs = {}
-        for (who, _, run_pid), (first, last) in daemons.items():
-            hbs.setdefault(run_pid, []).append((who, first, last))
+                beats.append((parts[1], int(parts[2]), int(parts[3]),
+                              int(parts[4]) + self.mono_to_wall))
+        deaths = collections.defaultdict(list)  # (who, daemon pid): [wall ns], DeathWatcher's
+        for d in lines:
+            if d["kind"] == "daemon-death":
+                deaths[(d["who"], d["pid"])].append(d["wall"])
+        hbs = checker.daemon_lives(beats, deaths)
         runs, locks, workers = self.read_zk()
         procs, cgroups = self.leftovers()
         sanitizer, said_missed = [], []
