@@ -41,7 +41,10 @@ int cgroup_signal(int dirfd, int sig);
  */
 int cgroup_kill(int dirfd);
 
-/* Whether a pid other than those in `mine` is in the cgroup at dirfd: that pid, or 0. */
+/*
+ * Whether a pid other than those in `mine`, and other than a child of the last of them
+ * (main), is in the cgroup at dirfd: that pid, or 0.
+ */
 pid_t cgroup_foreign_pid(int dirfd, const pid_t *mine, size_t nmine);
 
 /* Remove the (empty) cgroup name under parentfd and every cgroup below it. 0, or -1. */

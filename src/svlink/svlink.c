@@ -10,10 +10,13 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -31,6 +34,7 @@
 struct svlink_job {
 	uint32_t id;
 	pid_t pgid;
+	int outlived; /* a process of its group was alive when main killed it (not a zombie) */
 	TAILQ_ENTRY(svlink_job) entry;
 };
 
@@ -44,6 +48,11 @@ struct svlink {
 	unsigned controllers;     /* enum proto_controller bits, from PROTO_HELLO */
 	struct event *gone_timer; /* waiting for the dead supervisor's jobs to be gone */
 	uint64_t gone_until;
+	uint64_t witness_until; /* CLOCK_BOOTTIME: how long to wait for the witness's word */
+	int witness_fd;         /* the witness's word: the wall time the supervisor died */
+	pid_t witness_pid;
+	uint64_t seen_ms; /* wall: when main saw the supervisor gone (and killed the groups) */
+	uint64_t died_ms; /* wall: when it died: the witness's word, or seen_ms if earlier */
 	TAILQ_HEAD(, svlink_job) jobs;
 };
 
@@ -136,16 +145,37 @@ svlink_groups_gone(struct svlink *s)
 	return 1;
 }
 
+/* Take the witness's word if it came: the supervisor's death, by the witness's clock. */
+static int
+svlink_witness_read(struct svlink *s)
+{
+	uint64_t ms;
+
+	if (s->witness_fd < 0)
+		return 1;
+	if (read(s->witness_fd, &ms, sizeof ms) != (ssize_t)sizeof ms)
+		return errno != EAGAIN &&
+		       errno != EINTR; /* EOF, or an error: no word to wait for */
+	/* Both saw the death after it came: the earlier of the two is the nearer. */
+	if (ms < s->died_ms)
+		s->died_ms = ms;
+	close(s->witness_fd);
+	s->witness_fd = -1;
+	return 1;
+}
+
 /* Tell main's owner once the dead supervisor's jobs are really gone (or after 5 s). */
 static void
 svlink_gone_cb(int fd, short what, void *arg)
 {
 	struct svlink *s = arg;
 	struct timeval tv = {0, 10000};
+	uint64_t now = clock_now_ns();
+	int heard = svlink_witness_read(s) || now >= s->witness_until;
 
 	(void)fd;
 	(void)what;
-	if (!svlink_groups_gone(s) && clock_now_ns() < s->gone_until) {
+	if ((!svlink_groups_gone(s) || !heard) && now < s->gone_until) {
 		evtimer_add(s->gone_timer, &tv);
 		return;
 	}
@@ -156,10 +186,51 @@ svlink_gone_cb(int fd, short what, void *arg)
 }
 
 /*
+ * Whether process group pgid has a process that is still running: not a zombie, which has
+ * died already (main, a subreaper, reaps the supervisor's orphans only when it runs).
+ */
+static int
+svlink_group_running(pid_t pgid)
+{
+	char path[64], buf[512], *p;
+	struct dirent *de;
+	long pgrp;
+	char state;
+	DIR *d;
+	int fd, running = 0;
+	ssize_t n;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 1; /* cannot tell: say running (main's kill is then the end) */
+	while (!running && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		if ((size_t)snprintf(path, sizeof path, "/proc/%.32s/stat", de->d_name) >=
+		    sizeof path)
+			continue;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* pid (comm) state ppid pgrp ...: comm may hold anything, so from its last ')' */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %c %*d %ld", &state, &pgrp) != 2)
+			continue;
+		running = pgrp == (long)pgid && state != 'Z' && state != 'X';
+	}
+	closedir(d);
+	return running;
+}
+
+/*
  * The supervisor is gone. Its jobs die with it (PR_SET_PDEATHSIG), but their own children
  * do not inherit that: kill every job's process group from here as well, and report the
  * death (after which leases are released) only once those groups are gone, since both
- * kills take effect asynchronously.
+ * kills take effect asynchronously. A group that still had a running process ended at this
+ * kill; the others ended with the supervisor, when the witness saw it die.
  */
 static void
 svlink_eof_cb(void *arg)
@@ -170,14 +241,73 @@ svlink_eof_cb(void *arg)
 	if (s->dead)
 		return;
 	s->dead = 1;
+	s->seen_ms = s->died_ms = clock_wall_ms();
 	log_warnx("the supervisor (pid %ld) is gone", (long)s->pid);
 	TAILQ_FOREACH(sj, &s->jobs, entry) {
-		if (sj->pgid > 0 && kill(-sj->pgid, SIGKILL) == 0)
-			log_warnx("killed process group %ld of a job left behind by the supervisor",
-			          (long)sj->pgid);
+		if (sj->pgid <= 0)
+			continue;
+		sj->outlived = svlink_group_running(sj->pgid);
+		if (kill(-sj->pgid, SIGKILL) == 0)
+			log_warnx(
+			    "killed process group %ld of a job left behind by the supervisor%s",
+			    (long)sj->pgid, sj->outlived ? "" : " (its processes had died)");
 	}
 	s->gone_until = clock_now_ns() + 5000 * CLOCK_NS_PER_MS;
+	s->witness_until = clock_now_ns() + 200 * CLOCK_NS_PER_MS;
 	svlink_gone_cb(-1, 0, s);
+}
+
+/*
+ * When the dead supervisor's run job ended (wall ms): when the supervisor died, or, if a
+ * process of its group still ran then, when main killed the group.
+ */
+uint64_t
+svlink_run_end_ms(const struct svlink *s, uint32_t job)
+{
+	const struct svlink_job *sj;
+
+	TAILQ_FOREACH(sj, &s->jobs, entry) {
+		if (sj->id == job && sj->outlived)
+			return s->seen_ms;
+	}
+	return s->died_ms;
+}
+
+/*
+ * The witness of the supervisor's death. Main may be stopped or busy when the supervisor
+ * dies (a SIGSTOP, a long pause: the pause hazard) and see the death only when it runs
+ * again, seconds later; the runs died with the supervisor at once (PR_SET_PDEATHSIG). The
+ * witness, a small child of main that does nothing else, waits on a pipe whose one writer
+ * is the supervisor, whose exit closes it; it writes the wall time of that EOF to main and
+ * exits. So a run's recorded end is when it died, by the process that saw it.
+ */
+static pid_t
+svlink_witness(int watch, int tell, pid_t main_pid)
+{
+	char buf[64];
+	uint64_t ms;
+	ssize_t n;
+	int a, b, sig;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != main_pid)
+		_exit(0);
+	a = fcntl(watch, F_DUPFD, 10);
+	b = fcntl(tell, F_DUPFD, 10);
+	if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)
+		_exit(1);
+	close_range(5, ~0U, 0);
+	while ((n = read(3, buf, sizeof buf)) != 0 && (n > 0 || errno == EINTR))
+		;
+	ms = clock_wall_ms();
+	if (write(4, &ms, sizeof ms) != (ssize_t)sizeof ms)
+		_exit(1);
+	_exit(0);
 }
 
 /* Fork the supervisor. */
@@ -187,11 +317,14 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg,
 {
 	struct svlink *s;
 	sigset_t all, old;
-	int sp[2], sig, status;
-	pid_t pid;
+	int sp[2], wp[2], tp[2], sig, status, a, b;
+	pid_t pid, witness, main_pid = getpid();
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
 		fatal("socketpair");
+	/* wp: held open by the supervisor alone, for the witness; tp: the witness's word. */
+	if (pipe2(wp, O_CLOEXEC) != 0 || pipe2(tp, O_CLOEXEC | O_NONBLOCK) != 0)
+		fatal("pipe2");
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
@@ -202,16 +335,30 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg,
 		for (sig = 1; sig < NSIG; sig++)
 			signal(sig, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(sp[0]);
-		if (dup2(sp[1], 3) < 0)
+		/* fd 3: main's socket; fd 4: the witness's pipe, closed in the runs (CLOEXEC). */
+		a = fcntl(sp[1], F_DUPFD, 10);
+		b = fcntl(wp[1], F_DUPFD_CLOEXEC, 10);
+		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0 ||
+		    fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
 			_exit(1);
-		close_range(4, ~0U, 0);
+		close_range(5, ~0U, 0);
 		status = supervisor_main(3, opts);
 		exit(status);
 	}
+	witness = svlink_witness(wp[0], tp[1], main_pid);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(sp[1]);
+	close(wp[0]);
+	close(wp[1]);
+	close(tp[1]);
+	if (witness < 0) {
+		log_warn("fork of the supervisor's witness");
+		close(tp[0]);
+		tp[0] = -1;
+	}
 	s = xcalloc(1, sizeof *s);
+	s->witness_fd = tp[0];
+	s->witness_pid = witness;
 	s->pid = pid;
 	s->containment = -1;
 	s->cb = *cb;
@@ -251,6 +398,10 @@ svlink_pid(const struct svlink *s)
 int
 svlink_reap(struct svlink *s, pid_t pid, int status)
 {
+	if (pid == s->witness_pid && pid > 0) {
+		s->witness_pid = -1; /* it said its word, or had none to say */
+		return 1;
+	}
 	if (pid != s->pid)
 		return 0;
 	if (WIFSIGNALED(status))
@@ -282,6 +433,8 @@ svlink_free(struct svlink *s)
 	evtimer_del(s->gone_timer);
 	event_free(s->gone_timer);
 	proto_conn_free(s->conn);
+	if (s->witness_fd >= 0)
+		close(s->witness_fd); /* it exits once the supervisor is gone (or with main) */
 	while (pid > 0) {
 		if (waitpid(pid, &status, WNOHANG) == pid || errno == ECHILD)
 			break;

@@ -42,5 +42,6 @@ void svlink_session(struct svlink *, struct zk *, enum zk_event);
 void svlink_job_start(struct svlink *, uint32_t job, uint64_t epoch, const struct proto_spec *);
 void svlink_job_stop(struct svlink *, uint32_t job, int sig, int64_t grace_ms);
 int svlink_running_jobs(const struct svlink *);
+uint64_t svlink_run_end_ms(const struct svlink *, uint32_t job);
 
 #endif

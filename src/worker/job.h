@@ -85,6 +85,8 @@ void job_start_failed(struct job *, uint32_t run, const char *why);
 void job_exited(struct job *, uint32_t run, int status, enum proto_exit_reason,
                 const struct proto_usage *);
 void job_supervisor_died(struct job *, uint64_t died_ms);
+struct svlink;
+void job_supervisor_gone(struct job *, const struct svlink *);
 void job_run_outlived(struct job *, uint32_t run, uint64_t gone_ms);
 int job_owns_run(const struct job *, uint32_t run);
 const char *job_run_id(const struct job *, uint32_t run);

@@ -82,6 +82,7 @@ struct job {
 	uint64_t run_start_ms;
 	uint64_t sv_died_ms;  /* wall: the supervisor seen gone, the end of its run; 0: none */
 	uint64_t outlived_ms; /* wall: its processes outside the group gone (PROTO_STALE_GONE) */
+	uint64_t run_died_ms; /* wall: its run died with the supervisor (job_supervisor_gone) */
 	int64_t run_fence;
 	uint64_t runs;
 	uint64_t cpu_usec_total; /* of the runs that have ended, where their cgroup told */

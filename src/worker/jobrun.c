@@ -483,9 +483,10 @@ job_exited(struct job *job, uint32_t run, int status, enum proto_exit_reason rea
 }
 
 /*
- * The supervisor died: the run died with it (main killed its process group when it saw the
- * supervisor gone, at died_ms, which is the run's recorded end unless a process that had
- * left the group lived on: job_run_outlived); the lease can no longer be trusted.
+ * The supervisor died: the run died with it (at run_died_ms, job_supervisor_gone; else
+ * died_ms, when main saw the supervisor gone), which is the run's recorded end unless a
+ * process that had left the group lived on (job_run_outlived); the lease can no longer be
+ * trusted.
  */
 void
 job_supervisor_died(struct job *job, uint64_t died_ms)
@@ -497,9 +498,22 @@ job_supervisor_died(struct job *job, uint64_t died_ms)
 	if (!job->fsm.stop_requested && lease_state(job->lease) != LEASE_IDLE)
 		log_warnx("job %s: releasing its lease: the supervisor died", job->name);
 	job_input(job, &in, JOBFSM_SUPERVISOR_DIED);
+	if (job->run_died_ms != 0)
+		died_ms = job->run_died_ms;
 	job->sv_died_ms = job->outlived_ms > died_ms ? job->outlived_ms : died_ms;
 	job_feed(job, &in, NULL);
-	job->sv_died_ms = job->outlived_ms = 0;
+	job->sv_died_ms = job->outlived_ms = job->run_died_ms = 0;
+}
+
+/*
+ * The supervisor sv just died: note when the job's run ended (svlink_run_end_ms: with the
+ * supervisor, by its witness, or at main's kill of the group), before sv is replaced.
+ */
+void
+job_supervisor_gone(struct job *job, const struct svlink *sv)
+{
+	if (job->run != 0)
+		job->run_died_ms = svlink_run_end_ms(sv, job->run);
 }
 
 /*

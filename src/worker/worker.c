@@ -317,6 +317,10 @@ worker_sv_died_cb(void *arg)
 
 	w->sv_died_ms = clock_wall_ms();     /* main killed their process groups just now */
 	runout_end_all(w->runout, "killed"); /* its runs died with it (docs/outcomes.md) */
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done)
+			job_supervisor_gone(wj->job, w->sv); /* when its run died (the witness) */
+	}
 	/*
 	 * With a cgroup per run, what the dead supervisor's runs left (a process that called
 	 * setsid()) is killed by the next supervisor before it says hello: only then are the

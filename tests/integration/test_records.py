@@ -10,13 +10,21 @@ node goes when the run ends."""
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 
 import _lktest_path  # noqa: F401 (puts tests/lib on sys.path)
 import lktest
 
 SAFETY = {"safety_margin": "500ms", "kill_grace": "1s"}
 RFC3339 = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
+
+
+def iso_now():
+    """This host's wall clock now, as a record writes it (milliseconds, UTC)."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
 class RecordsTest(lktest.TestCase):
@@ -175,26 +183,62 @@ class RecordsTest(lktest.TestCase):
         self.assertIn("whose answer was lost, had landed with its record", proc.log_text())
 
     def test_a_run_ended_by_its_supervisors_death_ends_when_main_saw_it(self):
-        """The supervisor is SIGKILLed during a run: main sees it gone and kills the run's
-        process group at once, so that moment is the run's end in its record, not the new
-        supervisor's hello (which comes after a 200 ms pause and its clean-up)."""
+        """The supervisor is SIGKILLed during a run: the run dies with it, and main, which
+        sees it gone at once, kills the run's process group too; that moment is the run's
+        end in its record, not the new supervisor's hello (which comes after a 200 ms pause
+        and its clean-up)."""
         self.start_zookeeper()
         cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
                                 jobs={"long": {"command": "sleep 600"}})
         proc = self.worker(cfg, name="alpha")
         proc.wait_log(r"job long: running, pid", timeout=60)
         sv = int(proc.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        killed = iso_now()
         os.kill(sv, 9)
         gone = proc.wait_log(r"^(\S+) .*the supervisor \(pid %d\) is gone" % sv, timeout=30)
         new = proc.wait_log(r"^(\S+) .*started a new supervisor", timeout=30)
         rec = self.aborted_record("long")
-        print("record end %s; seen gone %s; new supervisor %s" % (rec["end"], gone.group(1),
-                                                                   new.group(1)))
-        # All three are this host's wall clock, in the same format (milliseconds, UTC).
+        print("record end %s; killed %s; seen gone %s; new supervisor %s"
+              % (rec["end"], killed, gone.group(1), new.group(1)))
+        # All are this host's wall clock, in the same format (milliseconds, UTC).
         self.assertRegex(rec["end"], RFC3339)
-        self.assertGreaterEqual(rec["end"], gone.group(1)[:23] + "Z")
+        self.assertGreaterEqual(rec["end"], killed)
+        self.assertLessEqual(rec["end"], gone.group(1)[:23] + "Z")
         self.assertLess(rec["end"], new.group(1)[:23] + "Z",
                         "the record's end is the new supervisor's, not the death main saw")
+
+    def test_a_run_whose_supervisor_died_while_main_was_stopped_ends_when_it_died(self):
+        """Main is stopped (SIGSTOP) when the supervisor is SIGKILLed, and continued 3 s
+        later. The run died with the supervisor (PR_SET_PDEATHSIG): its record ends then,
+        as the supervisor's witness saw it, not when main came back to see it. A run whose
+        group still had a running process (a child that outlives the shell) ended at main's
+        kill of the group, after the continue, and says so."""
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
+                                zookeeper={"session_timeout": "20s"},
+                                jobs={"long": {"command": "exec sleep 600"},
+                                      "kept": {"command": "sleep 600 & wait"}})
+        proc = self.worker(cfg, name="alpha")
+        proc.wait_log(r"job long: running, pid", timeout=60)
+        proc.wait_log(r"job kept: running, pid", timeout=60)
+        sv = int(proc.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            killed = iso_now()
+            os.kill(sv, 9)
+            time.sleep(3)
+            continued = iso_now()
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        proc.wait_log(r"the supervisor \(pid %d\) is gone" % sv, timeout=30)
+        long_end = self.aborted_record("long")["end"]
+        kept_end = self.aborted_record("kept")["end"]
+        print("killed %s, continued %s; long's record ends %s, kept's %s"
+              % (killed, continued, long_end, kept_end))
+        self.assertGreaterEqual(long_end, killed)
+        self.assertLess(long_end, continued, "the end is when main saw it, not when it died")
+        self.assertGreaterEqual(kept_end, continued,
+                                "kept's sleep ran on until main killed its group")
 
     def test_a_run_whose_daemon_outlived_its_supervisor_ends_when_the_daemon_died(self):
         """The run started a daemon that left its process group (setsid), and the supervisor

@@ -205,6 +205,9 @@ test_signal_and_kill(void **state)
 	assert_int_equal(cgroup_foreign_pid(fd, mine, 1), b);
 	mine[0] = b;
 	assert_int_equal(cgroup_foreign_pid(fd, mine, 0), a);
+	/* the last of mine is main: its other children (the witness) are not foreign */
+	mine[0] = getpid();
+	assert_int_equal(cgroup_foreign_pid(fd, mine, 1), 0);
 
 	/* every process listed gets the signal */
 	assert_int_equal(cgroup_signal(fd, SIGTERM), 2);
