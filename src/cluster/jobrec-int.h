@@ -91,6 +91,7 @@ struct jobrec_task *jobrec_task_new(struct jobrec *, enum jobrec_task_kind, int6
                                     const char *node);
 void jobrec_task_free(struct jobrec_task *);
 int jobrec_unknown(const struct jobrec_task *, int rc);
+int jobrec_away(int rc);
 void jobrec_recorded(struct jobrec *, json_t *record, const char *created);
 void jobrec_record_missed(struct jobrec *, int64_t tick, const char *node, int history, int paused,
                           enum jobrec_missed_why);

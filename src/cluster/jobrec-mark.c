@@ -113,8 +113,7 @@ jobrec_mark_found_cb(int rc, const char *found, void *arg)
 	struct jobrec_task *t = arg;
 
 	t->find = NULL; /* it frees itself */
-	if (zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
-	    rc == ZCLOSING) {
+	if (jobrec_away(rc)) {
 		t->waiting = 1; /* away again: look after the next reconnect (or session) */
 		return;
 	}

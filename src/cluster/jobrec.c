@@ -375,6 +375,14 @@ jobrec_unknown(const struct jobrec_task *t, int rc)
 	                                   (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE));
 }
 
+/* Whether a search after a lost answer ended for want of the cluster (look again later). */
+int
+jobrec_away(int rc)
+{
+	return zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
+	       rc == ZCLOSING;
+}
+
 /* A new task. */
 struct jobrec_task *
 jobrec_task_new(struct jobrec *jr, enum jobrec_task_kind kind, int64_t tick, const char *node)
@@ -759,8 +767,7 @@ jobrec_run_found_cb(int rc, const char *found, void *arg)
 	struct jobrec_task *t = arg;
 
 	t->find = NULL; /* it frees itself */
-	if (zk_connection_error(rc) || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
-	    rc == ZCLOSING) {
+	if (jobrec_away(rc)) {
 		t->waiting = 1; /* away again: look after the next reconnect (or session) */
 		return;
 	}

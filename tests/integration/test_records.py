@@ -100,10 +100,9 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(nxt["node"], other)
         self.assertNotEqual(nxt["run_id"], run["run_id"])
 
-    def test_a_record_whose_answer_is_lost_is_written_once(self):
-        """The connection is cut right after a run record's create reaches the server, before
-        its answer comes back: the worker reconnects (same session), finds the record it
-        wrote among the newest, and does not write it again. One record per run id."""
+    def tick_behind_proxy(self):
+        """A worker behind a proxy with one job, tick (@every 2s, true): the proxy, the
+        worker, a kazoo client and a function that reads tick's run records."""
         self.start_zookeeper()
         proxy = self.proxy()
         cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
@@ -120,6 +119,13 @@ class RecordsTest(lktest.TestCase):
                 return []
             return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
 
+        return proxy, proc, kz, records
+
+    def test_a_record_whose_answer_is_lost_is_written_once(self):
+        """The connection is cut right after a run record's create reaches the server, before
+        its answer comes back: the worker reconnects (same session), finds the record it
+        wrote among the newest, and does not write it again. One record per run id."""
+        proxy, proc, kz, records = self.tick_behind_proxy()
         # Once the folder is there (the first create of a record may fail for want of it).
         self.wait_until(records, timeout=60, msg="no run record")
         proxy.cut_after(b"/jobs/tick/runs/run-")
@@ -143,22 +149,8 @@ class RecordsTest(lktest.TestCase):
         not take the mark for another worker's and leave the tick unrecorded (torture
         finding 14): the mark and its record are one transaction, and the worker finds the
         record. Every tick in the state's missed list has its record."""
-        self.start_zookeeper()
-        proxy = self.proxy()
-        cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
-                                zookeeper={"session_timeout": "10s"}, safety=SAFETY,
-                                worker={"allow_root_jobs": True},
-                                jobs={"tick": {"command": "true", "schedule": "@every 2s",
-                                               "history": 100}})
-        proc = self.worker(cfg, name="alpha")
-        kz = self.kazoo()
+        proxy, proc, kz, records = self.tick_behind_proxy()
         path = "/leasekeeper/jobs/tick"
-
-        def records():
-            if not kz.exists(path + "/runs"):
-                return []
-            return [json.loads(kz.get(path + "/runs/" + c)[0])
-                    for c in kz.get_children(path + "/runs")]
 
         def paused():
             return [r for r in records() if r.get("outcome") == "paused"]
