@@ -100,13 +100,13 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(nxt["node"], other)
         self.assertNotEqual(nxt["run_id"], run["run_id"])
 
-    def tick_behind_proxy(self):
+    def tick_behind_proxy(self, session_timeout="10s"):
         """A worker behind a proxy with one job, tick (@every 2s, true): the proxy, the
         worker, a kazoo client and a function that reads tick's run records."""
         self.start_zookeeper()
         proxy = self.proxy()
         cfg = self.write_config(name="alpha", hosts=proxy.connect_string,
-                                zookeeper={"session_timeout": "10s"}, safety=SAFETY,
+                                zookeeper={"session_timeout": session_timeout}, safety=SAFETY,
                                 worker={"allow_root_jobs": True},
                                 jobs={"tick": {"command": "true", "schedule": "@every 2s",
                                                "history": 100}})
@@ -141,6 +141,29 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(sorted(int(i.rsplit("-", 1)[1]) for i in ids),
                          list(range(1, len(ids) + 1)), ids)
         self.assertIn("the run record whose answer was lost had landed", proc.log_text())
+
+    def test_a_claim_whose_answer_is_lost_with_the_session_is_not_lost(self):
+        """The connection is cut right after a tick's claim reaches the server, and held
+        until the session expired: the claim landed, its worker never heard. In the next
+        session the tick must not stay claimed by a worker that will not run it, neither
+        run nor recorded: it is given back (and run, or recorded missed). Every tick from
+        the first record to the stop is run or recorded."""
+        proxy, proc, kz, records = self.tick_behind_proxy(session_timeout="4s")
+        self.wait_until(lambda: len(records()) >= 2, timeout=60, msg="no run record")
+        proxy.cut_after(b'"runners":["alpha"]', hold=6.0)
+        self.wait_until(lambda: proxy.cuts == 1, timeout=60, msg="no claim was cut")
+        proc.wait_log(r"session \S+ expired", timeout=60)
+        n = len(records())
+        self.wait_until(lambda: len(records()) >= n + 4, timeout=120,
+                        msg="fewer than 4 records after the session came back")
+        proc.stop(timeout=30)
+        print("".join(ln + "\n" for ln in proc.log_text().splitlines()
+                      if re.search(r"session|claim|given back|missed|catching", ln)))
+        ticks = sorted(r["tick"] for r in records() if r.get("tick") is not None)
+        every = list(range(ticks[0], ticks[-1] + 1, 2))
+        self.assertEqual(sorted(set(every) - set(ticks)), [],
+                         "ticks neither run nor recorded: %s" % ticks)
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick recorded twice: %s" % ticks)
 
     def test_a_ticks_mark_whose_answer_is_lost_is_recorded(self):
         """A paused job's tick is marked in the tick state (so that no claim takes it) and
