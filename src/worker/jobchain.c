@@ -22,78 +22,13 @@
 
 #include "chainrec.h"
 #include "clock.h"
+#include "jobchain-int.h"
 #include "config.h"
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "layout.h"
 #include "xmalloc.h"
 #include "znode.h"
-
-#define JOB_CHAIN_KEEP      32   /* candidate runs of one parent kept, the newest */
-#define JOB_CHAIN_REFEED_MS 2000 /* the same generation is handed over again after this */
-#define JOB_CHAIN_RACES     10   /* versioned writes lost in a row, at most */
-
-enum job_chain_mode { JOB_CHAIN_OK, JOB_CHAIN_ANY, JOB_CHAIN_FAILED };
-
-/* One parent: its runs folder, what was read of it. */
-struct job_chain_parent {
-	struct job_chain *c;
-	char *job;
-	enum job_chain_mode mode;
-	char *runs_path;
-	int listing, relist; /* a listing under way; the watch fired meanwhile */
-	int reading;         /* records being read */
-	int absent;          /* no runs folder yet: no watch is left on it, list it again later */
-	int64_t seen;        /* the newest sequence number asked for */
-	int64_t done;        /* the newest handled, as last read from the chain state */
-	int64_t back, floor; /* reading back: the oldest asked for, and where to stop; -1: not */
-	int kept;            /* candidates kept since the listing that began reading back */
-	struct chainrec_run runs[JOB_CHAIN_KEEP]; /* candidates, oldest first */
-	int nruns;
-};
-
-/*
- * A claim or a mark (missed, paused) of one generation, or the hand-back of a claim ("back"):
- * read, decide, write at the version.
- */
-struct job_chain_op {
-	struct job_chain *c;
-	const char *how; /* "run", "missed", "paused", "back" */
-	struct chainrec_gen gen;
-	int races, maybe_set, waiting;
-	int detached; /* a claim or hand-back the machine let go (ABANDON): it hears nothing */
-	char *before; /* a claim: the state as read before it, which a hand-back writes again */
-	struct job_chain_op *next;
-};
-
-struct job_chain {
-	struct job *job;
-	int n;
-	struct job_chain_parent p[CHAINREC_MAX_PARENTS];
-	char *state_path;
-	struct event *timer;
-	int reading, reread;     /* a read of the chain state for a generation */
-	int watching;            /* a watch is set on the chain state */
-	int known;               /* the chain state was read once: p->done is what it says */
-	json_t *state;           /* ... and as last read (its "ids": runs handled) */
-	int refused;             /* ... of a newer format (said once) */
-	struct chainrec_gen fed; /* the generation handed to the machine last */
-	uint64_t fed_ms;
-	struct chainrec_gen run; /* the generation claimed: the run's parents */
-	int have_run;
-	char *before; /* ... and the chain state before its claim (a hand-back's) */
-	struct job_chain_op *ops;
-};
-
-static void job_chain_list(struct job_chain_parent *);
-static void job_chain_eval(struct job_chain *);
-
-/* Whether a parent's run of this outcome is one the child waits for. */
-static int
-job_chain_wanted(const struct job_chain_parent *p, const struct chainrec_run *r)
-{
-	return p->mode == JOB_CHAIN_ANY || (p->mode == JOB_CHAIN_OK) == (r->ok != 0);
-}
 
 /* Forget an operation. */
 static void
@@ -188,147 +123,6 @@ job_chain_free(struct job_chain *c)
 	free(c->before);
 	free(c->state_path);
 	free(c);
-}
-
-/* Keep a candidate run of p, in order, the newest JOB_CHAIN_KEEP. */
-static void
-job_chain_keep(struct job_chain_parent *p, const struct chainrec_run *r)
-{
-	int i;
-
-	for (i = 0; i < p->nruns; i++)
-		if (p->runs[i].seq == r->seq)
-			return; /* read again after a new session */
-	if (p->nruns == JOB_CHAIN_KEEP) {
-		if (r->seq < p->runs[0].seq)
-			return; /* read back, and older than every one kept */
-		memmove(&p->runs[0], &p->runs[1], (JOB_CHAIN_KEEP - 1) * sizeof p->runs[0]);
-		p->nruns--;
-	}
-	for (i = p->nruns; i > 0 && p->runs[i - 1].seq > r->seq; i--)
-		p->runs[i] = p->runs[i - 1];
-	p->runs[i] = *r;
-	p->nruns++;
-}
-
-static void job_chain_record_cb(const struct zk_reply *, void *);
-
-/* Read the record of p's run seq. */
-static void
-job_chain_read(struct job_chain_parent *p, int64_t seq)
-{
-	char name[32], *path;
-
-	snprintf(name, sizeof name, "run-%010lld", (long long)seq);
-	path = znode_join(p->runs_path, name);
-	p->reading++;
-	zk_get(p->c->job->zk, path, NULL, job_chain_record_cb, p);
-	free(path);
-}
-
-/*
- * The newest JOB_CHAIN_KEEP records of a listing held fewer candidates than that (paused or
- * missed runs of the parent, or failed ones for `after = x`), and older records the child
- * has not handled were left unread: read them, the next ones back, so that a parent's runs
- * are not dropped unanswered for the records between them. Slices of at most KEEP records,
- * a round trip each; it ends when KEEP candidates are kept, or at what the chain state
- * handled. 1: reading.
- */
-static int
-job_chain_read_back(struct job_chain_parent *p)
-{
-	int64_t floor = p->done > p->floor ? p->done : p->floor, from, seq;
-
-	if (p->back < 0 || p->kept >= JOB_CHAIN_KEEP || p->back - 1 <= floor) {
-		p->back = -1;
-		return 0;
-	}
-	from = p->back - (JOB_CHAIN_KEEP - p->kept);
-	if (from <= floor)
-		from = floor + 1;
-	for (seq = from; seq < p->back; seq++)
-		job_chain_read(p, seq);
-	p->back = from;
-	return 1;
-}
-
-/* A parent's run record as read. */
-static void
-job_chain_record_cb(const struct zk_reply *reply, void *arg)
-{
-	struct job_chain_parent *p = arg;
-	struct chainrec_run r;
-	int64_t seq = -1;
-
-	p->reading--;
-	if (reply->rc == ZOK && reply->stat != NULL &&
-	    znode_sequence(znode_basename(reply->path), "run-", &seq) == 0 &&
-	    chainrec_parse_run(reply->value, reply->value_len > 0 ? (size_t)reply->value_len : 0,
-	                       seq, reply->stat->ctime, &r) &&
-	    job_chain_wanted(p, &r)) {
-		job_chain_keep(p, &r);
-		p->kept += r.seq > p->done; /* one handled already is no candidate */
-	}
-	if (p->reading == 0 && !job_chain_read_back(p))
-		job_chain_eval(p->c);
-}
-
-/* The parent's runs changed: list them again. */
-static void
-job_chain_watch_cb(int type, const char *path, void *arg)
-{
-	(void)type;
-	(void)path;
-	job_chain_list(arg);
-}
-
-/* The parent's runs as listed: read the records not read yet (the newest, at most KEEP). */
-static void
-job_chain_list_cb(const struct zk_reply *reply, void *arg)
-{
-	struct job_chain_parent *p = arg;
-	int64_t seq, newest = p->seen, oldest = INT64_MAX, from;
-	int i;
-
-	p->listing = 0;
-	if (p->relist) {
-		job_chain_list(p);
-		return;
-	}
-	p->absent = reply->rc == ZNONODE;
-	if (p->absent)
-		job_timer(p->c->timer, JOB_CHAIN_REFEED_MS);
-	if (reply->rc != ZOK)
-		return; /* no runs yet, or the session's news brings us back */
-	for (i = 0; i < reply->nchildren; i++)
-		if (znode_sequence(reply->children[i], "run-", &seq) == 0) {
-			newest = seq > newest ? seq : newest;
-			oldest = seq < oldest ? seq : oldest;
-		}
-	from = newest - JOB_CHAIN_KEEP > p->seen ? newest - JOB_CHAIN_KEEP : p->seen;
-	if (p->back < 0 && from > p->seen && from > p->done && from >= oldest) {
-		p->back = from + 1; /* the newest KEEP may not hold KEEP candidates */
-		p->floor = p->seen > oldest - 1 ? p->seen : oldest - 1; /* not past the history */
-		p->kept = 0;
-	}
-	for (i = 0; i < reply->nchildren; i++)
-		if (znode_sequence(reply->children[i], "run-", &seq) == 0 && seq > from &&
-		    seq > p->done)
-			job_chain_read(p, seq);
-	p->seen = newest;
-}
-
-/* List a parent's runs with a watch. */
-static void
-job_chain_list(struct job_chain_parent *p)
-{
-	if (p->listing) {
-		p->relist = 1;
-		return;
-	}
-	p->listing = 1;
-	p->relist = 0;
-	zk_children(p->c->job->zk, p->runs_path, job_chain_watch_cb, job_chain_list_cb, p);
 }
 
 /*
@@ -484,7 +278,7 @@ job_chain_state_watch_cb(int type, const char *path, void *arg)
 }
 
 /* Look for a generation to run: read the chain state if some candidate may be new. */
-static void
+void
 job_chain_eval(struct job_chain *c)
 {
 	struct chainrec_gen g;
