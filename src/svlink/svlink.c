@@ -150,16 +150,16 @@ static int
 svlink_witness_read(struct svlink *s)
 {
 	uint64_t ms;
+	ssize_t n;
 
 	if (s->witness_fd < 0)
 		return 1;
-	if (read(s->witness_fd, &ms, sizeof ms) != (ssize_t)sizeof ms)
-		return errno != EAGAIN &&
-		       errno != EINTR; /* EOF, or an error: no word to wait for */
+	if ((n = read(s->witness_fd, &ms, sizeof ms)) < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0; /* not yet */
 	/* Both saw the death after it came: the earlier of the two is the nearer. */
-	if (ms < s->died_ms)
+	if (n == (ssize_t)sizeof ms && ms < s->died_ms)
 		s->died_ms = ms;
-	close(s->witness_fd);
+	close(s->witness_fd); /* its word, or none to come (it died, or an error) */
 	s->witness_fd = -1;
 	return 1;
 }
@@ -282,7 +282,7 @@ svlink_run_end_ms(const struct svlink *s, uint32_t job)
  * exits. So a run's recorded end is when it died, by the process that saw it.
  */
 static pid_t
-svlink_witness(int watch, int tell, pid_t main_pid)
+svlink_witness(int watch, int tell, pid_t main_pid, const sigset_t *mask)
 {
 	char buf[64];
 	uint64_t ms;
@@ -294,6 +294,7 @@ svlink_witness(int watch, int tell, pid_t main_pid)
 		return pid;
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != main_pid)
 		_exit(0);
@@ -345,7 +346,7 @@ svlink_start(struct event_base *base, const struct svlink_cb *cb, void *arg,
 		status = supervisor_main(3, opts);
 		exit(status);
 	}
-	witness = svlink_witness(wp[0], tp[1], main_pid);
+	witness = svlink_witness(wp[0], tp[1], main_pid, &old);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(sp[1]);
 	close(wp[0]);
