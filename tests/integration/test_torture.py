@@ -23,9 +23,10 @@ sys.path.insert(0, os.path.join(os.environ.get("LEASEKEEPER_SOURCE_DIR",
                                 "tests", "lib"))
 import lktest  # noqa: E402
 
-# Record disagreements are reported, not failed on, until issue 21 makes the supervisor
-# stamp a run's start and end (docs/reliability.md, findings 2 to 4): today main stamps
-# them, so a stopped main, a dead supervisor or a loaded machine moves them by 0.1 to 5 s.
+# Record disagreements are reported, not failed on: the supervisor stamps a run's start and
+# end as it sees them (issue 21), and the long runs judge the item (docs/reliability.md), but
+# its 100 ms tolerance is a timing that a CI machine loaded past its cores can exceed on a
+# correct record, and this test must hold on a busy machine.
 SHORT = ["--minutes", "2", "--workers", "3", "--seed", "1400", "--settle", "15",
          "--allow", "record_disagreements"]
 SABOTAGE = ["--workers", "3", "--skew", "0", "--settle", "10"]
