@@ -101,6 +101,7 @@ int jobrec_state_version(const struct zk_reply *read);
 void jobrec_write_state(struct jobrec_task *, const struct zk_reply *read, struct tickstate *,
                         void (*cb)(const struct zk_reply *, void *));
 void jobrec_trim_cb(const struct zk_reply *, void *);
+void jobrec_make_runs(struct jobrec *);
 
 /* jobrec-mark.c */
 void jobrec_missed_step(struct jobrec_task *);

@@ -66,8 +66,7 @@ jobrec_mark_set_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (reply->rc == ZNONODE && t->rec_sent && ++t->races <= JOBREC_MAX_RACES) {
 		/* <job>/runs is not there yet (or the state went away): make it, read again. */
-		zk_create_node(jr->zk, jr->path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
-		zk_create_node(jr->zk, jr->runs_path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		jobrec_make_runs(jr);
 		jobrec_mark_forget(t);
 		jobrec_missed_step(t);
 		return;

@@ -709,6 +709,14 @@ jobrec_cancel_claim(struct jobrec *jr)
 	}
 }
 
+/* Create <job> and <job>/runs, if they are not there; a request queued after finds them. */
+void
+jobrec_make_runs(struct jobrec *jr)
+{
+	zk_create_node(jr->zk, jr->path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+	zk_create_node(jr->zk, jr->runs_path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+}
+
 /* Trim: the listing of the runs. */
 void
 jobrec_trim_cb(const struct zk_reply *reply, void *arg)
@@ -726,9 +734,7 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 	struct jobrec_task *t = arg;
 
 	if (reply->rc == ZNONODE) {
-		/* <job>/runs does not exist yet (nor, perhaps, <job>). */
-		zk_create_node(t->jr->zk, t->jr->path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
-		zk_create_node(t->jr->zk, t->jr->runs_path, NULL, -1, ZOO_PERSISTENT, NULL, NULL);
+		jobrec_make_runs(t->jr); /* <job>/runs does not exist yet (nor, perhaps, <job>) */
 		jobrec_run_step(t);
 		return;
 	}

@@ -26,6 +26,7 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "procstat.h"
 #include "xmalloc.h"
 
 /* The most pids one read of cgroup.procs takes at a time. */
@@ -312,29 +313,6 @@ struct cgroup_mine {
 	pid_t foreign;
 };
 
-/* The parent of process pid, or -1. */
-static pid_t
-cgroup_ppid(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	long ppid;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* pid (comm) state ppid ...: comm may hold anything, so from its last ')' */
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-		return -1;
-	return (pid_t)ppid;
-}
-
 /*
  * cgroup_each_pid: note a pid that is not one of ours. Main's other children (the witness
  * of its supervisor's death, svlink.c; a supervisor still going away) are ours: another
@@ -344,13 +322,14 @@ static int
 cgroup_foreign_one(pid_t pid, void *arg)
 {
 	struct cgroup_mine *m = arg;
+	struct procstat ps;
 	size_t i;
 
 	for (i = 0; i < m->n; i++) {
 		if (m->pids[i] == pid)
 			return -1;
 	}
-	if (m->n > 0 && cgroup_ppid(pid) == m->pids[m->n - 1])
+	if (m->n > 0 && procstat_read(pid, &ps) == 0 && ps.ppid == m->pids[m->n - 1])
 		return -1;
 	if (m->foreign == 0)
 		m->foreign = pid;

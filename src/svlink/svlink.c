@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "log.h"
+#include "procstat.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "svlink.h"
@@ -192,34 +193,20 @@ svlink_gone_cb(int fd, short what, void *arg)
 static int
 svlink_group_running(pid_t pgid)
 {
-	char path[64], buf[512], *p;
+	struct procstat ps;
 	struct dirent *de;
-	long pgrp;
-	char state;
 	DIR *d;
-	int fd, running = 0;
-	ssize_t n;
+	int running = 0;
+	long pid;
+	char *end;
 
 	if ((d = opendir("/proc")) == NULL)
 		return 1; /* cannot tell: say running (main's kill is then the end) */
 	while (!running && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		pid = strtol(de->d_name, &end, 10);
+		if (pid <= 0 || *end != '\0' || procstat_read((pid_t)pid, &ps) != 0)
 			continue;
-		if ((size_t)snprintf(path, sizeof path, "/proc/%.32s/stat", de->d_name) >=
-		    sizeof path)
-			continue;
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* pid (comm) state ppid pgrp ...: comm may hold anything, so from its last ')' */
-		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %c %*d %ld", &state, &pgrp) != 2)
-			continue;
-		running = pgrp == (long)pgid && state != 'Z' && state != 'X';
+		running = ps.pgrp == pgid && ps.state != 'Z' && ps.state != 'X';
 	}
 	closedir(d);
 	return running;

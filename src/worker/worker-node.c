@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "leasekeeper.h"
 #include "log.h"
+#include "procstat.h"
 #include "members.h"
 #include "nodedata.h"
 #include "rolesrec.h"
@@ -318,12 +319,10 @@ worker_node_dup_watch_cb(int type, const char *path, void *arg)
 static int
 worker_node_predecessor(const char *value, int len)
 {
-	char host[HOST_NAME_MAX + 1], path[64], stat[512];
+	char host[HOST_NAME_MAX + 1];
+	struct procstat ps;
 	json_t *o, *h, *p;
 	json_int_t pid;
-	const char *st;
-	FILE *f;
-	size_t n;
 	int gone = 0;
 
 	if (value == NULL || len <= 0 || len > WORKER_NODE_DATA_MAX ||
@@ -337,15 +336,9 @@ worker_node_predecessor(const char *value, int len)
 		pid = json_integer_value(p);
 		if (pid > 1 && pid <= INT_MAX && pid != (json_int_t)getpid()) {
 			gone = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-			snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-			if (!gone && (f = fopen(path, "re")) != NULL) {
-				/* A zombie is gone too: "pid (comm) Z ..." */
-				n = fread(stat, 1, sizeof stat - 1, f);
-				stat[n] = '\0';
-				st = strrchr(stat, ')');
-				gone = st != NULL && st[1] == ' ' && st[2] == 'Z';
-				fclose(f);
-			}
+			/* A zombie is gone too. */
+			if (!gone && procstat_read((pid_t)pid, &ps) == 0)
+				gone = ps.state == 'Z';
 		}
 	}
 	json_decref(o);
