@@ -15,7 +15,12 @@ struct schedule;
 struct tickstate;
 struct zk_reply;
 
-enum jobrec_task_kind { JOBREC_TASK_CLAIM, JOBREC_TASK_MISSED, JOBREC_TASK_RUN };
+enum jobrec_task_kind {
+	JOBREC_TASK_CLAIM,
+	JOBREC_TASK_MISSED,
+	JOBREC_TASK_RUN,
+	JOBREC_TASK_DISOWN
+};
 
 #define JOBREC_MAX_REWRITES 5   /* writes of the job record in reaction to it, per window */
 #define JOBREC_MAX_RUNS     30  /* run records written per window; the rest are counted */
@@ -39,6 +44,9 @@ struct jobrec_task {
 	int races;     /* versioned writes lost to another writer */
 	int waiting;   /* waiting for a reconnect to go on */
 	int rec_sent;  /* missed: the mark and its record were sent in one write, answer lost */
+	int settling;  /* run: a dead worker's run, its record looked for by run_id first */
+	char *run_id;  /* ... that run */
+	jobrec_settle_cb settle_cb; /* ... told the end (with arg) instead of cb.recorded */
 	jobrec_claim_cb cb;
 	void *arg;
 	json_t *record;
@@ -48,7 +56,8 @@ struct jobrec_task {
 	int paused;                   /* missed: a paused job's tick, not a missed one */
 	enum jobrec_missed_why why;   /* missed: why; claim: why its skipped ticks are missed */
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
-	json_t *skipped; /* claim: ticks found skipped, recorded once the claim lands */
+	json_t *skipped;              /* claim: ticks found skipped, recorded with the claim */
+	json_t *skip_recs; /* ... [why, record or null (not admitted)] for each, as sent */
 	TAILQ_ENTRY(jobrec_task) entry;
 };
 
@@ -102,6 +111,12 @@ void jobrec_write_state(struct jobrec_task *, const struct zk_reply *read, struc
                         void (*cb)(const struct zk_reply *, void *));
 void jobrec_trim_cb(const struct zk_reply *, void *);
 void jobrec_make_runs(struct jobrec *);
+
+void jobrec_run_step(struct jobrec_task *);
+
+/* jobrec-settle.c */
+void jobrec_settle_search(struct jobrec_task *);
+void jobrec_disown_step(struct jobrec_task *);
 
 /* jobrec-mark.c */
 void jobrec_missed_step(struct jobrec_task *);

@@ -22,7 +22,8 @@ struct jobrec_runs_find {
 	char *runs_path;
 	char *data; /* the record's data, as its create sent it */
 	size_t len;
-	int max; /* records to read at most */
+	char *run_id; /* or NULL: a record whose "run_id" is this (jobrec_runs_find_run) */
+	int max;      /* records to read at most */
 	char **names;
 	int nnames;
 	int next; /* the index in names of the record read now */
@@ -71,6 +72,7 @@ jobrec_runs_find_free(struct jobrec_runs_find *f)
 	free(f->names);
 	free(f->runs_path);
 	free(f->data);
+	free(f->run_id);
 	free(f);
 }
 
@@ -80,6 +82,23 @@ jobrec_runs_find_end(struct jobrec_runs_find *f, int rc, const char *found)
 {
 	f->cb(rc, found, f->arg);
 	jobrec_runs_find_free(f);
+}
+
+/* Whether a record (untrusted: bounded, parsed) is of the run named run_id. */
+static int
+jobrec_runs_is_run(const char *value, int len, const char *run_id)
+{
+	json_t *o, *v;
+	int same;
+
+	if (value == NULL || len <= 0 || len > JOBREC_MAX_SIZE)
+		return 0;
+	if ((o = json_loadb(value, (size_t)len, 0, NULL)) == NULL)
+		return 0;
+	v = json_object_get(o, "run_id");
+	same = json_is_string(v) && strcmp(json_string_value(v), run_id) == 0;
+	json_decref(o);
+	return same;
 }
 
 /* One record read: is it ours? */
@@ -93,8 +112,10 @@ jobrec_runs_find_get_cb(const struct zk_reply *reply, void *arg)
 		jobrec_runs_find_end(f, reply->rc, NULL); /* the session is away, or closing */
 		return;
 	}
-	if (reply->rc == ZOK && reply->value_len >= 0 && (size_t)reply->value_len == f->len &&
-	    memcmp(reply->value, f->data, f->len) == 0) {
+	if (reply->rc == ZOK &&
+	    (f->run_id != NULL ? jobrec_runs_is_run(reply->value, reply->value_len, f->run_id)
+	                       : reply->value_len >= 0 && (size_t)reply->value_len == f->len &&
+	                             memcmp(reply->value, f->data, f->len) == 0)) {
 		path = znode_join(f->runs_path, f->names[f->next]);
 		jobrec_runs_find_end(f, ZOK, path);
 		free(path);
@@ -146,6 +167,27 @@ jobrec_runs_find_children_cb(const struct zk_reply *reply, void *arg)
 	jobrec_runs_find_next(f);
 }
 
+/* A search of the newest max records (at most JOBREC_RUNS_FIND_MAX), started. */
+static struct jobrec_runs_find *
+jobrec_runs_find_new(struct zk *zk, const char *runs_path, const char *data, size_t len,
+                     const char *run_id, int max, jobrec_runs_find_cb cb, void *arg)
+{
+	struct jobrec_runs_find *f = xcalloc(1, sizeof *f);
+
+	f->zk = zk;
+	f->runs_path = xstrdup(runs_path);
+	f->data = xmalloc(len + 1);
+	memcpy(f->data, data, len);
+	f->data[len] = '\0';
+	f->len = len;
+	f->run_id = run_id != NULL ? xstrdup(run_id) : NULL;
+	f->max = max < JOBREC_RUNS_FIND_MAX ? max : JOBREC_RUNS_FIND_MAX;
+	f->cb = cb;
+	f->arg = arg;
+	zk_children(zk, runs_path, NULL, jobrec_runs_find_children_cb, f);
+	return f;
+}
+
 /*
  * Look for a record whose data is data (len bytes) among the newest max (at most
  * JOBREC_RUNS_FIND_MAX) under runs_path. cb gets ZOK and the record's path, or ZOK and NULL (not
@@ -156,17 +198,16 @@ struct jobrec_runs_find *
 jobrec_runs_find_start(struct zk *zk, const char *runs_path, const char *data, size_t len, int max,
                        jobrec_runs_find_cb cb, void *arg)
 {
-	struct jobrec_runs_find *f = xcalloc(1, sizeof *f);
+	return jobrec_runs_find_new(zk, runs_path, data, len, NULL, max, cb, arg);
+}
 
-	f->zk = zk;
-	f->runs_path = xstrdup(runs_path);
-	f->data = xmalloc(len + 1);
-	memcpy(f->data, data, len);
-	f->data[len] = '\0';
-	f->len = len;
-	f->max = max < JOBREC_RUNS_FIND_MAX ? max : JOBREC_RUNS_FIND_MAX;
-	f->cb = cb;
-	f->arg = arg;
-	zk_children(zk, runs_path, NULL, jobrec_runs_find_children_cb, f);
-	return f;
+/*
+ * The same for the record of the run named run_id, by its "run_id": a record another process
+ * may have written, whose bytes are not known here.
+ */
+struct jobrec_runs_find *
+jobrec_runs_find_run(struct zk *zk, const char *runs_path, const char *run_id, int max,
+                     jobrec_runs_find_cb cb, void *arg)
+{
+	return jobrec_runs_find_new(zk, runs_path, "", 0, run_id, max, cb, arg);
 }

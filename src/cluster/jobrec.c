@@ -42,7 +42,6 @@ static struct log_limit jobrec_lim_read, jobrec_lim_write, jobrec_lim_claim, job
     jobrec_lim_run;
 
 static void jobrec_claim_step(struct jobrec_task *);
-static void jobrec_run_step(struct jobrec_task *);
 static void jobrec_run_found_cb(int, const char *, void *);
 static void jobrec_record_window(struct jobrec *, json_t *, int, struct jobrec_window *, int);
 
@@ -83,11 +82,14 @@ jobrec_task_free(struct jobrec_task *t)
 	TAILQ_REMOVE(&t->jr->tasks, t, entry);
 	free(t->node);
 	free(t->data);
+	free(t->run_id);
 	jobrec_runs_find_free(t->find);
 	if (t->record != NULL)
 		json_decref(t->record);
 	if (t->skipped != NULL)
 		json_decref(t->skipped);
+	if (t->skip_recs != NULL)
+		json_decref(t->skip_recs);
 	free(t);
 }
 
@@ -325,6 +327,10 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 				jobrec_claim_step(t);
 			else if (t->kind == JOBREC_TASK_MISSED)
 				jobrec_missed_step(t);
+			else if (t->kind == JOBREC_TASK_DISOWN)
+				jobrec_disown_step(t);
+			else if (t->settling) /* a dead worker's run: was it recorded? */
+				jobrec_settle_search(t);
 			else if (t->maybe_set) /* a record's answer lost: did it land? */
 				t->find = jobrec_runs_find_start(jr->zk, jr->runs_path, t->data,
 				                                 strlen(t->data), t->history,
@@ -354,7 +360,7 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 				jobrec_task_free(t);
 				if (cb != NULL)
 					cb(JOBREC_ERROR, cbarg);
-			} else if (t->kind == JOBREC_TASK_MISSED)
+			} else if (t->kind == JOBREC_TASK_MISSED || t->kind == JOBREC_TASK_DISOWN)
 				jobrec_task_free(t);
 			/* Run records are written by the next session. */
 		}
@@ -485,32 +491,135 @@ jobrec_claim_give_back(struct jobrec_task *t)
 	jobrec_task_free(t);
 }
 
+static void jobrec_claim_set_cb(const struct zk_reply *, void *);
+
+/*
+ * The records of the ticks the claim skips, made before its write (t->skip_recs): [why,
+ * record or null] for each, a record when the write limit admits it. They are created in the
+ * claim's transaction, so that a worker that dies before the answer leaves no tick marked
+ * missed in the state without its record (torture, finding 16).
+ */
+static void
+jobrec_claim_records(struct jobrec_task *t)
+{
+	struct jobrec *jr = t->jr;
+	json_t *v, *rec;
+	size_t i;
+
+	if (t->skip_recs != NULL)
+		json_decref(t->skip_recs);
+	t->skip_recs = json_array();
+	json_array_foreach(t->skipped, i, v) {
+		int64_t x = json_integer_value(v);
+		enum jobrec_missed_why why =
+		    jr->cb.no_worker != NULL && jr->cb.no_worker(jr, x, jr->arg)
+		        ? JOBREC_MISSED_NO_WORKER
+		        : t->why;
+
+		rec = jobrec_missed_record(x, t->node, 0, why);
+		if (!jobrec_record_admit(jr, rec, t->history, &jr->missed_w, JOBREC_MAX_MISSED)) {
+			json_decref(rec);
+			rec = json_null();
+		}
+		json_array_append_new(t->skip_recs, json_pack("[i, o]", (int)why, rec));
+	}
+}
+
+/* The claim landed with its skipped ticks' records (createds: their paths, or NULL). */
+static void
+jobrec_claim_landed(struct jobrec_task *t, char *const *createds)
+{
+	struct jobrec *jr = t->jr;
+	struct jobrec_task *trim;
+	json_t *v, *rec;
+	size_t i;
+	int k = 0;
+
+	json_array_foreach(t->skip_recs, i, v) {
+		enum jobrec_missed_why why =
+		    (enum jobrec_missed_why)json_integer_value(json_array_get(v, 0));
+
+		rec = json_array_get(v, 1);
+		if (why < JOBREC_MISSED_WHYS)
+			jr->missed[why]++;
+		jobrec_missed_said(znode_basename(jr->path),
+		                   json_integer_value(json_array_get(t->skipped, i)), 0, why);
+		if (json_is_object(rec))
+			jobrec_recorded(jr, rec, createds != NULL ? createds[k++] : NULL);
+	}
+	if (k > 0) { /* keep `history` */
+		trim = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
+		trim->history = t->history;
+		zk_children(jr->zk, jr->runs_path, NULL, jobrec_trim_cb, trim);
+	}
+}
+
+/* Send the claim's state (st, freed), with its skipped ticks' records if any. */
+static void
+jobrec_claim_send(struct jobrec_task *t, const struct zk_reply *read, struct tickstate *st)
+{
+	struct jobrec *jr = t->jr;
+	const char **data;
+	char *state, *path, **dumps;
+	int *len, n = 0;
+	size_t i;
+	json_t *v;
+
+	jobrec_claim_records(t);
+	json_array_foreach(t->skip_recs, i, v) {
+		if (json_is_object(json_array_get(v, 1)))
+			n++;
+	}
+	if (n == 0) {
+		jobrec_write_state(t, read, st, jobrec_claim_set_cb);
+		return;
+	}
+	state = tickstate_dump(st);
+	tickstate_free(st);
+	dumps = xcalloc((size_t)n, sizeof *dumps);
+	data = xcalloc((size_t)n, sizeof *data);
+	len = xcalloc((size_t)n, sizeof *len);
+	n = 0;
+	json_array_foreach(t->skip_recs, i, v) {
+		if (!json_is_object(json_array_get(v, 1)))
+			continue;
+		dumps[n] = json_dumps(json_array_get(v, 1), JSON_COMPACT);
+		data[n] = dumps[n];
+		len[n] = (int)strlen(dumps[n]);
+		n++;
+	}
+	path = znode_join(jr->runs_path, "run-");
+	zk_write_creates(jr->zk, jr->state_path, state, (int)strlen(state),
+	                 read->rc == ZNONODE ? ZK_WRITE_CREATES : jobrec_state_version(read), path,
+	                 data, len, n, ZOO_PERSISTENT_SEQUENTIAL, jobrec_claim_set_cb, t);
+	while (n-- > 0)
+		free(dumps[n]);
+	free(dumps);
+	free(data);
+	free(len);
+	free(path);
+	free(state);
+}
+
 /* The claim's write landed, or lost a race, or its fate is unknown. */
 static void
 jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 {
 	struct jobrec_task *t = arg;
-	json_t *v;
-	size_t i;
 
 	if (reply->rc == ZOK) {
-		json_array_foreach(t->skipped, i, v) {
-			int64_t x = json_integer_value(v);
-			int none = t->jr->cb.no_worker != NULL &&
-			           t->jr->cb.no_worker(t->jr, x, t->jr->arg);
-
-			jobrec_record_missed(t->jr, x, t->node, t->history, 0,
-			                     none ? JOBREC_MISSED_NO_WORKER : t->why);
-		}
+		jobrec_claim_landed(t, reply->createds);
 		if (t->abandoned)
 			jobrec_claim_give_back(t);
 		else
 			jobrec_claim_done(t, JOBREC_CLAIMED);
 		return;
 	}
-	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS) &&
+	if ((reply->rc == ZBADVERSION || reply->rc == ZNODEEXISTS || reply->rc == ZNONODE) &&
 	    ++t->races <= JOBREC_MAX_RACES) {
-		jobrec_claim_step(t); /* someone wrote first: look again */
+		if (reply->rc == ZNONODE)
+			jobrec_make_runs(t->jr); /* <job>/runs is not there yet, for the records */
+		jobrec_claim_step(t);            /* someone wrote first: look again */
 		return;
 	}
 	if (jobrec_unknown(t, reply->rc)) {
@@ -587,7 +696,7 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (verdict != TICKSTATE_CLAIM) {
 		tickstate_free(&st);
-		/* Ours already: our earlier write landed, its answer was lost; finish it. */
+		/* Ours already: our earlier write landed (with its records), its answer was lost. */
 		if (verdict == TICKSTATE_OURS && t->maybe_set)
 			jobrec_claim_set_cb(&(struct zk_reply){.rc = ZOK}, t);
 		else
@@ -598,7 +707,7 @@ jobrec_claim_get_cb(const struct zk_reply *reply, void *arg)
 		json_decref(t->skipped);
 	t->skipped = skipped;
 	t->maybe_set = 1;
-	jobrec_write_state(t, reply, &st, jobrec_claim_set_cb);
+	jobrec_claim_send(t, reply, &st);
 }
 
 /* An awaited tick's state changed: read it again. */
@@ -727,6 +836,16 @@ jobrec_trim_cb(const struct zk_reply *reply, void *arg)
 	jobrec_task_free(t);
 }
 
+/* A run record landed (created: its path), or cannot be written (NULL). */
+static void
+jobrec_run_landed(struct jobrec_task *t, const char *created)
+{
+	if (t->settle_cb != NULL)
+		t->settle_cb(created, t->arg); /* a dead worker's run (jobrec-settle.c) */
+	else
+		jobrec_recorded(t->jr, t->record, created);
+}
+
 /* The run record's create. */
 static void
 jobrec_run_cb(const struct zk_reply *reply, void *arg)
@@ -748,15 +867,15 @@ jobrec_run_cb(const struct zk_reply *reply, void *arg)
 	if (reply->rc != ZOK) {
 		log_warnx_limited(&jobrec_lim_run, "cannot record a run of %s: %s", t->jr->path,
 		                  zerror(reply->rc));
-		jobrec_recorded(t->jr, t->record, NULL);
+		jobrec_run_landed(t, NULL);
 		jobrec_task_free(t);
 		return;
 	}
-	jobrec_recorded(t->jr, t->record, reply->created);
+	jobrec_run_landed(t, reply->created);
 	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
 }
 
-static void
+void
 jobrec_run_step(struct jobrec_task *t)
 {
 	char *path = znode_join(t->jr->runs_path, "run-");
@@ -784,7 +903,7 @@ jobrec_run_found_cb(int rc, const char *found, void *arg)
 	}
 	log_info("job %s: the run record whose answer was lost had landed: %s",
 	         znode_basename(t->jr->path), znode_basename(found));
-	jobrec_recorded(t->jr, t->record, found);
+	jobrec_run_landed(t, found);
 	zk_children(t->jr->zk, t->jr->runs_path, NULL, jobrec_trim_cb, t);
 }
 

@@ -94,6 +94,11 @@ void jobrec_paused_tick(struct jobrec *, int64_t tick, const char *node, int his
 int jobrec_paused(const struct jobrec *, int *stop_running);
 void jobrec_record_run(struct jobrec *, json_t *record, int history);
 void jobrec_record_not_run(struct jobrec *, json_t *record, int history);
+/* jobrec-settle.c: the record of a run a dead worker process left unrecorded */
+typedef void (*jobrec_settle_cb)(const char *path, void *arg);
+void jobrec_settle(struct jobrec *, const char *run_id, json_t *record, int history,
+                   jobrec_settle_cb, void *arg);
+void jobrec_disown(struct jobrec *, const char *node, int64_t tick);
 
 /* jobrec-runs.c: the oldest records trimmed; whether a record whose answer was lost landed */
 void jobrec_runs_trim(struct zk *, const char *runs_path, const struct zk_reply *, int history);
@@ -102,6 +107,9 @@ typedef void (*jobrec_runs_find_cb)(int rc, const char *found, void *arg);
 struct jobrec_runs_find *jobrec_runs_find_start(struct zk *, const char *runs_path,
                                                 const char *data, size_t len, int max,
                                                 jobrec_runs_find_cb, void *arg);
+struct jobrec_runs_find *jobrec_runs_find_run(struct zk *, const char *runs_path,
+                                              const char *run_id, int max, jobrec_runs_find_cb,
+                                              void *arg);
 void jobrec_runs_find_free(struct jobrec_runs_find *);
 
 int jobrec_parse_leases(const char *data, int len);

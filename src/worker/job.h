@@ -35,6 +35,7 @@ struct job_cb {
 	void (*health_changed)(void *arg);           /* it became unhealthy, or healthy again */
 	/* (may be NULL) whether no live worker could run job all through [from_ms, to_ms] */
 	int (*nobody)(void *arg, const char *job, uint64_t from_ms, uint64_t to_ms);
+	struct runjournal *(*journal)(void *arg); /* the open runs' journal (runjournal.c) */
 };
 
 /* Why a lease this worker held ended (the metric's label cause). */
@@ -94,6 +95,9 @@ uint64_t job_ends(const struct job *);
 const char *job_last_outcome(const struct job *);
 int job_stopping(const struct job *);
 void job_drain(struct job *, int drained, int stop_runs);
+struct runjournal_left;
+void job_settle_run(struct job *, struct runjournal_left *);
+void job_disown_claim(struct job *, const struct runjournal_left *);
 int job_holds_lease(const struct job *);
 
 const char *job_name(const struct job *);

@@ -16,6 +16,7 @@
 #include "jobhealth.h"
 #include "jobpriv.h"
 #include "members.h"
+#include "runjournal.h"
 #include "schedule.h"
 
 /* The worker's health, NULL if its owner keeps none. */
@@ -127,6 +128,7 @@ job_hand_back(struct job *job, int64_t tick)
 	          peer ? "given back to the next worker in rank"
 	               : "no healthy worker left to run it");
 	jobrec_hand_back(job->rec, tick, job_main_config(job)->node_id, job->cfg->history, !peer);
+	runjournal_unclaim(job->cb->journal(job->cb_arg), job->name);
 }
 
 /*
@@ -148,6 +150,7 @@ job_tick_abandon(struct job *job, int64_t tick, int paused)
 		job->paused_ticks++;
 	jobrec_give_back(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
 	                 job->cfg->history, paused);
+	runjournal_unclaim(job->cb->journal(job->cb_arg), job->name);
 }
 
 /*

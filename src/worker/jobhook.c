@@ -21,6 +21,7 @@
 #include "config.h"
 #include "jobpriv.h"
 #include "jobrec.h"
+#include "runjournal.h"
 #include "layout.h"
 #include "sha1.h"
 #include "svlink.h"
@@ -154,6 +155,8 @@ job_recorded_cb(struct jobrec *jr, json_t *rec, const char *created, void *arg)
 	size_t n = 0, i;
 
 	(void)jr;
+	if (json_is_string(v = json_object_get(rec, "run_id"))) /* landed, or never will */
+		runjournal_end(job->cb->journal(job->cb_arg), json_string_value(v));
 	/*
 	 * By the outcome, not the reason: a run-now's reason is "manual" whatever its end, and a
 	 * paused tick is no failure. A stopped run and a paused tick run no hook.

@@ -21,6 +21,7 @@
 #include "joblocks.h"
 #include "jobpriv.h"
 #include "jobrec.h"
+#include "runjournal.h"
 #include "lease.h"
 #include "stopreq.h"
 #include "svlink.h"
@@ -130,6 +131,9 @@ job_start_run(struct job *job)
 	                          cj->limits.tasks_max, cj->limits.io_weight};
 	runspec_build(&rs, &spec);
 	job_free_env(env);
+	/* Journaled first: if main dies now, its next process records the run (runjournal.c). */
+	runjournal_begin(job->cb->journal(job->cb_arg), job->name, job->run_id, rs.tick,
+	                 job->run_fence);
 	/* A refusal comes back at once (job_start_failed): the machine made this its last act. */
 	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);
@@ -316,6 +320,7 @@ job_record(struct job *job, const struct jobfsm_action *a, const char *reason, i
 	job_chain_record(job, o, a->tick, a->kind);
 	if (job->halt_by != NULL) /* `leasekeeper stop` ended it */
 		json_object_set_new(o, "stopped_by", json_string(job->halt_by));
+	runjournal_record(job->cb->journal(job->cb_arg), job->name, job->run_id, o);
 	jobrec_record_run(job->rec, o, job->cfg->history);
 }
 

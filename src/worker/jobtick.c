@@ -17,6 +17,7 @@
 #include "layout.h"
 #include "tickstate.h"
 #include "jobrec.h"
+#include "runjournal.h"
 #include "members.h"
 #include "rank.h"
 #include "schedule.h"
@@ -114,6 +115,8 @@ job_claim_cb(enum jobrec_claim_result result, void *arg)
 
 	job_input(job, &in, result == JOBREC_CLAIMED ? JOBFSM_CLAIMED : JOBFSM_CLAIM_LOST);
 	in.taken = result == JOBREC_TAKEN;
+	if (in.taken) /* another's (a claim of ours that may have landed keeps its entry) */
+		runjournal_unclaim(job->cb->journal(job->cb_arg), job->name);
 	job_feed(job, &in, NULL);
 	if (in.taken && !stopping)
 		job_await(job, tick); /* its claimer may give it back */
@@ -125,6 +128,8 @@ job_claim(struct job *job, int64_t tick, int catch_up)
 {
 	if (catch_up)
 		jobrec_skip_reason(job->rec, "catch_up");
+	/* Journaled first: if main dies before the run begins, its next process gives it back. */
+	runjournal_claim(job->cb->journal(job->cb_arg), job->name, tick);
 	jobrec_claim(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
 	             job->cfg->sched, job->cfg->history, job_claim_cb, job);
 }

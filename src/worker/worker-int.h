@@ -85,8 +85,10 @@ struct worker {
 	struct zk *zk;
 	struct svlink *sv;
 	struct endpoints *http;
-	struct runout *runout;              /* runs' output for followers (/runs/ID/output) */
-	struct members *members;            /* the live workers and their jobs, for ranking ticks */
+	struct runout *runout;      /* runs' output for followers (/runs/ID/output) */
+	struct members *members;    /* the live workers and their jobs, for ranking ticks */
+	struct runjournal *journal; /* runs started whose record has not landed */
+	int disowned; /* the previous process's claims were given back at registration */
 	struct event *placement_timer;      /* jobs no live worker can run, looked for */
 	json_t *unrunnable;                 /* {job: true}: those last found, warned of once */
 	struct event *observe_timer;        /* the view changed: who can run each job, again */

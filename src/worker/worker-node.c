@@ -35,6 +35,7 @@
 #include "members.h"
 #include "nodedata.h"
 #include "rolesrec.h"
+#include "runjournal.h"
 #include "runout.h"
 #include "runspec.h"
 #include "sdnotify.h"
@@ -261,6 +262,73 @@ worker_node_acl_cb(enum aclcheck_result result, void *arg)
 		worker_node_registered(w);
 }
 
+/* The job of w named name (not one stopping for good), or NULL. */
+static struct job *
+worker_job_named(struct worker *w, const char *name)
+{
+	struct worker_job *wj;
+
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done && strcmp(job_name(wj->job), name) == 0)
+			return wj->job;
+	}
+	return NULL;
+}
+
+/*
+ * Record the runs this worker's previous process left without a record (runjournal.c): now
+ * that we are registered, its session is over and its runs are dead. A job no longer
+ * configured cannot record its run: said, and dropped.
+ */
+static void
+worker_settle_runs(struct worker *w)
+{
+	struct runjournal_left *l;
+	struct job *job;
+	int i;
+
+	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
+		if (l->run_id == NULL || l->settling || l->claim)
+			continue;
+		if ((job = worker_job_named(w, l->job)) != NULL) {
+			job_settle_run(job, l);
+			continue;
+		}
+		log_warnx("job %s is not configured: its run %s, which this worker's previous "
+		          "process left without a record, is not recorded",
+		          l->job, l->run_id);
+		runjournal_settled(w->journal, l);
+	}
+}
+
+/*
+ * Our previous process is dead (its node's pid is gone from this host, or we are registered
+ * and have not claimed yet): each tick it claimed and never started (a claim entry of its
+ * journal, and no run entry of that tick) is given back if it still holds it
+ * (job_disown_claim). done: the entries go (at registration; the give-backs are sent).
+ */
+static void
+worker_disown_claims(struct worker *w, int done)
+{
+	struct runjournal_left *l, *r;
+	struct job *job;
+	int i, k;
+
+	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
+		if (l->run_id == NULL || !l->claim)
+			continue;
+		for (k = 0; (r = runjournal_left(w->journal, k)) != NULL; k++) {
+			if (r->run_id != NULL && !r->claim && r->tick == l->tick &&
+			    strcmp(r->job, l->job) == 0)
+				break; /* it started: the run's record says what became of the tick */
+		}
+		if (r == NULL && l->tick >= 0 && (job = worker_job_named(w, l->job)) != NULL)
+			job_disown_claim(job, l);
+		if (done)
+			runjournal_settled(w->journal, l);
+	}
+}
+
 /* Registered: check the ACLs once, then tell systemd once and let the jobs contend. */
 static void
 worker_node_registered(struct worker *w)
@@ -288,6 +356,11 @@ worker_node_registered(struct worker *w)
 	 * containment, which it may have reported meanwhile) goes in now. */
 	worker_node_update(w);
 	worker_node_clock_later(w, WORKER_CLOCK_FIRST_MS);
+	if (!w->disowned) {
+		w->disowned = 1; /* before any claim of ours */
+		worker_disown_claims(w, 1);
+	}
+	worker_settle_runs(w);
 	members_start(w->members);
 	worker_drain_watch(w);
 	if (!worker_sv_ready(w))
@@ -403,6 +476,8 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data,
 		          w->dup_wait_ms);
 	free(data);
+	if (w->dup_predecessor && !w->disowned)
+		worker_disown_claims(w, 0); /* now: others may claim on top once its session ends */
 	worker_node_dup_retry(w);
 }
 

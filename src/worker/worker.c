@@ -49,6 +49,7 @@
 #include "leasekeeper.h"
 #include "log.h"
 #include "members.h"
+#include "runjournal.h"
 #include "runout.h"
 #include "nodedata.h"
 #include "runspec.h"
@@ -703,14 +704,20 @@ worker_job_nobody_cb(void *arg, const char *job, uint64_t from_ms, uint64_t to_m
 	return worker_placement_nobody(((struct worker_job *)arg)->w, job, from_ms, to_ms);
 }
 
+static struct runjournal *
+worker_job_journal_cb(void *arg)
+{
+	return ((struct worker_job *)arg)->w->journal;
+}
+
 /* A new job of this worker (drained with it, if it is); its callbacks get wj. */
 static struct job *
 worker_job_new(struct worker *w, struct worker_job *wj, const struct config_job *cj)
 {
-	static const struct job_cb cb = {worker_job_config_cb,         worker_job_supervisor_cb,
-	                                 worker_job_next_run_cb,       worker_job_done_cb,
-	                                 worker_job_members_cb,        worker_job_health_cb,
-	                                 worker_job_health_changed_cb, worker_job_nobody_cb};
+	static const struct job_cb cb = {
+	    worker_job_config_cb,         worker_job_supervisor_cb, worker_job_next_run_cb,
+	    worker_job_done_cb,           worker_job_members_cb,    worker_job_health_cb,
+	    worker_job_health_changed_cb, worker_job_nobody_cb,     worker_job_journal_cb};
 	struct job *job = job_new(w->base, w->zk, cj, &cb, wj);
 
 	if (w->drained)
@@ -798,6 +805,7 @@ worker_teardown(struct worker *w, struct config *cfg)
 	worker_reload_free_jobs(w, 1);
 	members_free(w->members);
 	zk_free(w->zk);
+	runjournal_free(w->journal);
 	runout_free(w->runout);
 	for (i = 0; i < sizeof w->signals / sizeof w->signals[0]; i++) {
 		if (w->signals[i] != NULL)
@@ -865,6 +873,7 @@ worker_run(const char *config_file, struct config *cfg)
 		      "writable directory)",
 		      jobs_dir);
 	free(jobs_dir);
+	w.journal = runjournal_open(cfg->state_dir, cfg->node_id);
 
 	signal(SIGPIPE, SIG_IGN);
 #ifdef __GLIBC__

@@ -65,22 +65,24 @@ struct zk_op {
 	char **children;
 	int nchildren;
 	struct ACL_vector acl;       /* get-acl: our copy; create, set-acl: the ACL to send */
-	struct zk_op_second *second; /* write-create: the node created in the same transaction */
+	struct zk_op_second *second; /* write-create: the nodes created in the same transaction */
+	char **createds;             /* ... as created, second->n of them */
 
 	TAILQ_ENTRY(zk_op) entry;       /* zk->queue while it waits for a slot */
 	TAILQ_ENTRY(zk_op) owner_entry; /* owner->ops */
 };
 
-/* A write-create's second operation, and what the library fills in until it completes. */
+/* A write-create's creates, and what the library fills in until it completes. */
 struct zk_op_second {
-	char *path;
-	char *data;
-	int len;
+	char *path; /* of each node created (sequential: a prefix) */
+	int n;      /* nodes created, each with its data */
+	char **data;
+	int *len;
 	int flags;
-	zoo_op_t ops[2];
-	zoo_op_result_t results[2];
-	struct Stat stat;
-	char created[1024];
+	zoo_op_t *ops;            /* n + 1: the write, then the creates */
+	zoo_op_result_t *results; /* n + 1 */
+	struct Stat stat;         /* the write's (a set) */
+	char (*created)[1024];    /* n */
 };
 
 /* A watch an owner waits on. */

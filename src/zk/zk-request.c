@@ -243,13 +243,16 @@ zk_request_multi_cb(int rc, const void *data)
 	int i;
 
 	if (rc == ZOK) {
-		op->created = xstrdup(s->created);
+		op->created = xstrdup(s->created[0]);
+		op->createds = xcalloc((size_t)s->n, sizeof *op->createds);
+		for (i = 0; i < s->n; i++)
+			op->createds[i] = xstrdup(s->created[i]);
 		if (op->flags_or_version != ZK_WRITE_CREATES) {
 			op->stat = s->stat; /* the set's */
 			op->has_stat = 1;
 		}
 	} else
-		for (i = 0; i < 2; i++)
+		for (i = 0; i < s->n + 1; i++)
 			if (s->results[i].err != ZOK &&
 			    s->results[i].err != ZRUNTIMEINCONSISTENCY) {
 				rc = s->results[i].err;
@@ -258,23 +261,26 @@ zk_request_multi_cb(int rc, const void *data)
 	zk_request_done(op, rc);
 }
 
-/* Issue a write-create: both operations in one multi. */
+/* Issue a write-create: the write and the creates in one multi. */
 static int
 zk_request_issue_multi(struct zk *zk, struct zk_op *op)
 {
 	struct zk_op_second *s = op->second;
-	int v = op->flags_or_version;
+	int i, v = op->flags_or_version;
 
-	memset(s->results, 0, sizeof s->results);
-	s->created[0] = '\0';
+	memset(s->results, 0, (size_t)(s->n + 1) * sizeof *s->results);
 	if (v == ZK_WRITE_CREATES)
 		zoo_create_op_init(&s->ops[0], op->path, op->data, op->len,
 		                   zk_acl_for(zk, op->path), ZOO_PERSISTENT, NULL, 0);
 	else
 		zoo_set_op_init(&s->ops[0], op->path, op->data, op->len, v, &s->stat);
-	zoo_create_op_init(&s->ops[1], s->path, s->data, s->len, zk_acl_for(zk, s->path), s->flags,
-	                   s->created, (int)sizeof s->created);
-	return zoo_amulti(zk->zh, 2, s->ops, s->results, zk_request_multi_cb, op);
+	for (i = 0; i < s->n; i++) {
+		s->created[i][0] = '\0';
+		zoo_create_op_init(&s->ops[i + 1], s->path, s->data[i], s->len[i],
+		                   zk_acl_for(zk, s->path), s->flags, s->created[i],
+		                   (int)sizeof s->created[i]);
+	}
+	return zoo_amulti(zk->zh, s->n + 1, s->ops, s->results, zk_request_multi_cb, op);
 }
 
 /* Free an op and its results, and take it off its owner. */
@@ -297,10 +303,19 @@ zk_request_op_free(struct zk_op *op)
 	}
 	free(op->acl.data);
 	if (op->second != NULL) {
+		for (i = 0; i < op->second->n; i++) {
+			free(op->second->data[i]);
+			free(op->createds != NULL ? op->createds[i] : NULL);
+		}
 		free(op->second->path);
 		free(op->second->data);
+		free(op->second->len);
+		free(op->second->ops);
+		free(op->second->results);
+		free(op->second->created);
 		free(op->second);
 	}
+	free(op->createds);
 	free(op->created);
 	free(op->value);
 	free(op->data);
@@ -436,29 +451,47 @@ zk_request_acl(struct zk *zk, enum zk_op_type type, const char *path, const char
 
 /*
  * One transaction (a multi): path's data set at version (-1: any; ZK_WRITE_CREATES: path
- * created, persistent), and cpath created with cdata and cflags. Both land or neither does.
- * The reply's rc is the first failed operation's (ZBADVERSION: path changed; ZNONODE: path,
- * or cpath's parent, is missing; ...); created is cpath as created, stat path's (a set).
+ * created, persistent), and n nodes created at cpath with cdata[i] (clen[i] bytes; NULL:
+ * none) and cflags. All land or none does. The reply's rc is the first failed operation's
+ * (ZBADVERSION: path changed; ZNONODE: path, or cpath's parent, is missing; ...); created
+ * and createds are the nodes as created, stat path's (a set).
  */
+void
+zk_write_creates(struct zk *zk, const char *path, const char *data, int len, int version,
+                 const char *cpath, const char *const *cdata, const int *clen, int n, int cflags,
+                 zk_reply_cb cb, void *arg)
+{
+	struct zk_op *op =
+	    zk_request_new(zk, ZK_OP_WRITE_CREATE, path, data, len, version, NULL, cb, arg);
+	struct zk_op_second *s = xcalloc(1, sizeof *s);
+	int i;
+
+	s->path = xstrdup(cpath);
+	s->n = n;
+	s->data = xcalloc((size_t)n, sizeof *s->data);
+	s->len = xcalloc((size_t)n, sizeof *s->len);
+	for (i = 0; i < n; i++) {
+		s->len[i] = cdata[i] != NULL ? clen[i] : -1;
+		if (cdata[i] != NULL && clen[i] > 0) {
+			s->data[i] = xmalloc((size_t)clen[i]);
+			memcpy(s->data[i], cdata[i], (size_t)clen[i]);
+		}
+	}
+	s->flags = cflags;
+	s->ops = xcalloc((size_t)n + 1, sizeof *s->ops);
+	s->results = xcalloc((size_t)n + 1, sizeof *s->results);
+	s->created = xcalloc((size_t)n, sizeof *s->created);
+	op->second = s;
+	zk_request_start(zk, op, 0);
+}
+
+/* The same with one node created (cdata: clen bytes, or NULL). */
 void
 zk_write_create(struct zk *zk, const char *path, const char *data, int len, int version,
                 const char *cpath, const char *cdata, int clen, int cflags, zk_reply_cb cb,
                 void *arg)
 {
-	struct zk_op *op =
-	    zk_request_new(zk, ZK_OP_WRITE_CREATE, path, data, len, version, NULL, cb, arg);
-	struct zk_op_second *s = xcalloc(1, sizeof *s);
-
-	s->path = xstrdup(cpath);
-	if (cdata != NULL && clen > 0) {
-		s->data = xmalloc((size_t)clen);
-		memcpy(s->data, cdata, (size_t)clen);
-		s->len = clen;
-	} else
-		s->len = cdata != NULL ? clen : -1;
-	s->flags = cflags;
-	op->second = s;
-	zk_request_start(zk, op, 0);
+	zk_write_creates(zk, path, data, len, version, cpath, &cdata, &clen, 1, cflags, cb, arg);
 }
 
 /* A new op, not yet started. */

@@ -243,6 +243,7 @@ zk_dispatch_reply(struct zk *zk, struct zk_op *op)
 		reply.rc = op->rc;
 		reply.path = op->path;
 		reply.created = op->created;
+		reply.createds = op->createds;
 		reply.value = op->value;
 		reply.value_len = op->value_len;
 		reply.stat = op->has_stat ? &op->stat : NULL;

@@ -33,9 +33,10 @@ enum zk_event {
 /* The answer to one request, valid only during the callback. */
 struct zk_reply {
 	int rc;
-	const char *path;    /* the request's path */
-	const char *created; /* create: the path the server created */
-	const char *value;   /* get */
+	const char *path;      /* the request's path */
+	const char *created;   /* create: the path the server created (write-create: the first) */
+	char *const *createds; /* write-creates: each node created, in order */
+	const char *value;     /* get */
 	int value_len;
 	const struct Stat *stat; /* get, exists, create, set, children; NULL otherwise */
 	char *const *children;   /* children */
@@ -97,6 +98,9 @@ void zk_set(struct zk *, const char *path, const char *data, int len, int versio
 void zk_write_create(struct zk *, const char *path, const char *data, int len, int version,
                      const char *cpath, const char *cdata, int clen, int cflags, zk_reply_cb,
                      void *arg);
+void zk_write_creates(struct zk *, const char *path, const char *data, int len, int version,
+                      const char *cpath, const char *const *cdata, const int *clen, int n,
+                      int cflags, zk_reply_cb, void *arg);
 void zk_delete(struct zk *, const char *path, int version, zk_reply_cb, void *arg);
 void zk_delete_guaranteed(struct zk *, const char *path);
 void zk_delete_protected(struct zk *, const char *dir, const char *uuid);

@@ -110,6 +110,7 @@ class RecordsTest(lktest.TestCase):
                                 worker={"allow_root_jobs": True},
                                 jobs={"tick": {"command": "true", "schedule": "@every 2s",
                                                "history": 100}})
+        self.cfg = cfg
         proc = self.worker(cfg, name="alpha")
         kz = self.kazoo()
         path = "/leasekeeper/jobs/tick/runs"
@@ -164,6 +165,49 @@ class RecordsTest(lktest.TestCase):
         self.assertEqual(sorted(set(every) - set(ticks)), [],
                          "ticks neither run nor recorded: %s" % ticks)
         self.assertEqual(len(ticks), len(set(ticks)), "a tick recorded twice: %s" % ticks)
+
+    def test_a_claim_whose_worker_died_before_its_answer_is_not_lost(self):
+        """A restarted worker's catch-up claim (which names the ticks it skips) reaches the
+        server and lands; its connection is cut before the answer, and its main process is
+        SIGKILLed then (torture finding 16, seed 6009: a main killed in a short window of
+        quorum). The dead process can neither record the ticks its claim skipped nor run or
+        give back the tick it claimed. The skipped ticks' records land with the claim, in
+        one transaction; the worker's next process gives the claimed tick back (its journal
+        says it never started it), and it is run or recorded missed. Every tick from the
+        first record to the stop is run or recorded, each once, and every tick the state
+        marks missed has its record."""
+        proxy, proc, kz, records = self.tick_behind_proxy(session_timeout="4s")
+        self.wait_until(lambda: len(records()) >= 2, timeout=60, msg="no run record")
+        self.assertEqual(proc.stop(timeout=30), 0)
+        time.sleep(5)  # two ticks or more pass: the next claim skips them
+        proxy.cut_after(b'"runners":["alpha"]', hold=10.0)
+        second = self.worker(self.cfg, name="alpha-2")
+        self.wait_until(lambda: proxy.cuts == 1, timeout=60, msg="no claim was cut")
+        os.kill(second.pid, signal.SIGKILL)
+        second.wait(timeout=10)
+        state = json.loads(kz.get("/leasekeeper/jobs/tick/state")[0])
+        claimed = state["tick"]
+        print("the dead process's claim: tick %d, runners %s, missed %s"
+              % (claimed, state.get("runners"), state.get("missed")[-4:]))
+        third = self.worker(self.cfg, name="alpha-3")
+        third.wait_log(r"registered as", timeout=60)
+        n = len(records())
+        self.wait_until(lambda: len(records()) >= n + 3, timeout=120,
+                        msg="fewer than 3 records after the restart")
+        self.assertEqual(third.stop(timeout=30), 0)
+        print("".join(ln + "\n" for ln in third.log_text().splitlines()
+                      if re.search(r"previous process|claim|given back|missed|catching", ln)))
+        recs = records()
+        ticks = sorted(r["tick"] for r in recs if r.get("tick") is not None)
+        self.assertIn(claimed, ticks, "the dead process's claimed tick: neither run nor "
+                      "recorded")
+        every = list(range(ticks[0], ticks[-1] + 1, 2))
+        self.assertEqual(sorted(set(every) - set(ticks)), [],
+                         "ticks neither run nor recorded: %s" % ticks)
+        self.assertEqual(len(ticks), len(set(ticks)), "a tick recorded twice: %s" % ticks)
+        marked = set(json.loads(kz.get("/leasekeeper/jobs/tick/state")[0])["missed"])
+        self.assertEqual(sorted(marked - set(ticks)), [],
+                         "ticks marked missed in the state but never recorded")
 
     def test_a_ticks_mark_whose_answer_is_lost_is_recorded(self):
         """A paused job's tick is marked in the tick state (so that no claim takes it) and
@@ -296,6 +340,74 @@ class RecordsTest(lktest.TestCase):
         self.assertGreaterEqual(rec["end"], killing.group(1)[:23] + "Z",
                                 "the record ends before its daemon was killed")
         self.assertLessEqual(rec["end"], removed.group(1)[:23] + "Z")
+
+    def test_a_run_whose_main_died_is_recorded_by_its_next_process(self):
+        """Main is SIGKILLed (torture finding 16): (1) just after it sent a tick's start to
+        its supervisor, which is stopped so that the start waits in the socket; the
+        supervisor, continued, starts the run and kills it at once, main being gone, before
+        anything could record it: the tick was claimed, never run to a record, never
+        recorded missed. (2) During a run. Each time the worker's next process (same node,
+        same state_dir) records the run from its journal of open runs, once: killed,
+        kill_reason main_gone, with its tick. After a clean stop the journal is empty."""
+        self.start_zookeeper()
+        cfg = self.write_config(name="alpha", safety=SAFETY, worker={"allow_root_jobs": True},
+                                zookeeper={"session_timeout": "4s"},
+                                jobs={"tick": {"command": "sleep 1.5", "schedule": "@every 2s",
+                                               "history": 100}})
+        journal = self.path("alpha", "state", "open-runs")
+        kz = self.kazoo()
+        path = "/leasekeeper/jobs/tick/runs"
+
+        def records():
+            if not kz.exists(path):
+                return []
+            return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+
+        a = self.worker(cfg, name="alpha-1")
+        a.wait_log(r"job tick: run ended", timeout=60)
+        sv = int(a.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        since = a.mark()
+        os.kill(sv, signal.SIGSTOP)
+        try:
+            tick = a.wait_log(r"job tick: running the tick of (\S+)", timeout=30,
+                              since=since).group(1)
+            os.kill(a.pid, signal.SIGKILL)
+            a.wait(timeout=10)
+        finally:
+            os.kill(sv, signal.SIGCONT)
+        self.wait_until(lambda: not lktest.pid_alive(sv), timeout=30,
+                        msg="the supervisor outlived its main")
+        self.assertEqual(len(os.listdir(journal)), 1, "the journal: %s" % os.listdir(journal))
+
+        b = self.worker(cfg, name="alpha-2")
+        b.wait_log(r"recording it as killed \(main_gone\)", timeout=60)
+
+        def of_tick(t):
+            return [r for r in records() if r.get("tick_time", "")[:19] == t[:19]]
+
+        self.wait_until(lambda: of_tick(tick), timeout=60, msg="tick %s not recorded" % tick)
+        first = of_tick(tick)[0]
+        self.assertEqual((first["outcome"], first.get("kill_reason"), first["node"]),
+                         ("killed", "main_gone", "alpha"), first)
+        self.assertNotIn("start", first, "a start no process saw")
+
+        run = b.wait_log(r"job tick: running, pid \d+ run=(\S+)", timeout=60).group(1)
+        os.kill(b.pid, signal.SIGKILL)
+        b.wait(timeout=10)
+        c = self.worker(cfg, name="alpha-3")
+        c.wait_log(r"run %s .*recording it as killed" % re.escape(run), timeout=60)
+        self.wait_until(lambda: [r for r in records() if r.get("run_id") == run], timeout=60,
+                        msg="run %s not recorded" % run)
+        c.wait_log(r"job tick: run ended", timeout=60)
+        self.assertEqual(c.stop(timeout=30), 0)
+        second = [r for r in records() if r.get("run_id") == run]
+        self.assertEqual(len(second), 1, second)
+        self.assertEqual((second[0]["outcome"], second[0].get("kill_reason")),
+                         ("killed", "main_gone"))
+        self.assertEqual(len(of_tick(tick)), 1, "tick %s recorded twice" % tick)
+        ids = [r["run_id"] for r in records() if r.get("run_id")]
+        self.assertEqual(sorted(ids), sorted(set(ids)), "a run recorded twice")
+        self.assertEqual(os.listdir(journal), [], "the journal after a clean stop")
 
 
 if __name__ == "__main__":
