@@ -58,6 +58,8 @@ struct jobrec_task {
 	const struct schedule *sched; /* claim: to name the ticks skipped since the last claim */
 	json_t *skipped;              /* claim: ticks found skipped, recorded with the claim */
 	json_t *skip_recs; /* ... [why, record or null (not admitted)] for each, as sent */
+	int recs_multi;    /* ... sent in the claim's transaction */
+	int recs_apart;    /* ... that transaction failed: the records are written after it */
 	TAILQ_ENTRY(jobrec_task) entry;
 };
 

@@ -81,6 +81,17 @@ jobrec_settle(struct jobrec *jr, const char *run_id, json_t *record, int history
 	jobrec_settle_search(t);
 }
 
+/* The give-back is done, or nothing is left to give back: say so, and end. */
+static void
+jobrec_disown_done(struct jobrec_task *t)
+{
+	jobrec_settle_cb cb = t->settle_cb;
+	void *arg = t->arg;
+
+	jobrec_task_free(t);
+	cb(NULL, arg);
+}
+
 /* The give-back's write: landed, lost a race (read again), or given up. */
 static void
 jobrec_disown_set_cb(const struct zk_reply *reply, void *arg)
@@ -96,7 +107,10 @@ jobrec_disown_set_cb(const struct zk_reply *reply, void *arg)
 		jobrec_disown_step(t);
 		return;
 	}
-	jobrec_task_free(t);
+	if (reply->rc != ZOK)
+		log_warnx("job %s: cannot give back the tick its previous process claimed: %s",
+		          znode_basename(t->jr->path), zerror(reply->rc));
+	jobrec_disown_done(t);
 }
 
 /* The state as read: the tick, if it is still the one claimed last and node's, is given back. */
@@ -112,12 +126,12 @@ jobrec_disown_get_cb(const struct zk_reply *reply, void *arg)
 		return;
 	}
 	if (reply->rc != ZOK || !jobrec_read_state(t->jr, reply, &st)) {
-		jobrec_task_free(t); /* no state: nothing claimed */
+		jobrec_disown_done(t); /* no state: nothing claimed; or unreadable */
 		return;
 	}
 	if (!tickstate_give_back(&st, t->tick, t->node)) {
 		tickstate_free(&st); /* not node's (another claimed it), or a later tick's since */
-		jobrec_task_free(t);
+		jobrec_disown_done(t);
 		return;
 	}
 	clock_iso8601((uint64_t)t->tick * 1000, when, sizeof when);
@@ -142,10 +156,16 @@ jobrec_disown_step(struct jobrec_task *t)
  * missed (torture, finding 16): it is given back (tickstate_give_back), so that any worker
  * may claim it while its start_deadline lasts, and if none does the next claim records it
  * missed. Once a later tick is claimed, the state no longer says who claimed this one: then
- * it is left as it is.
+ * it is left as it is. cb (path NULL) hears that it is done, or that nothing was left to do;
+ * not if the job goes first (its next process tries again).
  */
 void
-jobrec_disown(struct jobrec *jr, const char *node, int64_t tick)
+jobrec_disown(struct jobrec *jr, const char *node, int64_t tick, jobrec_settle_cb cb, void *arg)
 {
-	jobrec_disown_step(jobrec_task_new(jr, JOBREC_TASK_DISOWN, tick, node));
+	struct jobrec_task *t = jobrec_task_new(jr, JOBREC_TASK_DISOWN, tick, node);
+
+	t->give = 1; /* outlives an expiry: the next session's read tells (jobrec_session) */
+	t->settle_cb = cb;
+	t->arg = arg;
+	jobrec_disown_step(t);
 }

@@ -360,7 +360,7 @@ jobrec_session(struct jobrec *jr, enum zk_event event)
 				jobrec_task_free(t);
 				if (cb != NULL)
 					cb(JOBREC_ERROR, cbarg);
-			} else if (t->kind == JOBREC_TASK_MISSED || t->kind == JOBREC_TASK_DISOWN)
+			} else if (t->kind == JOBREC_TASK_MISSED)
 				jobrec_task_free(t);
 			/* Run records are written by the next session. */
 		}
@@ -544,7 +544,14 @@ jobrec_claim_landed(struct jobrec_task *t, char *const *createds)
 			jr->missed[why]++;
 		jobrec_missed_said(znode_basename(jr->path),
 		                   json_integer_value(json_array_get(t->skipped, i)), 0, why);
-		if (json_is_object(rec))
+		if (json_is_object(rec) && t->recs_apart) {
+			/* Written now, on their own (the transaction with them failed). */
+			trim = jobrec_task_new(jr, JOBREC_TASK_RUN, 0, NULL);
+			trim->record = json_incref(rec);
+			trim->data = json_dumps(rec, JSON_COMPACT);
+			trim->history = t->history;
+			jobrec_run_step(trim);
+		} else if (json_is_object(rec))
 			jobrec_recorded(jr, rec, createds != NULL ? createds[k++] : NULL);
 	}
 	if (k > 0) { /* keep `history` */
@@ -570,7 +577,8 @@ jobrec_claim_send(struct jobrec_task *t, const struct zk_reply *read, struct tic
 		if (json_is_object(json_array_get(v, 1)))
 			n++;
 	}
-	if (n == 0) {
+	t->recs_multi = n > 0 && !t->recs_apart;
+	if (!t->recs_multi) {
 		jobrec_write_state(t, read, st, jobrec_claim_set_cb);
 		return;
 	}
@@ -624,6 +632,20 @@ jobrec_claim_set_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (jobrec_unknown(t, reply->rc)) {
 		t->waiting = 1; /* after the reconnect, the state tells whether it landed */
+		return;
+	}
+	if (t->recs_multi && !t->recs_apart && ++t->races <= JOBREC_MAX_RACES) {
+		/*
+		 * The transaction failed for one of its records (a hostile ACL on <job>/runs, a
+		 * record too large): the claim must not fail with it. Claimed alone, the records
+		 * after it, as before they were one transaction.
+		 */
+		log_warnx_limited(&jobrec_lim_claim,
+		                  "cannot claim tick %lld of %s with the records "
+		                  "of the ticks it skips (%s): claiming it alone",
+		                  (long long)t->tick, t->jr->path, zerror(reply->rc));
+		t->recs_apart = 1;
+		jobrec_claim_step(t);
 		return;
 	}
 	log_warnx_limited(&jobrec_lim_claim, "cannot claim tick %lld of %s: %s", (long long)t->tick,

@@ -98,7 +98,7 @@ void jobrec_record_not_run(struct jobrec *, json_t *record, int history);
 typedef void (*jobrec_settle_cb)(const char *path, void *arg);
 void jobrec_settle(struct jobrec *, const char *run_id, json_t *record, int history,
                    jobrec_settle_cb, void *arg);
-void jobrec_disown(struct jobrec *, const char *node, int64_t tick);
+void jobrec_disown(struct jobrec *, const char *node, int64_t tick, jobrec_settle_cb, void *arg);
 
 /* jobrec-runs.c: the oldest records trimmed; whether a record whose answer was lost landed */
 void jobrec_runs_trim(struct zk *, const char *runs_path, const struct zk_reply *, int history);

@@ -16,7 +16,6 @@
 #include "jobhealth.h"
 #include "jobpriv.h"
 #include "members.h"
-#include "runjournal.h"
 #include "schedule.h"
 
 /* The worker's health, NULL if its owner keeps none. */
@@ -127,8 +126,8 @@ job_hand_back(struct job *job, int64_t tick)
 	          job->name, when,
 	          peer ? "given back to the next worker in rank"
 	               : "no healthy worker left to run it");
+	/* Its claim's journal entry stays: if main dies before this lands, the next gives it back. */
 	jobrec_hand_back(job->rec, tick, job_main_config(job)->node_id, job->cfg->history, !peer);
-	runjournal_unclaim(job->cb->journal(job->cb_arg), job->name);
 }
 
 /*
@@ -148,9 +147,9 @@ job_tick_abandon(struct job *job, int64_t tick, int paused)
 	         paused ? "recorded paused" : "given back to the workers that carry the job");
 	if (paused)
 		job->paused_ticks++;
+	/* Its claim's journal entry stays: if main dies before this lands, the next gives it back. */
 	jobrec_give_back(job->rec, tick, job->cfg->per_tick, job_main_config(job)->node_id,
 	                 job->cfg->history, paused);
-	runjournal_unclaim(job->cb->journal(job->cb_arg), job->name);
 }
 
 /*

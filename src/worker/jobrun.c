@@ -102,6 +102,10 @@ job_start_run(struct job *job)
 
 	job->run = job->cb->next_run(job->cb_arg);
 	job_run_name(job, cfg->node_id);
+	job->run_fence = lease_fence(job->lease);
+	/* Journaled first: if main dies now, its next process records the run (runjournal.c). */
+	runjournal_begin(job->cb->journal(job->cb_arg), job->name, job->run_id, job->fsm.tick,
+	                 job->run_fence);
 	if (svlink_containment(job_supervisor(job)) < 0) {
 		/*
 		 * A new supervisor that has not said hello yet is still emptying what the dead
@@ -131,9 +135,6 @@ job_start_run(struct job *job)
 	                          cj->limits.tasks_max, cj->limits.io_weight};
 	runspec_build(&rs, &spec);
 	job_free_env(env);
-	/* Journaled first: if main dies now, its next process records the run (runjournal.c). */
-	runjournal_begin(job->cb->journal(job->cb_arg), job->name, job->run_id, rs.tick,
-	                 job->run_fence);
 	/* A refusal comes back at once (job_start_failed): the machine made this its last act. */
 	svlink_job_start(job_supervisor(job), job->run, zk_epoch(zk), &spec);
 	proto_spec_free(&spec);

@@ -29,6 +29,16 @@ job_settled_cb(const char *path, void *arg)
 	runjournal_settled(l->rj, l);
 }
 
+/* The give-back of a claim l is done (or nothing was left to give back): its entry goes. */
+static void
+job_disowned_cb(const char *path, void *arg)
+{
+	struct runjournal_left *l = arg;
+
+	(void)path;
+	runjournal_settled(l->rj, l);
+}
+
 /* The record of a run l whose main process died before it knew the run's end. */
 static json_t *
 job_settle_record(const struct job *job, const struct runjournal_left *l)
@@ -59,9 +69,10 @@ job_settle_record(const struct job *job, const struct runjournal_left *l)
  * (jobrec_disown).
  */
 void
-job_disown_claim(struct job *job, const struct runjournal_left *l)
+job_disown_claim(struct job *job, struct runjournal_left *l)
 {
-	jobrec_disown(job->rec, job_main_config(job)->node_id, l->tick);
+	l->settling = 1;
+	jobrec_disown(job->rec, job_main_config(job)->node_id, l->tick, job_disowned_cb, l);
 }
 
 /* Record the run l of this job, which the worker's previous process left unrecorded. */

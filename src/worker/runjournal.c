@@ -41,7 +41,8 @@
 #include "znode.h"
 
 struct runjournal {
-	int dirfd; /* -1: no journal (it could not be made) */
+	int dirfd;  /* -1: no journal (it could not be made) */
+	int loaded; /* what an earlier process left is read (runjournal_load) */
 	char *dir;
 	char *node;
 	struct runjournal_left *left;
@@ -115,7 +116,10 @@ runjournal_int(const json_t *o, const char *key, int64_t dflt)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
 }
 
-/* Read the entry name (untrusted: bounded, validated) into l; 0, or -1 (drop it). */
+/*
+ * Read the entry name (untrusted: bounded, validated) into l: 0; 1 another node's (left to
+ * it); -1 not an entry (dropped); -2 not readable now (left as it is).
+ */
 static int
 runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left *l)
 {
@@ -125,8 +129,8 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 	ssize_t n;
 	int fd, rc = -1;
 
-	if ((fd = openat(rj->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return -1;
+	if ((fd = openat(rj->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return errno == ELOOP ? -1 : -2;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    st.st_size > RUNJOURNAL_MAX_SIZE) {
 		close(fd);
@@ -147,7 +151,10 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 		return 1; /* another worker's, sharing the state directory: left to it */
 	}
 	if (json_is_string(job) && json_string_length(job) > 0 &&
-	    (rec == NULL || json_is_object(rec))) {
+	    (rec == NULL || json_is_object(rec)) &&
+	    (strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0 ||
+	     (json_is_string(json_object_get(o, "run_id")) &&
+	      strcmp(json_string_value(json_object_get(o, "run_id")), name) == 0))) {
 		l->rj = rj;
 		l->claim = strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0;
 		l->run_id = xstrdup(name);
@@ -170,9 +177,6 @@ struct runjournal *
 runjournal_open(const char *state_dir, const char *node)
 {
 	struct runjournal *rj = xcalloc(1, sizeof *rj);
-	struct dirent *de;
-	DIR *d;
-	int fd;
 
 	rj->dir = znode_join(state_dir, RUNJOURNAL_DIR);
 	rj->node = xstrdup(node);
@@ -186,10 +190,29 @@ runjournal_open(const char *state_dir, const char *node)
 		         rj->dir);
 		return rj;
 	}
+	return rj;
+}
+
+/*
+ * Read what an earlier process of this node left in the journal, once: when it is known
+ * dead (its pid gone from this host, or its session over: we are registered), not at our
+ * start, when it may still be alive and changing the journal (a duplicate started by
+ * mistake waits to register).
+ */
+void
+runjournal_load(struct runjournal *rj)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (rj == NULL || rj->loaded || rj->dirfd < 0)
+		return;
+	rj->loaded = 1;
 	if ((fd = dup(rj->dirfd)) < 0 || (d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
 			close(fd);
-		return rj;
+		return;
 	}
 	rj->left = xcalloc(RUNJOURNAL_MAX_LEFT, sizeof *rj->left);
 	while ((de = readdir(d)) != NULL && rj->nleft < RUNJOURNAL_MAX_LEFT) {
@@ -201,7 +224,7 @@ runjournal_open(const char *state_dir, const char *node)
 			continue;
 		}
 		if (!runjournal_name_ok(de->d_name) ||
-		    (rc = runjournal_read(rj, de->d_name, &rj->left[rj->nleft])) < 0) {
+		    (rc = runjournal_read(rj, de->d_name, &rj->left[rj->nleft])) == -1) {
 			log_warnx("%s/%s is not an entry of this worker's journal: removed",
 			          rj->dir, de->d_name);
 			unlinkat(rj->dirfd, de->d_name, 0);
@@ -212,11 +235,9 @@ runjournal_open(const char *state_dir, const char *node)
 	}
 	closedir(d);
 	if (rj->nleft > 0)
-		log_info(
-		    "%d run(s) of this worker's previous process have no record yet: recording "
-		    "them once registered",
-		    rj->nleft);
-	return rj;
+		log_info("%d claim(s) and run(s) of this worker's previous process have no record "
+		         "yet: settling them",
+		         rj->nleft);
 }
 
 /* Free the journal (the files stay). */
@@ -241,14 +262,20 @@ runjournal_free(struct runjournal *rj)
 	free(rj);
 }
 
-/* The name of job's claim entry (SHA-1: a job's name may hold any character but '/'). */
+/*
+ * The name of node's claim entry for job: a SHA-1 of both (a job's name may hold any
+ * character but '/'; another node may share the state directory).
+ */
 static void
-runjournal_claim_name(const char *job, char *out, size_t size)
+runjournal_claim_name(const char *node, const char *job, char *out, size_t size)
 {
 	unsigned char d[SHA1_LEN];
 	size_t i, n;
+	char *both;
 
-	sha1(job, strlen(job), d);
+	xasprintf(&both, "%s\n%s", node, job);
+	sha1(both, strlen(both), d);
+	free(both);
 	n = (size_t)snprintf(out, size, "%s", RUNJOURNAL_CLAIM);
 	for (i = 0; i < SHA1_LEN && n + 2 < size; i++, n += 2)
 		snprintf(out + n, size - n, "%02x", d[i]);
@@ -263,7 +290,7 @@ runjournal_claim(struct runjournal *rj, const char *job, int64_t tick)
 
 	if (rj == NULL || rj->dirfd < 0)
 		return;
-	runjournal_claim_name(job, name, sizeof name);
+	runjournal_claim_name(rj->node, job, name, sizeof name);
 	o = json_pack("{s:s, s:s, s:I}", "node", rj->node, "job", job, "tick", (json_int_t)tick);
 	runjournal_write(rj, name, o);
 	json_decref(o);
@@ -275,7 +302,9 @@ runjournal_unclaim(struct runjournal *rj, const char *job)
 {
 	char name[64];
 
-	runjournal_claim_name(job, name, sizeof name);
+	if (rj == NULL)
+		return;
+	runjournal_claim_name(rj->node, job, name, sizeof name);
 	runjournal_end(rj, name);
 }
 
@@ -307,6 +336,8 @@ runjournal_record(struct runjournal *rj, const char *job, const char *run_id, co
 		return;
 	o = json_pack("{s:s, s:s, s:s, s:O}", "node", rj->node, "job", job, "run_id", run_id,
 	              "record", record);
+	if (json_is_integer(json_object_get(record, "tick")))
+		json_object_set(o, "tick", json_object_get(record, "tick"));
 	runjournal_write(rj, run_id, o);
 	json_decref(o);
 }

@@ -29,6 +29,7 @@ struct runjournal_left {
 
 struct runjournal *runjournal_open(const char *state_dir, const char *node);
 void runjournal_free(struct runjournal *);
+void runjournal_load(struct runjournal *);
 void runjournal_claim(struct runjournal *, const char *job, int64_t tick);
 void runjournal_unclaim(struct runjournal *, const char *job);
 void runjournal_begin(struct runjournal *, const char *job, const char *run_id, int64_t tick,

@@ -287,6 +287,7 @@ worker_settle_runs(struct worker *w)
 	struct job *job;
 	int i;
 
+	runjournal_load(w->journal);
 	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
 		if (l->run_id == NULL || l->settling || l->claim)
 			continue;
@@ -305,17 +306,19 @@ worker_settle_runs(struct worker *w)
  * Our previous process is dead (its node's pid is gone from this host, or we are registered
  * and have not claimed yet): each tick it claimed and never started (a claim entry of its
  * journal, and no run entry of that tick) is given back if it still holds it
- * (job_disown_claim). done: the entries go (at registration; the give-backs are sent).
+ * (job_disown_claim); the entry goes once that is done. An entry of a job no longer
+ * configured, or of a tick started, goes at once.
  */
 static void
-worker_disown_claims(struct worker *w, int done)
+worker_disown_claims(struct worker *w)
 {
 	struct runjournal_left *l, *r;
 	struct job *job;
 	int i, k;
 
+	runjournal_load(w->journal);
 	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
-		if (l->run_id == NULL || !l->claim)
+		if (l->run_id == NULL || !l->claim || l->settling)
 			continue;
 		for (k = 0; (r = runjournal_left(w->journal, k)) != NULL; k++) {
 			if (r->run_id != NULL && !r->claim && r->tick == l->tick &&
@@ -323,8 +326,8 @@ worker_disown_claims(struct worker *w, int done)
 				break; /* it started: the run's record says what became of the tick */
 		}
 		if (r == NULL && l->tick >= 0 && (job = worker_job_named(w, l->job)) != NULL)
-			job_disown_claim(job, l);
-		if (done)
+			job_disown_claim(job, l); /* settles l when done */
+		else
 			runjournal_settled(w->journal, l);
 	}
 }
@@ -358,7 +361,7 @@ worker_node_registered(struct worker *w)
 	worker_node_clock_later(w, WORKER_CLOCK_FIRST_MS);
 	if (!w->disowned) {
 		w->disowned = 1; /* before any claim of ours */
-		worker_disown_claims(w, 1);
+		worker_disown_claims(w);
 	}
 	worker_settle_runs(w);
 	members_start(w->members);
@@ -477,7 +480,7 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 		          w->dup_wait_ms);
 	free(data);
 	if (w->dup_predecessor && !w->disowned)
-		worker_disown_claims(w, 0); /* now: others may claim on top once its session ends */
+		worker_disown_claims(w); /* now: others may claim on top once its session ends */
 	worker_node_dup_retry(w);
 }
 

@@ -466,6 +466,8 @@ zk_write_creates(struct zk *zk, const char *path, const char *data, int len, int
 	struct zk_op_second *s = xcalloc(1, sizeof *s);
 	int i;
 
+	if (n < 1)
+		fatalx("zk_write_creates: %d nodes to create", n);
 	s->path = xstrdup(cpath);
 	s->n = n;
 	s->data = xcalloc((size_t)n, sizeof *s->data);

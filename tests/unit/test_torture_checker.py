@@ -345,6 +345,23 @@ class CheckerTest(unittest.TestCase):
                         "end": BASE + 8}]  # over 6 s (T + 2) before the kill
         self.assertEqual(self.counts(h)[0], {"needless_kills": 1})
 
+    def test_a_run_its_dead_mains_successor_recorded(self):
+        # tick 20's run was asked for at 20.02 by w1, whose main was killed at 20.03: its
+        # next process recorded it killed (main_gone), with no start or end
+        h = self.without_tick_20()
+        h["runs"]["every"].append({"tick": BASE + 20, "outcome": "killed", "node": "w1",
+                                   "kill_reason": "main_gone", "asked": iso(20.02),
+                                   "run_id": "w1-1-7", "_ctime_ms": (BASE + 26) * 1000})
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})  # no kill-main: false
+        h["faults"] = [{"kind": "kill-main", "targets": ["w1"], "start": BASE + 20.03,
+                        "end": BASE + 21}]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {}, rep.describe())  # recorded, true, and no needless kill
+        h["faults"][0]["targets"] = ["w2"]
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})  # another's main
+        h["faults"][0].update(targets=["w1"], start=BASE + 27)
+        self.assertEqual(self.counts(h)[0], {"false_reasons": 1})  # killed after the record
+
     def test_record_disagreement_over_100_ms(self):
         h = history()
         ls, rec = run(60.05, 61.0, "w1", 70, 994, tick=60, rec_shift=0.09)

@@ -381,6 +381,18 @@ def _iso_s(text):
     return t + frac
 
 
+def _main_killed(h, node, r):
+    """Whether node's main process was SIGKILLed (a kill-main fault) between when the run
+    was asked to start (its record's "asked", node's clock) and when its record was made."""
+    asked = _iso_s(r.get("asked"))
+    if asked is None:
+        return False
+    asked -= h.get("skew", {}).get(node, 0)
+    upto = r["_ctime_ms"] / 1000.0 if "_ctime_ms" in r else h["window"][1]
+    return any(f["kind"] == "kill-main" and node in f["targets"] and
+               asked - 1.0 <= f["start"] <= upto for f in h.get("faults", []))
+
+
 def _check_kills(h, rep):
     span = h.get("T_s", 10) + 2.0
     for name, runs in h["runs"].items():
@@ -388,6 +400,14 @@ def _check_kills(h, rep):
             if r.get("outcome") != "killed":
                 continue
             node = r.get("node")
+            if r.get("kill_reason") == "main_gone" and r.get("end") is None:
+                # Recorded by the worker's next process (its journal): true only if its
+                # main process was killed while the run was asked for or ran.
+                if not _main_killed(h, node, r):
+                    rep.add("false_reasons", "job %s run %s recorded killed (main_gone) by "
+                            "%s's next process; its main was not killed then"
+                            % (name, r.get("run_id"), node))
+                continue
             end = _iso_s(r.get("end"))
             if end is None:
                 continue
