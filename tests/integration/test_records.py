@@ -27,6 +27,18 @@ def iso_now():
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
+def records_of(kz, job="tick"):
+    """A function that reads job's run records through kazoo client kz (none before the
+    folder exists)."""
+    path = "/leasekeeper/jobs/%s/runs" % job
+
+    def records():
+        if not kz.exists(path):
+            return []
+        return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+    return records
+
+
 class RecordsTest(lktest.TestCase):
     def status(self, cfg, *args):
         r = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg] + list(args),
@@ -113,14 +125,7 @@ class RecordsTest(lktest.TestCase):
         self.cfg = cfg
         proc = self.worker(cfg, name="alpha")
         kz = self.kazoo()
-        path = "/leasekeeper/jobs/tick/runs"
-
-        def records():
-            if not kz.exists(path):
-                return []
-            return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
-
-        return proxy, proc, kz, records
+        return proxy, proc, kz, records_of(kz)
 
     def test_a_record_whose_answer_is_lost_is_written_once(self):
         """The connection is cut right after a run record's create reaches the server, before
@@ -373,12 +378,7 @@ class RecordsTest(lktest.TestCase):
                                                "history": 100}})
         journal = self.path("alpha", "state", "open-runs")
         kz = self.kazoo()
-        path = "/leasekeeper/jobs/tick/runs"
-
-        def records():
-            if not kz.exists(path):
-                return []
-            return [json.loads(kz.get(path + "/" + c)[0]) for c in kz.get_children(path)]
+        records = records_of(kz)
 
         a = self.worker(cfg, name="alpha-1")
         a.wait_log(r"job tick: run ended", timeout=60)
