@@ -77,6 +77,10 @@ struct worker_config {
 	TAILQ_ENTRY(worker_config) entry;
 };
 
+/* Whose the node under our id is, by its data (worker_node_predecessor). */
+#define WORKER_PRED_DEAD 1 /* a process of this host that is gone: our predecessor */
+#define WORKER_PRED_SELF 2 /* this process: an earlier session of ours, brought back */
+
 struct worker {
 	char *config_file;
 	struct config *cfg;
@@ -122,7 +126,8 @@ struct worker {
 	uint64_t dup_since_ns;   /* a duplicate node id: connected since (the wait counts) */
 	int dup_wait_ms;         /* ... how long connected before it is another live worker */
 	int dup_retry_ms;        /* ... the back-off while it cannot be judged */
-	int dup_predecessor;     /* ... its data names a process of this host that is gone */
+	int dup_predecessor;     /* ... its data names a process of this host that is gone
+	                            (WORKER_PRED_DEAD), or this one (WORKER_PRED_SELF) */
 	int dup_said;            /* ... the wait was logged */
 	struct event *reg_timer; /* registering again, once the rate limit allows */
 	uint64_t rereg_start_ns; /* the window of WORKER_REREGISTER_MAX */

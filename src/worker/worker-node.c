@@ -389,15 +389,18 @@ worker_node_dup_watch_cb(int type, const char *path, void *arg)
 
 /*
  * Whether a node's data (untrusted: bounded, parsed, never trusted further) names a process
- * of this host that is gone: the node is our own predecessor's, left behind by a killed
- * worker, whose session must expire before we can register.
+ * of this host that is gone (WORKER_PRED_DEAD): the node is our own predecessor's, left
+ * behind by a killed worker, whose session must expire before we can register. Or this very
+ * process (WORKER_PRED_SELF: our pid and our start): an earlier session of ours, which we saw
+ * expire, and which ZooKeeper brought back with its node after losing transactions (torture,
+ * seed 6011): it expires again, however long that takes; no other worker holds our id.
  */
 static int
-worker_node_predecessor(const char *value, int len)
+worker_node_predecessor(const struct worker *w, const char *value, int len)
 {
-	char host[HOST_NAME_MAX + 1];
+	char host[HOST_NAME_MAX + 1], stamp[40];
 	struct procstat ps;
-	json_t *o, *h, *p;
+	json_t *o, *h, *p, *s;
 	json_int_t pid;
 	int gone = 0;
 
@@ -408,9 +411,14 @@ worker_node_predecessor(const char *value, int len)
 	o = json_loadb(value, (size_t)len, 0, NULL);
 	h = json_object_get(o, "host");
 	p = json_object_get(o, "pid");
+	s = json_object_get(o, "start");
+	clock_iso8601(w->started_ms, stamp, sizeof stamp);
 	if (json_is_string(h) && json_is_integer(p) && strcmp(json_string_value(h), host) == 0) {
 		pid = json_integer_value(p);
-		if (pid > 1 && pid <= INT_MAX && pid != (json_int_t)getpid()) {
+		if (pid == (json_int_t)getpid() && json_is_string(s) &&
+		    strcmp(json_string_value(s), stamp) == 0)
+			gone = WORKER_PRED_SELF;
+		else if (pid > 1 && pid <= INT_MAX && pid != (json_int_t)getpid()) {
 			gone = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 			/* A zombie is gone too. */
 			if (!gone && procstat_read((pid_t)pid, &ps) == 0)
@@ -465,10 +473,16 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 	w->dup_since_ns = clock_now_ns();
 	w->dup_retry_ms = WORKER_DUP_RETRY_MS;
 	w->dup_said = 0;
-	w->dup_predecessor = worker_node_predecessor(reply->value, reply->value_len);
+	w->dup_predecessor = worker_node_predecessor(w, reply->value, reply->value_len);
 	/* Whoever holds our node id wrote its data: described, never copied raw into the log. */
 	data = nodedata_describe(reply->value, reply->value_len);
-	if (w->dup_predecessor)
+	if (w->dup_predecessor == WORKER_PRED_SELF)
+		log_warnx(
+		    "node id \"%s\" is registered by an earlier session of this very process "
+		    "(0x%llx: %s), which expired: ZooKeeper has brought it back (a server lost "
+		    "transactions); waiting for it to expire again",
+		    w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data);
+	else if (w->dup_predecessor)
 		log_warnx("node id \"%s\" is registered by another session (0x%llx: %s); its "
 		          "process on this host is gone (our predecessor): waiting for its session "
 		          "to expire",
@@ -479,7 +493,7 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 		          w->cfg->node_id, (unsigned long long)reply->stat->ephemeralOwner, data,
 		          w->dup_wait_ms);
 	free(data);
-	if (w->dup_predecessor && !w->disowned)
+	if (w->dup_predecessor == WORKER_PRED_DEAD && !w->disowned)
 		worker_disown_claims(w); /* now: others may claim on top once its session ends */
 	worker_node_dup_retry(w);
 }
@@ -514,10 +528,12 @@ worker_node_dup_timer_cb(int fd, short what, void *arg)
 			log_warnx("%s is still held by another session; %s: waiting for it to go, "
 			          "looking again with back-off up to %d s (not ready until then)",
 			          w->path,
-			          w->dup_predecessor
-			              ? "it is our predecessor's"
-			              : "it cannot be judged while disconnected from "
-			                "ZooKeeper (no quorum?)",
+			          w->dup_predecessor == WORKER_PRED_SELF
+			              ? "it is an earlier session of ours"
+			          : w->dup_predecessor ? "it is our predecessor's"
+			                               : "it cannot be judged while "
+			                                 "disconnected from ZooKeeper "
+			                                 "(no quorum?)",
 			          WORKER_DUP_RETRY_MAX_MS / 1000);
 		w->dup_said = 1;
 		if (zk_state(w->zk) == ZK_STATE_CONNECTED)

@@ -192,6 +192,34 @@ class WorkerTest(lktest.TestCase):
         self.assertEqual(self.session_of(kz, "/leasekeeper/workers/alpha"), owner)
         self.assertNotRegex(w.log_text(), r"expired")
 
+    def test_its_own_expired_session_brought_back_is_waited_out(self):
+        """Our session expires while main is stopped, and its node comes back under another
+        session with our own data (ZooKeeper did this after losing transactions: torture
+        seed 6011, where w2 then took itself for another worker and exited 1). The node
+        names this very process (its pid and its start): it is waited out, however long,
+        and we register once it is gone."""
+        self.start_zookeeper()
+        w = self.worker(self.config("alpha"))
+        w.wait_log(r"registered as", timeout=20)
+        kz = self.kazoo()
+        path = "/leasekeeper/workers/alpha"
+        data = kz.get(path)[0]
+        os.kill(w.pid, signal.SIGSTOP)  # the main process only; the server expires it
+        try:
+            self.wait_until(lambda: kz.exists(path) is None, timeout=T_MS / 1000 + 10,
+                            msg="the server did not expire the session")
+            kz.create(path, data, ephemeral=True)  # our node, back under another session
+        finally:
+            os.kill(w.pid, signal.SIGCONT)
+        w.wait_log(r"registered by an earlier session of this very process", timeout=20)
+        time.sleep(2 * (T_MS / 1000 + 2))  # the wait for another worker's session is over
+        self.assertTrue(w.alive(), "took itself for another worker:\n" + w.log_text()[-2000:])
+        self.assertNotRegex(w.log_text(), r"another worker is running")
+        since = w.mark()
+        kz.stop()  # the session that held it ends: the node goes
+        w.wait_log(r"registered as /leasekeeper/workers/alpha", timeout=30, since=since)
+        self.assertEqual(w.stop(timeout=30), 0)
+
     def test_expired_session_registers_again(self):
         self.start_zookeeper()
         w = self.worker(self.config("alpha"))
