@@ -6,7 +6,7 @@
  * ZooKeeper yet. Written before the start is sent, rewritten with the record when the run's
  * end is recorded, removed when the record lands (or cannot be written).
  *
- * A tick's claim has an entry of its own, +claim.<SHA-1 of the job's name>, from the claim's
+ * A tick's claim has an entry of its own, +claim.<SHA-1 of node and job>.<pid>, from the claim's
  * request until the run's entry replaces it (or the claim is lost or the tick given back):
  * a claim that landed, whose process died before it heard or started the run, is given back
  * by the next process (worker-node.c), which knows from this entry that no run of it began.
@@ -263,8 +263,8 @@ runjournal_free(struct runjournal *rj)
 }
 
 /*
- * The name of node's claim entry for job: a SHA-1 of both (a job's name may hold any
- * character but '/'; another node may share the state directory).
+ * The name of node's claim entry for job in this process: a SHA-1 of both (a job's name may
+ * hold any character but '/'; another node may share the state directory), and our pid.
  */
 static void
 runjournal_claim_name(const char *node, const char *job, char *out, size_t size)
@@ -279,13 +279,15 @@ runjournal_claim_name(const char *node, const char *job, char *out, size_t size)
 	n = (size_t)snprintf(out, size, "%s", RUNJOURNAL_CLAIM);
 	for (i = 0; i < SHA1_LEN && n + 2 < size; i++, n += 2)
 		snprintf(out + n, size - n, "%02x", d[i]);
+	/* This process's: a predecessor's entry for the job, being settled, is another file. */
+	snprintf(out + n, size - n, ".%ld", (long)getpid());
 }
 
 /* job claims tick: until its run begins (or the claim ends here), its entry says so. */
 void
 runjournal_claim(struct runjournal *rj, const char *job, int64_t tick)
 {
-	char name[64];
+	char name[96];
 	json_t *o;
 
 	if (rj == NULL || rj->dirfd < 0)
@@ -300,7 +302,7 @@ runjournal_claim(struct runjournal *rj, const char *job, int64_t tick)
 void
 runjournal_unclaim(struct runjournal *rj, const char *job)
 {
-	char name[64];
+	char name[96];
 
 	if (rj == NULL)
 		return;
