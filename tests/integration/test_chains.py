@@ -200,8 +200,17 @@ class ChainTest(ChainCase):
                         msg="y after x")
 
         def unanswered():
+            # A run of x recorded before y's job record was made is not y's (on a busy host
+            # alpha's first run can land before beta has made it).
             done = {a["run_id"] for r in self.runs(kz, "y") for a in r.get("after", [])}
-            return [r for r in self.runs(kz, "x") if r.get("run_id") and r["run_id"] not in done]
+            since = kz.exists("/leasekeeper/jobs/y").ctime
+            out = []
+            for c in kz.get_children("/leasekeeper/jobs/x/runs"):
+                data, stat = kz.get("/leasekeeper/jobs/x/runs/" + c)
+                r = json.loads(data)
+                if stat.ctime >= since and r.get("run_id") and r["run_id"] not in done:
+                    out.append(r)
+            return out
 
         # beta, the only worker that carries y, is down while x runs 22 times, and then
         # while x is paused for 11 ticks: the newest 32 records of x, which a worker reads
