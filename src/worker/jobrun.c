@@ -118,7 +118,6 @@ job_start_run(struct job *job)
 	}
 	job->run_start_ns = clock_now_ns();
 	job->run_start_ms = clock_wall_ms();
-	job->run_fence = lease_fence(job->lease);
 
 	rs = job_runspec(job, cj->argv);
 	rs.run_id = job->run_id;

@@ -354,13 +354,6 @@ runjournal_end(struct runjournal *rj, const char *run_id)
 		log_warn("cannot remove %s/%s", rj->dir, run_id);
 }
 
-/* How many entries an earlier process left (settled ones included). */
-int
-runjournal_nleft(const struct runjournal *rj)
-{
-	return rj != NULL ? rj->nleft : 0;
-}
-
 /* The i-th of them; its run_id NULL once settled. */
 struct runjournal_left *
 runjournal_left(struct runjournal *rj, int i)

@@ -37,7 +37,6 @@ void runjournal_begin(struct runjournal *, const char *job, const char *run_id, 
 void runjournal_record(struct runjournal *, const char *job, const char *run_id,
                        const json_t *record);
 void runjournal_end(struct runjournal *, const char *run_id);
-int runjournal_nleft(const struct runjournal *);
 struct runjournal_left *runjournal_left(struct runjournal *, int i);
 void runjournal_settled(struct runjournal *, struct runjournal_left *);
 
