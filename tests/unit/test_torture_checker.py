@@ -9,7 +9,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from lktest import checker  # noqa: E402
+from lktest import checker, zklog  # noqa: E402
 
 S = 1000 * 1000 * 1000  # ns per second
 BASE = 1800000000  # a wall second divisible by 60: ticks of every schedule fall on it
@@ -187,6 +187,32 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
         h["said_missed"][0].update(job="every", at=BASE + 27.0 - checker.LOSS_WINDOW_S - 1)
         self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})  # said too long before
+
+    def test_lost_tick_whose_committed_record_zookeeper_shadowed(self):
+        # finding 18: no worker said anything, but the servers' transaction logs hold the
+        # record of tick 20; the final state does not
+        h = self.without_tick_20()
+        logged = {"name": "run-0000000007", "zxid": 0x830000000c, "tick": BASE + 20,
+                  "outcome": "missed", "servers": ["zk1", "zk2", "zk3"], "deleted": False}
+        h.update(servers=3, runs_logged={"every": [logged]})
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"zk_lost_records": 1}, rep.describe())
+        self.assertIn("run-0000000007", rep.describe())
+        self.assertEqual(rep.failed(), [])
+        logged["servers"] = ["zk1", "zk1"]  # one server's proposal, never committed: lost
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        logged["servers"] = ["zk1", "zk3"]
+        self.assertEqual(self.counts(h)[0], {"zk_lost_records": 1})
+        h["servers"] = 5  # two of five is no majority
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        h["servers"] = 3
+        logged["deleted"] = True  # deleted (or rewritten) after: not ZooKeeper's loss
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        logged.update(deleted=False, tick=BASE + 30)  # another tick's record
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        logged["tick"] = BASE + 20
+        h["runs_logged"] = {"cont": [logged]}  # another job's
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
 
     def test_ticks_outside_the_window_are_not_judged(self):
         h = history()
@@ -464,6 +490,86 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(checker.expected_ticks("cron */2 * * * *", 0, 300), [0, 120, 240])
         self.assertIsNone(checker.expected_ticks("@continuous", 0, 100))
         self.assertIsNone(checker.expected_ticks("cron 5 * * * *", 0, 100))
+
+
+def _txn(zxid, typ, body, cid=0x100, ms=1000):
+    import struct
+    return struct.pack(">qiqqi", cid, 1, zxid, ms, typ) + body
+
+
+def _s(b):
+    import struct
+    return struct.pack(">i", len(b)) + b
+
+
+def _log(txns, tail=b""):
+    """A transaction log file as ZooKeeper 3.8 writes it: header, records, then zeros."""
+    import struct
+    import zlib
+    out = b"ZKLG" + struct.pack(">iq", 2, 0)
+    for t in txns:
+        out += struct.pack(">qi", zlib.adler32(t), len(t)) + t + b"B"
+    return out + tail + b"\0" * 64
+
+
+class ZkLogTest(unittest.TestCase):
+    """lktest/zklog.py on logs written here in ZooKeeper's format."""
+
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, server, name, data):
+        d = os.path.join(self.tmp.name, server, "version-2")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+        return os.path.join(self.tmp.name, server)
+
+    def test_creates_sets_deletes_and_multis(self):
+        import json
+        import struct
+        runs = "/leasekeeper/jobs/every/runs/"
+        rec = json.dumps({"tick": 1800000020, "outcome": "missed"}).encode()
+        acl = struct.pack(">i", 0)
+        create = _txn(0x500000001, 1, _s((runs + "run-01").encode()) + _s(rec) + acl)
+        multi_ops = [(1, _s(b"/leasekeeper/jobs/every/claim") + _s(b"x") + acl),
+                     (15, _s((runs + "run-02").encode()) + _s(rec.replace(b"20", b"30")) + acl)]
+        multi = _txn(0x500000002, 14, struct.pack(">i", 2) + b"".join(
+            struct.pack(">i", t) + _s(b) for t, b in multi_ops))
+        setd = _txn(0x500000003, 5, _s((runs + "run-02").encode()) + _s(b"{}") +
+                    struct.pack(">i", 0))
+        other = _txn(0x500000004, 1, _s(b"/elsewhere/runs/run-9") + _s(rec) + acl)
+        bad = _txn(0x500000005, 1, _s((runs + "run-03").encode()) + _s(rec) + acl)
+        torn = struct.pack(">qi", 12345, len(bad)) + bad + b"B"  # a wrong checksum
+        z1 = self.write("zk1", "log.500000001", _log([create, multi, setd, other], torn))
+        z2 = self.write("zk2", "log.500000001", _log([create]))
+        z3 = self.write("zk3", "log.500000002", b"not a log")
+        got = [(z, [(op, p) for op, p, _ in ops]) for z, _ms, ops in zklog.read_log(
+            os.path.join(z1, "version-2", "log.500000001"))]
+        self.assertEqual(got, [
+            (0x500000001, [("create", runs + "run-01")]),
+            (0x500000002, [("create", "/leasekeeper/jobs/every/claim"),
+                           ("create", runs + "run-02")]),
+            (0x500000003, [("set", runs + "run-02")]),
+            (0x500000004, [("create", "/elsewhere/runs/run-9")])])
+        logged = zklog.runs_logged({"zk1": z1, "zk2": z2, "zk3": z3})
+        self.assertEqual(logged, {"every": [
+            {"name": "run-01", "zxid": 0x500000001, "tick": 1800000020, "outcome": "missed",
+             "servers": ["zk1", "zk2"], "deleted": False},
+            {"name": "run-02", "zxid": 0x500000002, "tick": 1800000030, "outcome": "missed",
+             "servers": ["zk1"], "deleted": True}]})
+
+    def test_a_record_longer_than_its_file_ends_the_reading(self):
+        import struct
+        t = _txn(0x1, 2, _s(b"/leasekeeper/jobs/every/runs/run-01"))
+        data = _log([t])
+        cut = data[:16] + struct.pack(">qi", 0, 1 << 30) + t  # a length past the end
+        z = self.write("zk1", "log.1", cut)
+        self.assertEqual(list(zklog.read_log(os.path.join(z, "version-2", "log.1"))), [])
+        z = self.write("zk1", "log.1", data[:len(data) - 70])  # the end byte cut off
+        self.assertEqual(list(zklog.read_log(os.path.join(z, "version-2", "log.1"))), [])
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ A history is a dict:
     zk_losses [wall seconds] when a ZooKeeper server dropped transactions the new leader
               lacked (its log: "Truncating log to get in sync with the leader", "Cannot send
               TRUNC"): acknowledged writes of the LOSS_WINDOW_S before may be lost (finding 5)
+    runs_logged {job: [{"name", "zxid", "tick", "outcome", "servers": [...], "deleted"}]}:
+              the run records the servers' transaction logs hold (lktest.zklog.runs_logged);
+              a tick whose record a majority of servers logged, never deleted, and missing from
+              the final state was lost by ZooKeeper (finding 18), not by leasekeeper
+    servers   how many servers the ensemble has (a majority of them commits a write)
     skew      {worker: seconds its clock was set ahead (negative: behind)}
     lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
@@ -206,11 +211,18 @@ def _check_ticks(h, rep):
         for tick in ticks or []:
             if not starts.get((name, tick)) and not records.get(tick):
                 said = _said_lost(h, name, tick)
-                rep.add("zk_lost_records" if said else "ticks_lost",
+                logged = _logged_lost(h, name, tick)
+                why = ""
+                if said:
+                    why = "; %s said at %s it recorded it, before a ZooKeeper log " \
+                          "truncation" % said
+                elif logged:
+                    why = "; ZooKeeper committed its record %s (%s, zxid 0x%x, in the logs " \
+                          "of %s) and lost it" % (logged["name"], logged["outcome"],
+                                                  logged["zxid"], ", ".join(logged["servers"]))
+                rep.add("zk_lost_records" if why else "ticks_lost",
                         "job %s tick %s (%s): not started, no record%s"
-                        % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick)),
-                           "; %s said at %s it recorded it, before a ZooKeeper log "
-                           "truncation" % said if said else ""))
+                        % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick)), why))
 
 
 def _judge_reason(h, rep, name, tick, r, started):
@@ -262,6 +274,19 @@ def _said_lost(h, name, tick):
                 s["at"] is not None and \
                 _loss_after(h, s["at"]) is not None:
             return (s["who"], time.strftime("%H:%M:%S", time.gmtime(s["at"])))
+    return None
+
+
+def _logged_lost(h, name, tick):
+    """The record of tick that ZooKeeper committed (a majority of the servers logged its
+    create) and never deleted, if any: the final state lacks it, so ZooKeeper lost it (finding
+    18: a server that replayed an older epoch's creates under the same sequential names).
+    None if no server logged it, or fewer than a majority (a proposal that was not committed:
+    its writer was not told it landed, and the tick stays counted lost)."""
+    need = h.get("servers", 3) // 2 + 1
+    for r in h.get("runs_logged", {}).get(name, []):
+        if r["tick"] == tick and len(set(r["servers"])) >= need and not r["deleted"]:
+            return r
     return None
 
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from . import checker
+from . import checker, zklog
 from .case import cgroup_folder, read_text, write_config
 from .paths import leasekeeper_bin, tool
 from .procs import Proc, cleanup_all, pid_alive
@@ -515,17 +515,26 @@ class Torture:
             c.stop()
             c.close()
 
-    def cli(self, *args):
-        """Run a leasekeeper command in the background. A pause's or resume's output and
+    def cli(self, *args, after=None):
+        """Run a leasekeeper command in the background; after: a command (what cli returned)
+        that must have finished first (a resume waits for its pause: through a quorum loss,
+        the pause could land after the resume and stay). A pause's or resume's output and
         times go to self.ops (the checker judges pauses by what they said, not by when the
         nemesis meant them); every command's output goes to cli.log after its line."""
         w = "w1"
-        op = {"cmd": args[0], "job": args[1] if len(args) > 1 else None, "start": time.time()}
-        proc = subprocess.Popen([leasekeeper_bin(), args[0], "-c", self.cfgs[w]] +
-                                list(args[1:]), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        op = {"cmd": args[0], "job": args[1] if len(args) > 1 else None}
+        box = {"proc": None, "killed": False}
 
-        def wait_cb():
+        def run():
+            if after is not None:
+                after[1].join()
+            with self.cli_lock:
+                if box["killed"]:
+                    return
+                op["start"] = time.time()
+                box["proc"] = proc = subprocess.Popen(
+                    [leasekeeper_bin(), args[0], "-c", self.cfgs[w]] + list(args[1:]),
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             out = proc.stdout.read().decode("utf-8", "replace")
             proc.wait()
             op.update(end=time.time(), rc=proc.returncode, out=out)
@@ -534,22 +543,27 @@ class Torture:
                     self.ops.append(op)
                 with open(os.path.join(self.dir, "cli.log"), "a") as log:
                     log.write("$ leasekeeper %s\n%s" % (" ".join(args), out))
-        waiter = threading.Thread(target=wait_cb, daemon=True)
+        waiter = threading.Thread(target=run, daemon=True)
         waiter.start()
-        self.cli_procs.append((proc, waiter))
+        self.cli_procs.append((box, waiter))
+        return box, waiter
+
+    def kill_cli(self, box):
+        with self.cli_lock:
+            box["killed"] = True
+            if box["proc"] is not None and box["proc"].poll() is None:
+                box["proc"].kill()
 
     def reap_cli(self, wait=False):
         keep = []
-        for c, waiter in self.cli_procs:
+        for box, waiter in self.cli_procs:
             if wait:
-                try:
-                    c.wait(60)
-                except subprocess.TimeoutExpired:
-                    c.kill()
-                    c.wait()
+                waiter.join(60)
+                if waiter.is_alive():
+                    self.kill_cli(box)
                 waiter.join(10)
-            if c.poll() is None or waiter.is_alive():
-                keep.append((c, waiter))
+            if waiter.is_alive():
+                keep.append((box, waiter))
         self.cli_procs = keep
 
     def operator(self, cls, p, now, idx):
@@ -559,25 +573,25 @@ class Torture:
             self.note(cls, [], now, now, index=idx, job=job)
             return None
         if cls == "op-pause":
-            self.cli("pause", job)
+            paused = self.cli("pause", job)
 
             def undo():
-                self.cli("resume", job)
+                self.cli("resume", job, after=paused)
                 self.pauses.append({"job": job, "start": now, "end": time.time()})
                 self.note(cls, [], now, time.time(), index=idx, job=job)
             return undo
         if cls == "op-drain":
-            self.cli("drain", w)
+            drained = self.cli("drain", w)
 
             def undo():
-                self.cli("undrain", w)
+                self.cli("undrain", w, after=drained)
                 self.note(cls, [], now, time.time(), index=idx, node=w)
             return undo
         if cls == "op-set-leases":
-            self.cli("set-leases", "cont2", "1")
+            lowered = self.cli("set-leases", "cont2", "1")
 
             def undo():
-                self.cli("set-leases", "cont2", "2")
+                self.cli("set-leases", "cont2", "2", after=lowered)
                 self.note(cls, [], now, time.time(), index=idx)
             return undo
         return None
@@ -755,6 +769,8 @@ class Torture:
             "T_s": T_S, "faults": self.faults, "pauses": self.pauses, "skew": self.skew,
             "ops": sorted(self.ops, key=lambda op: op["start"]),
             "zk_losses": zk_losses([s.log_path for s in self.ens.servers]),
+            "runs_logged": zklog.runs_logged({s.name: s.data_dir for s in self.ens.servers}),
+            "servers": len(self.ens.servers),
             "lines": lines, "heartbeats": hbs, "runs": runs, "lock_nodes": locks,
             "worker_nodes": workers, "leftover_processes": procs,
             "leftover_cgroups": cgroups, "crashes": crashes, "sanitizer": sanitizer,
@@ -778,8 +794,8 @@ class Torture:
         return rep
 
     def close(self):
-        for c, _ in self.cli_procs:
-            c.kill()
+        for box, _ in self.cli_procs:
+            self.kill_cli(box)
         try:
             self.kazoo.stop()
             self.kazoo.close()
@@ -818,6 +834,31 @@ class Torture:
                     pass
 
 
+def load_history(workdir):
+    """The history a run saved (<workdir>/checked.json) as check() built it, for --recheck:
+    JSON made the heartbeats' pid keys strings. A run saved before the checker read the
+    servers' transaction logs gets its runs_logged from the data dirs the work dir kept."""
+    with open(os.path.join(workdir, "checked.json")) as f:
+        h = json.load(f)
+    h["heartbeats"] = {int(k): v for k, v in h.get("heartbeats", {}).items()}
+    if "runs_logged" not in h:
+        ens = os.path.join(workdir, "ensemble")
+        dirs = {n: os.path.join(ens, n, "data") for n in sorted(os.listdir(ens))
+                if re.match(r"^zk\d+$", n)} if os.path.isdir(ens) else {}
+        h["runs_logged"] = zklog.runs_logged(dirs)
+        h["servers"] = len(dirs) or 3
+    return h
+
+
+def recheck(workdir):
+    """Judge a finished run again from what it saved (a newer checker over an older run)."""
+    rep = checker.check(load_history(workdir))
+    print(rep.describe())
+    print("torture: %s re-checked: %s" % (workdir, "FAILED: " + ", ".join(rep.failed())
+                                           if rep.failed() else "clean"))
+    return 1 if rep.failed() else 0
+
+
 def main(argv=None):
     import argparse
     import logging
@@ -847,7 +888,11 @@ def main(argv=None):
                     "with an open issue); repeatable")
     ap.add_argument("--dir", default=None, help="work dir (default: a new one under /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir when clean")
+    ap.add_argument("--recheck", metavar="DIR", help="run no cluster: judge the run kept in "
+                    "DIR again (its checked.json and ensemble/) with this checker")
     a = ap.parse_args(argv)
+    if a.recheck:
+        return recheck(a.recheck)
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 10 ** 6)
     classes = a.faults.split(",") if a.faults else None
     if classes == ["none"]:
@@ -856,6 +901,9 @@ def main(argv=None):
         if c not in CLASSES:
             ap.error("unknown fault class %r" % c)
     events = {int(x.lstrip("#")) for x in a.events.split(",")} if a.events else None
+    if a.dir and os.path.isdir(a.dir) and os.listdir(a.dir):
+        # an earlier run's record file, logs and data would be read with this run's
+        ap.error("--dir %s is not empty: give a new or an empty directory" % a.dir)
     workdir = a.dir or subprocess.check_output(
         ["mktemp", "-d", "/tmp/lk-torture-XXXXXX"], text=True).strip()
     t = Torture(workdir, seed, a.minutes, workers=a.workers, servers=a.servers,
