@@ -401,6 +401,26 @@ class CheckerTest(unittest.TestCase):
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"record_disagreements": 1}, rep.describe())
 
+    def test_record_disagreement_in_a_host_stall_is_reported_apart(self):
+        # the record's end is 400 ms after the job's: the stall meter was not scheduled for
+        # 350 ms of that time (so no supervisor could stamp), or for only 150 ms of it
+        h = history()
+        ls, rec = run(60.05, 61.0, "w1", 70, 994, tick=60)
+        rec["end"] = iso(61.4)
+        h["lines"] += ls
+        h["runs"]["every"].append(rec)
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["stalls"] = [[BASE + 61.02, BASE + 61.37]]
+        counts, rep = self.counts(h)
+        self.assertEqual(counts, {"stalled_records": 1}, rep.describe())
+        self.assertEqual(rep.failed(), [])
+        h["stalls"] = [[BASE + 61.02, BASE + 61.17]]
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        h["stalls"] = [[BASE + 61.02, BASE + 61.17], [BASE + 61.2, BASE + 61.4]]  # two: 350 ms
+        self.assertEqual(self.counts(h)[0], {"stalled_records": 1})
+        h["stalls"] = [[BASE + 59.0, BASE + 60.9]]  # before the job ended: explains nothing
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+
     def test_record_start_is_the_jobs_birth_when_known(self):
         # The job's first line 300 ms after its exec (a loaded machine's start-up): a
         # disagreement by the line, none by the kernel's birth time of its process.

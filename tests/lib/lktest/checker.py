@@ -24,6 +24,9 @@ A history is a dict:
               a tick whose record a majority of servers logged, never deleted, and missing from
               the final state was lost by ZooKeeper (finding 18), not by leasekeeper
     servers   how many servers the ensemble has (a majority of them commits a write)
+    stalls    [[FROM, TO]] wall seconds in which the host's stall meter (lktest.stallmeter),
+              at the workers' priority, was not scheduled: a record stamped late by a process
+              that could not run then is reported as stalled_records, not as a disagreement
     skew      {worker: seconds its clock was set ahead (negative: behind)}
     lines     record-file lines as dicts: {"kind", "who", "pid", "mono", "wall" (ns), and the
               lk-record fields: job, fence, node, tick, slot, ...}; death lines carry "wall"
@@ -63,13 +66,15 @@ ITEMS = (
     "zk_loss_ticks",        # a tick run twice only after ZooKeeper lost a claim (reported)
     "zk_lost_records",      # a tick its worker said it recorded, whose record ZooKeeper lost
     "record_disagreements",  # run record start/end vs the job's own lines, > 100 ms
+    "stalled_records",      # a disagreement a measured host stall explains (reported)
     "orphan_lock_nodes",    # lock contenders left after every worker stopped
     "leftovers",            # processes or run cgroups left after every worker stopped
     "worker_crashes",       # a worker (or supervisor) that died without the nemesis
     "sanitizer_reports",
     "hostile_accepted",     # writes the credential-less client got through
 )
-INFO = ("needless_kills", "zk_loss_reasons", "zk_loss_ticks", "zk_lost_records")
+INFO = ("needless_kills", "zk_loss_reasons", "zk_loss_ticks", "zk_lost_records",
+        "stalled_records")
 TOLERANCE_NS = 100 * 1000 * 1000
 # A server that drops transactions at t (zk_losses) may drop what was acknowledged in the
 # LOSS_WINDOW_S before: the lost claims of finding 9 were 5 to 12 s old.
@@ -491,6 +496,18 @@ def _daemon_end(h, s, e):
     return lo, hi
 
 
+def _disagreement(h, a_ns, b_ns, d_ms):
+    """The item of a record time d_ms off the job's own: stalled_records if the host's stall
+    meter was not scheduled for all but TOLERANCE of the time between the two stamps (a_ns,
+    b_ns: the job's and the record's, either order), so that no process at the workers'
+    priority could have stamped sooner; else record_disagreements."""
+    lo, hi = min(a_ns, b_ns) / 1e9, max(a_ns, b_ns) / 1e9
+    stalled = sum(max(0.0, min(hi, t) - max(lo, f)) for f, t in h.get("stalls", []))
+    if abs(d_ms) - stalled * 1000 <= TOLERANCE_NS / 1e6:
+        return "stalled_records"
+    return "record_disagreements"
+
+
 def _check_records(h, rep):
     """Each run record against the job's own start and end lines (same job, node and fence,
     the nearest start); the start is the job's process's birth by the kernel when its line
@@ -524,7 +541,9 @@ def _check_records(h, rep):
             else:
                 d = late = (start_ns - s["wall"]) / 1e6
             if abs(late) > TOLERANCE_NS / 1e6:
-                rep.add("record_disagreements", "job %s on %s fence %s: record start %s, job "
+                born = int(s["born"]) if s.get("born") else s["wall"]
+                rep.add(_disagreement(h, born, start_ns, late),
+                        "job %s on %s fence %s: record start %s, job "
                         "start %.3f: %+.0f ms" % (name, r.get("node"), r.get("fence"),
                                                   r.get("start"), s["wall"] / 1e9, d))
                 continue
@@ -540,7 +559,8 @@ def _check_records(h, rep):
             d = min(0, rec_end - job_lo) + max(0, rec_end - job_hi)
             d /= 1e6
             if abs(d) > TOLERANCE_NS / 1e6:
-                rep.add("record_disagreements", "job %s on %s fence %s: record end %s, job "
+                rep.add(_disagreement(h, job_hi if d > 0 else job_lo, rec_end, d),
+                        "job %s on %s fence %s: record end %s, job "
                         "end %.3f to %.3f (%s%s): %+.0f ms"
                         % (name, r.get("node"), r.get("fence"), r.get("end"), job_lo / 1e9,
                            job_hi / 1e9, e["kind"], ", a daemon's" if hi > e["wall"] else "",

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from . import checker, zklog
+from . import checker, stallmeter, zklog
 from .case import cgroup_folder, read_text, write_config
 from .paths import leasekeeper_bin, tool
 from .procs import Proc, cleanup_all, pid_alive
@@ -200,6 +200,9 @@ class Torture:
         self.watcher = DeathWatcher(self.rec)
         self.watcher.start()
         self.mono_to_wall = time.time_ns() - time.monotonic_ns()
+        self.stalls = os.path.join(self.dir, "stalls")
+        self.meter = Proc([sys.executable, stallmeter.__file__, self.stalls],
+                          os.path.join(self.dir, "stallmeter.log"), name="stallmeter")
         self.spec, self.extra = jobs_for(self.rec, os.path.join(self.dir, "lock"), self.hb,
                                          os.path.join(self.dir, "hooks.txt"))
         for i in range(1, self.n + 1):
@@ -771,6 +774,7 @@ class Torture:
             "zk_losses": zk_losses([s.log_path for s in self.ens.servers]),
             "runs_logged": zklog.runs_logged({s.name: s.data_dir for s in self.ens.servers}),
             "servers": len(self.ens.servers),
+            "stalls": stallmeter.read(self.stalls, self.mono_to_wall),
             "lines": lines, "heartbeats": hbs, "runs": runs, "lock_nodes": locks,
             "worker_nodes": workers, "leftover_processes": procs,
             "leftover_cgroups": cgroups, "crashes": crashes, "sanitizer": sanitizer,
@@ -796,6 +800,8 @@ class Torture:
     def close(self):
         for box, _ in self.cli_procs:
             self.kill_cli(box)
+        if getattr(self, "meter", None) is not None:
+            self.meter.stop(5)
         try:
             self.kazoo.stop()
             self.kazoo.close()
@@ -932,7 +938,7 @@ def main(argv=None):
             print("torture: %s: %d, allowed by --allow (a known failure)" % (k, rep.counts[k]))
     c = rep.counts
     print("torture: row for docs/reliability.md's results (load: 1-minute average at the "
-          "start and the end):\n| `%s` | %.1f / %.1f | %d: %s | %d | %d | %d | %d | %d | %d "
+          "start and the end):\n| `%s` | %.1f / %.1f | %d: %s | %d | %d | %d | %d | %d | %s "
           "| %d | %d | %d |" % (
               " ".join(["scripts/torture"] + list(argv if argv is not None else sys.argv[1:])),
               load0, os.getloadavg()[0], len(t.faults),
@@ -940,7 +946,9 @@ def main(argv=None):
                   f["kind"] for f in t.faults).items())) or "none",
               c["overlaps"] + c["time_overlaps"] + c["fence_regressions"], c["ticks_twice"],
               c["ticks_lost"], c["false_reasons"], c["needless_kills"],
-              c["record_disagreements"], c["orphan_lock_nodes"], c["leftovers"],
+              "%d%s" % (c["record_disagreements"], " (+%d in host stalls)" % c["stalled_records"]
+                        if c["stalled_records"] else ""),
+              c["orphan_lock_nodes"], c["leftovers"],
               c["worker_crashes"] + c["sanitizer_reports"]))
     print("torture: seed %d, %.0f s, %s" % (seed, time.monotonic() - t0,
                                               "FAILED: " + ", ".join(bad) if bad else "clean"))
