@@ -688,6 +688,10 @@ class Torture:
     def read_zk(self):
         from kazoo.exceptions import NoNodeError
         c, root = self.kazoo, "/leasekeeper"
+        try:
+            c.sync(root)  # reads are served by one server: let it catch up with the leader
+        except Exception as e:
+            self.nemesis_errors.append("sync before the final reads: %s" % e)
         runs = {}
         for job in list(self.spec) + ["extra"]:
             runs[job] = []
