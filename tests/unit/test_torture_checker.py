@@ -192,13 +192,26 @@ class CheckerTest(unittest.TestCase):
         # finding 18: no worker said anything, but the servers' transaction logs hold the
         # record of tick 20; the final state does not
         h = self.without_tick_20()
+        record = {"tick": BASE + 20, "outcome": "missed", "node": "w2"}
         logged = {"name": "run-0000000007", "zxid": 0x830000000c, "tick": BASE + 20,
-                  "outcome": "missed", "servers": ["zk1", "zk2", "zk3"], "deleted": False}
+                  "ms": (BASE + 21) * 1000, "outcome": "missed", "record": record,
+                  "servers": ["zk1", "zk2", "zk3"], "deleted": False, "shadowed": True}
         h.update(servers=3, runs_logged={"every": [logged]})
         counts, rep = self.counts(h)
         self.assertEqual(counts, {"zk_lost_records": 1}, rep.describe())
         self.assertIn("run-0000000007", rep.describe())
         self.assertEqual(rep.failed(), [])
+        logged["shadowed"] = False  # gone without a second create of its name: not this
+        self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
+        logged["shadowed"] = True
+        # what the lost record said is judged: paused when no pause was on, or missed
+        # before the tick's time
+        record["outcome"] = "paused"
+        self.assertEqual(self.counts(h)[0], {"zk_lost_records": 1, "false_reasons": 1})
+        record["outcome"] = "missed"
+        logged["ms"] = (BASE + 10) * 1000
+        self.assertEqual(self.counts(h)[0], {"zk_lost_records": 1, "false_reasons": 1})
+        logged["ms"] = (BASE + 21) * 1000
         logged["servers"] = ["zk1", "zk1"]  # one server's proposal, never committed: lost
         self.assertEqual(self.counts(h)[0], {"ticks_lost": 1})
         logged["servers"] = ["zk1", "zk3"]
@@ -420,6 +433,11 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(self.counts(h)[0], {"stalled_records": 1})
         h["stalls"] = [[BASE + 59.0, BASE + 60.9]]  # before the job ended: explains nothing
         self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
+        # a record end 400 ms before the job's own end line: the job outlived its record,
+        # which no stall explains
+        rec["end"] = iso(60.6)
+        h["stalls"] = [[BASE + 60.6, BASE + 61.0]]
+        self.assertEqual(self.counts(h)[0], {"record_disagreements": 1})
 
     def test_record_start_is_the_jobs_birth_when_known(self):
         # The job's first line 300 ms after its exec (a loaded machine's start-up): a
@@ -522,6 +540,12 @@ def _s(b):
     return struct.pack(">i", len(b)) + b
 
 
+def _multi(zxid, ops):
+    import struct
+    return _txn(zxid, 14, struct.pack(">i", len(ops)) + b"".join(
+        struct.pack(">i", t) + _s(b) for t, b in ops))
+
+
 def _log(txns, tail=b""):
     """A transaction log file as ZooKeeper 3.8 writes it: header, records, then zeros."""
     import struct
@@ -552,18 +576,25 @@ class ZkLogTest(unittest.TestCase):
         import struct
         runs = "/leasekeeper/jobs/every/runs/"
         rec = json.dumps({"tick": 1800000020, "outcome": "missed"}).encode()
+        rec30 = rec.replace(b"20", b"30")
         acl = struct.pack(">i", 0)
         create = _txn(0x500000001, 1, _s((runs + "run-01").encode()) + _s(rec) + acl)
-        multi_ops = [(1, _s(b"/leasekeeper/jobs/every/claim") + _s(b"x") + acl),
-                     (15, _s((runs + "run-02").encode()) + _s(rec.replace(b"20", b"30")) + acl)]
-        multi = _txn(0x500000002, 14, struct.pack(">i", 2) + b"".join(
-            struct.pack(">i", t) + _s(b) for t, b in multi_ops))
+        multi = _multi(0x500000002, [
+            (1, _s(b"/leasekeeper/jobs/every/claim") + _s(b"x") + acl),
+            (15, _s((runs + "run-02").encode()) + _s(rec30) + acl)])
         setd = _txn(0x500000003, 5, _s((runs + "run-02").encode()) + _s(b"{}") +
                     struct.pack(">i", 0))
         other = _txn(0x500000004, 1, _s(b"/elsewhere/runs/run-9") + _s(rec) + acl)
-        bad = _txn(0x500000005, 1, _s((runs + "run-03").encode()) + _s(rec) + acl)
+        # a multi that failed at its second operation: its first is logged as it was, and
+        # nothing of it happened
+        failed = _multi(0x500000005, [(1, _s((runs + "run-04").encode()) + _s(rec) + acl),
+                                      (-1, struct.pack(">i", -110))])
+        gone = _txn(0x500000006, 20, _s(b"/leasekeeper/jobs/every/runs/run-05"))
+        closed = _txn(0x500000007, -11, struct.pack(">i", 1) + _s(b"/leasekeeper/w/x"))
+        bad = _txn(0x500000008, 1, _s((runs + "run-03").encode()) + _s(rec) + acl)
         torn = struct.pack(">qi", 12345, len(bad)) + bad + b"B"  # a wrong checksum
-        z1 = self.write("zk1", "log.500000001", _log([create, multi, setd, other], torn))
+        z1 = self.write("zk1", "log.500000001",
+                        _log([create, multi, setd, other, failed, gone, closed], torn))
         z2 = self.write("zk2", "log.500000001", _log([create]))
         z3 = self.write("zk3", "log.500000002", b"not a log")
         got = [(z, [(op, p) for op, p, _ in ops]) for z, _ms, ops in zklog.read_log(
@@ -573,13 +604,41 @@ class ZkLogTest(unittest.TestCase):
             (0x500000002, [("create", "/leasekeeper/jobs/every/claim"),
                            ("create", runs + "run-02")]),
             (0x500000003, [("set", runs + "run-02")]),
-            (0x500000004, [("create", "/elsewhere/runs/run-9")])])
+            (0x500000004, [("create", "/elsewhere/runs/run-9")]),
+            (0x500000005, []),
+            (0x500000006, [("delete", runs + "run-05")]),
+            (0x500000007, [("delete", "/leasekeeper/w/x")])])
         logged = zklog.runs_logged({"zk1": z1, "zk2": z2, "zk3": z3})
         self.assertEqual(logged, {"every": [
-            {"name": "run-01", "zxid": 0x500000001, "tick": 1800000020, "outcome": "missed",
-             "servers": ["zk1", "zk2"], "deleted": False},
-            {"name": "run-02", "zxid": 0x500000002, "tick": 1800000030, "outcome": "missed",
-             "servers": ["zk1"], "deleted": True}]})
+            {"name": "run-01", "zxid": 0x500000001, "ms": 1000, "tick": 1800000020,
+             "outcome": "missed", "record": json.loads(rec), "servers": ["zk1", "zk2"],
+             "deleted": False, "shadowed": False},
+            {"name": "run-02", "zxid": 0x500000002, "ms": 1000, "tick": 1800000030,
+             "outcome": "missed", "record": json.loads(rec30), "servers": ["zk1"],
+             "deleted": True, "shadowed": False}]})
+
+    def test_a_name_created_twice_is_shadowed(self):
+        import json
+        import struct
+        runs = "/leasekeeper/jobs/every/runs/"
+        acl = struct.pack(">i", 0)
+
+        def create(zxid, tick):
+            rec = json.dumps({"tick": tick, "outcome": "ok"}).encode()
+            return _txn(zxid, 1, _s((runs + "run-07").encode()) + _s(rec) + acl)
+        # epoch 0x81's record of tick 10, and epoch 0x83's of tick 20 under the same name
+        old, new = create(0x8100000198, 1800000010), create(0x830000000c, 1800000020)
+        z1 = self.write("zk1", "log.8100000001", _log([old, new]))
+        z2 = self.write("zk2", "log.8300000001", _log([new]))
+        got = zklog.runs_logged({"zk1": z1, "zk2": z2})["every"]
+        self.assertEqual([(r["tick"], r["servers"], r["shadowed"]) for r in got],
+                         [(1800000010, ["zk1"], True), (1800000020, ["zk1", "zk2"], True)])
+        # a delete between the two: a name used again, as a consistent ZooKeeper may
+        delete = _txn(0x8200000001, 2, _s((runs + "run-07").encode()) + struct.pack(">i", -1))
+        z1 = self.write("zk1", "log.8100000001", _log([old, delete, new]))
+        got = zklog.runs_logged({"zk1": z1, "zk2": z2})["every"]
+        self.assertEqual([(r["tick"], r["deleted"], r["shadowed"]) for r in got],
+                         [(1800000010, True, False), (1800000020, False, False)])
 
     def test_a_record_longer_than_its_file_ends_the_reading(self):
         import struct

@@ -223,8 +223,12 @@ def _check_ticks(h, rep):
                           "truncation" % said
                 elif logged:
                     why = "; ZooKeeper committed its record %s (%s, zxid 0x%x, in the logs " \
-                          "of %s) and lost it" % (logged["name"], logged["outcome"],
-                                                  logged["zxid"], ", ".join(logged["servers"]))
+                          "of %s) and lost it under another create of that name" % (
+                              logged["name"], logged["outcome"], logged["zxid"],
+                              ", ".join(logged["servers"]))
+                    # what the record said is judged as if ZooKeeper had kept it
+                    rec = dict(logged.get("record") or {}, _ctime_ms=logged.get("ms", 0))
+                    _judge_reason(h, rep, name, tick, rec, None)
                 rep.add("zk_lost_records" if why else "ticks_lost",
                         "job %s tick %s (%s): not started, no record%s"
                         % (name, tick, time.strftime("%H:%M:%S", time.gmtime(tick)), why))
@@ -283,14 +287,16 @@ def _said_lost(h, name, tick):
 
 
 def _logged_lost(h, name, tick):
-    """The record of tick that ZooKeeper committed (a majority of the servers logged its
-    create) and never deleted, if any: the final state lacks it, so ZooKeeper lost it (finding
-    18: a server that replayed an older epoch's creates under the same sequential names).
-    None if no server logged it, or fewer than a majority (a proposal that was not committed:
-    its writer was not told it landed, and the tick stays counted lost)."""
+    """The record of tick that ZooKeeper committed and then lost, if the servers' logs show
+    it: a majority of the servers logged its create, no delete or data set of it came after,
+    and another create of the same name was logged with no delete between the two (finding
+    18: a server that replayed an older epoch's creates under the same sequential names; a
+    consistent ZooKeeper never logs a second create of an existing node). Anything else that
+    keeps a record out of the final state stays a lost tick, to be traced by hand."""
     need = h.get("servers", 3) // 2 + 1
     for r in h.get("runs_logged", {}).get(name, []):
-        if r["tick"] == tick and len(set(r["servers"])) >= need and not r["deleted"]:
+        if r["tick"] == tick and len(set(r["servers"])) >= need and not r["deleted"] and \
+                r.get("shadowed"):
             return r
     return None
 
@@ -496,16 +502,18 @@ def _daemon_end(h, s, e):
     return lo, hi
 
 
-def _disagreement(h, a_ns, b_ns, d_ms):
-    """The item of a record time d_ms off the job's own: stalled_records if the host's stall
-    meter was not scheduled for all but TOLERANCE of the time between the two stamps (a_ns,
-    b_ns: the job's and the record's, either order), so that no process at the workers'
-    priority could have stamped sooner; else record_disagreements."""
+def _disagreement(h, a_ns, b_ns, d_ms, text):
+    """(item, text) of a record time d_ms off the job's own: stalled_records if the host's
+    stall meter was not scheduled for all but TOLERANCE of the time between the two stamps
+    (a_ns, b_ns: the job's and the record's, either order), so that no process at the
+    workers' priority could have stamped sooner; else record_disagreements. The caller
+    passes only gaps a stall can make: a stamp taken late."""
     lo, hi = min(a_ns, b_ns) / 1e9, max(a_ns, b_ns) / 1e9
     stalled = sum(max(0.0, min(hi, t) - max(lo, f)) for f, t in h.get("stalls", []))
     if abs(d_ms) - stalled * 1000 <= TOLERANCE_NS / 1e6:
-        return "stalled_records"
-    return "record_disagreements"
+        return "stalled_records", "%s (the host stalled %.0f ms of it)" % (text,
+                                                                           stalled * 1000)
+    return "record_disagreements", text
 
 
 def _check_records(h, rep):
@@ -541,11 +549,13 @@ def _check_records(h, rep):
             else:
                 d = late = (start_ns - s["wall"]) / 1e6
             if abs(late) > TOLERANCE_NS / 1e6:
+                # Either stamp can be late: the supervisor's (after the fork) or the
+                # kernel's birth (the supervisor stamps, then forks)
                 born = int(s["born"]) if s.get("born") else s["wall"]
-                rep.add(_disagreement(h, born, start_ns, late),
-                        "job %s on %s fence %s: record start %s, job "
-                        "start %.3f: %+.0f ms" % (name, r.get("node"), r.get("fence"),
-                                                  r.get("start"), s["wall"] / 1e9, d))
+                rep.add(*_disagreement(h, born, start_ns, late,
+                                       "job %s on %s fence %s: record start %s, job start "
+                                       "%.3f: %+.0f ms" % (name, r.get("node"), r.get("fence"),
+                                                           r.get("start"), s["wall"] / 1e9, d)))
                 continue
             end = _iso_s(r.get("end"))
             if end is None or e is None:
@@ -559,12 +569,16 @@ def _check_records(h, rep):
             d = min(0, rec_end - job_lo) + max(0, rec_end - job_hi)
             d /= 1e6
             if abs(d) > TOLERANCE_NS / 1e6:
-                rep.add(_disagreement(h, job_hi if d > 0 else job_lo, rec_end, d),
-                        "job %s on %s fence %s: record end %s, job "
-                        "end %.3f to %.3f (%s%s): %+.0f ms"
-                        % (name, r.get("node"), r.get("fence"), r.get("end"), job_lo / 1e9,
-                           job_hi / 1e9, e["kind"], ", a daemon's" if hi > e["wall"] else "",
-                           d))
+                text = "job %s on %s fence %s: record end %s, job end %.3f to %.3f (%s%s): " \
+                       "%+.0f ms" % (name, r.get("node"), r.get("fence"), r.get("end"),
+                                     job_lo / 1e9, job_hi / 1e9, e["kind"],
+                                     ", a daemon's" if hi > e["wall"] else "", d)
+                # A record end after the job's: the supervisor's stamp, late. Before it: the
+                # job (or its daemon) outlived what the record says, which no stall makes,
+                # unless the bound is the death watcher's own stamp, late in a stall.
+                stampable = d > 0 or (e["kind"] == "death" and e["wall"] >= lo)
+                rep.add(*(_disagreement(h, job_hi if d > 0 else job_lo, rec_end, d, text)
+                          if stampable else ("record_disagreements", text)))
     rep.info["records_matched"] = matched
 
 

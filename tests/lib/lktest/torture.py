@@ -228,9 +228,9 @@ class Torture:
                      "(behind), so kills, overlaps and record times on %s are not "
                      "leasekeeper's (docs/reliability.md)" % (w, w))
 
-    def client(self, creds, timeout=30):
+    def client(self, creds, timeout=30, hosts=None):
         from kazoo.client import KazooClient
-        c = KazooClient(hosts=self.ens.connect_string, timeout=10,
+        c = KazooClient(hosts=hosts or self.ens.connect_string, timeout=10,
                         auth_data=[("digest", creds)] if creds else None)
         try:
             c.start(timeout=timeout)
@@ -685,6 +685,27 @@ class Torture:
                         cgroups.append("%s/%s" % (folder, sub))
         return procs, cgroups
 
+    def read_runs(self, c):
+        """{job: {node name: (data, creation time ms)}} of every run record c reads."""
+        from kazoo.exceptions import NoNodeError
+        root, out = "/leasekeeper", {}
+        for job in list(self.spec) + ["extra"]:
+            out[job] = {}
+            try:
+                kids = sorted(c.get_children("%s/jobs/%s/runs" % (root, job)))
+            except NoNodeError:
+                continue
+            for i in range(0, len(kids), 200):  # pipelined, 200 at a time
+                asks = [(k, c.get_async("%s/jobs/%s/runs/%s" % (root, job, k)))
+                        for k in kids[i:i + 200]]
+                for k, a in asks:
+                    try:
+                        data, stat = a.get(timeout=30)
+                    except NoNodeError:
+                        continue
+                    out[job][k] = (data, stat.ctime)
+        return out
+
     def read_zk(self):
         from kazoo.exceptions import NoNodeError
         c, root = self.kazoo, "/leasekeeper"
@@ -692,21 +713,38 @@ class Torture:
             c.sync(root)  # reads are served by one server: let it catch up with the leader
         except Exception as e:
             self.nemesis_errors.append("sync before the final reads: %s" % e)
-        runs = {}
+        # Every server's copy: replicas that ZooKeeper let diverge (finding 18) hold different
+        # records under one name, and a record any server holds was written.
+        copies = [("any", self.read_runs(c))]
+        for s in self.ens.servers:
+            try:
+                one = self.client(CREDS, hosts=s.connect_string)
+            except Exception as e:
+                self.nemesis_errors.append("reading %s's copy: %s" % (s.name, e))
+                continue
+            try:
+                copies.append((s.name, self.read_runs(one)))
+            finally:
+                one.stop()
+                one.close()
+        runs, self.diverged = {}, []
         for job in list(self.spec) + ["extra"]:
             runs[job] = []
-            try:
-                kids = c.get_children("%s/jobs/%s/runs" % (root, job))
-            except NoNodeError:
-                continue
-            for k in sorted(kids):
-                try:
-                    data, stat = c.get("%s/jobs/%s/runs/%s" % (root, job, k))
-                    r = json.loads(data.decode("utf-8", "replace"))
-                    r["_ctime_ms"] = stat.ctime
-                    runs[job].append(r)
-                except (NoNodeError, ValueError):
-                    continue
+            seen = {}
+            for server, copy in copies:
+                for k, (data, ctime) in sorted(copy.get(job, {}).items()):
+                    if data in seen.setdefault(k, []):
+                        continue
+                    if seen[k]:
+                        self.diverged.append("%s/%s on %s" % (job, k, server))
+                    seen[k].append(data)
+                    try:
+                        r = json.loads(data.decode("utf-8", "replace"))
+                    except ValueError:
+                        continue
+                    if isinstance(r, dict):
+                        r["_ctime_ms"] = ctime
+                        runs[job].append(r)
         locks = []
         for kind in ("mutex", "semaphore"):
             try:
@@ -796,6 +834,8 @@ class Torture:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         rep.info["faults"] = " ".join("%s=%d" % kv for kv in sorted(kinds.items())) or "none"
         rep.info["nemesis_errors"] = "; ".join(self.nemesis_errors) or "none"
+        rep.info["replicas_diverged"] = "%d run records differ between servers%s" % (
+            len(self.diverged), (": " + "; ".join(self.diverged[:10])) if self.diverged else "")
         lost = self.canary.lost(self.kazoo)
         rep.info["zk_lost_writes"] = "%d of %d acknowledged canary writes%s" % (
             len(lost), len(self.canary.acked), (": " + "; ".join(lost[:10])) if lost else "")
@@ -846,17 +886,17 @@ class Torture:
 
 def load_history(workdir):
     """The history a run saved (<workdir>/checked.json) as check() built it, for --recheck:
-    JSON made the heartbeats' pid keys strings. A run saved before the checker read the
-    servers' transaction logs gets its runs_logged from the data dirs the work dir kept."""
+    JSON made the heartbeats' pid keys strings. The servers' transaction logs are read again
+    (with this reader) from the data dirs the work dir kept, if it kept them."""
     with open(os.path.join(workdir, "checked.json")) as f:
         h = json.load(f)
     h["heartbeats"] = {int(k): v for k, v in h.get("heartbeats", {}).items()}
-    if "runs_logged" not in h:
-        ens = os.path.join(workdir, "ensemble")
-        dirs = {n: os.path.join(ens, n, "data") for n in sorted(os.listdir(ens))
-                if re.match(r"^zk\d+$", n)} if os.path.isdir(ens) else {}
+    ens = os.path.join(workdir, "ensemble")
+    dirs = {n: os.path.join(ens, n, "data") for n in sorted(os.listdir(ens))
+            if re.match(r"^zk\d+$", n)} if os.path.isdir(ens) else {}
+    if dirs:
         h["runs_logged"] = zklog.runs_logged(dirs)
-        h["servers"] = len(dirs) or 3
+        h["servers"] = len(dirs)
     return h
 
 
