@@ -146,9 +146,13 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 	job = json_object_get(o, "job");
 	node = json_object_get(o, "node");
 	rec = json_object_get(o, "record");
-	if (!json_is_string(node) || strcmp(json_string_value(node), rj->node) != 0) {
+	if (json_is_string(node) && strcmp(json_string_value(node), rj->node) != 0) {
 		json_decref(o);
 		return 1; /* another worker's, sharing the state directory: left to it */
+	}
+	if (!json_is_string(node)) {
+		json_decref(o);
+		return -1; /* nobody's: not an entry */
 	}
 	if (json_is_string(job) && json_string_length(job) > 0 &&
 	    (rec == NULL || json_is_object(rec)) &&

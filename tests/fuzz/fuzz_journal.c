@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "runjournal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,6 +56,46 @@ fuzz_journal_name(const char *name)
 	    strcmp(name, "..") == 0)
 		return NULL;
 	return name;
+}
+
+/* Whether name is one a worker's journal could hold (an oracle of our own). */
+static int
+fuzz_journal_plausible(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(name, "+claim.", 7) == 0)
+		name += 7, n -= 7;
+	return n > 0 && n <= 200 && name[0] != '.' &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+	           n;
+}
+
+/*
+ * What the load left on disk: a returned entry stays (until settled); another node's
+ * entry under a name a journal could hold is never removed; an entry of ours that was not
+ * returned is removed, not left to be read again and again.
+ */
+static void
+fuzz_journal_disk(const char *fname, const char *path, const uint8_t *body, size_t blen,
+                  int returned)
+{
+	int exists = access(path, F_OK) == 0;
+	json_t *o = blen > 0 && blen <= RUNJOURNAL_MAX_SIZE
+	                ? json_loadb((const char *)body, blen, 0, NULL)
+	                : NULL;
+	const json_t *node = json_object_get(o, "node");
+	int ours = json_is_string(node) && strcmp(json_string_value(node), "w1") == 0;
+	int others = json_is_string(node) && !ours;
+
+	if (returned && !exists)
+		abort();
+	if (others && fuzz_journal_plausible(fname) && !exists)
+		abort(); /* another worker's entry removed */
+	if (fname[0] != '.' && exists && !returned && !others)
+		abort(); /* ours, or nobody's, left to be read again at each start */
+	if (o != NULL)
+		json_decref(o);
 }
 
 int
@@ -96,6 +138,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (l->record != NULL && !json_is_object(l->record))
 			abort();
 	}
+	fuzz_journal_disk(fname, path, body, blen, runjournal_left(rj, 0) != NULL);
 	runjournal_free(rj);
 	if (unlink(path) != 0 && errno != ENOENT)
 		abort();
