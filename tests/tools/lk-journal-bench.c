@@ -55,6 +55,23 @@ bench_journal(struct runjournal *rj, const json_t *rec, long i)
 	return bench_now() - t0;
 }
 
+/* Whether the journal writes what it is asked to, and removes it (untimed). */
+static int
+bench_probe(struct runjournal *rj, const char *dir, const json_t *rec)
+{
+	char path[4096];
+	int made, kept, gone;
+
+	snprintf(path, sizeof path, "%s/%s/w1-probe-1", dir, RUNJOURNAL_DIR);
+	runjournal_begin(rj, "every", "w1-probe-1", -1, 1);
+	made = access(path, F_OK) == 0;
+	runjournal_record(rj, "every", "w1-probe-1", rec);
+	kept = access(path, F_OK) == 0;
+	runjournal_end(rj, "w1-probe-1");
+	gone = access(path, F_OK) != 0;
+	return made && kept && gone;
+}
+
 static uint64_t
 bench_spawn(void)
 {
@@ -95,6 +112,13 @@ main(int argc, char **argv)
 	                "tick", (json_int_t)1795760010);
 	if (rec == NULL)
 		return 1;
+	if (!bench_probe(rj, argv[1], rec)) {
+		fprintf(stderr,
+		        "lk-journal-bench: the journal in %s/%s does not work: nothing to "
+		        "measure\n",
+		        argv[1], RUNJOURNAL_DIR);
+		return 1;
+	}
 	for (i = 0; i < n; i++) {
 		uint64_t j = bench_journal(rj, rec, i);
 		uint64_t s = bench_spawn();
