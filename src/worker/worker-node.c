@@ -262,17 +262,63 @@ worker_node_acl_cb(enum aclcheck_result result, void *arg)
 		worker_node_registered(w);
 }
 
-/* The job of w named name (not one stopping for good), or NULL. */
-static struct job *
-worker_job_named(struct worker *w, const char *name)
+/* A job of w by name, for lookups of many names at once (worker_jobs_by_name). */
+struct worker_named {
+	const char *name;
+	struct job *job;
+	size_t order; /* its place in w->jobs: the first of equal names wins, as in the list */
+};
+
+static int
+worker_named_cmp(const void *a, const void *b)
 {
+	const struct worker_named *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c != 0 ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+/* The jobs of w not stopping for good, sorted by name (*n of them; free the array). */
+static struct worker_named *
+worker_jobs_by_name(struct worker *w, size_t *n)
+{
+	struct worker_named *v;
 	struct worker_job *wj;
+	size_t k = 0;
 
 	TAILQ_FOREACH(wj, &w->jobs, entry) {
-		if (!wj->done && strcmp(job_name(wj->job), name) == 0)
-			return wj->job;
+		k += !wj->done;
 	}
-	return NULL;
+	v = xcalloc(k > 0 ? k : 1, sizeof *v);
+	k = 0;
+	TAILQ_FOREACH(wj, &w->jobs, entry) {
+		if (!wj->done) {
+			v[k].name = job_name(wj->job);
+			v[k].job = wj->job;
+			v[k].order = k;
+			k++;
+		}
+	}
+	qsort(v, k, sizeof *v, worker_named_cmp);
+	*n = k;
+	return v;
+}
+
+/* The job named name in v (worker_jobs_by_name), or NULL: O(log n). */
+static struct job *
+worker_job_named(const struct worker_named *v, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first of that name */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && strcmp(v[lo].name, name) == 0 ? v[lo].job : NULL;
 }
 
 /*
@@ -284,14 +330,17 @@ static void
 worker_settle_runs(struct worker *w)
 {
 	struct runjournal_left *l;
+	struct worker_named *named;
 	struct job *job;
+	size_t n;
 	int i;
 
 	runjournal_load(w->journal);
+	named = worker_jobs_by_name(w, &n);
 	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
 		if (l->run_id == NULL || l->settling || l->claim)
 			continue;
-		if ((job = worker_job_named(w, l->job)) != NULL) {
+		if ((job = worker_job_named(named, n, l->job)) != NULL) {
 			job_settle_run(job, l);
 			continue;
 		}
@@ -300,6 +349,18 @@ worker_settle_runs(struct worker *w)
 		          l->job, l->run_id);
 		runjournal_settled(w->journal, l);
 	}
+	free(named);
+}
+
+/* Order of run entries by job, then tick (worker_disown_claims). */
+static int
+worker_left_cmp(const void *a, const void *b)
+{
+	const struct runjournal_left *x = *(const struct runjournal_left *const *)a;
+	const struct runjournal_left *y = *(const struct runjournal_left *const *)b;
+	int c = strcmp(x->job, y->job);
+
+	return c != 0 ? c : (x->tick > y->tick) - (x->tick < y->tick);
 }
 
 /*
@@ -312,24 +373,41 @@ worker_settle_runs(struct worker *w)
 static void
 worker_disown_claims(struct worker *w)
 {
-	struct runjournal_left *l, *r;
+	struct runjournal_left *l, **runs, key;
+	struct worker_named *named;
 	struct job *job;
-	int i, k;
+	size_t n, nruns = 0;
+	int i;
 
+	memset(&key, 0, sizeof key);
 	runjournal_load(w->journal);
 	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
+		nruns += l->run_id != NULL && !l->claim;
+	}
+	runs = xcalloc(nruns > 0 ? nruns : 1, sizeof *runs);
+	nruns = 0;
+	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
+		if (l->run_id != NULL && !l->claim)
+			runs[nruns++] = l;
+	}
+	qsort(runs, nruns, sizeof *runs, worker_left_cmp);
+	named = worker_jobs_by_name(w, &n);
+	for (i = 0; (l = runjournal_left(w->journal, i)) != NULL; i++) {
+		const struct runjournal_left *kp = &key;
+
 		if (l->run_id == NULL || !l->claim || l->settling)
 			continue;
-		for (k = 0; (r = runjournal_left(w->journal, k)) != NULL; k++) {
-			if (r->run_id != NULL && !r->claim && r->tick == l->tick &&
-			    strcmp(r->job, l->job) == 0)
-				break; /* it started: the run's record says what became of the tick */
-		}
-		if (r == NULL && l->tick >= 0 && (job = worker_job_named(w, l->job)) != NULL)
+		key.job = l->job;
+		key.tick = l->tick;
+		/* a run of that tick started: its record says what became of the tick */
+		if (bsearch(&kp, runs, nruns, sizeof *runs, worker_left_cmp) == NULL &&
+		    l->tick >= 0 && (job = worker_job_named(named, n, l->job)) != NULL)
 			job_disown_claim(job, l); /* settles l when done */
 		else
 			runjournal_settled(w->journal, l);
 	}
+	free(named);
+	free(runs);
 }
 
 /* Registered: check the ACLs once, then tell systemd once and let the jobs contend. */
