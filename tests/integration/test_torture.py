@@ -7,9 +7,8 @@ target built with the rest, the faults chosen by LEASEKEEPER_SABOTAGE at run tim
 reported by the checker: the checker can fail.
 
 The short run: 3 servers, 3 workers, every fault class, 2 minutes of faults, seed 1400 (its
-two minutes draw every one of the 17 classes; docs/reliability.md); no
-skewed clock (libfaketime also moves the supervisor's CLOCK_BOOTTIME timers: see
-docs/reliability.md). Three workers rather than five, and two minutes rather than
+two minutes draw every one of the 17 classes; docs/reliability.md); w3's clock 31 s ahead
+(the seed's skew, libfaketime). Three workers rather than five, and two minutes rather than
 three, to keep the suite within its budget (docs/testing.md); the sabotage runs are shorter
 still (15 to 40 s, from when each was first caught), with only the faults that expose them.
 """
