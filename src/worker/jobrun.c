@@ -99,13 +99,19 @@ job_start_run(struct job *job)
 	struct proto_spec spec = {NULL, 0};
 	struct runspec rs;
 	char **env;
+	json_t *chained = json_object();
 
 	job->run = job->cb->next_run(job->cb_arg);
 	job_run_name(job, cfg->node_id);
 	job->run_fence = lease_fence(job->lease);
-	/* Journaled first: if main dies now, its next process records the run (runjournal.c). */
+	/*
+	 * Journaled first: if main dies now, its next process records the run (runjournal.c),
+	 * a chained run with the parent runs it answers, as its own record would.
+	 */
+	job_chain_record(job, chained, job->fsm.tick, job->fsm.kind);
 	runjournal_begin(job->cb->journal(job->cb_arg), job->name, job->run_id, job->fsm.tick,
-	                 job->run_fence);
+	                 job->run_fence, json_object_get(chained, "after"));
+	json_decref(chained);
 	if (svlink_containment(job_supervisor(job)) < 0) {
 		/*
 		 * A new supervisor that has not said hello yet is still emptying what the dead

@@ -55,6 +55,8 @@ job_settle_record(const struct job *job, const struct runjournal_left *l)
 	              "worker's next process");
 	if (l->fence >= 0)
 		json_object_set_new(o, "fence", json_integer(l->fence));
+	if (l->after != NULL) /* a chained run: the parent runs it answered */
+		json_object_set(o, "after", l->after);
 	if (l->tick >= 0) {
 		json_object_set_new(o, "tick", json_integer(l->tick));
 		clock_iso8601((uint64_t)l->tick * 1000, tick, sizeof tick);

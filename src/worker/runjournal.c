@@ -123,7 +123,7 @@ runjournal_int(const json_t *o, const char *key, int64_t dflt)
 static int
 runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left *l)
 {
-	json_t *o, *job, *node, *rec;
+	json_t *o, *job, *node, *rec, *after;
 	struct stat st;
 	char *buf;
 	ssize_t n;
@@ -146,6 +146,7 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 	job = json_object_get(o, "job");
 	node = json_object_get(o, "node");
 	rec = json_object_get(o, "record");
+	after = json_object_get(o, "after");
 	if (json_is_string(node) && strcmp(json_string_value(node), rj->node) != 0) {
 		json_decref(o);
 		return 1; /* another worker's, sharing the state directory: left to it */
@@ -167,6 +168,8 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 		l->fence = runjournal_int(o, "fence", -1);
 		l->asked_ms = (uint64_t)runjournal_int(o, "asked_ms", 0);
 		l->record = rec != NULL ? json_incref(rec) : NULL;
+		/* a chained run's parents, written into its record as they are (bounded above) */
+		l->after = json_is_array(after) ? json_incref(after) : NULL;
 		rc = 0;
 	}
 	json_decref(o);
@@ -257,6 +260,8 @@ runjournal_free(struct runjournal *rj)
 		free(rj->left[i].job);
 		if (rj->left[i].record != NULL)
 			json_decref(rj->left[i].record);
+		if (rj->left[i].after != NULL)
+			json_decref(rj->left[i].after);
 	}
 	free(rj->left);
 	if (rj->dirfd >= 0)
@@ -314,10 +319,13 @@ runjournal_unclaim(struct runjournal *rj, const char *job)
 	runjournal_end(rj, name);
 }
 
-/* The run run_id of job (its tick, or -1; its fence) is about to be started. */
+/*
+ * The run run_id of job (its tick, or -1; its fence; after: a chained run's parent runs, as
+ * its record says them, or NULL) is about to be started.
+ */
 void
 runjournal_begin(struct runjournal *rj, const char *job, const char *run_id, int64_t tick,
-                 int64_t fence)
+                 int64_t fence, const json_t *after)
 {
 	json_t *o;
 
@@ -327,6 +335,8 @@ runjournal_begin(struct runjournal *rj, const char *job, const char *run_id, int
 	              "fence", (json_int_t)fence, "asked_ms", (json_int_t)clock_wall_ms());
 	if (tick >= 0)
 		json_object_set_new(o, "tick", json_integer(tick));
+	if (after != NULL)
+		json_object_set_new(o, "after", json_deep_copy(after));
 	runjournal_write(rj, run_id, o);
 	json_decref(o);
 	runjournal_unclaim(rj, job); /* the run's entry answers for the tick now */
@@ -374,6 +384,8 @@ runjournal_settled(struct runjournal *rj, struct runjournal_left *l)
 	free(l->job);
 	if (l->record != NULL)
 		json_decref(l->record);
+	if (l->after != NULL)
+		json_decref(l->after);
 	memset(l, 0, sizeof *l);
 	l->rj = rj;
 }

@@ -23,6 +23,7 @@ struct runjournal_left {
 	int64_t fence;     /* -1: not known */
 	uint64_t asked_ms; /* when that process asked its supervisor to start the run */
 	json_t *record;    /* the record it sent, or NULL: it died before the run's end */
+	json_t *after;     /* a chained run's parent runs (its record's "after"), or NULL */
 	int settling;      /* handed to the job's records; its answer not come yet */
 	int claim;         /* a claim's entry (its tick), not a run's */
 };
@@ -33,7 +34,7 @@ void runjournal_load(struct runjournal *);
 void runjournal_claim(struct runjournal *, const char *job, int64_t tick);
 void runjournal_unclaim(struct runjournal *, const char *job);
 void runjournal_begin(struct runjournal *, const char *job, const char *run_id, int64_t tick,
-                      int64_t fence);
+                      int64_t fence, const json_t *after);
 void runjournal_record(struct runjournal *, const char *job, const char *run_id,
                        const json_t *record);
 void runjournal_end(struct runjournal *, const char *run_id);

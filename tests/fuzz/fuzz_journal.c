@@ -137,6 +137,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (l->record != NULL && !json_is_object(l->record))
 			abort();
+		if (l->after != NULL && !json_is_array(l->after))
+			abort();
 	}
 	fuzz_journal_disk(fname, path, body, blen, runjournal_left(rj, 0) != NULL);
 	runjournal_free(rj);

@@ -552,6 +552,45 @@ class ChainClaimLeaseLostTest(ChainCase):
         self.answered_once(beta, kz, mark)
 
 
+class ChainMainGoneTest(ChainCase):
+    def test_a_chained_run_whose_main_died_is_recorded_with_its_parent_run(self):
+        """Main is SIGKILLed while b runs after a run of a: its next process records the run
+        from the journal of open runs (killed, main_gone) with the parent run it answered
+        ("after", as the run's own record would have it: before, the record named none, and
+        `status` and the dashboard could not tie it to a's run), and b does not answer that
+        run of a a second time."""
+        started = self.path("b-started")
+        self.cluster({
+            "a": {"command": "true", "schedule": NEVER, "history": 100},
+            "b": {"command": 'echo "$LEASEKEEPER_PARENT_RUN" >> %s; sleep 30' % started,
+                  "after": "a", "start_deadline": "60s", "history": 100}}, names=("alpha",))
+        cfg, alpha = self.workers["alpha"]
+        kz = self.kazoo()
+        self.assertEqual(self.cli("run-now", "a").returncode, 0)
+        run = alpha.wait_log(r"job b: running, pid \d+ run=(\S+)", timeout=60).group(1)
+        self.wait_until(lambda: self.lines(started), timeout=30, msg="b did not start")
+        parent = self.lines(started)[0][0]
+        sv = int(alpha.wait_log(r"supervisor pid (\d+)", since=0).group(1))
+        os.kill(alpha.pid, signal.SIGKILL)
+        alpha.wait(timeout=10)
+        self.wait_until(lambda: not lktest.pid_alive(sv), timeout=30,
+                        msg="the supervisor outlived its main")
+        again = self.worker(cfg, name="alpha-2")
+        again.wait_log(r"run %s .*recording it as killed" % re.escape(run), timeout=60)
+        self.wait_until(lambda: [r for r in self.runs(kz, "b") if r.get("run_id") == run],
+                        timeout=60, msg="run %s not recorded" % run)
+        rec = [r for r in self.runs(kz, "b") if r.get("run_id") == run]
+        self.assertEqual(len(rec), 1, rec)
+        self.assertEqual((rec[0]["outcome"], rec[0].get("kill_reason")), ("killed", "main_gone"))
+        self.assertEqual([p["run_id"] for p in rec[0].get("after", [])], [parent], rec[0])
+        st = subprocess.run([lktest.leasekeeper_bin(), "status", "-c", cfg],
+                            capture_output=True, text=True, timeout=60)
+        self.assertIn("after=%s" % parent, st.stdout, st.stdout + st.stderr)
+        time.sleep(3)  # b must not run the answered run of a again
+        self.assertEqual(len(self.lines(started)), 1, self.lines(started))
+        self.assertEqual(again.stop(timeout=30), 0)
+
+
 class ChainCheckTest(lktest.TestCase):
     def test_check_refuses_cycles_and_unknown_parents(self):
         cfg = self.write_config(name="w", hosts="127.0.0.1:1", worker={"allow_root_jobs": True},

@@ -49,7 +49,7 @@ bench_journal(struct runjournal *rj, const json_t *rec, long i)
 
 	snprintf(run_id, sizeof run_id, "w1-1795760000-%ld", i + 1);
 	runjournal_claim(rj, "every", 1795760000 + i);
-	runjournal_begin(rj, "every", run_id, 1795760000 + i, 4294967296 + i);
+	runjournal_begin(rj, "every", run_id, 1795760000 + i, 4294967296 + i, NULL);
 	runjournal_record(rj, "every", run_id, rec);
 	runjournal_end(rj, run_id);
 	return bench_now() - t0;
@@ -63,7 +63,7 @@ bench_probe(struct runjournal *rj, const char *dir, const json_t *rec)
 	int made, kept, gone;
 
 	snprintf(path, sizeof path, "%s/%s/w1-probe-1", dir, RUNJOURNAL_DIR);
-	runjournal_begin(rj, "every", "w1-probe-1", -1, 1);
+	runjournal_begin(rj, "every", "w1-probe-1", -1, 1, NULL);
 	made = access(path, F_OK) == 0;
 	runjournal_record(rj, "every", "w1-probe-1", rec);
 	kept = access(path, F_OK) == 0;
