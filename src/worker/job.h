@@ -98,6 +98,7 @@ void job_drain(struct job *, int drained, int stop_runs);
 struct runjournal_left;
 void job_settle_run(struct job *, struct runjournal_left *);
 void job_disown_claim(struct job *, struct runjournal_left *);
+void job_disown_chain(struct job *, struct runjournal_left *);
 int job_holds_lease(const struct job *);
 
 const char *job_name(const struct job *);

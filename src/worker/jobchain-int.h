@@ -46,6 +46,9 @@ struct job_chain_op {
 	struct chainrec_gen gen;
 	int races, maybe_set, waiting;
 	int detached; /* a claim or hand-back the machine let go (ABANDON): it hears nothing */
+	int unknown;  /* a claim whose fate the session's end left unknown: its entry stays */
+	int keep;     /* a hand-back that found the claim taken again here: that one's entry */
+	struct runjournal_left *left; /* a hand-back of a dead predecessor's claim (journal) */
 	char *before; /* a claim: the state as read before it, which a hand-back writes again */
 	struct job_chain_op *next;
 };

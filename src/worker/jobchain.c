@@ -27,6 +27,7 @@
 #include "jobpriv.h"
 #include "jobrec.h"
 #include "layout.h"
+#include "runjournal.h"
 #include "xmalloc.h"
 #include "znode.h"
 
@@ -186,6 +187,47 @@ job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
 		if (a->p[i].run.seq != b->p[i].run.seq || strcmp(a->p[i].job, b->p[i].job) != 0)
 			return 0;
 	return 1;
+}
+
+/* The journal of open runs (runjournal.c), where a claim stays until its run begins. */
+static struct runjournal *
+job_chain_journal(const struct job_chain *c)
+{
+	return c->job->cb->journal(c->job->cb_arg);
+}
+
+/* A generation as its claim's journal entry keeps it: each parent's run and its sequence. */
+static json_t *
+job_chain_gen_entry(const struct chainrec_gen *g)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:s, s:s}", "job", g->p[i].job,
+		                                   "seq", (json_int_t)g->p[i].run.seq, "ctime_ms",
+		                                   (json_int_t)g->p[i].run.ctime_ms, "run_id",
+		                                   g->p[i].run.run_id, "outcome",
+		                                   g->p[i].run.outcome));
+	return a;
+}
+
+/*
+ * op's claim (or hand-back) is over here with nothing left to follow: its journal entry goes,
+ * unless another claim of the job has written the entry since (one entry a job and process).
+ */
+static void
+job_chain_unjournal(const struct job_chain_op *op)
+{
+	const struct job_chain *c = op->c;
+	const struct job_chain_op *o;
+
+	if (op->left != NULL || op->keep || c->have_run)
+		return;
+	for (o = c->ops; o != NULL; o = o->next)
+		if (o != op && o->left == NULL && job_chain_op_claims(o))
+			return;
+	runjournal_chain_unclaim(job_chain_journal(c), c->job->name);
 }
 
 /*
@@ -364,7 +406,12 @@ job_chain_given_back(const struct job_chain_op *op)
 {
 	char *ids = chainrec_ids(&op->gen);
 
-	if (op->detached)
+	if (op->left != NULL)
+		log_info(
+		    "job %s: the run after %s, claimed by this worker's previous process, "
+		    "which died before it ran it: given back to the workers that carry the job",
+		    op->c->job->name, ids);
+	else if (op->detached)
 		log_info("job %s: let go of its claim of the run after %s before running it (the "
 		         "lease went, the supervisor died, or the job stopped): given back to the "
 		         "workers that carry the job",
@@ -426,6 +473,10 @@ job_chain_detached_done(struct job_chain_op *op, int landed)
 	}
 	if (strcmp(op->how, "back") == 0 && landed)
 		job_chain_given_back(op);
+	if (op->left != NULL)
+		runjournal_settled(op->left->rj, op->left); /* a predecessor's claim: done */
+	else
+		job_chain_unjournal(op);
 	job_chain_op_free(op);
 	job_chain_followed(c);
 }
@@ -454,7 +505,9 @@ job_chain_op_done(struct job_chain_op *op, int landed, int taken)
 		if (landed)
 			job_chain_given_back(op);
 		landed = 0; /* the claim is over: CLAIM_LOST ends the machine's wait */
-	}
+		job_chain_unjournal(op);
+	} else if (claim && !landed && !op->unknown)
+		job_chain_unjournal(op); /* not ours: nothing to give back */
 	if (!claim && landed)
 		job_chain_record_missed(c, op);
 	job_chain_op_free(op);
@@ -525,6 +578,7 @@ job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_
 	json_decref(st);
 	if (op->detached && v == CHAINREC_OURS && job_chain_claimed_again(op)) {
 		free(ids); /* claimed here again: that claim runs it */
+		op->keep = 1;
 		job_chain_op_done(op, 0, 0);
 		return;
 	}
@@ -536,8 +590,18 @@ job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_
 		       reply->stat->version, job_chain_set_cb, op);
 		return;
 	}
-	if (v == CHAINREC_CLAIM || op->maybe_set)
+	if (op->left != NULL && v == CHAINREC_CLAIM && !op->maybe_set)
+		log_info("job %s: the run after %s, which this worker's previous process was "
+		         "claiming when it died, was not claimed: nothing to give back",
+		         c->job->name, ids);
+	else if (v == CHAINREC_CLAIM || op->maybe_set)
 		job_chain_given_back(op);
+	else if (op->left != NULL)
+		/* a predecessor's claim that may never have landed: another worker may have run
+		 * the generation (the journal's limit, as for a tick: docs/safety.md) */
+		log_info("job %s: the run after %s, which this worker's previous process was "
+		         "claiming when it died, is handled by another since: nothing to give back",
+		         c->job->name, ids);
 	else {
 		log_warnx(
 		    "job %s: let go of the run after %s before running it, and a later "
@@ -598,6 +662,9 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	op->before = before;
 	data = chainrec_dump(st);
 	json_decref(st);
+	if (strcmp(op->how, "run") == 0) /* journaled first: if main dies, its next process... */
+		runjournal_chain_claim(job_chain_journal(c), c->job->name, job_chain_time(&op->gen),
+		                       job_chain_gen_entry(&op->gen), op->before);
 	op->maybe_set = 1;
 	log_debug("job %s: writing %s (%s)", c->job->name, c->state_path, op->how);
 	if (reply->rc == ZNONODE)
@@ -672,6 +739,66 @@ job_chain_abandon(struct job_chain *c, int landed)
 	c->have_run = 0;
 }
 
+/*
+ * The worker's previous process died holding l, a claim of a generation it had not started
+ * (runjournal.c): give it back as a hand-back the machine let go, which writes the state
+ * before the claim again only while that claim is still the last write (a versioned write:
+ * no lease needed; the dead session's lease keeps others from running it meanwhile). The
+ * entry is settled once that is done. 0 (nothing started) when the entry no longer fits the
+ * job: a parent that is not one of its parents now, or a state that does not parse.
+ */
+int
+job_chain_disown(struct job_chain *c, struct runjournal_left *l)
+{
+	const json_t *gen = json_object_get(l->claimed, "gen"), *p;
+	const char *before = json_string_value(json_object_get(l->claimed, "before"));
+	struct job_chain_op *op;
+	json_t *st;
+	size_t i;
+	int k;
+
+	if (!json_is_array(gen) || json_array_size(gen) == 0 ||
+	    json_array_size(gen) > CHAINREC_MAX_PARENTS || before == NULL ||
+	    (st = chainrec_parse_state(before, strlen(before))) == NULL)
+		return 0;
+	op = xcalloc(1, sizeof *op);
+	json_array_foreach(gen, i, p) {
+		const char *job = json_string_value(json_object_get(p, "job")),
+		           *id = json_string_value(json_object_get(p, "run_id")),
+		           *out = json_string_value(json_object_get(p, "outcome"));
+		const json_t *seq = json_object_get(p, "seq"),
+		             *ctime = json_object_get(p, "ctime_ms");
+
+		for (k = 0; k < c->n && job != NULL && strcmp(c->p[k].job, job) != 0; k++)
+			;
+		if (k == c->n || id == NULL || out == NULL || !json_is_integer(seq) ||
+		    json_integer_value(seq) < 0 || strlen(id) > CHAINREC_MAX_ID ||
+		    strlen(out) >= sizeof op->gen.p[0].run.outcome) {
+			json_decref(st);
+			free(op);
+			return 0;
+		}
+		op->gen.p[op->gen.n].job = c->p[k].job;
+		op->gen.p[op->gen.n].run.seq = (int64_t)json_integer_value(seq);
+		op->gen.p[op->gen.n].run.ctime_ms =
+		    json_is_integer(ctime) ? (int64_t)json_integer_value(ctime) : 0;
+		snprintf(op->gen.p[op->gen.n].run.run_id, sizeof op->gen.p[0].run.run_id, "%s", id);
+		snprintf(op->gen.p[op->gen.n].run.outcome, sizeof op->gen.p[0].run.outcome, "%s",
+		         out);
+		op->gen.n++;
+	}
+	op->before = chainrec_dump(st); /* as parsed: bounded and valid, whatever the file held */
+	json_decref(st);
+	op->c = c;
+	op->how = "back";
+	op->detached = 1;
+	op->left = l;
+	op->next = c->ops;
+	c->ops = op;
+	job_chain_op_step(op);
+	return 1;
+}
+
 /* Whether a claim or a hand-back the machine let go is still followed. */
 int
 job_chain_following(const struct job_chain *c)
@@ -714,9 +841,12 @@ job_chain_session(struct job_chain *c, enum zk_event event)
 			op->waiting = 1; /* the next session's read tells whether it landed */
 		} else if (event == ZK_EVENT_EXPIRED || event == ZK_EVENT_CLOSED) {
 			/* A job stopping for good hears it as SESSION_EXPIRED, after this loop. */
-			if (job_chain_op_claims(op) && !op->detached && !c->job->fsm.stop_requested)
+			if (job_chain_op_claims(op) && !op->detached &&
+			    !c->job->fsm.stop_requested) {
+				op->unknown =
+				    op->maybe_set; /* it may have landed: its entry stays */
 				job_chain_op_done(op, 0, 0);
-			else
+			} else
 				job_chain_op_free(op);
 		}
 	}

@@ -197,6 +197,7 @@ void job_chain_cancel(struct job_chain *);
 void job_chain_give_back(struct job_chain *);
 void job_chain_abandon(struct job_chain *, int landed);
 int job_chain_following(const struct job_chain *);
+int job_chain_disown(struct job_chain *, struct runjournal_left *);
 char **job_chain_env(struct job *, struct runspec *, char **env);
 void job_chain_record(const struct job *, json_t *record, int64_t tick, enum jobfsm_kind);
 json_t *job_chain_json(const struct job *);

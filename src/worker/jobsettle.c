@@ -77,6 +77,24 @@ job_disown_claim(struct job *job, struct runjournal_left *l)
 	jobrec_disown(job->rec, job_main_config(job)->node_id, l->tick, job_disowned_cb, l);
 }
 
+/*
+ * The worker's previous process is dead: the generation of this chained job it claimed and
+ * did not start (a chain claim entry l, with no run of it) is given back if it still holds
+ * it (job_chain_disown); the entry goes once that is done, at once if it fits the job no
+ * more.
+ */
+void
+job_disown_chain(struct job *job, struct runjournal_left *l)
+{
+	l->settling = 1;
+	if (job->chain != NULL && job_chain_disown(job->chain, l))
+		return;
+	log_warnx("job %s: a claim of a parent's run left by this worker's previous process no "
+	          "longer fits the job's parents: dropped",
+	          job->name);
+	runjournal_settled(l->rj, l);
+}
+
 /* Record the run l of this job, which the worker's previous process left unrecorded. */
 void
 job_settle_run(struct job *job, struct runjournal_left *l)

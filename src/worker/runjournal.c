@@ -51,6 +51,7 @@ struct runjournal {
 };
 
 #define RUNJOURNAL_CLAIM "+claim." /* a claim's entry: no run id starts with '+' */
+#define RUNJOURNAL_CHAIN "+chain." /* a chained job's claim of a generation */
 
 /* Whether name is a run id this worker could have made, or a claim's name. */
 static int
@@ -60,6 +61,8 @@ runjournal_name_ok(const char *name)
 
 	if (strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0)
 		name += strlen(RUNJOURNAL_CLAIM), n -= strlen(RUNJOURNAL_CLAIM);
+	else if (strncmp(name, RUNJOURNAL_CHAIN, strlen(RUNJOURNAL_CHAIN)) == 0)
+		name += strlen(RUNJOURNAL_CHAIN), n -= strlen(RUNJOURNAL_CHAIN);
 	if (n == 0 || n > 200 || name[0] == '.')
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -123,11 +126,11 @@ runjournal_int(const json_t *o, const char *key, int64_t dflt)
 static int
 runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left *l)
 {
-	json_t *o, *job, *node, *rec, *after;
+	json_t *o, *job, *node, *rec, *after, *gen, *before;
 	struct stat st;
 	char *buf;
 	ssize_t n;
-	int fd, rc = -1;
+	int fd, rc = -1, chain;
 
 	if ((fd = openat(rj->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return errno == ELOOP ? -1 : -2;
@@ -147,6 +150,9 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 	node = json_object_get(o, "node");
 	rec = json_object_get(o, "record");
 	after = json_object_get(o, "after");
+	gen = json_object_get(o, "gen");
+	before = json_object_get(o, "before");
+	chain = strncmp(name, RUNJOURNAL_CHAIN, strlen(RUNJOURNAL_CHAIN)) == 0;
 	if (json_is_string(node) && strcmp(json_string_value(node), rj->node) != 0) {
 		json_decref(o);
 		return 1; /* another worker's, sharing the state directory: left to it */
@@ -157,11 +163,14 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 	}
 	if (json_is_string(job) && json_string_length(job) > 0 &&
 	    (rec == NULL || json_is_object(rec)) &&
-	    (strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0 ||
+	    (!chain || (json_is_array(gen) && json_is_string(before))) &&
+	    (strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0 || chain ||
 	     (json_is_string(json_object_get(o, "run_id")) &&
 	      strcmp(json_string_value(json_object_get(o, "run_id")), name) == 0))) {
 		l->rj = rj;
-		l->claim = strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0;
+		l->claim = chain || strncmp(name, RUNJOURNAL_CLAIM, strlen(RUNJOURNAL_CLAIM)) == 0;
+		l->chain = chain;
+		l->claimed = chain ? json_pack("{s:O, s:O}", "gen", gen, "before", before) : NULL;
 		l->run_id = xstrdup(name);
 		l->job = xstrdup(json_string_value(job));
 		l->tick = runjournal_int(o, "tick", -1);
@@ -262,6 +271,8 @@ runjournal_free(struct runjournal *rj)
 			json_decref(rj->left[i].record);
 		if (rj->left[i].after != NULL)
 			json_decref(rj->left[i].after);
+		if (rj->left[i].claimed != NULL)
+			json_decref(rj->left[i].claimed);
 	}
 	free(rj->left);
 	if (rj->dirfd >= 0)
@@ -276,7 +287,7 @@ runjournal_free(struct runjournal *rj)
  * hold any character but '/'; another node may share the state directory), and our pid.
  */
 static void
-runjournal_claim_name(const char *node, const char *job, char *out, size_t size)
+runjournal_claim_name(const char *prefix, const char *node, const char *job, char *out, size_t size)
 {
 	unsigned char d[SHA1_LEN];
 	size_t i, n;
@@ -285,7 +296,7 @@ runjournal_claim_name(const char *node, const char *job, char *out, size_t size)
 	xasprintf(&both, "%s\n%s", node, job);
 	sha1(both, strlen(both), d);
 	free(both);
-	n = (size_t)snprintf(out, size, "%s", RUNJOURNAL_CLAIM);
+	n = (size_t)snprintf(out, size, "%s", prefix);
 	for (i = 0; i < SHA1_LEN && n + 2 < size; i++, n += 2)
 		snprintf(out + n, size - n, "%02x", d[i]);
 	/* This process's: a predecessor's entry for the job, being settled, is another file. */
@@ -301,7 +312,7 @@ runjournal_claim(struct runjournal *rj, const char *job, int64_t tick)
 
 	if (rj == NULL || rj->dirfd < 0)
 		return;
-	runjournal_claim_name(rj->node, job, name, sizeof name);
+	runjournal_claim_name(RUNJOURNAL_CLAIM, rj->node, job, name, sizeof name);
 	o = json_pack("{s:s, s:s, s:I}", "node", rj->node, "job", job, "tick", (json_int_t)tick);
 	runjournal_write(rj, name, o);
 	json_decref(o);
@@ -315,7 +326,43 @@ runjournal_unclaim(struct runjournal *rj, const char *job)
 
 	if (rj == NULL)
 		return;
-	runjournal_claim_name(rj->node, job, name, sizeof name);
+	runjournal_claim_name(RUNJOURNAL_CLAIM, rj->node, job, name, sizeof name);
+	runjournal_end(rj, name);
+}
+
+/*
+ * A chained job claims a generation (gen: its parents' runs as job_chain_disown reads them
+ * back; before: the chain state before the claim, which a give-back writes again; tick: the
+ * generation's time, as its run's entry has it): until its run begins, or the claim ends
+ * here, its entry says so. gen is taken.
+ */
+void
+runjournal_chain_claim(struct runjournal *rj, const char *job, int64_t tick, json_t *gen,
+                       const char *before)
+{
+	char name[96];
+	json_t *o;
+
+	if (rj == NULL || rj->dirfd < 0) {
+		json_decref(gen);
+		return;
+	}
+	runjournal_claim_name(RUNJOURNAL_CHAIN, rj->node, job, name, sizeof name);
+	o = json_pack("{s:s, s:s, s:I, s:o, s:s}", "node", rj->node, "job", job, "tick",
+	              (json_int_t)tick, "gen", gen, "before", before);
+	runjournal_write(rj, name, o);
+	json_decref(o);
+}
+
+/* job's chain claim ended here: its run began, it was taken by others or given back. */
+void
+runjournal_chain_unclaim(struct runjournal *rj, const char *job)
+{
+	char name[96];
+
+	if (rj == NULL)
+		return;
+	runjournal_claim_name(RUNJOURNAL_CHAIN, rj->node, job, name, sizeof name);
 	runjournal_end(rj, name);
 }
 
@@ -340,6 +387,7 @@ runjournal_begin(struct runjournal *rj, const char *job, const char *run_id, int
 	runjournal_write(rj, run_id, o);
 	json_decref(o);
 	runjournal_unclaim(rj, job); /* the run's entry answers for the tick now */
+	runjournal_chain_unclaim(rj, job);
 }
 
 /* The run's record is being written: keep it, so that a next process can write it. */
@@ -386,6 +434,8 @@ runjournal_settled(struct runjournal *rj, struct runjournal_left *l)
 		json_decref(l->record);
 	if (l->after != NULL)
 		json_decref(l->after);
+	if (l->claimed != NULL)
+		json_decref(l->claimed);
 	memset(l, 0, sizeof *l);
 	l->rj = rj;
 }

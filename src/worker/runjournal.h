@@ -26,6 +26,8 @@ struct runjournal_left {
 	json_t *after;     /* a chained run's parent runs (its record's "after"), or NULL */
 	int settling;      /* handed to the job's records; its answer not come yet */
 	int claim;         /* a claim's entry (its tick), not a run's */
+	int chain;         /* ... a chained job's claim of a generation (tick: its time) */
+	json_t *claimed;   /* ... and then {"gen": [...], "before": "..."} as written */
 };
 
 struct runjournal *runjournal_open(const char *state_dir, const char *node);
@@ -33,6 +35,9 @@ void runjournal_free(struct runjournal *);
 void runjournal_load(struct runjournal *);
 void runjournal_claim(struct runjournal *, const char *job, int64_t tick);
 void runjournal_unclaim(struct runjournal *, const char *job);
+void runjournal_chain_claim(struct runjournal *, const char *job, int64_t tick, json_t *gen,
+                            const char *before);
+void runjournal_chain_unclaim(struct runjournal *, const char *job);
 void runjournal_begin(struct runjournal *, const char *job, const char *run_id, int64_t tick,
                       int64_t fence, const json_t *after);
 void runjournal_record(struct runjournal *, const char *job, const char *run_id,

@@ -402,7 +402,8 @@ worker_disown_claims(struct worker *w)
 		/* a run of that tick started: its record says what became of the tick */
 		if (bsearch(&kp, runs, nruns, sizeof *runs, worker_left_cmp) == NULL &&
 		    l->tick >= 0 && (job = worker_job_named(named, n, l->job)) != NULL)
-			job_disown_claim(job, l); /* settles l when done */
+			(l->chain ? job_disown_chain
+			          : job_disown_claim)(job, l); /* settles l when done */
 		else
 			runjournal_settled(w->journal, l);
 	}

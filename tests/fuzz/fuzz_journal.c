@@ -64,7 +64,7 @@ fuzz_journal_plausible(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (strncmp(name, "+claim.", 7) == 0)
+	if (strncmp(name, "+claim.", 7) == 0 || strncmp(name, "+chain.", 7) == 0)
 		name += 7, n -= 7;
 	return n > 0 && n <= 200 && name[0] != '.' &&
 	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
@@ -134,6 +134,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strcmp(l->run_id, fname) != 0)
 			abort(); /* only the entry written here */
 		if (!l->claim && strncmp(fname, "+claim.", 7) == 0)
+			abort();
+		if (l->chain != (strncmp(fname, "+chain.", 7) == 0) ||
+		    (l->chain && !json_is_array(json_object_get(l->claimed, "gen"))))
 			abort();
 		if (l->record != NULL && !json_is_object(l->record))
 			abort();

@@ -591,6 +591,62 @@ class ChainMainGoneTest(ChainCase):
         self.assertEqual(again.stop(timeout=30), 0)
 
 
+    def test_a_chain_claim_whose_worker_died_before_its_answer_is_not_lost(self):
+        """beta's claim of a run of a (for b) reaches the server and lands; the proxy cuts
+        beta's connection before the answer, and beta's main is SIGKILLed then. The chain
+        state holds the run as handled by beta, and no process will run it: before, it was
+        lost in silence (no run of b, no record, no log line). The journal of open runs kept
+        the claim; beta's next process gives it back, and b answers the run once."""
+        self.start_zookeeper(tick_ms=500)
+        px = self.proxy()
+        a_out, b_out = self.path("a.txt"), self.path("b.txt")
+        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % a_out, "schedule": NEVER,
+                 "constraint": "host=alpha", "history": 100}
+        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s' % b_out,
+                 "after": "a", "start_deadline": "120s", "history": 100}
+        cfgs, procs = {}, {}
+        for n, hosts, jobs in (("alpha", None, {"a": a_job}),
+                               ("beta", px.connect_string, {"a": a_job, "b": b_job})):
+            cfgs[n] = self.write_config(name=n, hosts=hosts, zookeeper={"session_timeout": "4s"},
+                                        safety=SAFETY,
+                                        worker={"allow_root_jobs": True, "labels": "host=" + n},
+                                        jobs=jobs)
+            procs[n] = self.leasekeeper("run", "-v", "-c", cfgs[n], name=n)
+        for p in procs.values():
+            p.wait_log(r"registered as", timeout=60)
+        kz, beta = self.kazoo(), procs["beta"]
+        journal = self.path("beta", "state", "open-runs")
+        px.cut_after(b'"how":"run","key"', hold=10.0)
+        r = self.cli("run-now", "a")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.wait_until(lambda: px.cuts == 1, timeout=60, msg="beta's claim was not cut")
+        os.kill(beta.pid, signal.SIGKILL)
+        beta.wait(timeout=10)
+        self.wait_until(lambda: json.loads(kz.get("/leasekeeper/jobs/b/chain")[0]).get(
+            "last", {}).get("node") == "beta", timeout=30, msg="beta's claim did not land")
+        chain = json.loads(kz.get("/leasekeeper/jobs/b/chain")[0])
+        self.assertEqual(chain["last"]["how"], "run", chain)
+        self.assertEqual(len([f for f in os.listdir(journal) if f.startswith("+chain.")]), 1,
+                         os.listdir(journal))
+        again = self.leasekeeper("run", "-v", "-c", cfgs["beta"], name="beta-2")
+        again.wait_log(r"job b: the run after \S+, claimed by this worker's previous process, "
+                       r"which died before it ran it: given back", timeout=90)
+        self.wait_until(lambda: len(self.lines(b_out)) >= 1, timeout=90,
+                        msg="the run of a claimed by the dead process was never answered by b")
+        self.assertEqual(self.cli("pause", "a").returncode, 0)
+        self.settle(kz, ["a", "b"], quiet=4)
+        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
+        b_recs = self.runs(kz, "b")
+        self.assertEqual(len(a_ids), 1, a_ids)
+        self.assertEqual([r["after"][0]["run_id"] for r in b_recs if r.get("run_id")], a_ids,
+                         b_recs)
+        self.assertEqual([r for r in b_recs if not r.get("run_id")], [], b_recs)
+        self.assertEqual([x[0] for x in self.lines(b_out)], a_ids)
+        self.assertEqual(again.stop(timeout=30), 0)
+        self.assertEqual([f for f in os.listdir(journal) if f.startswith("+chain.")], [],
+                         "a chain claim left in the journal after its run")
+
+
 class ChainCheckTest(lktest.TestCase):
     def test_check_refuses_cycles_and_unknown_parents(self):
         cfg = self.write_config(name="w", hosts="127.0.0.1:1", worker={"allow_root_jobs": True},
