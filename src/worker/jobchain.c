@@ -189,6 +189,33 @@ job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
 	return 1;
 }
 
+/*
+ * Whether g is still the generation to handle by the chain state st just read (the claim's
+ * read): not if a parent's run before it is free again there (given back, by a hand-back or
+ * by a dead process's next one, since the machine was handed g from an older read), which
+ * the claim would otherwise skip for good. What the chain knows is left as it was: the
+ * state's watch brings it up to date.
+ */
+static int
+job_chain_still_next(struct job_chain *c, const struct chainrec_gen *g, const json_t *st)
+{
+	int64_t done[CHAINREC_MAX_PARENTS];
+	json_t *known = c->state;
+	struct chainrec_gen now;
+	int i, next;
+
+	for (i = 0; i < c->n; i++) {
+		done[i] = c->p[i].done;
+		c->p[i].done = chainrec_done(st, c->p[i].job);
+	}
+	c->state = (json_t *)st;
+	next = job_chain_next(c, &now);
+	c->state = known;
+	for (i = 0; i < c->n; i++)
+		c->p[i].done = done[i];
+	return !next || job_chain_same(&now, g);
+}
+
 /* The journal of open runs (runjournal.c), where a claim stays until its run begins. */
 static struct runjournal *
 job_chain_journal(const struct job_chain *c)
@@ -599,9 +626,11 @@ job_chain_back_read(struct job_chain_op *op, const struct zk_reply *reply, json_
 	else if (op->left != NULL)
 		/* a predecessor's claim that may never have landed: another worker may have run
 		 * the generation (the journal's limit, as for a tick: docs/safety.md) */
-		log_info("job %s: the run after %s, which this worker's previous process was "
-		         "claiming when it died, is handled by another since: nothing to give back",
-		         c->job->name, ids);
+		log_warnx(
+		    "job %s: the run after %s, which this worker's previous process was "
+		    "claiming when it died, is handled by another write since: not given back "
+		    "(if that claim had landed, nobody runs it)",
+		    c->job->name, ids);
 	else {
 		log_warnx(
 		    "job %s: let go of the run after %s before running it, and a later "
@@ -641,6 +670,12 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (strcmp(op->how, "back") == 0) {
 		job_chain_back_read(op, reply, st);
+		return;
+	}
+	if (!op->detached && !job_chain_still_next(c, &op->gen, st)) {
+		/* handed over from an older read: a run given back since comes first */
+		json_decref(st);
+		job_chain_op_done(op, 0, 1);
 		return;
 	}
 	before = strcmp(op->how, "run") == 0 ? chainrec_dump(st) : NULL;
@@ -753,13 +788,22 @@ job_chain_disown(struct job_chain *c, struct runjournal_left *l)
 	const json_t *gen = json_object_get(l->claimed, "gen"), *p;
 	const char *before = json_string_value(json_object_get(l->claimed, "before"));
 	struct job_chain_op *op;
-	json_t *st;
+	json_t *st, *raw;
 	size_t i;
 	int k;
 
 	if (!json_is_array(gen) || json_array_size(gen) == 0 ||
 	    json_array_size(gen) > CHAINREC_MAX_PARENTS || before == NULL ||
-	    (st = chainrec_parse_state(before, strlen(before))) == NULL)
+	    strlen(before) > CHAINREC_MAX_SIZE)
+		return 0;
+	/* a state as ZooKeeper held it: an object (what does not parse is not read as empty) */
+	if ((raw = json_loads(before, 0, NULL)) == NULL || !json_is_object(raw)) {
+		if (raw != NULL)
+			json_decref(raw);
+		return 0;
+	}
+	json_decref(raw);
+	if ((st = chainrec_parse_state(before, strlen(before))) == NULL)
 		return 0;
 	op = xcalloc(1, sizeof *op);
 	json_array_foreach(gen, i, p) {
@@ -769,10 +813,11 @@ job_chain_disown(struct job_chain *c, struct runjournal_left *l)
 		const json_t *seq = json_object_get(p, "seq"),
 		             *ctime = json_object_get(p, "ctime_ms");
 
-		for (k = 0; k < c->n && job != NULL && strcmp(c->p[k].job, job) != 0; k++)
+		for (k = 0; job != NULL && k < c->n && strcmp(c->p[k].job, job) != 0; k++)
 			;
-		if (k == c->n || id == NULL || out == NULL || !json_is_integer(seq) ||
-		    json_integer_value(seq) < 0 || strlen(id) > CHAINREC_MAX_ID ||
+		if (job == NULL || k == c->n || id == NULL || out == NULL ||
+		    !json_is_integer(seq) || json_integer_value(seq) < 0 ||
+		    strlen(id) > CHAINREC_MAX_ID ||
 		    strlen(out) >= sizeof op->gen.p[0].run.outcome) {
 			json_decref(st);
 			free(op);
@@ -788,6 +833,14 @@ job_chain_disown(struct job_chain *c, struct runjournal_left *l)
 		op->gen.n++;
 	}
 	op->before = chainrec_dump(st); /* as parsed: bounded and valid, whatever the file held */
+	/* and the generation was claimable on it: it is the state before that very claim */
+	if (chainrec_claim(st, &op->gen, job_main_config(c->job)->node_id, "run") !=
+	    CHAINREC_CLAIM) {
+		json_decref(st);
+		free(op->before);
+		free(op);
+		return 0;
+	}
 	json_decref(st);
 	op->c = c;
 	op->how = "back";

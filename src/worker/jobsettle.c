@@ -89,8 +89,9 @@ job_disown_chain(struct job *job, struct runjournal_left *l)
 	l->settling = 1;
 	if (job->chain != NULL && job_chain_disown(job->chain, l))
 		return;
-	log_warnx("job %s: a claim of a parent's run left by this worker's previous process no "
-	          "longer fits the job's parents: dropped",
+	log_warnx("job %s: a claim of a parent's run left by this worker's previous process "
+	          "cannot be given back (the job's parents changed, or the entry is not whole): "
+	          "dropped",
 	          job->name);
 	runjournal_settled(l->rj, l);
 }

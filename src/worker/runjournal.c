@@ -120,6 +120,36 @@ runjournal_int(const json_t *o, const char *key, int64_t dflt)
 }
 
 /*
+ * A chained run's parents as its entry keeps them (untrusted), rebuilt for its record: at most
+ * 16 (a job's parents), each a job, run id and outcome of bounded length; else NULL.
+ */
+static json_t *
+runjournal_after(const json_t *after)
+{
+	const json_t *p;
+	json_t *out;
+	size_t i;
+
+	if (!json_is_array(after) || json_array_size(after) == 0 || json_array_size(after) > 16)
+		return NULL;
+	out = json_array();
+	json_array_foreach(after, i, p) {
+		const json_t *job = json_object_get(p, "job"), *id = json_object_get(p, "run_id"),
+		             *oc = json_object_get(p, "outcome");
+
+		if (!json_is_string(job) || !json_is_string(id) || !json_is_string(oc) ||
+		    json_string_length(job) > 256 || json_string_length(id) > 160 ||
+		    json_string_length(oc) > 23) {
+			json_decref(out);
+			return NULL;
+		}
+		json_array_append_new(
+		    out, json_pack("{s:O, s:O, s:O}", "job", job, "run_id", id, "outcome", oc));
+	}
+	return out;
+}
+
+/*
  * Read the entry name (untrusted: bounded, validated) into l: 0; 1 another node's (left to
  * it); -1 not an entry (dropped); -2 not readable now (left as it is).
  */
@@ -177,8 +207,7 @@ runjournal_read(struct runjournal *rj, const char *name, struct runjournal_left 
 		l->fence = runjournal_int(o, "fence", -1);
 		l->asked_ms = (uint64_t)runjournal_int(o, "asked_ms", 0);
 		l->record = rec != NULL ? json_incref(rec) : NULL;
-		/* a chained run's parents, written into its record as they are (bounded above) */
-		l->after = json_is_array(after) ? json_incref(after) : NULL;
+		l->after = runjournal_after(after);
 		rc = 0;
 	}
 	json_decref(o);

@@ -371,7 +371,7 @@ worker_left_cmp(const void *a, const void *b)
  * configured, or of a tick started, goes at once.
  */
 static void
-worker_disown_claims(struct worker *w)
+worker_disown_claims(struct worker *w, int registered)
 {
 	struct runjournal_left *l, **runs, key;
 	struct worker_named *named;
@@ -396,6 +396,12 @@ worker_disown_claims(struct worker *w)
 		const struct runjournal_left *kp = &key;
 
 		if (l->run_id == NULL || !l->claim || l->settling)
+			continue;
+		/*
+		 * A chained job's claim only once registered: before, the dead session may still
+		 * have its claim's write on its way, which a read now would not see.
+		 */
+		if (l->chain && !registered)
 			continue;
 		key.job = l->job;
 		key.tick = l->tick;
@@ -440,7 +446,8 @@ worker_node_registered(struct worker *w)
 	worker_node_clock_later(w, WORKER_CLOCK_FIRST_MS);
 	if (!w->disowned) {
 		w->disowned = 1; /* before any claim of ours */
-		worker_disown_claims(w);
+		worker_disown_claims(w,
+		                     1); /* what the early pass left (a chain's claims), or all */
 	}
 	worker_settle_runs(w);
 	members_start(w->members);
@@ -573,7 +580,7 @@ worker_node_dup_get_cb(const struct zk_reply *reply, void *arg)
 		          w->dup_wait_ms);
 	free(data);
 	if (w->dup_predecessor == WORKER_PRED_DEAD && !w->disowned)
-		worker_disown_claims(w); /* now: others may claim on top once its session ends */
+		worker_disown_claims(w, 0); /* now: others may claim on top once its session ends */
 	worker_node_dup_retry(w);
 }
 
