@@ -347,16 +347,23 @@ runjournal_claim(struct runjournal *rj, const char *job, int64_t tick)
 	json_decref(o);
 }
 
-/* job's claim ended here: its run began, the tick was taken by others or given back. */
-void
-runjournal_unclaim(struct runjournal *rj, const char *job)
+/* The claim entry (prefix: a tick's or a chain's) of job in this process goes. */
+static void
+runjournal_unclaim_as(struct runjournal *rj, const char *prefix, const char *job)
 {
 	char name[96];
 
 	if (rj == NULL)
 		return;
-	runjournal_claim_name(RUNJOURNAL_CLAIM, rj->node, job, name, sizeof name);
+	runjournal_claim_name(prefix, rj->node, job, name, sizeof name);
 	runjournal_end(rj, name);
+}
+
+/* job's claim ended here: its run began, the tick was taken by others or given back. */
+void
+runjournal_unclaim(struct runjournal *rj, const char *job)
+{
+	runjournal_unclaim_as(rj, RUNJOURNAL_CLAIM, job);
 }
 
 /*
@@ -387,12 +394,7 @@ runjournal_chain_claim(struct runjournal *rj, const char *job, int64_t tick, jso
 void
 runjournal_chain_unclaim(struct runjournal *rj, const char *job)
 {
-	char name[96];
-
-	if (rj == NULL)
-		return;
-	runjournal_claim_name(RUNJOURNAL_CHAIN, rj->node, job, name, sizeof name);
-	runjournal_end(rj, name);
+	runjournal_unclaim_as(rj, RUNJOURNAL_CHAIN, job);
 }
 
 /*

@@ -51,6 +51,19 @@ class ChainCase(lktest.TestCase):
     def lines(self, path):
         return [x.split() for x in read(path).split("\n")[:-1]] if os.path.exists(path) else []
 
+    def answered_once_by(self, kz, b_out):
+        """a's one run was answered by b once: run once (recorded with its parent run, its
+        command's line in b_out), nothing recorded missed. a is paused first."""
+        self.assertEqual(self.cli("pause", "a").returncode, 0)
+        self.settle(kz, ["a", "b"], quiet=4)
+        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
+        b_recs = self.runs(kz, "b")
+        self.assertEqual(len(a_ids), 1, a_ids)
+        self.assertEqual([r["after"][0]["run_id"] for r in b_recs if r.get("run_id")], a_ids,
+                         b_recs)
+        self.assertEqual([r for r in b_recs if not r.get("run_id")], [], b_recs)
+        self.assertEqual([x[0] for x in self.lines(b_out)], a_ids)
+
     def settle(self, kz, jobs, quiet=4.0, timeout=60):
         """Wait until the run records of jobs stop changing for `quiet` seconds."""
         last, since = None, time.monotonic()
@@ -515,16 +528,7 @@ class ChainClaimLeaseLostTest(ChainCase):
                         msg="the run of a, claimed as beta lost b's lease, was never run by b")
         self.assertRegex(beta.log_text()[mark:], r"job b: let go of its claim of the run after "
                          r"\S+ before running it .*given back")
-        self.assertEqual(self.cli("pause", "a").returncode, 0)
-        self.settle(kz, ["a", "b"], quiet=4)
-        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
-        b_recs = self.runs(kz, "b")
-        self.assertEqual(len(a_ids), 1, a_ids)
-        # Answered once: run once (recorded with its parent run), nothing missed.
-        self.assertEqual([r["after"][0]["run_id"] for r in b_recs if r.get("run_id")], a_ids,
-                         b_recs)
-        self.assertEqual([r for r in b_recs if not r.get("run_id")], [], b_recs)
-        self.assertEqual([x[0] for x in self.lines(self.b_out)], a_ids)
+        self.answered_once_by(kz, self.b_out)
 
     def test_a_lease_lost_while_the_claim_is_out_gives_the_parent_run_back(self):
         # A tickTime of 1 s lets beta's session be 20 s: the hold is far from its end.
@@ -633,15 +637,7 @@ class ChainMainGoneTest(ChainCase):
                        r"which died before it ran it: given back", timeout=90)
         self.wait_until(lambda: len(self.lines(b_out)) >= 1, timeout=90,
                         msg="the run of a claimed by the dead process was never answered by b")
-        self.assertEqual(self.cli("pause", "a").returncode, 0)
-        self.settle(kz, ["a", "b"], quiet=4)
-        a_ids = [r["run_id"] for r in self.runs(kz, "a") if r.get("run_id")]
-        b_recs = self.runs(kz, "b")
-        self.assertEqual(len(a_ids), 1, a_ids)
-        self.assertEqual([r["after"][0]["run_id"] for r in b_recs if r.get("run_id")], a_ids,
-                         b_recs)
-        self.assertEqual([r for r in b_recs if not r.get("run_id")], [], b_recs)
-        self.assertEqual([x[0] for x in self.lines(b_out)], a_ids)
+        self.answered_once_by(kz, b_out)
         self.assertEqual(again.stop(timeout=30), 0)
         self.assertEqual([f for f in os.listdir(journal) if f.startswith("+chain.")], [],
                          "a chain claim left in the journal after its run")
