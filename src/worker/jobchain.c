@@ -674,6 +674,9 @@ job_chain_op_get_cb(const struct zk_reply *reply, void *arg)
 	}
 	if (!op->detached && !job_chain_still_next(c, &op->gen, st)) {
 		/* handed over from an older read: a run given back since comes first */
+		log_debug("job %s: the generation handed over is not the next by the state read "
+		          "(a parent's run before it is free again): not %s",
+		          c->job->name, strcmp(op->how, "run") == 0 ? "claimed" : "marked");
 		json_decref(st);
 		job_chain_op_done(op, 0, 1);
 		return;
