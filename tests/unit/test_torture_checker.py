@@ -383,6 +383,13 @@ class CheckerTest(unittest.TestCase):
         h["faults"] = [{"kind": "stop", "targets": ["w1"], "start": BASE + 5,
                         "end": BASE + 8}]  # over 6 s (T + 2) before the kill
         self.assertEqual(self.counts(h)[0], {"needless_kills": 1})
+        # the kill's end is recorded to the millisecond (21.000): a supervisor killed at
+        # 21.0004 by the harness's clock is its cause; one killed 2 ms later is not
+        h["faults"] = [{"kind": "kill-supervisor", "targets": ["w1"], "start": BASE + 21.0004,
+                        "end": BASE + 24}]
+        self.assertEqual(self.counts(h)[0], {})
+        h["faults"][0]["start"] = BASE + 21.002
+        self.assertEqual(self.counts(h)[0], {"needless_kills": 1})
 
     def test_a_run_its_dead_mains_successor_recorded(self):
         # tick 20's run was asked for at 20.02 by w1, whose main was killed at 20.03: its

@@ -394,10 +394,12 @@ def _paused(h, job, tick, slack=3.0, lossy=False, until=None):
 
 
 def _faulted(h, worker, t, span):
-    """Whether a fault touched worker (or everyone) in [t - span, t]."""
+    """Whether a fault touched worker (or everyone) in [t - span, t]. t is a record's time,
+    cut to the millisecond: a fault the harness stamped later within that millisecond came
+    before it (seed 6015: a supervisor SIGKILLed at .88202, its run's end recorded .882)."""
     for f in h.get("faults", []):
         if ("*" in f["targets"] or worker in f["targets"]) and \
-                f["start"] <= t and f["end"] >= t - span:
+                f["start"] < t + 0.001 and f["end"] >= t - span:
             return f
     return None
 
