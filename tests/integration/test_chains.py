@@ -36,6 +36,16 @@ NEVER = "17 3 29 2 *"
 read = lktest.read_text
 
 
+def parent_and_child(a_out, b_out):
+    """a (manual runs only, placed on alpha) writes its run id to a_out; b, after a, writes
+    the parent run it answers and its node to b_out."""
+    a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % a_out, "schedule": NEVER,
+             "constraint": "host=alpha", "history": 100}
+    b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s' % b_out,
+             "after": "a", "start_deadline": "120s", "history": 100}
+    return a_job, b_job
+
+
 class ChainCase(lktest.TestCase):
     def cluster(self, jobs, names=("alpha", "beta")):
         self.start_zookeeper(tick_ms=500)
@@ -421,10 +431,7 @@ class ChainClaimInFlightTest(ChainCase):
         self.start_zookeeper(tick_ms=1000)
         px = self.proxy()
         a_out, b_out = self.path("a.txt"), self.path("b.txt")
-        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % a_out, "schedule": NEVER,
-                 "constraint": "host=alpha", "history": 100}
-        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s' % b_out,
-                 "after": "a", "start_deadline": "120s", "history": 100}
+        a_job, b_job = parent_and_child(a_out, b_out)
         procs = {}
         # a on alpha; b on beta only (through the proxy); gamma carries nothing yet.
         for n, hosts, jobs in (("alpha", None, {"a": a_job}),
@@ -505,10 +512,7 @@ class ChainClaimLeaseLostTest(ChainCase):
         self.start_zookeeper(tick_ms=tick_ms)
         self.px = self.proxy()
         self.a_out, self.b_out = self.path("a.txt"), self.path("b.txt")
-        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % self.a_out,
-                 "schedule": NEVER, "constraint": "host=alpha", "history": 100}
-        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s'
-                 % self.b_out, "after": "a", "start_deadline": "120s", "history": 100}
+        a_job, b_job = parent_and_child(self.a_out, self.b_out)
         procs = {}
         for n, hosts, jobs in (("alpha", None, {"a": a_job}),
                                ("beta", self.px.connect_string, {"a": a_job, "b": b_job})):
@@ -604,10 +608,7 @@ class ChainMainGoneTest(ChainCase):
         self.start_zookeeper(tick_ms=500)
         px = self.proxy()
         a_out, b_out = self.path("a.txt"), self.path("b.txt")
-        a_job = {"command": 'echo "$LEASEKEEPER_RUN_ID" >> %s' % a_out, "schedule": NEVER,
-                 "constraint": "host=alpha", "history": 100}
-        b_job = {"command": 'echo "$LEASEKEEPER_PARENT_RUN $LEASEKEEPER_NODE" >> %s' % b_out,
-                 "after": "a", "start_deadline": "120s", "history": 100}
+        a_job, b_job = parent_and_child(a_out, b_out)
         cfgs, procs = {}, {}
         for n, hosts, jobs in (("alpha", None, {"a": a_job}),
                                ("beta", px.connect_string, {"a": a_job, "b": b_job})):
