@@ -127,14 +127,15 @@ job_chain_free(struct job_chain *c)
 }
 
 /*
- * The next generation from the candidates newer than what the state handled: one parent's
+ * The next generation from the candidates newer than what state handled (the chain's as
+ * known, c->state, or one just read): one parent's
  * oldest; a join's newest of each parent. 0 when some parent has none. A parent the chain
  * state never handled (a new chain, or `after` newly added to a job) has no candidate
  * recorded before the job's record, nor one past start_deadline already: those were never
  * the job's to run, and are not recorded missed either.
  */
 static int
-job_chain_next(struct job_chain *c, struct chainrec_gen *g)
+job_chain_next(const struct job_chain *c, const json_t *state, struct chainrec_gen *g)
 {
 	int64_t created = jobrec_created_ms(c->job->rec),
 	        stale = (int64_t)job_now_ms(c->job) - (int64_t)c->job->cfg->start_deadline_ms;
@@ -142,13 +143,14 @@ job_chain_next(struct job_chain *c, struct chainrec_gen *g)
 
 	g->n = 0;
 	for (i = 0; i < c->n; i++) {
-		struct job_chain_parent *p = &c->p[i];
+		const struct job_chain_parent *p = &c->p[i];
+		int64_t done = chainrec_done(state, p->job);
 
 		pick = -1;
 		for (j = 0; j < p->nruns; j++) {
-			if (p->runs[j].seq <= p->done || p->runs[j].ctime_ms < created ||
-			    (p->done < 0 && p->runs[j].ctime_ms < stale) ||
-			    chainrec_handled_id(c->state, p->job, p->runs[j].run_id))
+			if (p->runs[j].seq <= done || p->runs[j].ctime_ms < created ||
+			    (done < 0 && p->runs[j].ctime_ms < stale) ||
+			    chainrec_handled_id(state, p->job, p->runs[j].run_id))
 				continue;
 			pick = j;
 			if (c->n == 1)
@@ -197,23 +199,11 @@ job_chain_same(const struct chainrec_gen *a, const struct chainrec_gen *b)
  * state's watch brings it up to date.
  */
 static int
-job_chain_still_next(struct job_chain *c, const struct chainrec_gen *g, const json_t *st)
+job_chain_still_next(const struct job_chain *c, const struct chainrec_gen *g, const json_t *st)
 {
-	int64_t done[CHAINREC_MAX_PARENTS];
-	json_t *known = c->state;
 	struct chainrec_gen now;
-	int i, next;
 
-	for (i = 0; i < c->n; i++) {
-		done[i] = c->p[i].done;
-		c->p[i].done = chainrec_done(st, c->p[i].job);
-	}
-	c->state = (json_t *)st;
-	next = job_chain_next(c, &now);
-	c->state = known;
-	for (i = 0; i < c->n; i++)
-		c->p[i].done = done[i];
-	return !next || job_chain_same(&now, g);
+	return !job_chain_next(c, st, &now) || job_chain_same(&now, g);
 }
 
 /* The journal of open runs (runjournal.c), where a claim stays until its run begins. */
@@ -314,7 +304,8 @@ job_chain_state_cb(const struct zk_reply *reply, void *arg)
 		job_chain_eval(c);
 		return;
 	}
-	if (!job_chain_next(c, &g) || !job_chain_may_feed(job) || !jobfsm_active(&job->fsm))
+	if (!job_chain_next(c, c->state, &g) || !job_chain_may_feed(job) ||
+	    !jobfsm_active(&job->fsm))
 		return; /* the machine evaluates again when it waits (TICK_ARM_IF_IDLE) */
 	if (job_chain_same(&g, &c->fed) && now < c->fed_ms + JOB_CHAIN_REFEED_MS) {
 		job_timer(c->timer, c->fed_ms + JOB_CHAIN_REFEED_MS - now);
@@ -353,7 +344,8 @@ job_chain_eval(struct job_chain *c)
 	struct chainrec_gen g;
 
 	/* Until the state is read, a parent's done is not known: read it (once) to tell. */
-	if (!c->job->fsm.ready || !c->job->fsm.agreed || (c->known && !job_chain_next(c, &g)))
+	if (!c->job->fsm.ready || !c->job->fsm.agreed ||
+	    (c->known && !job_chain_next(c, c->state, &g)))
 		return;
 	if (c->reading) {
 		c->reread = 1;
