@@ -43,6 +43,7 @@
 struct runjournal {
 	int dirfd;  /* -1: no journal (it could not be made) */
 	int loaded; /* what an earlier process left is read (runjournal_load) */
+	int chains; /* a chain claim's entry was written: a run's begin removes one */
 	char *dir;
 	char *node;
 	struct runjournal_left *left;
@@ -384,6 +385,7 @@ runjournal_chain_claim(struct runjournal *rj, const char *job, int64_t tick, jso
 		return;
 	}
 	runjournal_claim_name(RUNJOURNAL_CHAIN, rj->node, job, name, sizeof name);
+	rj->chains = 1;
 	o = json_pack("{s:s, s:s, s:I, s:o, s:s}", "node", rj->node, "job", job, "tick",
 	              (json_int_t)tick, "gen", gen, "before", before);
 	runjournal_write(rj, name, o);
@@ -418,7 +420,8 @@ runjournal_begin(struct runjournal *rj, const char *job, const char *run_id, int
 	runjournal_write(rj, run_id, o);
 	json_decref(o);
 	runjournal_unclaim(rj, job); /* the run's entry answers for the tick now */
-	runjournal_chain_unclaim(rj, job);
+	if (rj->chains)              /* no unlink per run where no job is chained */
+		runjournal_chain_unclaim(rj, job);
 }
 
 /* The run's record is being written: keep it, so that a next process can write it. */
